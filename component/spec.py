@@ -1,0 +1,36 @@
+"""GenericTrainerSpec: TFX's TrainerSpec plus GenericTrainer's additions.
+
+Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
+`tfx.components.Trainer` is here with the same type and optionality. Added:
+  - input `statistics` (ExampleStatistics): fills `fn_args.num_examples`;
+  - parameter `keras_version` ('keras3' or 'tf_keras'): the Keras the
+    training runs under (see `generic_trainer.keras_process`).
+"""
+
+from tfx.types import standard_artifacts
+from tfx.types import standard_component_specs
+from tfx.types.component_spec import ChannelParameter
+from tfx.types.component_spec import ComponentSpec
+from tfx.types.component_spec import ExecutionParameter
+from tfx.types.system_executions import Train
+
+from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.keys import STATISTICS_KEY
+
+_TRAINER = standard_component_specs.TrainerSpec
+
+
+class GenericTrainerSpec(ComponentSpec):
+  """ComponentSpec of GenericTrainer."""
+
+  PARAMETERS = {
+      **_TRAINER.PARAMETERS,
+      KERAS_VERSION_KEY: ExecutionParameter(type=str, optional=True),
+  }
+  INPUTS = {
+      **_TRAINER.INPUTS,
+      STATISTICS_KEY: ChannelParameter(
+          type=standard_artifacts.ExampleStatistics, optional=True),
+  }
+  OUTPUTS = dict(_TRAINER.OUTPUTS)
+  TYPE_ANNOTATION = Train

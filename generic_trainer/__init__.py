@@ -1,0 +1,32 @@
+"""GenericTrainer's library: the executor, FnArgs, module loading, export checks.
+
+Importing this package is cheap; TensorFlow and TFX load only when a name
+that needs them is used.
+"""
+
+from generic_trainer.errors import ExportValidationError
+from generic_trainer.errors import GenericTrainerError
+from generic_trainer.errors import InputArtifactError
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import RunFnError
+from generic_trainer.errors import TrainingProcessError
+from generic_trainer.errors import UserModuleError
+
+_LAZY = {
+    'GenericExecutor': 'generic_trainer.executor',
+    'FnArgs': 'generic_trainer.fn_args',
+    'validate_export': 'generic_trainer.export_validation',
+}
+
+
+def __getattr__(name):
+  if name in _LAZY:
+    import importlib  # pylint: disable=g-import-not-at-top
+    return getattr(importlib.import_module(_LAZY[name]), name)
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+__all__ = ['ExportValidationError', 'FnArgs', 'GenericExecutor',
+           'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
+           'RunFnError', 'TrainingProcessError', 'UserModuleError',
+           'validate_export']

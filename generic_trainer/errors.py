@@ -1,0 +1,34 @@
+"""Errors a GenericTrainer user can cause.
+
+Each class subclasses the built-in exception that fits, so callers may catch
+either ours or the built-in. Messages say what is wrong, what was expected,
+what was received and what to do.
+"""
+
+
+class GenericTrainerError(Exception):
+  """Base class of every error GenericTrainer raises on purpose."""
+
+
+class InvalidArgumentError(GenericTrainerError, ValueError):
+  """A component argument or execution property is wrong."""
+
+
+class UserModuleError(GenericTrainerError, ImportError):
+  """The user module cannot be found, imported, or lacks a usable `run_fn`."""
+
+
+class RunFnError(GenericTrainerError, RuntimeError):
+  """The user's `run_fn` raised; the original exception is the `__cause__`."""
+
+
+class InputArtifactError(GenericTrainerError, ValueError):
+  """An input artifact (examples, schema, hyperparameters...) is unusable."""
+
+
+class ExportValidationError(GenericTrainerError, RuntimeError):
+  """What `run_fn` exported is not a usable SavedModel; nothing was published."""
+
+
+class TrainingProcessError(GenericTrainerError, RuntimeError):
+  """The child process that ran training died without reporting an error."""

@@ -1,0 +1,95 @@
+"""GenericExecutor: trains with the user's run_fn, validates, publishes."""
+
+import os
+from typing import Any, Dict, List
+
+from absl import logging
+from tfx.dsl.components.base import base_executor
+
+from generic_trainer import keras_process
+from generic_trainer.errors import ExportValidationError, InvalidArgumentError
+from generic_trainer.export_validation import validate_export
+from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.publish import StagedExport
+
+
+class GenericExecutor(base_executor.BaseExecutor):
+  """Runs a user `run_fn` and publishes its export only once it is valid.
+
+  Steps: load the user module (`module_file`, `module_path` or `run_fn`),
+  build `FnArgs` from the input artifacts, call `run_fn` with
+  `serving_model_dir` pointing into a staging directory, validate the export
+  (`export_validation.validate_export`), then move it into the Model
+  artifact. Any failure leaves no model in the Model artifact.
+  """
+
+  def Do(self, input_dict: Dict[str, List[Any]],
+         output_dict: Dict[str, List[Any]],
+         exec_properties: Dict[str, Any]) -> None:
+    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+    from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
+    self._log_startup(input_dict, output_dict, exec_properties)
+    keras_version = exec_properties.get(KERAS_VERSION_KEY)
+    if keras_version and keras_version not in keras_process.KERAS_VERSIONS:
+      raise InvalidArgumentError(
+          f"'keras_version' must be one of {keras_process.KERAS_VERSIONS}. "
+          f'Received: keras_version={keras_version!r}.')
+    staged = StagedExport(
+        artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
+        artifact_utils.get_single_uri(output_dict[keys.MODEL_RUN_KEY]))
+    staged.prepare()
+    try:
+      if keras_process.needs_child_process(keras_version):
+        logging.info('Training in a child process with %s.', keras_version)
+        keras_process.run_in_child(keras_version, input_dict, output_dict,
+                                   exec_properties, staged.serving_dir,
+                                   staged.eval_dir)
+      else:
+        from generic_trainer import training  # pylint: disable=g-import-not-at-top
+        training.train(input_dict, output_dict, exec_properties,
+                       staged.serving_dir, staged.eval_dir)
+      report = validate_export(
+          staged.serving_dir,
+          _eval_file_patterns(input_dict, exec_properties),
+          schema_path=_schema_path(input_dict),
+          transform_graph_path=_single_uri_or_none(
+              input_dict.get(keys.TRANSFORM_GRAPH_KEY)))
+    except ExportValidationError as e:
+      kept = staged.reject()
+      raise ExportValidationError(
+          f'{e}\nNothing was published; the rejected export is kept in '
+          f'{kept} for inspection.') from e
+    except BaseException:
+      kept = staged.reject()
+      if kept:
+        logging.error('Training failed; what it staged is kept in %s.', kept)
+      raise
+    serving_dir = staged.publish()
+    logging.info('Export validated (%s) and published to %s.', report,
+                 serving_dir)
+
+
+def _single_uri_or_none(artifacts):
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+  return artifact_utils.get_single_uri(artifacts) if artifacts else None
+
+
+def _schema_path(input_dict):
+  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
+  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
+  uri = _single_uri_or_none(input_dict.get(keys.SCHEMA_KEY))
+  return io_utils.get_only_uri_in_dir(uri) if uri else None
+
+
+def _eval_file_patterns(input_dict, exec_properties) -> List[str]:
+  """File patterns of the eval split(s), as FnArgs.eval_files has them."""
+  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
+  from tfx.utils import proto_utils  # pylint: disable=g-import-not-at-top
+  eval_args = trainer_pb2.EvalArgs()
+  proto_utils.json_to_proto(exec_properties[keys.EVAL_ARGS_KEY], eval_args)
+  return [os.path.join(uri, '*')
+          for split in (list(eval_args.splits) or ['eval'])
+          for uri in artifact_utils.get_split_uris(
+              input_dict[keys.EXAMPLES_KEY], split)]

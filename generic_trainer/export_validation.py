@@ -1,0 +1,202 @@
+"""Checks that what `run_fn` exported is a SavedModel a Pusher can serve.
+
+`validate_export` runs, in order, and stops at the first failure with an
+`ExportValidationError` that says what was found and how to fix it:
+  1. the export directory holds `saved_model.pb` (a `.keras`/`.h5` file or an
+     empty directory gets a message of its own);
+  2. `tf.saved_model.load` loads it;
+  3. it has a `serving_default` signature;
+  4. that signature, fed a few eval examples, returns finite numbers. It is fed
+     serialized `tf.Example`s when it takes one string tensor, otherwise the
+     features it names, read from the examples (through the Transform graph
+     when one is given and the names are transformed features).
+"""
+
+import os
+from typing import Any, Dict, List, Optional
+
+from generic_trainer.errors import ExportValidationError
+
+SERVING_SIGNATURE = 'serving_default'
+_KERAS_FILE_SUFFIXES = ('.keras', '.h5', '.hdf5', '.weights.h5')
+_HOW_TO_EXPORT = (
+    'Save a SavedModel into fn_args.serving_model_dir: `model.export(dir)` '
+    'with Keras 3, `model.save(dir, save_format="tf")` with tf.keras 2 '
+    '(keras_version="tf_keras"), or `tf.saved_model.save(obj, dir, '
+    'signatures=...)`.')
+
+
+def validate_export(serving_dir: str,
+                    eval_files: List[str],
+                    schema_path: Optional[str] = None,
+                    transform_graph_path: Optional[str] = None,
+                    num_examples: int = 4) -> Dict[str, Any]:
+  """Validates the SavedModel in `serving_dir`; returns what was checked."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  _check_files(serving_dir)
+  try:
+    loaded = tf.saved_model.load(serving_dir)
+  except Exception as e:  # pylint: disable=broad-except
+    raise ExportValidationError(
+        f'The export in {serving_dir} has saved_model.pb but does not load '
+        f'with tf.saved_model.load: {type(e).__name__}: {_first_line(e)}. '
+        f'It may be half-written or corrupt. {_HOW_TO_EXPORT}') from e
+  signatures = dict(loaded.signatures)
+  if SERVING_SIGNATURE not in signatures:
+    raise ExportValidationError(
+        f"The SavedModel in {serving_dir} has no '{SERVING_SIGNATURE}' "
+        f'signature, which Evaluator, Pusher and TF Serving use. Its '
+        f'signatures: {sorted(signatures) or "none"}. Pass '
+        "`signatures={'serving_default': fn}` to tf.saved_model.save, or use "
+        '`model.export(dir)` (Keras 3), which writes one.')
+  fn = signatures[SERVING_SIGNATURE]
+  input_specs = fn.structured_input_signature[1]
+  serialized = _read_serialized_examples(eval_files, num_examples)
+  inputs = _signature_inputs(input_specs, serialized, schema_path,
+                             transform_graph_path)
+  try:
+    outputs = fn(**inputs)
+  except Exception as e:  # pylint: disable=broad-except
+    raise ExportValidationError(
+        f"The '{SERVING_SIGNATURE}' signature of {serving_dir} failed on "
+        f'{len(serialized)} eval examples: {type(e).__name__}: '
+        f'{_first_line(e)}. Check that the exported function parses and '
+        'transforms the features the way training did.') from e
+  output_shapes = {}
+  for name, tensor in outputs.items():
+    output_shapes[name] = tensor.shape.as_list()
+    if tensor.dtype.is_floating and not bool(
+        tf.reduce_all(tf.math.is_finite(tensor))):
+      raise ExportValidationError(
+          f"The '{SERVING_SIGNATURE}' signature of {serving_dir} returned "
+          f"non-finite values (NaN or Inf) in output {name!r} for "
+          f'{len(serialized)} eval examples: {tensor.numpy().tolist()}. The '
+          'model diverged or was exported before it was trained; check the '
+          'training loss and learning rate.')
+  return {'signature': SERVING_SIGNATURE,
+          'inputs': {k: str(v) for k, v in input_specs.items()},
+          'outputs': output_shapes,
+          'examples_checked': len(serialized)}
+
+
+def _check_files(serving_dir: str) -> None:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if not tf.io.gfile.isdir(serving_dir):
+    stray = [p for suffix in _KERAS_FILE_SUFFIXES
+             for p in tf.io.gfile.glob(serving_dir.rstrip('/') + '*' + suffix)]
+    found = f' Found instead: {stray}.' if stray else ''
+    raise ExportValidationError(
+        'run_fn exported nothing: fn_args.serving_model_dir '
+        f'({serving_dir}) does not exist.{found} {_HOW_TO_EXPORT}')
+  names = sorted(tf.io.gfile.listdir(serving_dir))
+  if 'saved_model.pb' in names:
+    return
+  keras_files = [n for n in names if n.endswith(_KERAS_FILE_SUFFIXES)]
+  if keras_files:
+    raise ExportValidationError(
+        f'Expected a SavedModel in {serving_dir}, found the Keras file(s) '
+        f'{keras_files}. A Keras file is not a SavedModel: Evaluator, Pusher '
+        f'and TF Serving cannot load it. {_HOW_TO_EXPORT}')
+  raise ExportValidationError(
+      f'Expected a SavedModel (saved_model.pb) in {serving_dir}. Found: '
+      f'{names or "an empty directory"}. {_HOW_TO_EXPORT}')
+
+
+def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
+  """Up to `limit` serialized records from the eval files."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+  records = []
+  for path in files:
+    compression = 'GZIP' if path.endswith('.gz') else ''
+    try:
+      for record in tf.data.TFRecordDataset(path, compression).take(
+          limit - len(records)):
+        records.append(record.numpy())
+    except tf.errors.OpError as e:
+      raise ExportValidationError(
+          f'Cannot read eval examples from {path} to test the export: '
+          f'{_first_line(e)}. Expected TFRecord files of tf.Example.') from e
+    if len(records) >= limit:
+      break
+  if not records:
+    raise ExportValidationError(
+        f'No eval examples to test the export with: {patterns} matched '
+        f'{len(files)} file(s) and no records.')
+  return records
+
+
+def _signature_inputs(specs, serialized: List[bytes], schema_path,
+                      transform_graph_path) -> Dict[str, Any]:
+  """Builds the keyword inputs of the serving signature from the examples."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if len(specs) == 1:
+    (name, spec), = specs.items()
+    if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string:
+      batch = tf.constant(serialized)
+      if spec.shape.rank == 2:
+        batch = tf.reshape(batch, [-1, 1])
+      return {name: batch}
+  features = _decode_examples(serialized)
+  missing = [n for n in specs if n not in features]
+  if missing and transform_graph_path:
+    features.update(_transformed_features(serialized, transform_graph_path))
+    missing = [n for n in specs if n not in features]
+  if missing:
+    raise ExportValidationError(
+        f"The '{SERVING_SIGNATURE}' signature takes inputs {sorted(specs)}, "
+        f'but the eval examples have no feature(s) {missing} (they have '
+        f'{sorted(features)}), so the model cannot be tested as a server '
+        'would call it. Export a serving_default that takes serialized '
+        'tf.Example (one tf.string input), or name the inputs like the '
+        'features in the data.')
+  inputs = {}
+  for name, spec in specs.items():
+    if not isinstance(spec, tf.TensorSpec):
+      raise ExportValidationError(
+          f'Input {name!r} of the serving signature is a '
+          f'{type(spec).__name__}; only dense inputs can be fed from the '
+          'eval examples. Export a serving_default that takes serialized '
+          'tf.Example.')
+    value = tf.convert_to_tensor(features[name])
+    value = tf.cast(value, spec.dtype) if value.dtype != spec.dtype else value
+    if spec.shape.rank is not None and value.shape.rank != spec.shape.rank:
+      value = tf.reshape(value, [-1] + [d or 1 for d in spec.shape[1:]])
+    inputs[name] = value
+  return inputs
+
+
+def _decode_examples(serialized: List[bytes]) -> Dict[str, Any]:
+  """Dense features of tf.Examples: name -> list of per-example values."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  columns = {}
+  for i, record in enumerate(serialized):
+    try:
+      example = tf.train.Example.FromString(record)
+    except Exception as e:  # pylint: disable=broad-except
+      raise ExportValidationError(
+          f'Eval record {i} is not a tf.Example ({e}); cannot feed the '
+          'serving signature.') from e
+    for name, feature in example.features.feature.items():
+      kind = feature.WhichOneof('kind')
+      values = list(getattr(feature, kind).value) if kind else []
+      columns.setdefault(name, []).append(values)
+  dense = {}
+  for name, rows in columns.items():
+    if len(rows) == len(serialized) and len({len(r) for r in rows}) == 1 and rows[0]:
+      dense[name] = rows
+  return dense
+
+
+def _transformed_features(serialized, transform_graph_path) -> Dict[str, Any]:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  output = tft.TFTransformOutput(transform_graph_path)
+  raw = tf.io.parse_example(tf.constant(serialized), output.raw_feature_spec())
+  return {k: v for k, v in output.transform_raw_features(raw).items()
+          if isinstance(v, tf.Tensor)}
+
+
+def _first_line(e: BaseException) -> str:
+  text = str(e).strip()
+  return text.splitlines()[0] if text else type(e).__name__

@@ -1,0 +1,177 @@
+"""What user code receives: `FnArgs`, built from the component's artifacts.
+
+`FnArgs` extends TFX's own `tfx.components.FnArgs`, so a module file written
+for `tfx.components.Trainer` gets every field it expects (and
+`isinstance(fn_args, tfx.components.FnArgs)` holds).
+"""
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+import attr
+from tfx import types
+from tfx.components.trainer import fn_args_utils
+from tfx.proto import trainer_pb2
+from tfx.types import artifact_utils
+from tfx.types import standard_component_specs as keys
+from tfx.utils import io_utils
+from tfx.utils import json_utils
+from tfx.utils import proto_utils
+
+from generic_trainer.errors import InputArtifactError, InvalidArgumentError
+from generic_trainer.keys import STATISTICS_KEY
+
+
+@attr.s
+class FnArgs(fn_args_utils.FnArgs):
+  """Args passed to the user's `run_fn`.
+
+  Attributes:
+    working_dir: Working dir (unused by the trainer; kept for TFX parity).
+    train_files: File patterns of the train split(s).
+    eval_files: File patterns of the eval split(s).
+    train_steps: Train steps from `train_args.num_steps`; None when unset.
+    eval_steps: Eval steps from `eval_args.num_steps`; None when unset.
+    schema_path: Path of the schema file; None without a schema input.
+    schema_file: Deprecated, use `schema_path`.
+    transform_graph_path: Path of the Transform output; None without one.
+    transform_output: Deprecated, use `transform_graph_path`.
+    data_accessor: TFXIO factories (`tf_dataset_factory`,
+      `record_batch_factory`) that read the examples whatever their format.
+    serving_model_dir: Where `run_fn` must save the serving SavedModel.
+      GenericTrainer checks it, then publishes it into the Model artifact.
+    eval_model_dir: Where an (estimator-only) eval SavedModel may go.
+    model_run_dir: Where logs, TensorBoard summaries and checkpoints go.
+    base_model: Serving model path of the `base_model` input, or None.
+    hyperparameters: The `hyperparameters` input as a dict, or None.
+    custom_config: The component's `custom_config` dict, or None.
+    num_examples: Examples per split, e.g. `{'train': 230, 'eval': 104}`,
+      read from the `statistics` input; None without that input.
+  """
+  num_examples = attr.ib(type=Dict[str, int], default=None)
+
+
+def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
+  try:
+    proto_utils.json_to_proto(exec_properties[key], proto)
+  except Exception as e:  # pylint: disable=broad-except
+    raise InvalidArgumentError(
+        f"'{key}' is not a valid {type(proto).__name__}: {e}. "
+        f'Received: {key}={exec_properties.get(key)!r}.') from e
+  if proto.num_steps < 0:
+    raise InvalidArgumentError(
+        f"'{key}.num_steps' must be positive, or 0/unset to read the split "
+        f'once. Received: num_steps={proto.num_steps}.')
+  return proto
+
+
+def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
+  """Raises if a split named in train/eval args is not in the examples."""
+  available = artifact_utils.decode_split_names(examples.split_names)
+  for name, args, default in (('train_args', train_args, 'train'),
+                              ('eval_args', eval_args, 'eval')):
+    for split in list(args.splits) or [default]:
+      if split not in available:
+        raise InputArtifactError(
+            f"The examples have no split {split!r} (asked for by {name}"
+            f"{'' if args.splits else ' by default'}). The examples "
+            f'({examples.uri}) have the splits {available}. Set '
+            f'{name}.splits to some of those.')
+      uri = artifact_utils.get_split_uri([examples], split)
+      if not [f for f in _list_files(uri) if not os.path.basename(
+          f).startswith('.')]:
+        raise InputArtifactError(
+            f'The {split!r} split of the examples is empty: no files in '
+            f'{uri}. Check the component that produced the examples.')
+
+
+def _list_files(uri: str) -> List[str]:
+  from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
+  return fileio.listdir(uri) if fileio.isdir(uri) else []
+
+
+def read_hyperparameters(artifacts: List[types.Artifact]) -> Optional[dict]:
+  """The HyperParameters artifact's JSON as a dict, or None."""
+  if not artifacts:
+    return None
+  uri = artifact_utils.get_single_uri(artifacts)
+  try:
+    path = io_utils.get_only_uri_in_dir(uri)
+  except Exception as e:  # pylint: disable=broad-except
+    raise InputArtifactError(
+        f'The hyperparameters artifact ({uri}) must hold exactly one JSON '
+        f'file (as Tuner writes it). {e}') from e
+  try:
+    value = json.loads(io_utils.read_string_file(path))
+  except ValueError as e:
+    raise InputArtifactError(
+        f'The hyperparameters file {path} is not valid JSON: {e}. Expected '
+        'the `keras_tuner.HyperParameters.get_config()` JSON that Tuner '
+        'writes.') from e
+  if not isinstance(value, dict):
+    raise InputArtifactError(
+        f'The hyperparameters file {path} must hold a JSON object. Received: '
+        f'a {type(value).__name__}.')
+  return value
+
+
+def read_num_examples(artifacts: List[types.Artifact]) -> Optional[Dict[str,
+                                                                       int]]:
+  """Examples per split from an ExampleStatistics artifact, or None."""
+  if not artifacts:
+    return None
+  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
+  stats = artifact_utils.get_single_instance(artifacts)
+  counts = {}
+  for split in artifact_utils.decode_split_names(stats.split_names):
+    path = os.path.join(artifact_utils.get_split_uri([stats], split),
+                        'FeatureStats.pb')
+    proto = statistics_pb2.DatasetFeatureStatisticsList()
+    try:
+      proto.ParseFromString(io_utils.read_bytes_file(path))
+    except Exception as e:  # pylint: disable=broad-except
+      raise InputArtifactError(
+          f'Cannot read statistics for split {split!r} from {path}: {e}. '
+          'Expected the FeatureStats.pb that StatisticsGen writes.') from e
+    counts[split] = sum(d.num_examples for d in proto.datasets)
+  return counts
+
+
+def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
+                  output_dict: Dict[str, List[types.Artifact]],
+                  exec_properties: Dict[str, Any],
+                  serving_model_dir: str,
+                  eval_model_dir: str) -> FnArgs:
+  """Builds FnArgs; the model dirs are the staging dirs run_fn writes to."""
+  if not input_dict.get(keys.EXAMPLES_KEY):
+    raise InputArtifactError(
+        "The trainer needs an 'examples' input with one Examples artifact. "
+        'Received none.')
+  train_args = _parse_args(exec_properties, keys.TRAIN_ARGS_KEY,
+                           trainer_pb2.TrainArgs())
+  eval_args = _parse_args(exec_properties, keys.EVAL_ARGS_KEY,
+                          trainer_pb2.EvalArgs())
+  check_splits(artifact_utils.get_single_instance(
+      input_dict[keys.EXAMPLES_KEY]), train_args, eval_args)
+  custom_config = json_utils.loads(
+      exec_properties.get(keys.CUSTOM_CONFIG_KEY) or 'null')
+  if custom_config is not None and not isinstance(custom_config, dict):
+    raise InvalidArgumentError(
+        "'custom_config' must be a dict. Received: custom_config that is a "
+        f'{type(custom_config).__name__}.')
+
+  common = fn_args_utils.get_common_fn_args(input_dict, exec_properties)
+  fields = attr.asdict(common, recurse=False)
+  fields.update(
+      schema_file=common.schema_path,
+      transform_output=common.transform_graph_path,
+      serving_model_dir=serving_model_dir,
+      eval_model_dir=eval_model_dir,
+      model_run_dir=artifact_utils.get_single_uri(
+          output_dict[keys.MODEL_RUN_KEY]),
+      hyperparameters=read_hyperparameters(
+          input_dict.get(keys.HYPERPARAMETERS_KEY)),
+      custom_config=custom_config,
+      num_examples=read_num_examples(input_dict.get(STATISTICS_KEY)))
+  return FnArgs(**fields)

@@ -1,0 +1,4 @@
+"""Keys GenericTrainer adds to TFX's Trainer spec (the rest are TFX's own)."""
+
+STATISTICS_KEY = 'statistics'
+KERAS_VERSION_KEY = 'keras_version'

@@ -1,0 +1,226 @@
+"""Finds the user's `run_fn` from `module_file`, `module_path` or `run_fn`.
+
+The three ways mirror `tfx.components.Trainer`:
+  - `module_file`: a Python source file; its top-level `run_fn` is used.
+  - `module_path`: an importable module (or, after TFX packaged a module
+    file, `name@/path/to/wheel`); its top-level `run_fn` is used.
+  - `run_fn`: a dotted path `package.module.function` to the function itself.
+
+We load modules ourselves (rather than through `udf_utils.get_fn`) so that an
+error can name what the module does define, and so that later loaders can
+look for other top-level names than `run_fn`.
+"""
+
+import importlib
+import importlib.util
+import inspect
+import itertools
+import os
+import sys
+import traceback
+import types
+from typing import Any, Callable, Dict
+
+from generic_trainer.errors import InvalidArgumentError, UserModuleError
+
+MODULE_FILE_KEY = 'module_file'
+MODULE_PATH_KEY = 'module_path'
+RUN_FN_KEY = 'run_fn'
+
+_counter = itertools.count()
+
+_TRAINER_FN_MIGRATION = (
+    'This module defines `trainer_fn`, the tf.estimator API that TFX removed. '
+    'Add a `run_fn(fn_args)` that builds and trains the model and saves it '
+    'to `fn_args.serving_model_dir` (see README.md, "Module files").')
+
+
+def describe_source(exec_properties: Dict[str, Any]) -> str:
+  """Says, for messages, where the user code comes from."""
+  for key in (MODULE_FILE_KEY, MODULE_PATH_KEY, RUN_FN_KEY):
+    if exec_properties.get(key):
+      return f'{key}={exec_properties[key]!r}'
+  return 'no module'
+
+
+def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
+  """Returns the user's `run_fn`, checked to take one argument.
+
+  Raises:
+    InvalidArgumentError: not exactly one of the three sources is given.
+    UserModuleError: the module is missing, does not import, or has no
+      usable `run_fn`.
+  """
+  given = [k for k in (MODULE_FILE_KEY, MODULE_PATH_KEY, RUN_FN_KEY)
+           if exec_properties.get(k)]
+  if len(given) != 1:
+    raise InvalidArgumentError(
+        "Exactly one of 'module_file', 'module_path' or 'run_fn' must be set. "
+        f'Received: {given or "none of them"}.')
+  key = given[0]
+  value = exec_properties[key]
+  if key == RUN_FN_KEY:
+    module_name, _, fn_name = value.rpartition('.')
+    if not module_name:
+      raise InvalidArgumentError(
+          "'run_fn' must be a dotted path such as 'my_package.my_module.run_fn'."
+          f' Received: run_fn={value!r}.')
+    module = _import_module(module_name, source=f'run_fn={value!r}')
+  elif key == MODULE_PATH_KEY:
+    module = _import_module(value, source=f'module_path={value!r}')
+    fn_name = 'run_fn'
+  else:
+    module = _load_source_file(value)
+    fn_name = 'run_fn'
+  return _get_run_fn(module, fn_name, source=f'{key}={value!r}')
+
+
+def _get_run_fn(module: types.ModuleType, fn_name: str, source: str):
+  fn = getattr(module, fn_name, None)
+  if fn is None:
+    hint = _TRAINER_FN_MIGRATION if hasattr(module, 'trainer_fn') else (
+        f'Define a top-level `def {fn_name}(fn_args):` in it.')
+    raise UserModuleError(
+        f'The user module ({source}) has no top-level `{fn_name}`. '
+        f'It defines: {_public_names(module)}. {hint}')
+  if not callable(fn):
+    raise UserModuleError(
+        f'`{fn_name}` in the user module ({source}) must be a function taking '
+        f'fn_args. Received: {fn_name} that is a {type(fn).__name__}.')
+  try:
+    inspect.signature(fn).bind(object())
+  except TypeError:
+    raise UserModuleError(
+        f'`{fn_name}` in the user module ({source}) must accept exactly one '
+        f'argument, fn_args. Received: {fn_name}{inspect.signature(fn)}. '
+        f'Change it to `def {fn_name}(fn_args):`.') from None
+  except ValueError:  # Builtins without a signature: let the call decide.
+    pass
+  return fn
+
+
+def _public_names(module: types.ModuleType) -> str:
+  names = sorted(n for n, v in vars(module).items()
+                 if not n.startswith('_') and not inspect.ismodule(v))
+  return ', '.join(names) if names else 'nothing public'
+
+
+def _load_source_file(path: str) -> types.ModuleType:
+  """Imports a Python source file under a fresh module name."""
+  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
+  try:
+    local_path = io_utils.ensure_local(path)
+  except Exception as e:  # pylint: disable=broad-except
+    raise UserModuleError(
+        f'Cannot read the module file {path!r}: {e}. Check the path.') from e
+  if not os.path.isfile(local_path):
+    raise UserModuleError(
+        f'The module file does not exist. Expected a Python file. '
+        f'Received: module_file={path!r}. Check the path, or pass an absolute '
+        'path: relative paths are resolved against the working directory of '
+        'the process running the trainer.')
+  stem = os.path.splitext(os.path.basename(local_path))[0]
+  name = f'_generic_trainer_user_module_{next(_counter)}_{stem}'
+  spec = importlib.util.spec_from_file_location(name, local_path)
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[name] = module
+  try:
+    spec.loader.exec_module(module)
+  except SyntaxError as e:
+    del sys.modules[name]
+    raise UserModuleError(
+        f'The module file {path!r} has a syntax error at line {e.lineno}: '
+        f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
+        'error.') from e
+  except BaseException as e:  # pylint: disable=broad-except
+    del sys.modules[name]
+    raise UserModuleError(
+        f'Importing the module file {path!r} raised '
+        f'{type(e).__name__}: {e}. The module runs at import time; its '
+        f'traceback:\n{user_traceback(e)}') from e
+  return module
+
+
+def _import_module(module_path: str, source: str) -> types.ModuleType:
+  """Imports `module_path`, installing the wheel of `name@wheel` first."""
+  from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
+  name, wheels = udf_utils.decode_user_module_key(module_path)
+  try:
+    with udf_utils.TempPipInstallContext(wheels):
+      if name in sys.modules:
+        return importlib.reload(sys.modules[name])
+      return importlib.import_module(name)
+  except ModuleNotFoundError as e:
+    if e.name and name.startswith(e.name):
+      raise UserModuleError(
+          f'Cannot find the module {name!r} ({source}). Expected an '
+          'importable module: install it in the trainer environment or put '
+          'it on PYTHONPATH, or pass module_file with its path instead.'
+      ) from e
+    raise UserModuleError(
+        f'Importing {name!r} ({source}) failed: it imports {e.name!r}, which '
+        f'is not installed. Install it in the trainer environment.\n'
+        f'{user_traceback(e)}') from e
+  except SyntaxError as e:
+    raise UserModuleError(
+        f'The module {name!r} ({source}) has a syntax error in {e.filename} '
+        f'at line {e.lineno}: {e.msg}.') from e
+  except BaseException as e:  # pylint: disable=broad-except
+    raise UserModuleError(
+        f'Importing {name!r} ({source}) raised {type(e).__name__}: {e}\n'
+        f'{user_traceback(e)}') from e
+
+
+def user_traceback(e: BaseException) -> str:
+  """The traceback of `e` without the frames of the loader itself."""
+  frames = traceback.extract_tb(e.__traceback__)
+  frames = [f for f in frames if not f.filename.startswith(
+      (os.path.dirname(__file__), '<frozen'))]
+  return ''.join(traceback.format_list(frames)) + f'{type(e).__name__}: {e}'
+
+
+
+def check_module_source(path: str) -> None:
+  """Checks a local module file early, at pipeline construction.
+
+  Catches a missing file, a syntax error and a missing top-level `run_fn`
+  without running the module. Remote paths (gs://...) are left to run time.
+
+  Raises:
+    UserModuleError: with what is wrong and what to do.
+  """
+  import ast  # pylint: disable=g-import-not-at-top
+  if '://' in path:
+    return
+  if not os.path.isfile(path):
+    raise UserModuleError(
+        'The module file does not exist. Expected a Python file. Received: '
+        f'module_file={path!r} (working directory {os.getcwd()}). Check the '
+        'path; an absolute path avoids surprises.')
+  with open(path, 'rb') as f:
+    source = f.read()
+  try:
+    tree = ast.parse(source, filename=path)
+  except SyntaxError as e:
+    raise UserModuleError(
+        f'The module file {path!r} has a syntax error at line {e.lineno}: '
+        f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the '
+        'same error.') from e
+  names = set()
+  for node in tree.body:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+      names.add(node.name)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+      if any(a.name == '*' for a in node.names):
+        return  # Cannot know statically.
+      names.update((a.asname or a.name).split('.')[0] for a in node.names)
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+      targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+      names.update(t.id for t in targets if isinstance(t, ast.Name))
+  if RUN_FN_KEY not in names:
+    hint = _TRAINER_FN_MIGRATION if 'trainer_fn' in names else (
+        'Define a top-level `def run_fn(fn_args):` in it.')
+    public = sorted(n for n in names if not n.startswith('_'))
+    raise UserModuleError(
+        f'The module file {path!r} has no top-level `run_fn`. It defines: '
+        f"{', '.join(public) or 'nothing public'}. {hint}")

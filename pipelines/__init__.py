@@ -1,0 +1,1 @@
+"""Example pipelines that use GenericTrainer."""

@@ -1,0 +1,157 @@
+"""The penguin pipeline, run locally with LocalDagRunner on SQLite metadata.
+
+CsvExampleGen -> StatisticsGen -> SchemaGen -> GenericTrainer -> Evaluator
+(TFMA, accuracy threshold) -> Pusher. Run it with
+
+    python -m pipelines.penguin_pipeline_local --output-dir tfx_pipeline_output
+
+and it prints the eval metrics, whether the model was blessed, where the
+pushed model is and where the metadata store is.
+"""
+
+import argparse
+import os
+import sys
+from typing import Optional
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_MODULE_FILE = os.path.join(os.path.dirname(_HERE), 'module_files',
+                                   'penguin_keras.py')
+PIPELINE_NAME = 'penguin_generic_trainer'
+
+
+def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
+                    module_file: str, serving_model_dir: str,
+                    metadata_path: str, train_steps: int = 100,
+                    eval_steps: int = 5, accuracy_threshold: float = 0.6,
+                    keras_version: Optional[str] = None):
+  """Returns the TFX pipeline (a `tfx.dsl.Pipeline`)."""
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
+  from tfx.components import CsvExampleGen, Evaluator, Pusher, SchemaGen, StatisticsGen  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.dsl.components.common import resolver  # pylint: disable=g-import-not-at-top
+  from tfx.dsl.input_resolution.strategies import latest_blessed_model_strategy  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.proto import pusher_pb2, trainer_pb2  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+
+  example_gen = CsvExampleGen(input_base=data_root)
+  statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])
+  schema_gen = SchemaGen(statistics=statistics_gen.outputs['statistics'])
+  trainer = GenericTrainer(
+      module_file=module_file,
+      examples=example_gen.outputs['examples'],
+      schema=schema_gen.outputs['schema'],
+      statistics=statistics_gen.outputs['statistics'],
+      train_args=trainer_pb2.TrainArgs(num_steps=train_steps),
+      eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
+      keras_version=keras_version)
+  model_resolver = resolver.Resolver(
+      strategy_class=latest_blessed_model_strategy.LatestBlessedModelStrategy,
+      model=Channel(type=standard_artifacts.Model),
+      model_blessing=Channel(type=standard_artifacts.ModelBlessing)).with_id(
+          'latest_blessed_model_resolver')
+  eval_config = tfma.EvalConfig(
+      model_specs=[tfma.ModelSpec(label_key='species')],
+      slicing_specs=[tfma.SlicingSpec()],
+      metrics_specs=[tfma.MetricsSpec(metrics=[
+          tfma.MetricConfig(
+              class_name='SparseCategoricalAccuracy',
+              threshold=tfma.MetricThreshold(
+                  value_threshold=tfma.GenericValueThreshold(
+                      lower_bound={'value': accuracy_threshold}))),
+          tfma.MetricConfig(class_name='ExampleCount'),
+      ])])
+  evaluator = Evaluator(
+      examples=example_gen.outputs['examples'],
+      model=trainer.outputs['model'],
+      baseline_model=model_resolver.outputs['model'],
+      eval_config=eval_config)
+  pusher = Pusher(
+      model=trainer.outputs['model'],
+      model_blessing=evaluator.outputs['blessing'],
+      push_destination=pusher_pb2.PushDestination(
+          filesystem=pusher_pb2.PushDestination.Filesystem(
+              base_directory=serving_model_dir)))
+  return pipeline.Pipeline(
+      pipeline_name=pipeline_name,
+      pipeline_root=pipeline_root,
+      components=[example_gen, statistics_gen, schema_gen, trainer,
+                  model_resolver, evaluator, pusher],
+      metadata_connection_config=metadata.sqlite_metadata_connection_config(
+          metadata_path))
+
+
+def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
+        module_file: str = DEFAULT_MODULE_FILE,
+        accuracy_threshold: float = 0.6,
+        keras_version: Optional[str] = None) -> dict:
+  """Builds the data, runs the pipeline, returns what it produced."""
+  from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
+
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  output_dir = os.path.abspath(output_dir)
+  data_root = os.path.dirname(write_penguin_csv(os.path.join(output_dir,
+                                                             'data')))
+  paths = {
+      'pipeline_root': os.path.join(output_dir, 'pipeline_root'),
+      'metadata_path': os.path.join(output_dir, 'metadata.sqlite'),
+      'serving_model_dir': os.path.join(output_dir, 'serving_model'),
+  }
+  LocalDagRunner().run(create_pipeline(
+      PIPELINE_NAME, paths['pipeline_root'], data_root, module_file,
+      paths['serving_model_dir'], paths['metadata_path'], train_steps,
+      eval_steps, accuracy_threshold, keras_version))
+  return {**paths, **summarize(paths['metadata_path'])}
+
+
+def summarize(metadata_path: str) -> dict:
+  """The latest run's eval metrics, blessing and pushed model, from MLMD."""
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
+  config = metadata.sqlite_metadata_connection_config(metadata_path)
+  with metadata.Metadata(config) as m:
+    def latest(type_name):
+      artifacts = m.store.get_artifacts_by_type(type_name)
+      return max(artifacts, key=lambda a: a.id) if artifacts else None
+    evaluation, blessing, pushed = (latest('ModelEvaluation'),
+                                    latest('ModelBlessing'),
+                                    latest('PushedModel'))
+  metrics = {}
+  if evaluation is not None:
+    result = tfma.load_eval_result(evaluation.uri)
+    for _, by_output in result.slicing_metrics:
+      for _, by_class in by_output.items():
+        for _, values in by_class.items():
+          for name, value in values.items():
+            metrics[name] = value.get('doubleValue', value)
+  blessed = bool(blessing and blessing.custom_properties['blessed'].int_value)
+  pushed_dir = None
+  if pushed is not None and pushed.custom_properties['pushed'].int_value:
+    pushed_dir = pushed.custom_properties['pushed_destination'].string_value
+  return {'metrics': metrics, 'blessed': blessed, 'pushed_model': pushed_dir}
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--output-dir', default='tfx_pipeline_output',
+                      help='Folder for data, artifacts, metadata and the '
+                      'pushed model (default: %(default)s).')
+  parser.add_argument('--train-steps', type=int, default=100)
+  parser.add_argument('--eval-steps', type=int, default=5)
+  parser.add_argument('--module-file', default=DEFAULT_MODULE_FILE)
+  args = parser.parse_args(argv)
+  result = run(args.output_dir, args.train_steps, args.eval_steps,
+               args.module_file)
+  print('\n== Penguin pipeline finished')
+  for name, value in sorted(result['metrics'].items()):
+    print(f'  eval {name}: {value}')
+  print(f"  blessed by Evaluator: {result['blessed']}")
+  print(f"  pushed model: {result['pushed_model'] or 'not pushed'}")
+  print(f"  metadata store (SQLite): {result['metadata_path']}")
+  return 0 if result['pushed_model'] else 1
+
+
+if __name__ == '__main__':
+  sys.exit(main())
