@@ -1,0 +1,23 @@
+# The two commands of README.md: `make pipeline` and `make test`.
+PY := .venv/bin/python
+OUT ?= tfx_pipeline_output
+
+.PHONY: setup pipeline test test-fast lock clean
+
+setup:
+	@bash scripts/setup.sh
+
+pipeline: setup
+	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)
+
+test: setup
+	$(PY) -m pytest tests
+
+test-fast: setup
+	$(PY) -m pytest tests -m "not slow"
+
+lock:
+	uv pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt
+
+clean:
+	rm -rf $(OUT) .pytest_cache

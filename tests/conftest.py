@@ -1,0 +1,92 @@
+"""Shared fixtures: real Examples and Schema artifacts of the penguin data."""
+
+import csv
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTDATA = os.path.join(REPO, 'tests', 'testdata')
+PENGUIN_MODULE = os.path.join(REPO, 'module_files', 'penguin_keras.py')
+if REPO not in sys.path:
+  sys.path.insert(0, REPO)
+
+_INT_COLUMNS = ('species', 'flipper_length_mm', 'body_mass_g')
+
+
+def _write_split(rows, path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with tf.io.TFRecordWriter(path, options='GZIP') as writer:
+    for row in rows:
+      feature = {}
+      for name, value in row.items():
+        if name in _INT_COLUMNS:
+          feature[name] = tf.train.Feature(
+              int64_list=tf.train.Int64List(value=[int(float(value))]))
+        else:
+          feature[name] = tf.train.Feature(
+              float_list=tf.train.FloatList(value=[float(value)]))
+      writer.write(tf.train.Example(
+          features=tf.train.Features(feature=feature)).SerializeToString())
+
+
+def _schema():
+  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  schema = schema_pb2.Schema()
+  for name in ('species', 'bill_length_mm', 'bill_depth_mm',
+               'flipper_length_mm', 'body_mass_g'):
+    feature = schema.feature.add(name=name)
+    feature.type = schema_pb2.INT if name in _INT_COLUMNS else schema_pb2.FLOAT
+    feature.presence.min_fraction = 1.0
+    feature.shape.dim.add(size=1)
+  return schema
+
+
+@pytest.fixture(scope='session')
+def penguin_artifacts(tmp_path_factory):
+  """(examples, schema, statistics-free) real TFX artifacts of the penguins.
+
+  Written as ExampleGen and SchemaGen write them: gzip TFRecords of
+  tf.Example under Split-train/Split-eval, and schema.pbtxt.
+  """
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('penguin_artifacts')
+  with open(write_penguin_csv(str(root / 'csv'))) as f:
+    rows = list(csv.DictReader(f))
+  examples = standard_artifacts.Examples()
+  examples.uri = str(root / 'examples')
+  examples.split_names = '["train", "eval"]'
+  _write_split(rows[0::3] + rows[1::3],
+               str(root / 'examples' / 'Split-train' / 'data.gz'))
+  _write_split(rows[2::3], str(root / 'examples' / 'Split-eval' / 'data.gz'))
+  schema = standard_artifacts.Schema()
+  schema.uri = str(root / 'schema')
+  io_utils.write_pbtxt_file(os.path.join(schema.uri, 'schema.pbtxt'),
+                            _schema())
+  return examples, schema
+
+
+@pytest.fixture
+def trainer_io(penguin_artifacts, tmp_path):
+  """Builds the executor's (input_dict, output_dict, exec_properties)."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  examples, schema = penguin_artifacts
+
+  def build(train_steps=3, eval_steps=1, **exec_properties):
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / 'model')
+    model_run = standard_artifacts.ModelRun()
+    model_run.uri = str(tmp_path / 'model_run')
+    properties = {
+        'train_args': f'{{"num_steps": {train_steps}}}',
+        'eval_args': f'{{"num_steps": {eval_steps}}}',
+        'custom_config': 'null',
+    }
+    properties.update(exec_properties)
+    return ({'examples': [examples], 'schema': [schema]},
+            {'model': [model], 'model_run': [model_run]}, properties)
+  return build

@@ -1,0 +1,149 @@
+"""A module file written for `tfx.components.Trainer` runs unchanged.
+
+The module is TFX's own Chicago taxi native-Keras example
+(`tfx/examples/chicago_taxi_pipeline/taxi_utils_native_keras.py`), whose
+`preprocessing_fn` feeds Transform and whose `run_fn` reads
+`fn_args.transform_output`, `train_files`, `data_accessor`, `train_steps`,
+`model_run_dir` and `serving_model_dir`. It builds its model with tf.keras 2
+idioms that Keras 3 rejects, so it runs with `keras_version='tf_keras'`.
+"""
+
+import glob
+import itertools
+import os
+
+import pytest
+
+_TAXI_ROWS = 2000  # Of ~15k; enough for every split and Transform's vocabularies.
+_TRAIN_STEPS = 20
+_EVAL_STEPS = 5
+
+
+def _taxi_dir() -> str:
+  import tfx  # pylint: disable=g-import-not-at-top
+  return os.path.join(os.path.dirname(tfx.__file__), 'examples',
+                      'chicago_taxi_pipeline')
+
+
+def _taxi_module_file() -> str:
+  return os.path.join(_taxi_dir(), 'taxi_utils_native_keras.py')
+
+
+def _write_taxi_csv(data_root: str, rows: int) -> str:
+  """Copies the header and the first `rows` rows of the taxi CSV."""
+  os.makedirs(data_root)
+  source = os.path.join(_taxi_dir(), 'data', 'simple', 'data.csv')
+  target = os.path.join(data_root, 'data.csv')
+  with open(source) as f, open(target, 'w') as out:
+    out.writelines(itertools.islice(f, rows + 1))
+  return data_root
+
+
+def _taxi_pipeline(tmp_path, keras_version: str):
+  from tfx.components import CsvExampleGen, SchemaGen, StatisticsGen, Transform  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
+
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+
+  module_file = _taxi_module_file()
+  example_gen = CsvExampleGen(
+      input_base=_write_taxi_csv(str(tmp_path / 'data'), _TAXI_ROWS))
+  statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])
+  schema_gen = SchemaGen(statistics=statistics_gen.outputs['statistics'])
+  transform = Transform(
+      examples=example_gen.outputs['examples'],
+      schema=schema_gen.outputs['schema'],
+      module_file=module_file)
+  trainer = GenericTrainer(
+      module_file=module_file,
+      examples=transform.outputs['transformed_examples'],
+      transform_graph=transform.outputs['transform_graph'],
+      schema=schema_gen.outputs['schema'],
+      train_args=trainer_pb2.TrainArgs(num_steps=_TRAIN_STEPS),
+      eval_args=trainer_pb2.EvalArgs(num_steps=_EVAL_STEPS),
+      keras_version=keras_version)
+  return pipeline.Pipeline(
+      pipeline_name='taxi_native_keras_compat',
+      pipeline_root=str(tmp_path / 'pipeline_root'),
+      components=[example_gen, statistics_gen, schema_gen, transform,
+                  trainer],
+      metadata_connection_config=metadata.sqlite_metadata_connection_config(
+          str(tmp_path / 'metadata.sqlite')))
+
+
+def _latest_artifacts(metadata_path: str, *type_names: str):
+  from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
+  config = metadata.sqlite_metadata_connection_config(metadata_path)
+  with metadata.Metadata(config) as m:
+    found = []
+    for type_name in type_names:
+      artifacts = m.store.get_artifacts_by_type(type_name)
+      assert len(artifacts) == 1, (type_name, artifacts)
+      found.append(artifacts[0])
+    states = {e.id: e.last_known_state for e in m.store.get_executions()}
+  return found, states
+
+
+def _raw_eval_records(examples_uri: str, count: int):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  files = sorted(glob.glob(os.path.join(examples_uri, 'Split-eval', '*.gz')))
+  assert files, f'no eval TFRecords under {examples_uri}'
+  dataset = tf.data.TFRecordDataset(files, compression_type='GZIP')
+  return [record.numpy() for record in dataset.take(count)]
+
+
+@pytest.mark.slow
+def test_taxi_native_keras_module_trains_and_serves_unchanged(
+    tmp_path, monkeypatch):
+  """The taxi Transform + native-Keras module trains, publishes and serves."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
+
+  # The pipeline process runs Keras 3, so training goes to a tf_keras child.
+  monkeypatch.delenv('TF_USE_LEGACY_KERAS', raising=False)
+  LocalDagRunner().run(_taxi_pipeline(tmp_path, keras_version='tf_keras'))
+
+  (model, examples), states = _latest_artifacts(
+      str(tmp_path / 'metadata.sqlite'), 'Model', 'Examples')
+  assert len(states) == 5
+  assert set(states.values()) == {metadata_store_pb2.Execution.COMPLETE}
+  serving_dir = os.path.join(model.uri, 'Format-Serving')
+  assert os.path.isfile(os.path.join(serving_dir, 'saved_model.pb'))
+  assert not os.path.exists(os.path.join(model.uri, '.staging'))
+
+  serve = tf.saved_model.load(serving_dir).signatures['serving_default']
+  records = _raw_eval_records(examples.uri, count=8)
+  outputs = serve(examples=tf.constant(records))['outputs'].numpy()
+  assert outputs.shape == (8, 1)
+  assert np.all(np.isfinite(outputs))
+  assert np.all((outputs >= 0) & (outputs <= 1))  # A sigmoid: P(big tipper).
+
+
+def test_taxi_module_gets_the_exec_properties_trainer_gives_it():
+  """Built like tfx Trainer, GenericTrainer has Trainer's properties and inputs."""
+  from tfx.components import Trainer  # pylint: disable=g-import-not-at-top
+  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+
+  kwargs = dict(
+      module_file=_taxi_module_file(),
+      examples=Channel(type=standard_artifacts.Examples),
+      transform_graph=Channel(type=standard_artifacts.TransformGraph),
+      schema=Channel(type=standard_artifacts.Schema),
+      train_args=trainer_pb2.TrainArgs(num_steps=_TRAIN_STEPS),
+      eval_args=trainer_pb2.EvalArgs(num_steps=_EVAL_STEPS))
+  expected = Trainer(**kwargs)
+  actual = GenericTrainer(keras_version='tf_keras', **kwargs)
+
+  def given(component):
+    return {k: v for k, v in component.exec_properties.items()
+            if v is not None}
+
+  assert given(actual) == {**given(expected), 'keras_version': 'tf_keras'}
+  assert sorted(actual.inputs) == sorted(expected.inputs)
+  assert sorted(actual.outputs) == sorted(expected.outputs)

@@ -1,0 +1,15 @@
+"""A legacy tf.keras 2 module: `model.save(dir, save_format='tf')`.
+
+This is how TFX's docs save models; it works only under tf.keras 2
+(TF_USE_LEGACY_KERAS=1), so GenericTrainer runs it with
+keras_version='tf_keras'.
+"""
+
+import tensorflow as tf
+
+
+def run_fn(fn_args):
+  inputs = tf.keras.Input((1,), name='bill_length_mm')
+  model = tf.keras.Model(inputs, tf.keras.layers.Dense(3)(inputs))
+  model.compile(loss='mse')
+  model.save(fn_args.serving_model_dir, save_format='tf')

@@ -1,0 +1,5 @@
+"""run_fn with the wrong signature."""
+
+
+def run_fn(fn_args, schema):
+  del fn_args, schema
