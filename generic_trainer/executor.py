@@ -39,7 +39,7 @@ class GenericExecutor(base_executor.BaseExecutor):
         artifact_utils.get_single_uri(output_dict[keys.MODEL_RUN_KEY]))
     staged.prepare()
     try:
-      if keras_process.needs_child_process(keras_version):
+      if not keras_process.can_train_in_process(keras_version):
         logging.info('Training in a child process with %s.', keras_version)
         keras_process.run_in_child(keras_version, input_dict, output_dict,
                                    exec_properties, staged.serving_dir,

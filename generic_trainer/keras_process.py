@@ -1,12 +1,16 @@
 """Runs training under the Keras a component asks for.
 
-TF 2.16 picks Keras 3 or tf.keras 2 once per process, from the environment
-variable `TF_USE_LEGACY_KERAS`, when `tf.keras` is first used. A component's
-`keras_version` that differs from the process's choice therefore runs the
-training in a child process with the variable set, so one pipeline can mix
-Keras 3 and legacy module files. Validation and publication stay in the
-parent. The child dies with its parent (PR_SET_PDEATHSIG), so no training
-process outlives an orchestrator that was killed.
+In TF 2.16 `tf.keras` means Keras 3 or tf.keras 2 (`tf_keras`), chosen once
+per process from `TF_USE_LEGACY_KERAS` when `tf.keras` is first used. The
+variable alone does not tell which: importing `tensorflow_transform` sets it
+to 1 if unset, after `tf.keras` may already mean Keras 3. So we read what
+`tf.keras` actually resolved to:
+  - not resolved yet: set the variable and resolve it now, train in-process;
+  - resolved to the Keras asked for: train in-process;
+  - resolved to the other one: train in a child process with the variable
+    set, so one pipeline can mix Keras 3 and legacy module files.
+Validation and publication stay in the parent. The child dies with its
+parent (PR_SET_PDEATHSIG), so no training outlives a killed orchestrator.
 """
 
 import json
@@ -25,14 +29,36 @@ KERAS_VERSIONS = (KERAS3, TF_KERAS)
 _LEGACY_ENV = 'TF_USE_LEGACY_KERAS'
 
 
-def process_keras_version() -> str:
-  """The Keras that `tf.keras` means in this process's environment."""
-  value = os.environ.get(_LEGACY_ENV, '').strip().lower()
-  return TF_KERAS if value in ('1', 'true', 'yes') else KERAS3
+def resolved_tf_keras() -> Optional[str]:
+  """What `tf.keras` means in this process, or None if not decided yet.
+
+  Until first use, `tf.keras` is a `KerasLazyLoader`; once used, TF replaces
+  it with the module it chose (`keras._tf_keras.keras` or `tf_keras...`).
+  """
+  tf = sys.modules.get('tensorflow')
+  current = vars(tf).get('keras') if tf is not None else None
+  if current is None:
+    return None
+  state = vars(current)
+  if type(current).__name__ == 'KerasLazyLoader':
+    if not state.get('_tfll_initialized'):
+      return None
+    return (TF_KERAS if state.get('_tfll_keras_version') == 'tf_keras'
+            else KERAS3)
+  return TF_KERAS if current.__name__.startswith('tf_keras') else KERAS3
 
 
-def needs_child_process(keras_version: Optional[str]) -> bool:
-  return bool(keras_version) and keras_version != process_keras_version()
+def can_train_in_process(keras_version: Optional[str]) -> bool:
+  """Whether `tf.keras` here is, or can now be made, `keras_version`."""
+  if not keras_version:
+    return True
+  current = resolved_tf_keras()
+  if current is None:
+    os.environ[_LEGACY_ENV] = '1' if keras_version == TF_KERAS else '0'
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tf.keras.layers  # pylint: disable=pointless-statement  # Resolves it.
+    current = resolved_tf_keras()
+  return current == keras_version
 
 
 def run_in_child(keras_version: str, input_dict: Dict[str, List[Any]],

@@ -1,0 +1,109 @@
+"""GenericTrainer's constructor and spec: parity with tfx Trainer, early errors."""
+
+import os
+
+import pytest
+
+from conftest import PENGUIN_MODULE, TESTDATA
+from generic_trainer.errors import InvalidArgumentError, UserModuleError
+
+
+@pytest.fixture(scope='module')
+def examples():
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  return Channel(type=standard_artifacts.Examples)
+
+
+def _trainer(**kwargs):
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  return GenericTrainer(**kwargs)
+
+
+def test_spec_matches_tfx_trainer_spec():
+  """Every TrainerSpec parameter, input and output exists with the same type."""
+  from tfx.types.standard_component_specs import TrainerSpec  # pylint: disable=g-import-not-at-top
+  from component import GenericTrainerSpec  # pylint: disable=g-import-not-at-top
+  for group in ('PARAMETERS', 'INPUTS', 'OUTPUTS'):
+    ours, theirs = getattr(GenericTrainerSpec, group), getattr(TrainerSpec,
+                                                               group)
+    for key, parameter in theirs.items():
+      assert key in ours, f'{group} lacks {key}'
+      assert ours[key].type == parameter.type, key
+      assert ours[key].optional == parameter.optional, key
+  assert set(GenericTrainerSpec.PARAMETERS) - set(TrainerSpec.PARAMETERS) == {
+      'keras_version'}
+  assert set(GenericTrainerSpec.INPUTS) - set(TrainerSpec.INPUTS) == {
+      'statistics'}
+  assert GenericTrainerSpec.OUTPUTS.keys() == TrainerSpec.OUTPUTS.keys()
+
+
+def test_outputs_are_model_and_model_run(examples):
+  """The component exposes Model and ModelRun outputs like tfx Trainer."""
+  trainer = _trainer(examples=examples, module_file=PENGUIN_MODULE)
+  assert trainer.outputs['model'].type_name == 'Model'
+  assert trainer.outputs['model_run'].type_name == 'ModelRun'
+  assert trainer.exec_properties['train_args'] is not None
+
+
+def test_constructs_with_run_fn_path(examples):
+  """run_fn as a dotted path is accepted."""
+  trainer = _trainer(examples=examples, run_fn='my_pkg.trainer.run_fn')
+  assert trainer.exec_properties['run_fn'] == 'my_pkg.trainer.run_fn'
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({}, r"Exactly one of 'module_file', 'module_path' or 'run_fn' must be "
+     r'supplied. Received: none of them'),
+    ({'module_file': PENGUIN_MODULE, 'run_fn': 'a.run_fn'},
+     r'Received: module_file, run_fn'),
+    ({'run_fn': 'run_fn'}, r"'run_fn' must be a dotted path"),
+    ({'module_file': PENGUIN_MODULE, 'keras_version': 'keras2'},
+     r"'keras_version' must be one of \('keras3', 'tf_keras'\) or None. "
+     r"Received: keras_version='keras2'"),
+    ({'module_file': PENGUIN_MODULE, 'custom_config': ['a']},
+     r"'custom_config' must be a dict. Received: custom_config that is a "
+     r'list'),
+    ({'module_file': PENGUIN_MODULE, 'custom_config': {'f': object()}},
+     r"'custom_config' must be JSON-serialisable"),
+    ({'module_file': PENGUIN_MODULE, 'train_args': {'num_steps': 3}},
+     r"'train_args' must be a trainer_pb2.TrainArgs.*Received: train_args "
+     r'that is a dict'),
+])
+def test_argument_errors(examples, kwargs, message):
+  """Wrong arguments fail at construction with a message naming them."""
+  with pytest.raises(InvalidArgumentError, match=message):
+    _trainer(examples=examples, **kwargs)
+
+
+def test_negative_steps(examples):
+  """Negative num_steps fail at construction."""
+  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
+  with pytest.raises(InvalidArgumentError, match=(
+      r"'eval_args.num_steps' must be positive.*Received: num_steps=-5")):
+    _trainer(examples=examples, module_file=PENGUIN_MODULE,
+             eval_args=trainer_pb2.EvalArgs(num_steps=-5))
+
+
+def test_examples_required():
+  """Without examples the constructor says which channel to pass."""
+  with pytest.raises(InvalidArgumentError, match=r"'examples' is required"):
+    _trainer(module_file=PENGUIN_MODULE)
+
+
+def test_module_file_checked_at_construction(examples):
+  """A missing module file fails when the pipeline is built, not at run."""
+  with pytest.raises(UserModuleError, match=r'The module file does not exist'):
+    _trainer(examples=examples, module_file='/no/such/penguin.py')
+
+
+def test_trainer_fn_module_rejected_at_construction(examples):
+  """A tf.estimator module fails at construction with the migration hint."""
+  with pytest.raises(UserModuleError, match=r'Add a `run_fn\(fn_args\)`'):
+    _trainer(examples=examples,
+             module_file=os.path.join(TESTDATA, 'trainer_fn_only.py'))
+
+
+def test_errors_subclass_builtins():
+  """Our errors can be caught as the built-in exception they refine."""
+  assert issubclass(InvalidArgumentError, ValueError)
+  assert issubclass(UserModuleError, ImportError)

@@ -1,0 +1,112 @@
+"""Loading the user's run_fn: each mistake gets its own message."""
+
+import os
+
+import pytest
+
+from conftest import TESTDATA
+from generic_trainer import module_loader
+from generic_trainer.errors import InvalidArgumentError, UserModuleError
+
+
+def _file(name):
+  return {'module_file': os.path.join(TESTDATA, name + '.py')}
+
+
+def test_module_file_returns_run_fn():
+  """A module file's top-level run_fn is returned."""
+  fn = module_loader.load_run_fn(_file('exports_nothing'))
+  assert fn.__name__ == 'run_fn'
+
+
+def test_missing_module_file():
+  """A module file that does not exist says so and names the path."""
+  with pytest.raises(UserModuleError, match=r"The module file does not exist"
+                     r".*module_file='/no/such/module.py'"):
+    module_loader.load_run_fn({'module_file': '/no/such/module.py'})
+
+
+def test_syntax_error_names_the_line(tmp_path):
+  """A syntax error names the file and the line."""
+  path = tmp_path / 'broken.py'
+  path.write_text('def run_fn(fn_args):\n  return (\n')
+  with pytest.raises(UserModuleError, match=r'has a syntax error at line 2'):
+    module_loader.load_run_fn({'module_file': str(path)})
+
+
+def test_import_error_inside_module_keeps_traceback():
+  """An import error inside the module names the missing package."""
+  with pytest.raises(UserModuleError, match=(
+      r"raised ModuleNotFoundError: No module named "
+      r"'no_such_package_for_generic_trainer'")) as info:
+    module_loader.load_run_fn(_file('import_error'))
+  assert 'import_error.py' in str(info.value)
+
+
+def test_no_run_fn_lists_what_module_defines():
+  """A module without run_fn lists its public names."""
+  with pytest.raises(UserModuleError, match=(
+      r'has no top-level `run_fn`. It defines: trainer_fn')):
+    module_loader.load_run_fn(_file('trainer_fn_only'))
+
+
+def test_trainer_fn_module_explains_migration():
+  """A tf.estimator trainer_fn module is told how to move to run_fn."""
+  with pytest.raises(UserModuleError, match=(
+      r'defines `trainer_fn`, the tf.estimator API that TFX removed. Add a '
+      r'`run_fn\(fn_args\)`')):
+    module_loader.load_run_fn(_file('trainer_fn_only'))
+
+
+def test_wrong_signature():
+  """A run_fn that cannot take one argument is refused before training."""
+  with pytest.raises(UserModuleError, match=(
+      r'must accept exactly one argument, fn_args. Received: '
+      r'run_fn\(fn_args, schema\)')):
+    module_loader.load_run_fn(_file('wrong_signature'))
+
+
+def test_run_fn_not_callable(tmp_path):
+  """A run_fn that is not a function is refused."""
+  path = tmp_path / 'not_callable.py'
+  path.write_text('run_fn = 3\n')
+  with pytest.raises(UserModuleError, match=(
+      r'must be a function taking fn_args. Received: run_fn that is a int')):
+    module_loader.load_run_fn({'module_file': str(path)})
+
+
+def test_unknown_module_path():
+  """A module_path that cannot be found says how to make it importable."""
+  with pytest.raises(UserModuleError, match=(
+      r"Cannot find the module 'no_such_module_xyz'.*install it")):
+    module_loader.load_run_fn({'module_path': 'no_such_module_xyz'})
+
+
+def test_run_fn_path_without_module():
+  """run_fn must be a dotted path."""
+  with pytest.raises(InvalidArgumentError, match=r"must be a dotted path"):
+    module_loader.load_run_fn({'run_fn': 'run_fn'})
+
+
+@pytest.mark.parametrize('properties', [
+    {}, {'module_file': 'a.py', 'run_fn': 'a.run_fn'}])
+def test_exactly_one_source(properties):
+  """Zero or two sources are refused, naming what was given."""
+  with pytest.raises(InvalidArgumentError, match=r'Exactly one of'):
+    module_loader.load_run_fn(properties)
+
+
+def test_check_module_source_finds_missing_run_fn_statically(tmp_path):
+  """The construction-time check finds a missing run_fn without importing."""
+  path = tmp_path / 'helpers_only.py'
+  path.write_text('import os\n\ndef build_model():\n  pass\n')
+  with pytest.raises(UserModuleError, match=(
+      r'has no top-level `run_fn`. It defines: build_model, os')):
+    module_loader.check_module_source(str(path))
+
+
+def test_check_module_source_accepts_imported_run_fn(tmp_path):
+  """A run_fn imported from elsewhere counts as defined."""
+  path = tmp_path / 'reexport.py'
+  path.write_text('from my_pkg.trainer import run_fn\n')
+  module_loader.check_module_source(str(path))
