@@ -1,0 +1,70 @@
+"""The local penguin pipeline end to end: trained, blessed, pushed, predicts."""
+
+import os
+
+import pytest
+
+from conftest import TESTDATA
+
+
+def _serialized_penguins(data_csv, limit=20):
+  import csv  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  records, labels = [], []
+  with open(data_csv) as f:
+    for row in list(csv.DictReader(f))[:limit]:
+      feature = {k: tf.train.Feature(float_list=tf.train.FloatList(
+          value=[float(row[k])])) for k in ('bill_length_mm', 'bill_depth_mm')}
+      for k in ('flipper_length_mm', 'body_mass_g'):
+        feature[k] = tf.train.Feature(int64_list=tf.train.Int64List(
+            value=[int(row[k])]))
+      records.append(tf.train.Example(features=tf.train.Features(
+          feature=feature)).SerializeToString())
+      labels.append(int(row['species']))
+  return records, labels
+
+
+@pytest.mark.slow
+def test_pipeline_pushes_a_blessed_model_that_predicts(tmp_path):
+  """Evaluator blesses the model, Pusher pushes it, and it classifies."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from pipelines import penguin_pipeline_local  # pylint: disable=g-import-not-at-top
+  result = penguin_pipeline_local.run(str(tmp_path), train_steps=60)
+  assert result['blessed']
+  assert result['metrics']['sparse_categorical_accuracy'] >= 0.6
+  assert result['metrics']['example_count'] > 50
+  pushed = result['pushed_model']
+  assert pushed and pushed.startswith(result['serving_model_dir'])
+  records, labels = _serialized_penguins(
+      os.path.join(tmp_path, 'data', 'penguins.csv'), limit=342)
+  outputs = tf.saved_model.load(pushed).signatures['serving_default'](
+      examples=tf.constant(records))['outputs'].numpy()
+  assert outputs.shape == (len(records), 3)
+  assert np.isfinite(outputs).all()
+  assert (outputs.argmax(axis=1) == np.array(labels)).mean() > 0.6
+  assert os.path.exists(result['metadata_path'])
+
+
+@pytest.mark.slow
+def test_failed_export_stops_the_pipeline_before_pusher(tmp_path):
+  """A module whose export is invalid fails the run; nothing is pushed."""
+  from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import ExportValidationError  # pylint: disable=g-import-not-at-top
+  from pipelines import penguin_pipeline_local  # pylint: disable=g-import-not-at-top
+  with pytest.raises(Exception) as info:
+    penguin_pipeline_local.run(
+        str(tmp_path), train_steps=5,
+        module_file=os.path.join(TESTDATA, 'exports_keras_file.py'))
+  chain, error = [], info.value
+  while error is not None:
+    chain.append(error)
+    error = error.__cause__ or error.__context__
+  assert any(isinstance(e, ExportValidationError) for e in chain), chain
+  assert not os.path.exists(tmp_path / 'serving_model')
+  config = metadata.sqlite_metadata_connection_config(
+      str(tmp_path / 'metadata.sqlite'))
+  with metadata.Metadata(config) as m:
+    for model in m.store.get_artifacts_by_type('Model'):
+      assert not os.path.exists(os.path.join(model.uri, 'Format-Serving'))
+    assert not m.store.get_artifacts_by_type('PushedModel')
