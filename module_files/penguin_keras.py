@@ -64,7 +64,7 @@ def _export(model: keras.Model, schema: schema_pb2.Schema,
   archive = keras.export.ExportArchive()
   archive.track(model)
   archive.add_endpoint('serving_default', serve_tf_examples)
-  archive.write_out(export_dir)
+  archive.write_out(export_dir, verbose=False)
 
 
 def run_fn(fn_args) -> None:

@@ -72,17 +72,21 @@ def _taxi_pipeline(tmp_path, keras_version: str):
           str(tmp_path / 'metadata.sqlite')))
 
 
-def _latest_artifacts(metadata_path: str, *type_names: str):
+def _read_metadata(tmp_path):
+  """The Model, CsvExampleGen's Examples and every execution's state."""
   from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
-  config = metadata.sqlite_metadata_connection_config(metadata_path)
+  config = metadata.sqlite_metadata_connection_config(
+      str(tmp_path / 'metadata.sqlite'))
   with metadata.Metadata(config) as m:
-    found = []
-    for type_name in type_names:
-      artifacts = m.store.get_artifacts_by_type(type_name)
-      assert len(artifacts) == 1, (type_name, artifacts)
-      found.append(artifacts[0])
-    states = {e.id: e.last_known_state for e in m.store.get_executions()}
-  return found, states
+    models = m.store.get_artifacts_by_type('Model')
+    # Transform's transformed_examples are Examples too; the serving
+    # signature takes raw ones.
+    raw_examples = [
+        a for a in m.store.get_artifacts_by_type('Examples')
+        if a.uri.startswith(str(tmp_path / 'pipeline_root' / 'CsvExampleGen'))]
+    states = [e.last_known_state for e in m.store.get_executions()]
+  assert len(models) == 1 and len(raw_examples) == 1, (models, raw_examples)
+  return models[0], raw_examples[0], states
 
 
 def _raw_eval_records(examples_uri: str, count: int):
@@ -106,10 +110,8 @@ def test_taxi_native_keras_module_trains_and_serves_unchanged(
   monkeypatch.delenv('TF_USE_LEGACY_KERAS', raising=False)
   LocalDagRunner().run(_taxi_pipeline(tmp_path, keras_version='tf_keras'))
 
-  (model, examples), states = _latest_artifacts(
-      str(tmp_path / 'metadata.sqlite'), 'Model', 'Examples')
-  assert len(states) == 5
-  assert set(states.values()) == {metadata_store_pb2.Execution.COMPLETE}
+  model, examples, states = _read_metadata(tmp_path)
+  assert states == [metadata_store_pb2.Execution.COMPLETE] * 5
   serving_dir = os.path.join(model.uri, 'Format-Serving')
   assert os.path.isfile(os.path.join(serving_dir, 'saved_model.pb'))
   assert not os.path.exists(os.path.join(model.uri, '.staging'))
