@@ -11,6 +11,7 @@ from tfx.types import standard_artifacts
 from tfx.utils import json_utils
 
 from component.spec import GenericTrainerSpec
+from generic_trainer import distribution
 from generic_trainer import keras_process
 from generic_trainer import module_loader
 from generic_trainer.errors import InvalidArgumentError
@@ -25,7 +26,7 @@ class GenericTrainer(base_component.BaseComponent):
   `serving_default` signature and predicts on eval examples) before anything
   downstream can see it, fills `fn_args.num_examples` from an optional
   `statistics` input, and can run the training under Keras 3 or tf.keras 2
-  per component (`keras_version`).
+  per component (`keras_version`), and on several workers (`num_workers`).
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
   `model_run` (ModelRun; logs, TensorBoard, checkpoints, and a rejected
@@ -52,7 +53,9 @@ class GenericTrainer(base_component.BaseComponent):
                                 data_types.RuntimeParameter]] = None,
       custom_config: Optional[Union[Dict[str, Any],
                                     data_types.RuntimeParameter]] = None,
-      keras_version: Optional[str] = None):
+      keras_version: Optional[str] = None,
+      num_workers: Optional[int] = None,
+      strategy: Optional[str] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -78,6 +81,14 @@ class GenericTrainer(base_component.BaseComponent):
       keras_version: 'keras3' or 'tf_keras' (legacy tf.keras 2). None runs
         under whatever `TF_USE_LEGACY_KERAS` selects in the pipeline's
         process; a value that differs runs training in a child process.
+      num_workers: How many processes train together. N > 1 starts N local
+        workers training with MultiWorkerMirroredStrategy; under a TF_CONFIG
+        set by the cluster (Training Operator, Vertex AI) the cluster's
+        replicas are the workers, and N, if set, must match their number.
+        None or 1: one process.
+      strategy: 'multi_worker_mirrored' (picked when several workers train),
+        'mirrored' (one process, all its devices) or 'default'. run_fn
+        gets it as `fn_args.strategy`.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -106,6 +117,7 @@ class GenericTrainer(base_component.BaseComponent):
       raise InvalidArgumentError(
           f"'keras_version' must be one of {keras_process.KERAS_VERSIONS} or "
           f'None. Received: keras_version={keras_version!r}.')
+    distribution.check_settings(num_workers, strategy)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     spec = GenericTrainerSpec(
@@ -122,6 +134,8 @@ class GenericTrainer(base_component.BaseComponent):
         run_fn=run_fn,
         custom_config=_serialized_custom_config(custom_config),
         keras_version=keras_version,
+        num_workers=num_workers,
+        strategy=strategy,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun))
     super().__init__(spec=spec)

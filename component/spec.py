@@ -4,7 +4,10 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
 `tfx.components.Trainer` is here with the same type and optionality. Added:
   - input `statistics` (ExampleStatistics): fills `fn_args.num_examples`;
   - parameter `keras_version` ('keras3' or 'tf_keras'): the Keras the
-    training runs under (see `generic_trainer.keras_process`).
+    training runs under (see `generic_trainer.keras_process`);
+  - parameters `num_workers` and `strategy`: how many processes train
+    together, with which tf.distribute strategy (see
+    `generic_trainer.distribution`).
 """
 
 from tfx.types import standard_artifacts
@@ -15,7 +18,9 @@ from tfx.types.component_spec import ExecutionParameter
 from tfx.types.system_executions import Train
 
 from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STATISTICS_KEY
+from generic_trainer.keys import STRATEGY_KEY
 
 _TRAINER = standard_component_specs.TrainerSpec
 
@@ -26,6 +31,8 @@ class GenericTrainerSpec(ComponentSpec):
   PARAMETERS = {
       **_TRAINER.PARAMETERS,
       KERAS_VERSION_KEY: ExecutionParameter(type=str, optional=True),
+      NUM_WORKERS_KEY: ExecutionParameter(type=int, optional=True),
+      STRATEGY_KEY: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       **_TRAINER.INPUTS,

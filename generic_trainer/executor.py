@@ -6,6 +6,7 @@ from typing import Any, Dict, List
 from absl import logging
 from tfx.dsl.components.base import base_executor
 
+from generic_trainer import distribution
 from generic_trainer import keras_process
 from generic_trainer.errors import ExportValidationError, InvalidArgumentError
 from generic_trainer.export_validation import validate_export
@@ -21,6 +22,10 @@ class GenericExecutor(base_executor.BaseExecutor):
   `serving_model_dir` pointing into a staging directory, validate the export
   (`export_validation.validate_export`), then move it into the Model
   artifact. Any failure leaves no model in the Model artifact.
+
+  With `num_workers` > 1 the training runs in that many local worker
+  processes (`local_cluster`); under a TF_CONFIG that makes this process a
+  non-chief worker, it trains and publishes nothing (`distribution`).
   """
 
   def Do(self, input_dict: Dict[str, List[Any]],
@@ -34,12 +39,20 @@ class GenericExecutor(base_executor.BaseExecutor):
       raise InvalidArgumentError(
           f"'keras_version' must be one of {keras_process.KERAS_VERSIONS}. "
           f'Received: keras_version={keras_version!r}.')
+    if not distribution.current_role(exec_properties).is_chief:
+      distribution.train_as_worker(input_dict, output_dict, exec_properties,
+                                   keras_version)
+      return
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
         artifact_utils.get_single_uri(output_dict[keys.MODEL_RUN_KEY]))
     staged.prepare()
     try:
-      if not keras_process.can_train_in_process(keras_version):
+      if distribution.launches_workers(exec_properties):
+        from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
+        local_cluster.run(input_dict, output_dict, exec_properties,
+                          staged.serving_dir, staged.eval_dir, keras_version)
+      elif not keras_process.can_train_in_process(keras_version):
         logging.info('Training in a child process with %s.', keras_version)
         keras_process.run_in_child(keras_version, input_dict, output_dict,
                                    exec_properties, staged.serving_dir,

@@ -19,6 +19,7 @@ from tfx.utils import io_utils
 from tfx.utils import json_utils
 from tfx.utils import proto_utils
 
+from generic_trainer import distribution
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 from generic_trainer.keys import STATISTICS_KEY
 
@@ -48,8 +49,21 @@ class FnArgs(fn_args_utils.FnArgs):
     custom_config: The component's `custom_config` dict, or None.
     num_examples: Examples per split, e.g. `{'train': 230, 'eval': 104}`,
       read from the `statistics` input; None without that input.
+    strategy: The `tf.distribute.Strategy` to build and compile the model
+      under (`with fn_args.strategy.scope(): model = ...`):
+      MultiWorkerMirroredStrategy when several workers train, else the
+      default strategy (or MirroredStrategy with `strategy='mirrored'`).
+    is_chief: Whether this process is the chief, whose export is validated
+      and published. Other workers must export too (to `serving_model_dir`,
+      a scratch folder for them); what they write is removed.
+    worker_index: This process's index among the workers; the chief is 0.
+    num_workers: How many processes train together (1 for one process).
   """
   num_examples = attr.ib(type=Dict[str, int], default=None)
+  strategy = attr.ib(type=Any, default=None)
+  is_chief = attr.ib(type=bool, default=True)
+  worker_index = attr.ib(type=int, default=0)
+  num_workers = attr.ib(type=int, default=1)
 
 
 def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
@@ -173,5 +187,6 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
       hyperparameters=read_hyperparameters(
           input_dict.get(keys.HYPERPARAMETERS_KEY)),
       custom_config=custom_config,
-      num_examples=read_num_examples(input_dict.get(STATISTICS_KEY)))
+      num_examples=read_num_examples(input_dict.get(STATISTICS_KEY)),
+      **distribution.fn_args_fields(exec_properties))
   return FnArgs(**fields)

@@ -9,18 +9,16 @@ to 1 if unset, after `tf.keras` may already mean Keras 3. So we read what
   - resolved to the Keras asked for: train in-process;
   - resolved to the other one: train in a child process with the variable
     set, so one pipeline can mix Keras 3 and legacy module files.
-Validation and publication stay in the parent. The child dies with its
-parent (PR_SET_PDEATHSIG), so no training outlives a killed orchestrator.
+Validation and publication stay in the parent. The child is run by
+`child_process`, and dies with its parent.
 """
 
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
+from generic_trainer import child_process
 from generic_trainer import errors
 
 KERAS3 = 'keras3'
@@ -70,76 +68,27 @@ def run_in_child(keras_version: str, input_dict: Dict[str, List[Any]],
   Raises the child's error as the same GenericTrainer error class, with the
   child's message; `TrainingProcessError` if it died without reporting one.
   """
-  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-  from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory(prefix='generic_trainer_') as tmp:
     request_path = os.path.join(tmp, 'request.json')
     result_path = os.path.join(tmp, 'result.json')
-    with open(request_path, 'w') as f:
-      json.dump({
-          'input_dict': artifact_utils.jsonify_artifact_dict(input_dict),
-          'output_dict': artifact_utils.jsonify_artifact_dict(output_dict),
-          'exec_properties': json_utils.dumps(exec_properties),
-          'serving_dir': serving_dir,
-          'eval_dir': eval_dir,
-          'result_path': result_path,
-      }, f)
-    env = dict(os.environ)
-    env[_LEGACY_ENV] = '1' if keras_version == TF_KERAS else '0'
-    env['PYTHONPATH'] = os.pathsep.join(
-        p for p in [_package_parent(), env.get('PYTHONPATH')] if p)
-    returncode = subprocess.call(
-        [sys.executable, '-m', 'generic_trainer.keras_process', request_path],
-        env=env, preexec_fn=_die_with_parent)
-    if os.path.exists(result_path):
-      with open(result_path) as f:
-        result = json.load(f)
-      if result.get('error'):
-        cls = getattr(errors, result['error'], None)
-        if not (isinstance(cls, type) and
-                issubclass(cls, errors.GenericTrainerError)):
-          cls = errors.TrainingProcessError
-        raise cls(f"{result['message']}\n(raised in the {keras_version} "
-                  'training process)')
+    child_process.write_request(request_path, input_dict, output_dict,
+                                exec_properties, serving_dir, eval_dir,
+                                result_path)
+    returncode = child_process.start(
+        request_path, child_process.child_env(keras_env(keras_version))).wait()
+    error = child_process.read_error(
+        result_path, f'raised in the {keras_version} training process')
+    if error is not None:
+      raise error
     if returncode != 0:
-      how = (f'was killed by signal {-returncode}' if returncode < 0 else
-             f'exited with code {returncode}')
       raise errors.TrainingProcessError(
-          f'The {keras_version} training process {how} without reporting an '
+          f'The {keras_version} training process '
+          f'{child_process.describe_exit(returncode)} without reporting an '
           'error; its output is above. Nothing was published.')
 
 
-def _package_parent() -> str:
-  return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _die_with_parent() -> None:
-  try:
-    import ctypes  # pylint: disable=g-import-not-at-top
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-  except OSError:
-    pass
-
-
-def _main(request_path: str) -> int:
-  with open(request_path) as f:
-    request = json.load(f)
-  result = {}
-  try:
-    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-    from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
-    from generic_trainer import training  # pylint: disable=g-import-not-at-top
-    training.train(
-        artifact_utils.parse_artifact_dict(request['input_dict']),
-        artifact_utils.parse_artifact_dict(request['output_dict']),
-        json_utils.loads(request['exec_properties']),
-        request['serving_dir'], request['eval_dir'])
-  except Exception as e:  # pylint: disable=broad-except
-    result = {'error': type(e).__name__, 'message': str(e)}
-  with open(request['result_path'], 'w') as f:
-    json.dump(result, f)
-  return 1 if result else 0
-
-
-if __name__ == '__main__':
-  sys.exit(_main(sys.argv[1]))
+def keras_env(keras_version: Optional[str]) -> Dict[str, str]:
+  """The environment variable that makes `tf.keras` mean `keras_version`."""
+  if not keras_version:
+    return {}
+  return {_LEGACY_ENV: '1' if keras_version == TF_KERAS else '0'}

@@ -2,3 +2,5 @@
 
 STATISTICS_KEY = 'statistics'
 KERAS_VERSION_KEY = 'keras_version'
+NUM_WORKERS_KEY = 'num_workers'
+STRATEGY_KEY = 'strategy'

@@ -4,6 +4,9 @@ Works unchanged with `tfx.components.Trainer` and with GenericTrainer. The
 data is the Palmer penguins table: four numeric features and the species
 (0, 1, 2) as label. The exported `serving_default` signature takes
 serialized tf.Example, which is what Evaluator (TFMA) and TF Serving send.
+It trains on one or several workers: the model is built under
+`fn_args.strategy`, and every worker exports to its own
+`fn_args.serving_model_dir` (only the chief's is published).
 """
 
 from typing import Dict, List
@@ -30,7 +33,13 @@ def _input_fn(files: List[str], data_accessor, schema: schema_pb2.Schema,
   dataset = data_accessor.tf_dataset_factory(
       files, TensorFlowDatasetOptions(batch_size=batch_size,
                                       label_key=LABEL_KEY), schema)
-  return dataset.map(lambda f, label: (_as_float(f), label)).repeat()
+  # Several workers share the batches: each split here is one file, too few
+  # to give every worker files of its own (the default sharding).
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.DATA)
+  return dataset.with_options(options).map(
+      lambda f, label: (_as_float(f), label)).repeat()
 
 
 def _build_model(train_dataset: tf.data.Dataset) -> keras.Model:
@@ -74,7 +83,11 @@ def run_fn(fn_args) -> None:
                     _TRAIN_BATCH_SIZE)
   evaluation = _input_fn(fn_args.eval_files, fn_args.data_accessor, schema,
                          _EVAL_BATCH_SIZE)
-  model = _build_model(train)
+  # GenericTrainer's fn_args.strategy is MultiWorkerMirroredStrategy when
+  # several workers train; tfx.components.Trainer has no such field.
+  strategy = getattr(fn_args, 'strategy', None) or tf.distribute.get_strategy()
+  with strategy.scope():
+    model = _build_model(train)
   model.fit(train, steps_per_epoch=fn_args.train_steps or 100,
             validation_data=evaluation,
             validation_steps=fn_args.eval_steps or 5,

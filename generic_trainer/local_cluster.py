@@ -1,0 +1,211 @@
+"""Runs an N-worker training on this machine, one process per worker.
+
+Each worker is a `child_process` with its own TF_CONFIG: a cluster of N
+'worker' tasks on free loopback ports, worker 0 being the chief. The chief
+exports into the staging folder the executor validates and publishes; the
+others export into scratch folders removed afterwards. Every line a worker
+prints is streamed with a `[worker i]` prefix.
+
+Waits are bounded: as soon as one worker fails the others are killed and
+its error is raised; once one worker has finished, the others get
+`FINISH_GRACE_S` to finish. Every process started here is killed before
+`run` returns or raises, and dies with the executor anyway.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from absl import logging
+
+from generic_trainer import child_process
+from generic_trainer import distribution
+from generic_trainer import errors
+from generic_trainer import keras_process
+from generic_trainer.keys import NUM_WORKERS_KEY
+
+FINISH_GRACE_S = 180.0
+SUMMARY_FILE = 'workers.json'
+_POLL_S = 0.2
+
+
+def tf_config(ports: List[int], index: int) -> Dict[str, Any]:
+  """TF_CONFIG of worker `index` in a cluster on localhost `ports`."""
+  return {'cluster': {'worker': [f'localhost:{p}' for p in ports]},
+          'task': {'type': 'worker', 'index': index}}
+
+
+def free_ports(count: int) -> List[int]:
+  import portpicker  # pylint: disable=g-import-not-at-top
+  ports = []
+  while len(ports) < count:
+    port = portpicker.pick_unused_port()
+    if port not in ports:
+      ports.append(port)
+  return ports
+
+
+class _Worker:
+  """One started worker process and where it reports."""
+
+  def __init__(self, index: int, process: subprocess.Popen, result_path: str):
+    self.index = index
+    self.process = process
+    self.result_path = result_path
+    self.started = time.monotonic()
+    self.seconds: Optional[float] = None
+    self.log_thread = threading.Thread(target=self._stream, daemon=True)
+    self.log_thread.start()
+
+  def _stream(self) -> None:
+    prefix = f'[worker {self.index}] '
+    for line in self.process.stdout:
+      sys.stderr.write(prefix + line)
+      sys.stderr.flush()
+
+  def poll(self) -> Optional[int]:
+    code = self.process.poll()
+    if code is not None and self.seconds is None:
+      self.seconds = round(time.monotonic() - self.started, 1)
+    return code
+
+  def report(self) -> Dict[str, Any]:
+    if not os.path.exists(self.result_path):
+      return {}
+    with open(self.result_path) as f:
+      try:
+        return json.load(f)
+      except ValueError:
+        return {}
+
+  def stop(self) -> None:
+    if self.process.poll() is None:
+      self.process.kill()
+    try:
+      self.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+      logging.error('Worker %d (pid %d) did not die after SIGKILL.',
+                    self.index, self.process.pid)
+    self.log_thread.join(timeout=5)
+
+
+def run(input_dict: Dict[str, List[Any]], output_dict: Dict[str, List[Any]],
+        exec_properties: Dict[str, Any], serving_dir: str, eval_dir: str,
+        keras_version: Optional[str] = None) -> None:
+  """Trains with `num_workers` local processes; the chief exports to
+  `serving_dir`.
+
+  Raises:
+    The failed worker's error (same class, its message, which worker), or
+    TrainingProcessError if it died without reporting one or did not finish.
+  """
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
+  count = exec_properties[NUM_WORKERS_KEY]
+  ports = free_ports(count)
+  root = tempfile.mkdtemp(prefix='generic_trainer_workers_')
+  workers: List[_Worker] = []
+  logging.info('Starting %d training workers on localhost ports %s.', count,
+               ports)
+  try:
+    for index in range(count):
+      worker_dir = os.path.join(root, f'worker-{index}')
+      os.makedirs(worker_dir)
+      outputs, serving, evaluation = output_dict, serving_dir, eval_dir
+      if index:
+        outputs, serving, evaluation = distribution.scratch_outputs(
+            output_dict, os.path.join(worker_dir, 'outputs'))
+      request = os.path.join(worker_dir, 'request.json')
+      result = os.path.join(worker_dir, 'result.json')
+      child_process.write_request(request, input_dict, outputs,
+                                  exec_properties, serving, evaluation, result)
+      env = child_process.child_env({
+          **keras_process.keras_env(keras_version),
+          distribution.TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
+      })
+      process = child_process.start(
+          request, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+          text=True, errors='replace')
+      workers.append(_Worker(index, process, result))
+    _wait(workers)
+    model_run = artifact_utils.get_single_uri(output_dict[keys.MODEL_RUN_KEY])
+    _write_summary(model_run, workers, ports)
+  finally:
+    for worker in workers:
+      worker.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait(workers: List[_Worker]) -> None:
+  """Returns when all workers succeeded; raises as soon as one failed."""
+  count = len(workers)
+  first_done = None
+  while True:
+    codes = [w.poll() for w in workers]
+    failed = [w for w, code in zip(workers, codes) if code not in (None, 0)]
+    if failed:
+      _raise_for(_first_failure(failed), count)
+    if all(code == 0 for code in codes):
+      return
+    if first_done is None and 0 in codes:
+      first_done = time.monotonic()
+    if first_done is not None and (
+        time.monotonic() - first_done > FINISH_GRACE_S):
+      late = [w.index for w, code in zip(workers, codes) if code is None]
+      raise errors.TrainingProcessError(
+          f'Worker(s) {late} of the local {count}-worker training were still '
+          f'running {FINISH_GRACE_S:.0f} s after another had finished, so '
+          'they were stopped. A worker that returns from run_fn early (or '
+          'trains fewer steps) leaves the others waiting for it: every '
+          'worker must run the same training. Their output is above, '
+          "prefixed '[worker i]'. Nothing was published.")
+    time.sleep(_POLL_S)
+
+
+def _first_failure(failed: List[_Worker]) -> _Worker:
+  """The worker that failed first: others often fail because it did."""
+  def when(worker):
+    try:
+      return os.path.getmtime(worker.result_path)
+    except OSError:
+      return float('inf')
+  return min(failed, key=lambda w: (when(w), w.index))
+
+
+def _raise_for(worker: _Worker, count: int) -> None:
+  where = (f'raised in worker {worker.index} of the local {count}-worker '
+           'training; the other workers were stopped')
+  error = child_process.read_error(worker.result_path, where)
+  if error is not None:
+    raise type(error)(f'Worker {worker.index} failed: {error}')
+  raise errors.TrainingProcessError(
+      f'Worker {worker.index} of the local {count}-worker training '
+      f'{child_process.describe_exit(worker.process.returncode)} without '
+      "reporting an error; its output is above, prefixed '[worker "
+      f"{worker.index}]'. The other workers were stopped. Nothing was "
+      'published.')
+
+
+def _write_summary(model_run: str, workers: List[_Worker],
+                   ports: List[int]) -> None:
+  """Writes `workers.json` into the ModelRun: who trained, how long."""
+  from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
+  summary = {
+      'num_workers': len(workers),
+      'workers': [{
+          'index': w.index,
+          'chief': w.index == 0,
+          'address': f'localhost:{ports[w.index]}',
+          'seconds': w.seconds,
+          'replicas_in_sync': w.report().get('replicas_in_sync'),
+      } for w in workers],
+  }
+  fileio.makedirs(model_run)
+  with fileio.open(os.path.join(model_run, SUMMARY_FILE), 'w') as f:
+    f.write(json.dumps(summary, indent=2))
