@@ -5,6 +5,8 @@ CsvExampleGen -> StatisticsGen -> SchemaGen -> GenericTrainer -> Evaluator
 
     python -m pipelines.penguin_pipeline_local --output-dir tfx_pipeline_output
 
+(add `--num-workers 2` to train with two local worker processes)
+
 and it prints the eval metrics, whether the model was blessed, where the
 pushed model is and where the metadata store is.
 """
@@ -21,11 +23,18 @@ PIPELINE_NAME = 'penguin_generic_trainer'
 
 
 def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
-                    module_file: str, serving_model_dir: str,
-                    metadata_path: str, train_steps: int = 100,
+                    module_file: Optional[str], serving_model_dir: str,
+                    metadata_path: Optional[str], train_steps: int = 100,
                     eval_steps: int = 5, accuracy_threshold: float = 0.6,
-                    keras_version: Optional[str] = None):
-  """Returns the TFX pipeline (a `tfx.dsl.Pipeline`)."""
+                    keras_version: Optional[str] = None,
+                    num_workers: Optional[int] = None,
+                    module_path: Optional[str] = None):
+  """Returns the TFX pipeline (a `tfx.dsl.Pipeline`).
+
+  `module_path` (an importable module) replaces `module_file` when given, as
+  in the Kubeflow variant, whose image carries the module. Without
+  `metadata_path` the orchestrator brings the metadata store (Kubeflow).
+  """
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   from tfx.components import CsvExampleGen, Evaluator, Pusher, SchemaGen, StatisticsGen  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.dsl.components.common import resolver  # pylint: disable=g-import-not-at-top
@@ -40,13 +49,15 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
   statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])
   schema_gen = SchemaGen(statistics=statistics_gen.outputs['statistics'])
   trainer = GenericTrainer(
-      module_file=module_file,
+      module_file=None if module_path else module_file,
+      module_path=module_path,
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
       statistics=statistics_gen.outputs['statistics'],
       train_args=trainer_pb2.TrainArgs(num_steps=train_steps),
       eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
-      keras_version=keras_version)
+      keras_version=keras_version,
+      num_workers=num_workers)
   model_resolver = resolver.Resolver(
       strategy_class=latest_blessed_model_strategy.LatestBlessedModelStrategy,
       model=Channel(type=standard_artifacts.Model),
@@ -79,14 +90,16 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
       pipeline_root=pipeline_root,
       components=[example_gen, statistics_gen, schema_gen, trainer,
                   model_resolver, evaluator, pusher],
-      metadata_connection_config=metadata.sqlite_metadata_connection_config(
-          metadata_path))
+      metadata_connection_config=(
+          metadata.sqlite_metadata_connection_config(metadata_path)
+          if metadata_path else None))
 
 
 def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
         module_file: str = DEFAULT_MODULE_FILE,
         accuracy_threshold: float = 0.6,
-        keras_version: Optional[str] = None) -> dict:
+        keras_version: Optional[str] = None,
+        num_workers: Optional[int] = None) -> dict:
   """Builds the data, runs the pipeline, returns what it produced."""
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
 
@@ -102,7 +115,7 @@ def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
   LocalDagRunner().run(create_pipeline(
       PIPELINE_NAME, paths['pipeline_root'], data_root, module_file,
       paths['serving_model_dir'], paths['metadata_path'], train_steps,
-      eval_steps, accuracy_threshold, keras_version))
+      eval_steps, accuracy_threshold, keras_version, num_workers))
   return {**paths, **summarize(paths['metadata_path'])}
 
 
@@ -141,9 +154,12 @@ def main(argv=None) -> int:
   parser.add_argument('--train-steps', type=int, default=100)
   parser.add_argument('--eval-steps', type=int, default=5)
   parser.add_argument('--module-file', default=DEFAULT_MODULE_FILE)
+  parser.add_argument('--num-workers', type=int, default=None,
+                      help='Train with this many local worker processes '
+                      '(MultiWorkerMirroredStrategy); default: one process.')
   args = parser.parse_args(argv)
   result = run(args.output_dir, args.train_steps, args.eval_steps,
-               args.module_file)
+               args.module_file, num_workers=args.num_workers)
   print('\n== Penguin pipeline finished')
   for name, value in sorted(result['metrics'].items()):
     print(f'  eval {name}: {value}')

@@ -1,0 +1,106 @@
+"""The Kubeflow penguin pipeline: compiles, and its trainer step runs as KFP runs it."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+IMAGE = 'registry.example.com/tfx-generic-trainer:0.1.0'
+
+
+@pytest.fixture(scope='module')
+def compiled(tmp_path_factory):
+  """The pipeline compiled with KubeflowV2DagRunner, as a dict."""
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('kubeflow')
+  job = penguin_pipeline_kubeflow.compile_pipeline(
+      str(root / 'penguin_kubeflow.json'), IMAGE, 'gs://bucket/root',
+      'gs://bucket/serving', train_steps=20, eval_steps=2)
+  with open(root / 'penguin_kubeflow.json') as f:
+    assert json.load(f) == job
+  return job
+
+
+def _statistics(root):
+  """A real ExampleStatistics artifact, as StatisticsGen writes it."""
+  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  stats = standard_artifacts.ExampleStatistics()
+  stats.uri = str(root / 'statistics')
+  stats.split_names = '["train", "eval"]'
+  for split, count in (('train', 228), ('eval', 114)):
+    os.makedirs(root / 'statistics' / f'Split-{split}')
+    proto = statistics_pb2.DatasetFeatureStatisticsList()
+    proto.datasets.add(num_examples=count)
+    (root / 'statistics' / f'Split-{split}' / 'FeatureStats.pb').write_bytes(
+        proto.SerializeToString())
+  return stats
+
+
+def test_trainer_step_runs_generic_trainer_in_the_project_image(compiled):
+  """The compiled trainer step runs GenericExecutor through TFX's entrypoint."""
+  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
+  task = kfp_step.find_task(compiled)
+  assert task == 'GenericTrainer'
+  container = kfp_step.container(compiled, task)
+  assert container['image'] == IMAGE
+  assert container['command'] == [
+      'python', '-m',
+      'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor']
+  assert container['args'][:2] == ['--executor_class_path',
+                                   'generic_trainer.executor.GenericExecutor']
+  assert kfp_step.parameters(compiled, task)['module_path'] == 'penguin_keras'
+  steps = sorted(compiled['pipelineSpec']['root']['dag']['tasks'])
+  assert steps == ['CsvExampleGen', 'Evaluator', 'GenericTrainer', 'Pusher',
+                   'SchemaGen', 'StatisticsGen',
+                   'latest_blessed_model_resolver-model-blessing-resolver',
+                   'latest_blessed_model_resolver-model-resolver']
+
+
+@pytest.mark.slow
+def test_trainer_step_runs_through_the_container_entrypoint(
+    compiled, penguin_artifacts, tmp_path):
+  """Run with the arguments KFP passes, the step publishes a model that serves."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
+  examples, schema = penguin_artifacts
+  model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
+  model.uri = str(tmp_path / 'GenericTrainer' / 'model')
+  model_run.uri = str(tmp_path / 'GenericTrainer' / 'model_run')
+  output_file = str(tmp_path / 'GenericTrainer' / 'executor_output.json')
+  invocation = kfp_step.executor_input(
+      compiled, 'GenericTrainer',
+      {'examples': [examples], 'schema': [schema],
+       'statistics': [_statistics(tmp_path)]},
+      {'model': [model], 'model_run': [model_run]}, output_file)
+  env = dict(os.environ)
+  # As the Dockerfile sets it: the module files are importable.
+  env['PYTHONPATH'] = os.pathsep.join(
+      [os.path.join(REPO, 'module_files'), REPO, env.get('PYTHONPATH', '')])
+  completed = subprocess.run(
+      kfp_step.command_line(compiled, 'GenericTrainer', invocation,
+                            python=sys.executable),
+      env=env, cwd=str(tmp_path), capture_output=True, text=True,
+      timeout=420, check=False)
+  assert completed.returncode == 0, completed.stderr[-5000:]
+
+  serving = os.path.join(model.uri, 'Format-Serving')
+  assert os.listdir(model.uri) == ['Format-Serving']
+  records = [r.numpy() for r in tf.data.TFRecordDataset(
+      os.path.join(examples.uri, 'Split-eval', 'data.gz'), 'GZIP').take(8)]
+  outputs = tf.saved_model.load(serving).signatures['serving_default'](
+      examples=tf.constant(records))['outputs']
+  assert outputs.shape == (8, 3)
+  with open(output_file) as f:
+    metadata = json.load(f)
+  assert sorted(metadata['artifacts']) == ['model', 'model_run']
+  assert metadata['artifacts']['model']['artifacts'][0]['uri'] == model.uri
+  assert metadata['artifacts']['model_run']['artifacts'][0]['uri'] == (
+      model_run.uri)
+  assert 'tfx_version' in metadata['artifacts']['model']['artifacts'][0][
+      'metadata']
