@@ -145,6 +145,15 @@ class GenericTrainer(base_component.BaseComponent):
       # module_path='name@wheel', installed by the executor.
       udf_utils.add_user_module_dependency(self, 'module_file', 'module_path')
 
+  def to_tfjob(self, name: str, image: str, executor_input: Dict[str, Any],
+               **kwargs) -> Dict[str, Any]:
+    """A TFJob (Kubeflow Training Operator) that runs this trainer on
+    `num_workers` replicas; see `generic_trainer.tfjob.render_for_component`.
+    """
+    from generic_trainer import tfjob  # pylint: disable=g-import-not-at-top
+    return tfjob.render_for_component(self, name, image, executor_input,
+                                      **kwargs)
+
 
 def _checked_args(name: str, value, proto_class):
   if value is None:

@@ -104,3 +104,35 @@ def test_trainer_step_runs_through_the_container_entrypoint(
       model_run.uri)
   assert 'tfx_version' in metadata['artifacts']['model']['artifacts'][0][
       'metadata']
+
+
+def test_trainer_step_renders_a_tfjob(compiled, tmp_path):
+  """The TFJob CLI runs the compiled step's command on a Chief and Workers."""
+  import yaml  # pylint: disable=g-import-not-at-top
+  from generic_trainer import tfjob  # pylint: disable=g-import-not-at-top
+  pipeline = tmp_path / 'penguin_kubeflow.json'
+  pipeline.write_text(json.dumps(compiled))
+  invocation = {'inputs': {'artifacts': {}}, 'outputs': {
+      'artifacts': {}, 'outputFile': 'gs://bucket/root/out.json'}}
+  (tmp_path / 'executor_input.json').write_text(json.dumps(invocation))
+  out = tmp_path / 'tfjob.yaml'
+  with open(out, 'w') as f:
+    sys.stdout, saved = f, sys.stdout
+    try:
+      assert tfjob.main([
+          '--pipeline', str(pipeline), '--executor-input',
+          str(tmp_path / 'executor_input.json'), '--name', 'penguin-train',
+          '--namespace', 'kubeflow', '--num-workers', '3']) == 0
+    finally:
+      sys.stdout = saved
+  manifest = yaml.safe_load(out.read_text())
+  specs = manifest['spec']['tfReplicaSpecs']
+  assert (specs['Chief']['replicas'], specs['Worker']['replicas']) == (1, 2)
+  container = specs['Chief']['template']['spec']['containers'][0]
+  assert container['image'] == IMAGE
+  assert container['command'][-1] == (
+      'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
+  assert container['args'] == ['--executor_class_path',
+                               'generic_trainer.executor.GenericExecutor',
+                               '--json_serialized_invocation_args',
+                               json.dumps(invocation)]

@@ -1,0 +1,251 @@
+"""A TFJob for the Kubeflow Training Operator that runs the trainer step.
+
+The job has a Chief and `num_workers - 1` Workers. Every replica runs the
+project image with TFX's KFP v2 container entrypoint and GenericExecutor,
+exactly as the compiled pipeline's trainer step does; the operator sets
+TF_CONFIG in each pod, so the chief trains, validates and publishes, and
+the workers train with it and publish nothing (`distribution.py`).
+
+The manifest is built with the operator's SDK models (`kubeflow-training`)
+when that package is installed; otherwise as plain data. Either way it is
+checked against `tfjob_schema.TFJOB_SCHEMA` before it is returned.
+
+From a compiled pipeline and the artifacts of one run:
+
+    python -m generic_trainer.tfjob --pipeline penguin_kubeflow.json \\
+        --executor-input executor_input.json --name penguin-train \\
+        --namespace kubeflow --num-workers 2 > tfjob.yaml
+    kubectl apply -f tfjob.yaml
+
+(README.md, "Scaling out", says how to write `executor_input.json`.)
+"""
+
+import argparse
+import json
+import sys
+from typing import Any, Dict, List, Optional
+
+from generic_trainer import kfp_step
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keys import NUM_WORKERS_KEY
+
+API_VERSION = 'kubeflow.org/v1'
+KIND = 'TFJob'
+# The operator finds the training container of a TFJob replica by this name.
+CONTAINER_NAME = 'tensorflow'
+RESTART_POLICIES = ('Never', 'OnFailure', 'ExitCode', 'Always')
+# TFX's container entrypoint for KFP v2, as KubeflowV2DagRunner compiles it.
+KFP_ENTRYPOINT = ('python', '-m',
+                  'tfx.orchestration.kubeflow.v2.container.'
+                  'kubeflow_v2_run_executor')
+
+
+def render(name: str, image: str, command: List[str], args: List[str],
+           num_workers: int, namespace: Optional[str] = None,
+           restart_policy: str = 'Never',
+           active_deadline_seconds: Optional[int] = None,
+           backoff_limit: int = 0,
+           env: Optional[Dict[str, str]] = None,
+           resources: Optional[Dict[str, Dict[str, str]]] = None,
+           service_account: Optional[str] = None) -> Dict[str, Any]:
+  """The TFJob manifest (a dict, as `kubectl apply` takes it in YAML/JSON).
+
+  Args:
+    name: The job's name (a DNS-1123 label).
+    image: The image of every replica (built from the Dockerfile).
+    command: The container command, e.g. the KFP v2 entrypoint.
+    args: Its arguments (executor class, serialized ExecutorInput).
+    num_workers: Replicas in all: one Chief and `num_workers - 1` Workers.
+    namespace: The namespace, or None for the one `kubectl` uses.
+    restart_policy: What the operator does when a replica's pod fails.
+      'Never' (default) fails the job, as a worker cannot rejoin a running
+      MultiWorkerMirroredStrategy training.
+    active_deadline_seconds: Bound on the job's run time; None: no bound.
+    backoff_limit: Retries of the whole job before it is marked failed.
+    env: Extra environment variables of every replica.
+    resources: Container resources, e.g. {'limits': {'cpu': '2'}}.
+    service_account: The pods' service account (storage credentials).
+
+  Raises:
+    InvalidArgumentError: an argument is wrong, or the manifest does not
+      pass the TFJob schema.
+  """
+  if isinstance(num_workers, bool) or not isinstance(num_workers, int) or (
+      num_workers < 1):
+    raise InvalidArgumentError(
+        "'num_workers' must be a positive int: the TFJob's Chief and Workers "
+        f'together. Received: num_workers={num_workers!r}.')
+  if restart_policy not in RESTART_POLICIES:
+    raise InvalidArgumentError(
+        f"'restart_policy' must be one of {RESTART_POLICIES}. Received: "
+        f'restart_policy={restart_policy!r}.')
+  container = {'name': CONTAINER_NAME, 'image': image,
+               'command': list(command), 'args': list(args)}
+  if env:
+    container['env'] = [{'name': k, 'value': v} for k, v in env.items()]
+  if resources:
+    container['resources'] = resources
+  pod_spec = {'containers': [container]}
+  if service_account:
+    pod_spec['serviceAccountName'] = service_account
+  replica_specs = {'Chief': _replica(1, restart_policy, pod_spec)}
+  if num_workers > 1:
+    replica_specs['Worker'] = _replica(num_workers - 1, restart_policy,
+                                       pod_spec)
+  run_policy = {'cleanPodPolicy': 'Running', 'backoffLimit': backoff_limit}
+  if active_deadline_seconds:
+    run_policy['activeDeadlineSeconds'] = active_deadline_seconds
+  metadata = {'name': name}
+  if namespace:
+    metadata['namespace'] = namespace
+  manifest = {'apiVersion': API_VERSION, 'kind': KIND, 'metadata': metadata,
+              'spec': {'runPolicy': run_policy,
+                       'tfReplicaSpecs': replica_specs}}
+  manifest = _through_sdk(manifest)
+  validate(manifest)
+  return manifest
+
+
+def _replica(count: int, restart_policy: str, pod_spec: Dict[str, Any]):
+  return {'replicas': count, 'restartPolicy': restart_policy,
+          'template': {'spec': json.loads(json.dumps(pod_spec))}}
+
+
+def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
+                    name: str, task: Optional[str] = None,
+                    num_workers: Optional[int] = None,
+                    **kwargs) -> Dict[str, Any]:
+  """The TFJob that runs a compiled pipeline's trainer step on N replicas.
+
+  The image, command and arguments are the step's; `{{$}}` becomes
+  `executor_input` (see `kfp_step.executor_input`). `num_workers` defaults
+  to the component's setting, else 1. Other arguments are `render`'s.
+  """
+  task = task or kfp_step.find_task(job)
+  container = kfp_step.container(job, task)
+  if num_workers is None:
+    num_workers = kfp_step.parameters(job, task).get(NUM_WORKERS_KEY) or 1
+  return render(name, container['image'], container.get('command', []),
+                kfp_step.command_line(job, task, executor_input)[
+                    len(container.get('command', [])):],
+                num_workers, **kwargs)
+
+
+def render_for_component(component, name: str, image: str,
+                         executor_input: Dict[str, Any],
+                         **kwargs) -> Dict[str, Any]:
+  """The TFJob that runs a GenericTrainer on its `num_workers` replicas.
+
+  Each replica runs TFX's KFP v2 entrypoint on GenericExecutor with
+  `executor_input` (the ExecutorInput: artifacts, parameters, output file).
+  Other arguments are `render`'s.
+  """
+  args = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
+          '--json_serialized_invocation_args', json.dumps(executor_input)]
+  return render(name, image, list(KFP_ENTRYPOINT), args,
+                component.exec_properties.get(NUM_WORKERS_KEY) or 1,
+                **kwargs)
+
+
+def validate(manifest: Dict[str, Any]) -> None:
+  """Raises InvalidArgumentError unless `manifest` is a valid TFJob."""
+  import jsonschema  # pylint: disable=g-import-not-at-top
+  from generic_trainer.tfjob_schema import TFJOB_SCHEMA  # pylint: disable=g-import-not-at-top
+  errors = sorted(
+      jsonschema.Draft202012Validator(TFJOB_SCHEMA).iter_errors(manifest),
+      key=lambda e: list(e.absolute_path))
+  if errors:
+    lines = '\n'.join(
+        f"  at {'/'.join(str(p) for p in e.absolute_path) or '(top)'}: "
+        f'{e.message}' for e in errors)
+    raise InvalidArgumentError(
+        'The TFJob manifest does not match the TFJob (kubeflow.org/v1) '
+        f'schema:\n{lines}\nFix the arguments named above.')
+
+
+def to_yaml(manifest: Dict[str, Any]) -> str:
+  import yaml  # pylint: disable=g-import-not-at-top
+  return yaml.safe_dump(manifest, sort_keys=False, width=1000)
+
+
+def sdk_available() -> bool:
+  try:
+    import kubeflow.training  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    return False
+  return True
+
+
+def _through_sdk(manifest: Dict[str, Any]) -> Dict[str, Any]:
+  """The manifest rebuilt from the operator's SDK models, if installed.
+
+  Builds `KubeflowOrgV1TFJob` from the models (and Kubernetes' own for the
+  pod template) and serializes it as the SDK's client would submit it.
+  """
+  if not sdk_available():
+    return manifest
+  from kubernetes import client as k8s  # pylint: disable=g-import-not-at-top
+  from kubeflow.training import models  # pylint: disable=g-import-not-at-top
+  def pod_template(template):
+    pod = template['spec']
+    return k8s.V1PodTemplateSpec(spec=k8s.V1PodSpec(
+        service_account_name=pod.get('serviceAccountName'),
+        containers=[k8s.V1Container(
+            name=c['name'], image=c['image'], command=c.get('command'),
+            args=c.get('args'),
+            env=[k8s.V1EnvVar(**e) for e in c['env']] if 'env' in c else None,
+            resources=(k8s.V1ResourceRequirements(**c['resources'])
+                       if 'resources' in c else None))
+                    for c in pod['containers']]))
+
+  spec = manifest['spec']
+  job = models.KubeflowOrgV1TFJob(
+      api_version=manifest['apiVersion'], kind=manifest['kind'],
+      metadata=k8s.V1ObjectMeta(**manifest['metadata']),
+      spec=models.KubeflowOrgV1TFJobSpec(
+          run_policy=models.KubeflowOrgV1RunPolicy(
+              active_deadline_seconds=spec['runPolicy'].get(
+                  'activeDeadlineSeconds'),
+              backoff_limit=spec['runPolicy'].get('backoffLimit'),
+              clean_pod_policy=spec['runPolicy'].get('cleanPodPolicy')),
+          tf_replica_specs={
+              kind: models.KubeflowOrgV1ReplicaSpec(
+                  replicas=replica['replicas'],
+                  restart_policy=replica['restartPolicy'],
+                  template=pod_template(replica['template']))
+              for kind, replica in spec['tfReplicaSpecs'].items()}))
+  return k8s.ApiClient().sanitize_for_serialization(job)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(
+      description='Writes a TFJob (YAML) that runs the trainer step of a '
+      'compiled Kubeflow pipeline on several replicas.')
+  parser.add_argument('--pipeline', required=True,
+                      help='The compiled pipeline (KubeflowV2DagRunner).')
+  parser.add_argument('--executor-input', required=True,
+                      help='JSON file: the ExecutorInput of the step (its '
+                      'artifacts, parameters and output file).')
+  parser.add_argument('--name', required=True, help='The TFJob name.')
+  parser.add_argument('--namespace', default=None)
+  parser.add_argument('--task', default=None,
+                      help='The step (default: the one running '
+                      'GenericExecutor).')
+  parser.add_argument('--num-workers', type=int, default=None,
+                      help="Replicas (default: the step's num_workers).")
+  parser.add_argument('--active-deadline-seconds', type=int, default=None)
+  parser.add_argument('--service-account', default=None)
+  args = parser.parse_args(argv)
+  with open(args.executor_input) as f:
+    executor_input = json.load(f)
+  manifest = render_for_step(
+      kfp_step.load(args.pipeline), executor_input, args.name, task=args.task,
+      num_workers=args.num_workers, namespace=args.namespace,
+      active_deadline_seconds=args.active_deadline_seconds,
+      service_account=args.service_account)
+  sys.stdout.write(to_yaml(manifest))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
