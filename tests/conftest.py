@@ -90,3 +90,33 @@ def trainer_io(penguin_artifacts, tmp_path):
     return ({'examples': [examples], 'schema': [schema]},
             {'model': [model], 'model_run': [model_run]}, properties)
   return build
+
+
+KUBEFLOW_IMAGE = 'registry.example.com/tfx-generic-trainer:0.1.0'
+
+
+@pytest.fixture(scope='session')
+def compiled_kubeflow(tmp_path_factory):
+  """The Kubeflow penguin pipeline compiled by KubeflowV2DagRunner (a dict)."""
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  path = tmp_path_factory.mktemp('kubeflow') / 'penguin_kubeflow.json'
+  return penguin_pipeline_kubeflow.compile_pipeline(
+      str(path), KUBEFLOW_IMAGE, 'gs://bucket/root', 'gs://bucket/serving',
+      train_steps=20, eval_steps=2)
+
+
+def penguin_statistics(root):
+  """A real ExampleStatistics artifact under `root`, as StatisticsGen writes it."""
+  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  stats = standard_artifacts.ExampleStatistics()
+  stats.uri = os.path.join(str(root), 'statistics')
+  stats.split_names = '["train", "eval"]'
+  for split, count in (('train', 228), ('eval', 114)):
+    split_dir = os.path.join(stats.uri, f'Split-{split}')
+    os.makedirs(split_dir)
+    proto = statistics_pb2.DatasetFeatureStatisticsList()
+    proto.datasets.add(num_examples=count)
+    with open(os.path.join(split_dir, 'FeatureStats.pb'), 'wb') as f:
+      f.write(proto.SerializeToString())
+  return stats

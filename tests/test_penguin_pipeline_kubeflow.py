@@ -7,38 +7,13 @@ import sys
 
 import pytest
 
-from conftest import REPO
-
-IMAGE = 'registry.example.com/tfx-generic-trainer:0.1.0'
-
-
-@pytest.fixture(scope='module')
-def compiled(tmp_path_factory):
-  """The pipeline compiled with KubeflowV2DagRunner, as a dict."""
-  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
-  root = tmp_path_factory.mktemp('kubeflow')
-  job = penguin_pipeline_kubeflow.compile_pipeline(
-      str(root / 'penguin_kubeflow.json'), IMAGE, 'gs://bucket/root',
-      'gs://bucket/serving', train_steps=20, eval_steps=2)
-  with open(root / 'penguin_kubeflow.json') as f:
-    assert json.load(f) == job
-  return job
+from conftest import KUBEFLOW_IMAGE as IMAGE
+from conftest import REPO, penguin_statistics
 
 
-def _statistics(root):
-  """A real ExampleStatistics artifact, as StatisticsGen writes it."""
-  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  stats = standard_artifacts.ExampleStatistics()
-  stats.uri = str(root / 'statistics')
-  stats.split_names = '["train", "eval"]'
-  for split, count in (('train', 228), ('eval', 114)):
-    os.makedirs(root / 'statistics' / f'Split-{split}')
-    proto = statistics_pb2.DatasetFeatureStatisticsList()
-    proto.datasets.add(num_examples=count)
-    (root / 'statistics' / f'Split-{split}' / 'FeatureStats.pb').write_bytes(
-        proto.SerializeToString())
-  return stats
+@pytest.fixture
+def compiled(compiled_kubeflow):
+  return compiled_kubeflow
 
 
 def test_trainer_step_runs_generic_trainer_in_the_project_image(compiled):
@@ -76,7 +51,7 @@ def test_trainer_step_runs_through_the_container_entrypoint(
   invocation = kfp_step.executor_input(
       compiled, 'GenericTrainer',
       {'examples': [examples], 'schema': [schema],
-       'statistics': [_statistics(tmp_path)]},
+       'statistics': [penguin_statistics(tmp_path)]},
       {'model': [model], 'model_run': [model_run]}, output_file)
   env = dict(os.environ)
   # As the Dockerfile sets it: the module files are importable.

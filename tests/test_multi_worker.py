@@ -1,0 +1,172 @@
+"""Multi-worker training for real: worker processes, TF_CONFIG, loopback ports.
+
+Each test starts real TensorFlow processes that form a MultiWorkerMirroredStrategy
+cluster on localhost; they take a minute or two on a 2-core machine.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, TESTDATA, penguin_statistics
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def scratch_tmp(tmp_path, monkeypatch):
+  """A TMPDIR of this test's own, to see that worker scratch is removed."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  tmp = tmp_path / 'tmp'
+  tmp.mkdir()
+  monkeypatch.setenv('TMPDIR', str(tmp))
+  monkeypatch.setattr(tempfile, 'tempdir', str(tmp))
+  return tmp
+
+
+def _accuracy(serving_dir, examples_uri):
+  """Share of the eval split's penguins the model classifies right."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  records = [r.numpy() for r in tf.data.TFRecordDataset(
+      tf.io.gfile.glob(os.path.join(examples_uri, 'Split-eval', '*')),
+      'GZIP')]
+  labels = [tf.train.Example.FromString(r).features.feature[
+      'species'].int64_list.value[0] for r in records]
+  outputs = tf.saved_model.load(serving_dir).signatures['serving_default'](
+      examples=tf.constant(records))['outputs'].numpy()
+  return float((outputs.argmax(axis=1) == np.array(labels)).mean())
+
+
+def _latest(store, type_name):
+  return max(store.get_artifacts_by_type(type_name), key=lambda a: a.id)
+
+
+def test_two_worker_penguin_pipeline_trains_like_one_worker(tmp_path,
+                                                            scratch_tmp,
+                                                            capfd):
+  """Two workers train the penguin pipeline's model together, as well as one."""
+  from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from pipelines import penguin_pipeline_local  # pylint: disable=g-import-not-at-top
+  start = time.monotonic()
+  result = penguin_pipeline_local.run(str(tmp_path / 'out'), train_steps=60,
+                                      num_workers=2)
+  two_worker_seconds = time.monotonic() - start
+  assert result['blessed'], result
+  config = metadata.sqlite_metadata_connection_config(result['metadata_path'])
+  with metadata.Metadata(config) as m:
+    model, model_run = _latest(m.store, 'Model'), _latest(m.store, 'ModelRun')
+    examples, schema = _latest(m.store, 'Examples'), _latest(m.store,
+                                                             'Schema')
+  with open(os.path.join(model_run.uri, 'workers.json')) as f:
+    workers = json.load(f)['workers']
+  assert [(w['index'], w['chief'], w['replicas_in_sync']) for w in workers] == [
+      (0, True, 2), (1, False, 2)]
+  logs = capfd.readouterr().err
+  assert '[worker 1] ' in logs and '[worker 0] ' in logs
+  assert os.listdir(model.uri) == ['Format-Serving']
+  assert os.listdir(scratch_tmp) == []
+
+  # The same training in one process, on the same Examples.
+  inputs = {'examples': [standard_artifacts.Examples()],
+            'schema': [standard_artifacts.Schema()]}
+  inputs['examples'][0].set_mlmd_artifact(examples)
+  inputs['schema'][0].set_mlmd_artifact(schema)
+  outputs = {'model': [standard_artifacts.Model()],
+             'model_run': [standard_artifacts.ModelRun()]}
+  outputs['model'][0].uri = str(tmp_path / 'one' / 'model')
+  outputs['model_run'][0].uri = str(tmp_path / 'one' / 'model_run')
+  GenericExecutor().Do(inputs, outputs, {
+      'train_args': '{"num_steps": 60}', 'eval_args': '{"num_steps": 5}',
+      'custom_config': 'null',
+      'module_file': penguin_pipeline_local.DEFAULT_MODULE_FILE})
+
+  two_workers = _accuracy(os.path.join(model.uri, 'Format-Serving'),
+                          examples.uri)
+  one_worker = _accuracy(
+      os.path.join(outputs['model'][0].uri, 'Format-Serving'), examples.uri)
+  print(f'eval accuracy: 2 workers {two_worker_seconds:.0f} s pipeline '
+        f'{two_workers:.3f}, 1 worker {one_worker:.3f}; Evaluator: '
+        f"{result['metrics']}")
+  assert two_workers >= 0.85
+  assert abs(two_workers - one_worker) <= 0.1
+
+
+def test_a_crashing_worker_fails_the_execution_quickly(trainer_io,
+                                                       scratch_tmp):
+  """Worker 1's error ends the run at once; the waiting chief is stopped."""
+  from generic_trainer import errors  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  io = trainer_io(module_file=os.path.join(TESTDATA, 'worker_crashes.py'),
+                  num_workers=2)
+  start = time.monotonic()
+  with pytest.raises(errors.RunFnError, match=(
+      r'^Worker 1 failed: run_fn \(.*worker_crashes.py.\) raised OSError: '
+      r'worker 1 cannot read its shard: disk quota exceeded')) as info:
+    GenericExecutor().Do(*io)
+  assert time.monotonic() - start < 150
+  assert 'raised in worker 1 of the local 2-worker training' in str(
+      info.value)
+  assert not os.path.exists(os.path.join(io[1]['model'][0].uri,
+                                         'Format-Serving'))
+  assert os.listdir(scratch_tmp) == []
+  leftovers = subprocess.run(  # Workers' command lines name their scratch.
+      ['pgrep', '-f', str(scratch_tmp)], capture_output=True,
+      text=True, check=False).stdout.split()
+  assert not leftovers, f'worker processes left running: {leftovers}'
+
+
+def test_tf_config_from_the_cluster_makes_chief_and_worker(
+    compiled_kubeflow, penguin_artifacts, tmp_path):
+  """As a TFJob runs it: the chief publishes, the worker trains and writes nothing."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
+  examples, schema = penguin_artifacts
+  model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
+  model.uri, model_run.uri = str(tmp_path / 'model'), str(tmp_path /
+                                                          'model_run')
+  invocation = kfp_step.executor_input(
+      compiled_kubeflow, 'GenericTrainer',
+      {'examples': [examples], 'schema': [schema],
+       'statistics': [penguin_statistics(tmp_path)]},
+      {'model': [model], 'model_run': [model_run]},
+      str(tmp_path / 'executor_output.json'))
+  command = kfp_step.command_line(compiled_kubeflow, 'GenericTrainer',
+                                  invocation, python=sys.executable)
+  chief_port, worker_port = free_ports(2)
+  cluster = {'chief': [f'localhost:{chief_port}'],
+             'worker': [f'localhost:{worker_port}']}
+  processes = {}
+  for task_type in ('chief', 'worker'):
+    scratch = tmp_path / f'tmp-{task_type}'
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch), TF_CONFIG=json.dumps(
+        {'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
+    env['PYTHONPATH'] = os.pathsep.join(
+        [os.path.join(REPO, 'module_files'), REPO, env.get('PYTHONPATH', '')])
+    processes[task_type] = subprocess.Popen(
+        command, env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+  logs = {}
+  try:
+    for task_type, process in processes.items():
+      logs[task_type] = process.communicate(timeout=420)[0]
+  finally:
+    for process in processes.values():
+      process.kill()
+  for task_type, process in processes.items():
+    assert process.returncode == 0, logs[task_type][-5000:]
+  assert 'training as worker 1 of 2 (worker 0); the chief publishes' in logs[
+      'worker']
+  assert 'Export validated' in logs['chief']
+  assert 'Export validated' not in logs['worker']
+  assert os.listdir(model.uri) == ['Format-Serving']
+  assert 'rejected_export' not in os.listdir(model_run.uri)
+  assert os.listdir(tmp_path / 'tmp-worker') == []
