@@ -1,0 +1,152 @@
+"""Distribution settings and TF_CONFIG roles: checked early, parsed exactly."""
+
+import json
+
+import pytest
+
+from generic_trainer import distribution
+from generic_trainer.distribution import ClusterRole
+from generic_trainer.errors import InvalidArgumentError
+
+
+def _tf_config(cluster, task_type, index):
+  return json.dumps({'cluster': cluster, 'task': {'type': task_type,
+                                                  'index': index}})
+
+
+_WORKERS = {'worker': ['w0:2222', 'w1:2222', 'w2:2222']}
+_CHIEF_AND_WORKERS = {'chief': ['c:2222'], 'worker': ['w0:2222', 'w1:2222']}
+
+
+@pytest.mark.parametrize('tf_config, role', [
+    (None, ClusterRole()),
+    ('', ClusterRole()),
+    (_tf_config(_WORKERS, 'worker', 0),
+     ClusterRole(3, 0, True, 'worker', 0)),
+    (_tf_config(_WORKERS, 'worker', 2),
+     ClusterRole(3, 2, False, 'worker', 2)),
+    (_tf_config(_CHIEF_AND_WORKERS, 'chief', 0),
+     ClusterRole(3, 0, True, 'chief', 0)),
+    (_tf_config(_CHIEF_AND_WORKERS, 'worker', 0),
+     ClusterRole(3, 1, False, 'worker', 0)),
+])
+def test_role_from_tf_config(tf_config, role):
+  """The chief is the 'chief' task, else worker 0; workers count after it."""
+  assert distribution.role_from_tf_config(tf_config) == role
+
+
+@pytest.mark.parametrize('tf_config, message', [
+    ('{"cluster": {}', r'TF_CONFIG must be JSON with "cluster" and "task"'),
+    ('{"task": {"type": "worker"}}', r'TF_CONFIG must be JSON'),
+    (_tf_config({'ps': ['p:1'], 'worker': ['w:1']}, 'ps', 0),
+     r"TF_CONFIG names this task 'ps'.*tasks are \('chief', 'worker'\)"),
+])
+def test_tf_config_errors(tf_config, message):
+  """A TF_CONFIG we cannot train under says why."""
+  with pytest.raises(InvalidArgumentError, match=message):
+    distribution.role_from_tf_config(tf_config)
+
+
+@pytest.mark.parametrize('num_workers, strategy, message', [
+    (0, None, r"'num_workers' must be a positive int.*Received: "
+     r'num_workers=0'),
+    (True, None, r'Received: num_workers=True'),
+    ('2', None, r"Received: num_workers='2'"),
+    (1, 'parameter_server', r"'strategy' must be one of \('default', "
+     r"'mirrored', 'multi_worker_mirrored'\) or None.*Received: "
+     r"strategy='parameter_server'"),
+    (2, 'mirrored', r"A 2-worker training needs strategy="
+     r"'multi_worker_mirrored'.*Received: num_workers=2, "
+     r"strategy='mirrored'"),
+])
+def test_settings_errors(num_workers, strategy, message):
+  """Wrong distribution settings are named with what is expected."""
+  with pytest.raises(InvalidArgumentError, match=message):
+    distribution.check_settings(num_workers, strategy)
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'num_workers': -1}, r"'num_workers' must be a positive int"),
+    ({'num_workers': 3, 'strategy': 'default'},
+     r"A 3-worker training needs strategy='multi_worker_mirrored'"),
+])
+def test_component_checks_settings_at_construction(kwargs, message):
+  """GenericTrainer refuses wrong settings when the pipeline is built."""
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
+  with pytest.raises(InvalidArgumentError, match=message):
+    GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
+                   module_file=PENGUIN_MODULE, **kwargs)
+
+
+def test_num_workers_must_match_the_cluster(monkeypatch):
+  """num_workers that disagrees with TF_CONFIG fails before any training."""
+  monkeypatch.setenv('TF_CONFIG', _tf_config(_WORKERS, 'worker', 1))
+  with pytest.raises(InvalidArgumentError, match=(
+      r'The component asks for num_workers=2, but TF_CONFIG describes a '
+      r'cluster of 3')):
+    distribution.current_role({'num_workers': 2})
+  assert distribution.current_role({'num_workers': 3}).worker_index == 1
+  assert distribution.current_role({}).num_workers == 3
+
+
+@pytest.mark.parametrize('exec_properties, tf_config, launches, strategy', [
+    ({}, None, False, 'default'),
+    ({'num_workers': 1}, None, False, 'default'),
+    ({'strategy': 'mirrored'}, None, False, 'mirrored'),
+    ({'num_workers': 2}, None, True, 'multi_worker_mirrored'),
+    ({'num_workers': 3}, _tf_config(_WORKERS, 'worker', 0), False,
+     'multi_worker_mirrored'),
+    ({}, _tf_config(_WORKERS, 'worker', 0), False, 'multi_worker_mirrored'),
+    ({}, _tf_config({'chief': ['c:1']}, 'chief', 0), False, 'default'),
+])
+def test_who_starts_workers_and_which_strategy(monkeypatch, exec_properties,
+                                                tf_config, launches, strategy):
+  """Only without TF_CONFIG does the executor start workers itself."""
+  if tf_config:
+    monkeypatch.setenv('TF_CONFIG', tf_config)
+  else:
+    monkeypatch.delenv('TF_CONFIG', raising=False)
+  assert distribution.launches_workers(exec_properties) == launches
+  role = distribution.current_role(exec_properties)
+  assert distribution.strategy_name(exec_properties, role) == strategy
+
+
+def test_local_workers_tf_config():
+  """Local workers form a 'worker' cluster on loopback ports; 0 is chief."""
+  from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
+  config = local_cluster.tf_config([4001, 4002], 1)
+  assert config == {'cluster': {'worker': ['localhost:4001',
+                                           'localhost:4002']},
+                    'task': {'type': 'worker', 'index': 1}}
+  role = distribution.role_from_tf_config(json.dumps(config))
+  assert (role.is_chief, role.worker_index, role.num_workers) == (False, 1, 2)
+  ports = local_cluster.free_ports(3)
+  assert len(set(ports)) == 3
+
+
+def test_scratch_outputs_leave_the_real_artifacts_alone(tmp_path):
+  """A worker's scratch Model/ModelRun copies point elsewhere, originals kept."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
+  model.uri, model_run.uri = '/real/model', '/real/model_run'
+  scratch, serving, evaluation = distribution.scratch_outputs(
+      {'model': [model], 'model_run': [model_run]}, str(tmp_path))
+  assert scratch['model'][0].uri == str(tmp_path / 'model')
+  assert scratch['model_run'][0].uri == str(tmp_path / 'model_run')
+  assert serving == str(tmp_path / 'model' / 'Format-Serving')
+  assert evaluation == str(tmp_path / 'model' / 'Format-TFMA')
+  assert (model.uri, model_run.uri) == ('/real/model', '/real/model_run')
+
+
+def test_fn_args_of_one_process(trainer_io, monkeypatch):
+  """Without workers, run_fn gets the default strategy and is the chief."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  io = trainer_io(module_file='unused.py')
+  fn_args = fn_args_lib.build_fn_args(*io, 'serving', 'eval')
+  assert fn_args.strategy is tf.distribute.get_strategy()
+  assert (fn_args.is_chief, fn_args.worker_index, fn_args.num_workers) == (
+      True, 0, 1)
