@@ -111,3 +111,16 @@ def test_trainer_step_renders_a_tfjob(compiled, tmp_path):
                                'generic_trainer.executor.GenericExecutor',
                                '--json_serialized_invocation_args',
                                json.dumps(invocation)]
+
+
+def test_dockerfile_puts_module_and_data_where_the_pipeline_looks():
+  """The image has the module on PYTHONPATH and the CSV at the data root."""
+  from pipelines import penguin_pipeline_kubeflow as kubeflow  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO, 'Dockerfile')) as f:
+    dockerfile = f.read()
+  assert f'ENV PYTHONPATH={kubeflow.IMAGE_ROOT}/module_files' in dockerfile
+  assert os.path.exists(os.path.join(REPO, 'module_files',
+                                     kubeflow.MODULE_PATH + '.py'))
+  assert f"write_penguin_csv('{kubeflow.IMAGE_DATA_ROOT}')" in dockerfile
+  assert 'uv pip install --system --no-cache -r requirements/lock.txt' in (
+      dockerfile)
