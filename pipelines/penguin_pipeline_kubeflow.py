@@ -9,10 +9,13 @@ cluster has its own). Compile it with
     python -m pipelines.penguin_pipeline_kubeflow \\
         --image REGISTRY/tfx-generic-trainer:0.1.0 \\
         --pipeline-root gs://BUCKET/penguin --serving-model-dir gs://BUCKET/serving \\
-        --num-workers 2 --output penguin_kubeflow.json
+        --num-workers 2 --output penguin_kubeflow.yaml
 
-and submit `penguin_kubeflow.json` to Kubeflow Pipelines (v2) or Vertex AI
-Pipelines (README.md, "Scaling out").
+and submit `penguin_kubeflow.yaml` to Kubeflow Pipelines (v2); `--output
+NAME.json` writes the PipelineJob JSON that Vertex AI Pipelines also takes
+(README.md, "Scaling out"). The baseline Resolver compiles to a KFP
+`resolver` executor, which Vertex AI Pipelines runs; `--no-baseline` leaves
+it out for a Kubeflow Pipelines backend that does not.
 """
 
 import argparse
@@ -33,19 +36,23 @@ TRAINER_EXECUTOR = 'generic_trainer.executor.GenericExecutor'
 def create_pipeline(pipeline_root: str, serving_model_dir: str,
                     data_root: str = IMAGE_DATA_ROOT, train_steps: int = 100,
                     eval_steps: int = 5, num_workers: Optional[int] = None,
-                    accuracy_threshold: float = 0.6):
+                    accuracy_threshold: float = 0.6, baseline: bool = True):
   """The penguin pipeline with the module and data as the image has them."""
   return penguin_pipeline_local.create_pipeline(
       PIPELINE_NAME, pipeline_root, data_root, module_file=None,
       serving_model_dir=serving_model_dir, metadata_path=None,
       train_steps=train_steps, eval_steps=eval_steps,
       accuracy_threshold=accuracy_threshold, num_workers=num_workers,
-      module_path=MODULE_PATH)
+      module_path=MODULE_PATH, baseline=baseline)
 
 
 def compile_pipeline(output_path: str, image: str, pipeline_root: str,
                      serving_model_dir: str, **pipeline_args) -> Dict[str, Any]:
-  """Writes the PipelineJob JSON to `output_path` and returns it as a dict."""
+  """Compiles the pipeline; returns the PipelineJob as a dict.
+
+  `output_path` ending in .yaml gets the PipelineSpec (the package Kubeflow
+  Pipelines' client uploads), in .json the whole PipelineJob.
+  """
   from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner  # pylint: disable=g-import-not-at-top
   runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
       config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
@@ -74,12 +81,15 @@ def main(argv=None) -> int:
   parser.add_argument('--num-workers', type=int, default=None,
                       help='Worker processes the trainer step starts in its '
                       'pod (default: one process).')
-  parser.add_argument('--output', default='penguin_kubeflow.json')
+  parser.add_argument('--no-baseline', dest='baseline', action='store_false',
+                      help='Leave out the latest-blessed-model Resolver.')
+  parser.add_argument('--output', default='penguin_kubeflow.yaml',
+                      help='.yaml: the KFP package; .json: the PipelineJob.')
   args = parser.parse_args(argv)
   compile_pipeline(args.output, args.image, args.pipeline_root,
                    args.serving_model_dir, data_root=args.data_root,
                    train_steps=args.train_steps, eval_steps=args.eval_steps,
-                   num_workers=args.num_workers)
+                   num_workers=args.num_workers, baseline=args.baseline)
   print(f'Compiled {PIPELINE_NAME} to {os.path.abspath(args.output)}')
   return 0
 

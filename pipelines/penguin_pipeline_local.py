@@ -28,12 +28,15 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
                     eval_steps: int = 5, accuracy_threshold: float = 0.6,
                     keras_version: Optional[str] = None,
                     num_workers: Optional[int] = None,
-                    module_path: Optional[str] = None):
+                    module_path: Optional[str] = None,
+                    baseline: bool = True):
   """Returns the TFX pipeline (a `tfx.dsl.Pipeline`).
 
   `module_path` (an importable module) replaces `module_file` when given, as
   in the Kubeflow variant, whose image carries the module. Without
   `metadata_path` the orchestrator brings the metadata store (Kubeflow).
+  `baseline=False` leaves out the latest-blessed-model Resolver: Evaluator
+  then checks the accuracy threshold alone.
   """
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   from tfx.components import CsvExampleGen, Evaluator, Pusher, SchemaGen, StatisticsGen  # pylint: disable=g-import-not-at-top,g-multiple-import
@@ -77,7 +80,7 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
   evaluator = Evaluator(
       examples=example_gen.outputs['examples'],
       model=trainer.outputs['model'],
-      baseline_model=model_resolver.outputs['model'],
+      baseline_model=model_resolver.outputs['model'] if baseline else None,
       eval_config=eval_config)
   pusher = Pusher(
       model=trainer.outputs['model'],
@@ -88,8 +91,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
   return pipeline.Pipeline(
       pipeline_name=pipeline_name,
       pipeline_root=pipeline_root,
-      components=[example_gen, statistics_gen, schema_gen, trainer,
-                  model_resolver, evaluator, pusher],
+      components=[example_gen, statistics_gen, schema_gen, trainer] +
+      ([model_resolver] if baseline else []) + [evaluator, pusher],
       metadata_connection_config=(
           metadata.sqlite_metadata_connection_config(metadata_path)
           if metadata_path else None))

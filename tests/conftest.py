@@ -97,12 +97,16 @@ KUBEFLOW_IMAGE = 'registry.example.com/tfx-generic-trainer:0.1.0'
 
 @pytest.fixture(scope='session')
 def compiled_kubeflow(tmp_path_factory):
-  """The Kubeflow penguin pipeline compiled by KubeflowV2DagRunner (a dict)."""
+  """The Kubeflow penguin pipeline compiled by KubeflowV2DagRunner.
+
+  Returns (PipelineJob dict, path of the PipelineSpec YAML package).
+  """
   from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
-  path = tmp_path_factory.mktemp('kubeflow') / 'penguin_kubeflow.json'
-  return penguin_pipeline_kubeflow.compile_pipeline(
+  path = tmp_path_factory.mktemp('kubeflow') / 'penguin_kubeflow.yaml'
+  job = penguin_pipeline_kubeflow.compile_pipeline(
       str(path), KUBEFLOW_IMAGE, 'gs://bucket/root', 'gs://bucket/serving',
       train_steps=20, eval_steps=2)
+  return job, str(path)
 
 
 def penguin_statistics(root):

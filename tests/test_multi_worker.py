@@ -134,6 +134,7 @@ def test_tf_config_from_the_cluster_makes_chief_and_worker(
   from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
   from generic_trainer.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
   examples, schema = penguin_artifacts
+  compiled_kubeflow, _ = compiled_kubeflow
   model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
   model.uri, model_run.uri = str(tmp_path / 'model'), str(tmp_path /
                                                           'model_run')

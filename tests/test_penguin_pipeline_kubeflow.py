@@ -13,7 +13,34 @@ from conftest import REPO, penguin_statistics
 
 @pytest.fixture
 def compiled(compiled_kubeflow):
-  return compiled_kubeflow
+  return compiled_kubeflow[0]
+
+
+def test_package_is_a_pipeline_spec_kfp_uploads(compiled_kubeflow):
+  """The YAML package parses as KFP's PipelineSpec, the same as the job's."""
+  import yaml  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  job, path = compiled_kubeflow
+  with open(path) as f:
+    package = yaml.safe_load(f)
+  spec = json_format.ParseDict(package, pipeline_spec_pb2.PipelineSpec())
+  assert spec.pipeline_info.name == 'penguin-generic-trainer'
+  assert package == job['pipelineSpec']
+
+
+def test_no_baseline_leaves_out_the_resolver(tmp_path):
+  """--no-baseline compiles without the KFP resolver steps."""
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  assert penguin_pipeline_kubeflow.main([
+      '--image', IMAGE, '--pipeline-root', 'gs://b/root',
+      '--serving-model-dir', 'gs://b/serving', '--no-baseline',
+      '--output', str(tmp_path / 'p.yaml')]) == 0
+  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
+  spec = kfp_step.load(str(tmp_path / 'p.yaml'))
+  assert sorted(spec['root']['dag']['tasks']) == [
+      'CsvExampleGen', 'Evaluator', 'GenericTrainer', 'Pusher', 'SchemaGen',
+      'StatisticsGen']
 
 
 def test_trainer_step_runs_generic_trainer_in_the_project_image(compiled):
@@ -86,7 +113,7 @@ def test_trainer_step_renders_a_tfjob(compiled, tmp_path):
   import yaml  # pylint: disable=g-import-not-at-top
   from generic_trainer import tfjob  # pylint: disable=g-import-not-at-top
   pipeline = tmp_path / 'penguin_kubeflow.json'
-  pipeline.write_text(json.dumps(compiled))
+  pipeline.write_text(json.dumps(compiled))  # The PipelineJob form.
   invocation = {'inputs': {'artifacts': {}}, 'outputs': {
       'artifacts': {}, 'outputFile': 'gs://bucket/root/out.json'}}
   (tmp_path / 'executor_input.json').write_text(json.dumps(invocation))
