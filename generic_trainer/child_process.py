@@ -51,7 +51,7 @@ def start(request_path: str, env: Dict[str, str],
   """Starts the child on `request_path`; it dies if this process dies."""
   return subprocess.Popen(
       [sys.executable, '-m', 'generic_trainer.child_process', request_path],
-      env=env, preexec_fn=_die_with_parent, **popen_kwargs)
+      env=env, preexec_fn=_die_with_parent_fn(), **popen_kwargs)
 
 
 def read_error(result_path: str, where: str) -> Optional[Exception]:
@@ -86,12 +86,19 @@ def _package_parent() -> str:
   return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _die_with_parent() -> None:
+def _die_with_parent_fn():
+  """A function for Popen's preexec_fn that sets PR_SET_PDEATHSIG, or None.
+
+  libc is loaded here, in the parent: between fork and exec the child only
+  makes the call (loading a library there can deadlock when the parent has
+  threads, as it does while it streams workers' logs).
+  """
   try:
     import ctypes  # pylint: disable=g-import-not-at-top
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-  except OSError:
-    pass
+    prctl = ctypes.CDLL('libc.so.6', use_errno=True).prctl
+  except (OSError, AttributeError):
+    return None
+  return lambda: prctl(1, signal.SIGKILL)  # 1 is PR_SET_PDEATHSIG.
 
 
 def _main(request_path: str) -> int:

@@ -26,7 +26,7 @@ class KerasCompatibleMultiWorkerMirroredStrategy(
     tf.distribute.MultiWorkerMirroredStrategy):
   """MultiWorkerMirroredStrategy whose `reduce` takes what Keras 3 passes."""
 
-  def reduce(self, reduce_op, value, axis):
+  def reduce(self, reduce_op, value, axis=None):
     def reduce_one(v):
       local = v.values[0] if isinstance(v, tf.distribute.DistributedValues) \
           else v

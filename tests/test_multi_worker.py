@@ -60,7 +60,7 @@ def test_two_worker_penguin_pipeline_trains_like_one_worker(tmp_path,
   from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   from pipelines import penguin_pipeline_local  # pylint: disable=g-import-not-at-top
   start = time.monotonic()
-  result = penguin_pipeline_local.run(str(tmp_path / 'out'), train_steps=60,
+  result = penguin_pipeline_local.run(str(tmp_path / 'out'), train_steps=100,
                                       num_workers=2)
   two_worker_seconds = time.monotonic() - start
   assert result['blessed'], result
@@ -88,7 +88,7 @@ def test_two_worker_penguin_pipeline_trains_like_one_worker(tmp_path,
   outputs['model'][0].uri = str(tmp_path / 'one' / 'model')
   outputs['model_run'][0].uri = str(tmp_path / 'one' / 'model_run')
   GenericExecutor().Do(inputs, outputs, {
-      'train_args': '{"num_steps": 60}', 'eval_args': '{"num_steps": 5}',
+      'train_args': '{"num_steps": 100}', 'eval_args': '{"num_steps": 5}',
       'custom_config': 'null',
       'module_file': penguin_pipeline_local.DEFAULT_MODULE_FILE})
 
@@ -99,8 +99,10 @@ def test_two_worker_penguin_pipeline_trains_like_one_worker(tmp_path,
   print(f'eval accuracy: 2 workers {two_worker_seconds:.0f} s pipeline '
         f'{two_workers:.3f}, 1 worker {one_worker:.3f}; Evaluator: '
         f"{result['metrics']}")
+  # Two workers learn as well as one (which, with its own random start,
+  # lands between about 0.88 and 0.99 after 100 steps).
   assert two_workers >= 0.85
-  assert abs(two_workers - one_worker) <= 0.1
+  assert two_workers >= one_worker - 0.08
 
 
 def test_a_crashing_worker_fails_the_execution_quickly(trainer_io,
