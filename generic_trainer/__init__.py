@@ -8,9 +8,12 @@ from generic_trainer.errors import ExportValidationError
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import NonFiniteLossError
 from generic_trainer.errors import RunFnError
+from generic_trainer.errors import SpecError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UserModuleError
+from generic_trainer.train_spec import TrainSpec
 
 _LAZY = {
     'GenericExecutor': 'generic_trainer.executor',
@@ -28,5 +31,5 @@ def __getattr__(name):
 
 __all__ = ['ExportValidationError', 'FnArgs', 'GenericExecutor',
            'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
-           'RunFnError', 'TrainingProcessError', 'UserModuleError',
-           'validate_export']
+           'NonFiniteLossError', 'RunFnError', 'SpecError', 'TrainSpec',
+           'TrainingProcessError', 'UserModuleError', 'validate_export']

@@ -32,3 +32,11 @@ class ExportValidationError(GenericTrainerError, RuntimeError):
 
 class TrainingProcessError(GenericTrainerError, RuntimeError):
   """The child process that ran training died without reporting an error."""
+
+
+class SpecError(GenericTrainerError, ValueError):
+  """A TrainSpec does not fit the data: label, features, outputs, schedule."""
+
+
+class NonFiniteLossError(GenericTrainerError, ArithmeticError):
+  """The training loss became NaN or Inf; training stopped, nothing exported."""

@@ -7,6 +7,7 @@ from absl import logging
 from tfx.dsl.components.base import base_executor
 
 from generic_trainer import keras_process
+from generic_trainer import train_result
 from generic_trainer.errors import ExportValidationError, InvalidArgumentError
 from generic_trainer.export_validation import validate_export
 from generic_trainer.keys import KERAS_VERSION_KEY
@@ -67,6 +68,10 @@ class GenericExecutor(base_executor.BaseExecutor):
     serving_dir = staged.publish()
     logging.info('Export validated (%s) and published to %s.', report,
                  serving_dir)
+    result = train_result.read(staged.model_run_uri)
+    if result:
+      train_result.attach(output_dict[keys.MODEL_KEY] +
+                          output_dict[keys.MODEL_RUN_KEY], result)
 
 
 def _single_uri_or_none(artifacts):

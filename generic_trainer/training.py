@@ -3,7 +3,7 @@
 from typing import Any, Dict, List
 
 from generic_trainer import module_loader
-from generic_trainer.errors import RunFnError
+from generic_trainer.errors import GenericTrainerError, RunFnError
 
 
 def train(input_dict: Dict[str, List[Any]],
@@ -28,6 +28,8 @@ def train(input_dict: Dict[str, List[Any]],
                                       serving_dir, eval_dir)
   try:
     run_fn(fn_args)
+  except GenericTrainerError:
+    raise  # Already says what is wrong (a TrainSpec check, a NaN loss...).
   except Exception as e:  # pylint: disable=broad-except
     raise RunFnError(
         f'run_fn ({source}) raised {type(e).__name__}: {e}\n'

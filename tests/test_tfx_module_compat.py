@@ -106,7 +106,7 @@ def test_taxi_native_keras_module_trains_and_serves_unchanged(
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
 
-  # The pipeline process runs Keras 3, so training goes to a tf_keras child.
+  # Training may set TF_USE_LEGACY_KERAS here; monkeypatch undoes it after.
   monkeypatch.delenv('TF_USE_LEGACY_KERAS', raising=False)
   LocalDagRunner().run(_taxi_pipeline(tmp_path, keras_version='tf_keras'))
 
@@ -124,7 +124,7 @@ def test_taxi_native_keras_module_trains_and_serves_unchanged(
   assert np.all((outputs >= 0) & (outputs <= 1))  # A sigmoid: P(big tipper).
 
 
-def test_taxi_module_gets_the_exec_properties_trainer_gives_it():
+def test_built_like_trainer_it_has_trainers_properties_and_channels():
   """Built like tfx Trainer, GenericTrainer has Trainer's properties and inputs."""
   from tfx.components import Trainer  # pylint: disable=g-import-not-at-top
   from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
