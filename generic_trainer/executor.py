@@ -21,7 +21,8 @@ class GenericExecutor(base_executor.BaseExecutor):
   build `FnArgs` from the input artifacts, call `run_fn` with
   `serving_model_dir` pointing into a staging directory, validate the export
   (`export_validation.validate_export`), then move it into the Model
-  artifact. Any failure leaves no model in the Model artifact.
+  artifact. Any failure leaves no model in the Model artifact; a rejected
+  export is kept in the node's stateful working dir for inspection.
   """
 
   def Do(self, input_dict: Dict[str, List[Any]],
@@ -35,9 +36,11 @@ class GenericExecutor(base_executor.BaseExecutor):
       raise InvalidArgumentError(
           f"'keras_version' must be one of {keras_process.KERAS_VERSIONS}. "
           f'Received: keras_version={keras_version!r}.')
+    model_run_uri = artifact_utils.get_single_uri(
+        output_dict[keys.MODEL_RUN_KEY])
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
-        artifact_utils.get_single_uri(output_dict[keys.MODEL_RUN_KEY]))
+        keep_dir=self._stateful_working_dir() or model_run_uri)
     staged.prepare()
     try:
       if not keras_process.can_train_in_process(keras_version):
@@ -68,10 +71,15 @@ class GenericExecutor(base_executor.BaseExecutor):
     serving_dir = staged.publish()
     logging.info('Export validated (%s) and published to %s.', report,
                  serving_dir)
-    result = train_result.read(staged.model_run_uri)
+    result = train_result.read(model_run_uri)
     if result:
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], result)
+
+
+  def _stateful_working_dir(self):
+    """The node's dir that survives a failed execution (None outside TFX)."""
+    return self._context.stateful_working_dir if self._context else None
 
 
 def _single_uri_or_none(artifacts):

@@ -9,7 +9,9 @@
   4. that signature, fed a few eval examples, returns finite numbers. It is fed
      serialized `tf.Example`s when it takes one string tensor, otherwise the
      features it names, read from the examples (through the Transform graph
-     when one is given and the names are transformed features).
+     when one is given and the names are transformed features). When the
+     examples are Transform's output and the signature parses raw examples,
+     it is fed synthetic raw examples built from the raw feature spec.
 """
 
 import os
@@ -133,6 +135,8 @@ def _signature_inputs(specs, serialized: List[bytes], schema_path,
   if len(specs) == 1:
     (name, spec), = specs.items()
     if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string:
+      if transform_graph_path:
+        serialized = _raw_examples(serialized, transform_graph_path)
       batch = tf.constant(serialized)
       if spec.shape.rank == 2:
         batch = tf.reshape(batch, [-1, 1])
@@ -188,6 +192,37 @@ def _decode_examples(serialized: List[bytes]) -> Dict[str, Any]:
   return dense
 
 
+def _raw_examples(serialized: List[bytes], transform_graph_path: str):
+  """Raw tf.Examples for a signature that parses raw features.
+
+  With Transform, the trainer's examples are usually the transformed ones,
+  which a raw-example signature cannot parse. Then we feed synthetic raw
+  examples (zeros and empty strings for every required raw feature): they
+  test that the signature parses, transforms and predicts, not the values.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  raw_spec = tft.TFTransformOutput(transform_graph_path).raw_feature_spec()
+  required = {n: s for n, s in raw_spec.items()
+              if isinstance(s, tf.io.FixedLenFeature) and s.default_value is None}
+  present = set(tf.train.Example.FromString(serialized[0]).features.feature)
+  if set(required) <= present:
+    return serialized
+  example = tf.train.Example()
+  for name, spec in required.items():
+    size = 1
+    for dim in spec.shape:
+      size *= dim
+    feature = example.features.feature[name]
+    if spec.dtype == tf.string:
+      feature.bytes_list.value.extend([b''] * size)
+    elif spec.dtype.is_integer:
+      feature.int64_list.value.extend([0] * size)
+    else:
+      feature.float_list.value.extend([0.0] * size)
+  return [example.SerializeToString()] * len(serialized)
+
+
 def _transformed_features(serialized, transform_graph_path) -> Dict[str, Any]:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
@@ -197,6 +232,13 @@ def _transformed_features(serialized, transform_graph_path) -> Dict[str, Any]:
           if isinstance(v, tf.Tensor)}
 
 
+_NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
+          '[[', 'File "', 'Traceback', 'Function call stack')
+
+
 def _first_line(e: BaseException) -> str:
-  text = str(e).strip()
-  return text.splitlines()[0] if text else type(e).__name__
+  """The line of an error that says what went wrong (TF buries it)."""
+  text = getattr(e, 'message', None) or str(e)
+  lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+  useful = [l for l in lines if not l.startswith(_NOISE)]
+  return (useful or lines or [type(e).__name__])[0]

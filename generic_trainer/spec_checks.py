@@ -29,6 +29,14 @@ def check_batch(spec, model, batch) -> None:
         f'The model fails on a batch of the train data: {type(e).__name__}: '
         f'{_first_line(e)}. The batch has features '
         f'{_shapes(features)}. Check the inputs of build_model().') from e
+  units = outputs.shape[-1] if hasattr(outputs, 'shape') else None
+  if _is_sparse_categorical(spec.loss) and units:
+    top = int(np.max(np.asarray(labels)))
+    if top >= units:
+      raise SpecError(
+          f'The labels go up to {top} but the model has {units} output '
+          f'unit(s): SparseCategoricalCrossentropy needs one unit per class '
+          f'(here at least {top + 1}), e.g. keras.layers.Dense({top + 1}).')
   try:
     value = spec.loss(labels, outputs)
     for metric in spec.metrics:
@@ -36,7 +44,7 @@ def check_batch(spec, model, batch) -> None:
       metric.reset_state()
   except Exception as e:  # pylint: disable=broad-except
     raise SpecError(
-        f'The model outputs do not fit the loss or metrics: '
+        'The model outputs do not fit the loss or metrics: '
         f'{type(e).__name__}: {_first_line(e)}. Model outputs: '
         f'{_shapes(outputs)}; labels: {_shapes(labels)}. For integer class '
         'labels use SparseCategoricalCrossentropy with one output unit per '
@@ -45,6 +53,13 @@ def check_batch(spec, model, batch) -> None:
     raise SpecError(
         f'The loss is {np.asarray(value)} on the first batch, before any '
         'training. Check the inputs for NaN/Inf and the label range.')
+
+
+def _is_sparse_categorical(loss) -> bool:
+  import keras  # pylint: disable=g-import-not-at-top
+  name = loss if isinstance(loss, str) else getattr(loss, '__name__', '')
+  return (isinstance(loss, keras.losses.SparseCategoricalCrossentropy) or
+          name == 'sparse_categorical_crossentropy')
 
 
 def _shapes(value) -> str:

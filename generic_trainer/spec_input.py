@@ -39,13 +39,19 @@ def feature_keys(spec, schema) -> List[str]:
 
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
-                 batch_size: int, num_epochs: Optional[int], shuffle: bool):
-  """(features, label) batches of `files`, features restricted to `keys`."""
+                 batch_size: int, num_epochs: Optional[int], shuffle: bool,
+                 with_label: bool = True):
+  """(features, label) batches of `files`, features restricted to `keys`.
+
+  Without `with_label`, batches of features alone (the label may be absent).
+  """
   from tfx_bsl.public.tfxio import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
   options = TensorFlowDatasetOptions(
-      batch_size=batch_size, label_key=spec.label_key, num_epochs=num_epochs,
-      shuffle=shuffle)
+      batch_size=batch_size, label_key=spec.label_key if with_label else None,
+      num_epochs=num_epochs, shuffle=shuffle)
   dataset = fn_args.data_accessor.tf_dataset_factory(files, options, schema)
+  if not with_label:
+    return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
 
   def select(features, label):
     return spec.preprocess({k: features[k] for k in keys}), label

@@ -22,7 +22,7 @@ class PenguinSpec(TrainSpec):
   def build_model(self):
     inputs = {k: keras.Input(shape=(1,), name=k) for k in FEATURES}
     x = keras.layers.Concatenate()([inputs[k] for k in FEATURES])
-    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.BatchNormalization(momentum=0.9)(x)
     for _ in range(2):
       x = keras.layers.Dense(self.hparams.get('units', 8), activation='relu')(x)
     outputs = keras.layers.Dense(3, activation='softmax')(x)

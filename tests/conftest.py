@@ -90,3 +90,23 @@ def trainer_io(penguin_artifacts, tmp_path):
     return ({'examples': [examples], 'schema': [schema]},
             {'model': [model], 'model_run': [model_run]}, properties)
   return build
+
+
+@pytest.fixture(scope='session')
+def penguin_csvs(tmp_path_factory):
+  """(train.csv, eval.csv) of the penguins, with a 0/1 `is_gentoo` column."""
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('penguin_csv')
+  with open(write_penguin_csv(str(root / 'all'))) as f:
+    rows = list(csv.DictReader(f))
+  for row in rows:
+    row['is_gentoo'] = str(int(row['species'] == '2'))
+  paths = []
+  for name, part in (('train', rows[0::3] + rows[1::3]), ('eval', rows[2::3])):
+    path = root / f'{name}.csv'
+    with open(path, 'w', newline='') as f:
+      writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+      writer.writeheader()
+      writer.writerows(part)
+    paths.append(str(path))
+  return tuple(paths)

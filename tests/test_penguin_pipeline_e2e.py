@@ -1,5 +1,6 @@
 """The local penguin pipeline end to end: trained, blessed, pushed, predicts."""
 
+import glob
 import os
 
 import pytest
@@ -68,3 +69,7 @@ def test_failed_export_stops_the_pipeline_before_pusher(tmp_path):
     for model in m.store.get_artifacts_by_type('Model'):
       assert not os.path.exists(os.path.join(model.uri, 'Format-Serving'))
     assert not m.store.get_artifacts_by_type('PushedModel')
+  kept = glob.glob(str(tmp_path / 'pipeline_root' / 'GenericTrainer' / '.system'
+                       / 'stateful_working_dir' / '*' / 'rejected_export'))
+  assert kept, 'the rejected export should be kept for inspection'
+
