@@ -60,8 +60,10 @@ def test_early_stopping_stops_when_val_loss_stalls(tmp_path, penguin_csvs):
     epochs = 10
     early_stopping = {'monitor': 'val_loss', 'patience': 1, 'min_delta': 1e-3}
 
-    def build_optimizer(self):
-      return keras.optimizers.SGD(learning_rate=0.0)
+    def build_model(self):
+      model = super().build_model()
+      model.trainable = False  # Also freezes BatchNormalization's statistics.
+      return model
 
   est = Estimator(Frozen, str(tmp_path))
   result = est.train(penguin_csvs[0], eval_data=penguin_csvs[1], steps=50)
