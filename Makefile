@@ -2,13 +2,16 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline test test-fast lock clean
+.PHONY: setup pipeline pipeline-spec test test-fast lock clean
 
 setup:
 	@bash scripts/setup.sh
 
 pipeline: setup
 	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)
+
+pipeline-spec: setup
+	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-spec --module-file module_files/penguin_spec.py
 
 test: setup
 	$(PY) -m pytest tests
