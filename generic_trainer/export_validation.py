@@ -17,7 +17,7 @@
 import os
 from typing import Any, Dict, List, Optional
 
-from generic_trainer.errors import ExportValidationError
+from generic_trainer.errors import ExportValidationError, summarize
 
 SERVING_SIGNATURE = 'serving_default'
 _KERAS_FILE_SUFFIXES = ('.keras', '.h5', '.hdf5', '.weights.h5')
@@ -41,7 +41,7 @@ def validate_export(serving_dir: str,
   except Exception as e:  # pylint: disable=broad-except
     raise ExportValidationError(
         f'The export in {serving_dir} has saved_model.pb but does not load '
-        f'with tf.saved_model.load: {type(e).__name__}: {_first_line(e)}. '
+        f'with tf.saved_model.load: {type(e).__name__}: {summarize(e)}. '
         f'It may be half-written or corrupt. {_HOW_TO_EXPORT}') from e
   signatures = dict(loaded.signatures)
   if SERVING_SIGNATURE not in signatures:
@@ -62,7 +62,7 @@ def validate_export(serving_dir: str,
     raise ExportValidationError(
         f"The '{SERVING_SIGNATURE}' signature of {serving_dir} failed on "
         f'{len(serialized)} eval examples: {type(e).__name__}: '
-        f'{_first_line(e)}. Check that the exported function parses and '
+        f'{summarize(e)}. Check that the exported function parses and '
         'transforms the features the way training did.') from e
   output_shapes = {}
   for name, tensor in outputs.items():
@@ -118,7 +118,7 @@ def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
     except tf.errors.OpError as e:
       raise ExportValidationError(
           f'Cannot read eval examples from {path} to test the export: '
-          f'{_first_line(e)}. Expected TFRecord files of tf.Example.') from e
+          f'{summarize(e)}. Expected TFRecord files of tf.Example.') from e
     if len(records) >= limit:
       break
   if not records:
@@ -231,14 +231,3 @@ def _transformed_features(serialized, transform_graph_path) -> Dict[str, Any]:
   return {k: v for k, v in output.transform_raw_features(raw).items()
           if isinstance(v, tf.Tensor)}
 
-
-_NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
-          '[[', 'File "', 'Traceback', 'Function call stack')
-
-
-def _first_line(e: BaseException) -> str:
-  """The line of an error that says what went wrong (TF buries it)."""
-  text = getattr(e, 'message', None) or str(e)
-  lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-  useful = [l for l in lines if not l.startswith(_NOISE)]
-  return (useful or lines or [type(e).__name__])[0]

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 import types
+import warnings
 from typing import Any, Dict, List, Optional
 
 from generic_trainer.errors import NonFiniteLossError, SpecError
@@ -70,10 +71,14 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
   handlers = default_handlers(spec, run_dir, steps_per_epoch, interactive)
   handlers += list(spec.handlers())
   started = time.monotonic()
-  history = model.fit(train, validation_data=evaluation, epochs=epochs,
-                      steps_per_epoch=steps_per_epoch,
-                      validation_steps=validation_steps, callbacks=handlers,
-                      verbose=1 if interactive else 0)
+  with warnings.catch_warnings():
+    # The eval split is read to its end each epoch, on purpose; Keras warns
+    # when a dataset of unknown length runs out.
+    warnings.filterwarnings('ignore', message='Your input ran out of data')
+    history = model.fit(train, validation_data=evaluation, epochs=epochs,
+                        steps_per_epoch=steps_per_epoch,
+                        validation_steps=validation_steps, callbacks=handlers,
+                        verbose=1 if interactive else 0)
   elapsed = time.monotonic() - started
   guard = handlers[0]
   if guard.failure:

@@ -2,7 +2,7 @@
 
 from typing import List
 
-from generic_trainer.errors import SpecError
+from generic_trainer.errors import SpecError, summarize
 
 
 def check_model_inputs(model, keys: List[str]) -> None:
@@ -27,7 +27,7 @@ def check_batch(spec, model, batch) -> None:
   except Exception as e:  # pylint: disable=broad-except
     raise SpecError(
         f'The model fails on a batch of the train data: {type(e).__name__}: '
-        f'{_first_line(e)}. The batch has features '
+        f'{summarize(e)}. The batch has features '
         f'{_shapes(features)}. Check the inputs of build_model().') from e
   units = outputs.shape[-1] if hasattr(outputs, 'shape') else None
   if _is_sparse_categorical(spec.loss) and units:
@@ -45,7 +45,7 @@ def check_batch(spec, model, batch) -> None:
   except Exception as e:  # pylint: disable=broad-except
     raise SpecError(
         'The model outputs do not fit the loss or metrics: '
-        f'{type(e).__name__}: {_first_line(e)}. Model outputs: '
+        f'{type(e).__name__}: {summarize(e)}. Model outputs: '
         f'{_shapes(outputs)}; labels: {_shapes(labels)}. For integer class '
         'labels use SparseCategoricalCrossentropy with one output unit per '
         'class; for 0/1 labels, BinaryCrossentropy with one unit.') from e
@@ -73,7 +73,3 @@ def _shape(tensor) -> str:
   dtype = getattr(tensor, 'dtype', '')
   return f'{getattr(dtype, "name", dtype)}{list(shape) if shape is not None else "?"}'
 
-
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip()
-  return text.splitlines()[0] if text else type(e).__name__

@@ -18,6 +18,7 @@ class PenguinSpec(TrainSpec):
   feature_keys = FEATURES
   batch_size = 20
   epochs = 5
+  num_classes = 3
 
   def build_model(self):
     inputs = {k: keras.Input(shape=(1,), name=k) for k in FEATURES}
@@ -25,7 +26,7 @@ class PenguinSpec(TrainSpec):
     x = keras.layers.BatchNormalization(momentum=0.9)(x)
     for _ in range(2):
       x = keras.layers.Dense(self.hparams.get('units', 8), activation='relu')(x)
-    outputs = keras.layers.Dense(3, activation='softmax')(x)
+    outputs = keras.layers.Dense(self.num_classes, activation='softmax')(x)
     return keras.Model(inputs, outputs)
 
   def build_optimizer(self):
