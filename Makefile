@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline pipeline-spec test test-fast lock clean
+.PHONY: setup pipeline pipeline-spec test test-fast soak lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -17,7 +17,10 @@ test: setup
 	$(PY) -m pytest tests
 
 test-fast: setup
-	$(PY) -m pytest tests -m "not slow"
+	$(PY) -m pytest tests -m "not slow and not soak"
+
+soak: setup
+	$(PY) -m pytest tests/test_soak.py -m soak -s
 
 lock:
 	uv pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt

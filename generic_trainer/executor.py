@@ -7,6 +7,7 @@ from absl import logging
 from tfx.dsl.components.base import base_executor
 
 from generic_trainer import keras_process
+from generic_trainer import resume
 from generic_trainer import train_result
 from generic_trainer.errors import ExportValidationError, InvalidArgumentError
 from generic_trainer.export_validation import validate_export
@@ -42,16 +43,19 @@ class GenericExecutor(base_executor.BaseExecutor):
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
         keep_dir=self._stateful_working_dir() or model_run_uri)
     staged.prepare()
+    checkpoint_dir = resume.checkpoint_dir(
+        input_dict, exec_properties, model_run_uri,
+        self._stateful_working_dir())
     try:
       if not keras_process.can_train_in_process(keras_version):
         logging.info('Training in a child process with %s.', keras_version)
         keras_process.run_in_child(keras_version, input_dict, output_dict,
                                    exec_properties, staged.serving_dir,
-                                   staged.eval_dir)
+                                   staged.eval_dir, checkpoint_dir)
       else:
         from generic_trainer import training  # pylint: disable=g-import-not-at-top
         training.train(input_dict, output_dict, exec_properties,
-                       staged.serving_dir, staged.eval_dir)
+                       staged.serving_dir, staged.eval_dir, checkpoint_dir)
       report = validate_export(
           staged.serving_dir,
           _eval_file_patterns(input_dict, exec_properties),
@@ -69,6 +73,7 @@ class GenericExecutor(base_executor.BaseExecutor):
         logging.error('Training failed; what it staged is kept in %s.', kept)
       raise
     serving_dir = staged.publish()
+    resume.remove(checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.', report,
                  serving_dir)
     result = train_result.read(model_run_uri)

@@ -54,12 +54,19 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
 
 def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
         validation_steps: Optional[int], run_dir: str,
-        interactive: Optional[bool] = None) -> Dict[str, Any]:
+        interactive: Optional[bool] = None,
+        checkpoint_dir: Optional[str] = None) -> Dict[str, Any]:
   """Compiles and trains `spec.model`; returns the final metrics record.
+
+  With `checkpoint_dir`, Keras's BackupAndRestore saves the weights, the
+  optimizer and the epoch there after every epoch and restores them when a
+  killed training starts again, which then resumes at the next epoch; the
+  record says where it resumed from (`resumed_from_epoch`, `_step`).
 
   Raises:
     NonFiniteLossError: the loss became NaN/Inf; the message says where.
   """
+  import keras  # pylint: disable=g-import-not-at-top
   model = spec.model
   if spec.train_step is not None:
     model.train_step = types.MethodType(
@@ -69,6 +76,13 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
   if interactive is None:
     interactive = sys.stdout.isatty()
   handlers = default_handlers(spec, run_dir, steps_per_epoch, interactive)
+  resume_point = {}
+  if checkpoint_dir:
+    handlers += [keras.callbacks.BackupAndRestore(
+        checkpoint_dir, save_freq='epoch', delete_checkpoint=False),
+                 keras.callbacks.LambdaCallback(
+                     on_train_begin=lambda logs: resume_point.update(
+                         _resume_point(model, steps_per_epoch)))]
   handlers += list(spec.handlers())
   started = time.monotonic()
   with warnings.catch_warnings():
@@ -88,9 +102,21 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
         'the data.')
   last = {k: float(v[-1]) for k, v in history.history.items() if v}
   return {
+      **resume_point,
       'train': {k: v for k, v in last.items() if not k.startswith('val_')},
       'eval': {k[4:]: v for k, v in last.items() if k.startswith('val_')},
       'steps': int(model.optimizer.iterations.numpy()),
-      'epochs': len(history.epoch),
+      'epochs': resume_point.get('resumed_from_epoch', 0) + len(history.epoch),
       'training_time_s': round(elapsed, 3),
   }
+
+
+def _resume_point(model, steps_per_epoch) -> Dict[str, int]:
+  """Where BackupAndRestore put the training back (epoch 0: a fresh start)."""
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  epoch = int(getattr(model, '_initial_epoch', None) or 0)
+  step = int(model.optimizer.iterations.numpy())
+  if epoch:
+    logging.info('Resumed from the checkpoint of epoch %d (step %d).', epoch,
+                 step)
+  return {'resumed_from_epoch': epoch, 'resumed_from_step': step}

@@ -64,7 +64,7 @@ def can_train_in_process(keras_version: Optional[str]) -> bool:
 def run_in_child(keras_version: str, input_dict: Dict[str, List[Any]],
                  output_dict: Dict[str, List[Any]],
                  exec_properties: Dict[str, Any], serving_dir: str,
-                 eval_dir: str) -> None:
+                 eval_dir: str, checkpoint_dir: Optional[str] = None) -> None:
   """Runs `training.train` in a child process under `keras_version`.
 
   Raises the child's error as the same GenericTrainer error class, with the
@@ -82,6 +82,7 @@ def run_in_child(keras_version: str, input_dict: Dict[str, List[Any]],
           'exec_properties': json_utils.dumps(exec_properties),
           'serving_dir': serving_dir,
           'eval_dir': eval_dir,
+          'checkpoint_dir': checkpoint_dir,
           'result_path': result_path,
       }, f)
     env = dict(os.environ)
@@ -133,7 +134,8 @@ def _main(request_path: str) -> int:
         artifact_utils.parse_artifact_dict(request['input_dict']),
         artifact_utils.parse_artifact_dict(request['output_dict']),
         json_utils.loads(request['exec_properties']),
-        request['serving_dir'], request['eval_dir'])
+        request['serving_dir'], request['eval_dir'],
+        request.get('checkpoint_dir'))
   except Exception as e:  # pylint: disable=broad-except
     result = {'error': type(e).__name__, 'message': str(e)}
   with open(request['result_path'], 'w') as f:

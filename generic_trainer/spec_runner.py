@@ -29,7 +29,8 @@ def run(spec_class, fn_args) -> dict:
   spec_checks.check_model_inputs(model, keys)
   spec_checks.check_batch(spec, model, next(iter(train)))
   result = fit_loop.fit(spec, train, evaluation, epochs, steps_per_epoch,
-                        fn_args.eval_steps, fn_args.model_run_dir)
+                        fn_args.eval_steps, fn_args.model_run_dir,
+                        checkpoint_dir=fn_args.checkpoint_dir)
   spec_export.export(spec, model, keys, fn_args.serving_model_dir,
                      fn_args.schema_path, fn_args.transform_graph_path)
   train_result.write(fn_args.model_run_dir, result)
