@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline test test-fast lock clean
+.PHONY: setup pipeline pipeline-spec test test-fast soak lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -10,11 +10,17 @@ setup:
 pipeline: setup
 	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)
 
+pipeline-spec: setup
+	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-spec --module-file module_files/penguin_spec.py
+
 test: setup
 	$(PY) -m pytest tests
 
 test-fast: setup
-	$(PY) -m pytest tests -m "not slow"
+	$(PY) -m pytest tests -m "not slow and not soak"
+
+soak: setup
+	$(PY) -m pytest tests/test_soak.py -m soak -s
 
 lock:
 	uv pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt

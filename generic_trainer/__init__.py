@@ -8,11 +8,15 @@ from generic_trainer.errors import ExportValidationError
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import NonFiniteLossError
 from generic_trainer.errors import RunFnError
+from generic_trainer.errors import SpecError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UserModuleError
+from generic_trainer.train_spec import TrainSpec
 
 _LAZY = {
+    'Estimator': 'generic_trainer.estimator',
     'GenericExecutor': 'generic_trainer.executor',
     'FnArgs': 'generic_trainer.fn_args',
     'validate_export': 'generic_trainer.export_validation',
@@ -26,7 +30,7 @@ def __getattr__(name):
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
-__all__ = ['ExportValidationError', 'FnArgs', 'GenericExecutor',
+__all__ = ['Estimator', 'ExportValidationError', 'FnArgs', 'GenericExecutor',
            'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
-           'RunFnError', 'TrainingProcessError', 'UserModuleError',
-           'validate_export']
+           'NonFiniteLossError', 'RunFnError', 'SpecError', 'TrainSpec',
+           'TrainingProcessError', 'UserModuleError', 'validate_export']

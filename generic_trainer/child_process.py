@@ -22,7 +22,8 @@ from generic_trainer import errors
 def write_request(path: str, input_dict: Dict[str, List[Any]],
                   output_dict: Dict[str, List[Any]],
                   exec_properties: Dict[str, Any], serving_dir: str,
-                  eval_dir: str, result_path: str) -> None:
+                  eval_dir: str, result_path: str,
+                  checkpoint_dir: Optional[str] = None) -> None:
   """Writes what the child needs to call `training.train`."""
   from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
   from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
@@ -33,6 +34,7 @@ def write_request(path: str, input_dict: Dict[str, List[Any]],
         'exec_properties': json_utils.dumps(exec_properties),
         'serving_dir': serving_dir,
         'eval_dir': eval_dir,
+        'checkpoint_dir': checkpoint_dir,
         'result_path': result_path,
     }, f)
 
@@ -113,7 +115,8 @@ def _main(request_path: str) -> int:
         artifact_utils.parse_artifact_dict(request['input_dict']),
         artifact_utils.parse_artifact_dict(request['output_dict']),
         json_utils.loads(request['exec_properties']),
-        request['serving_dir'], request['eval_dir'])
+        request['serving_dir'], request['eval_dir'],
+        request.get('checkpoint_dir'))
     strategies = sys.modules.get('generic_trainer.strategies')
     if strategies is not None and strategies.replicas_in_sync():
       result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())

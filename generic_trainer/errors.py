@@ -1,4 +1,4 @@
-"""Errors a GenericTrainer user can cause.
+"""Errors a GenericTrainer user can cause, and how their messages are made.
 
 Each class subclasses the built-in exception that fits, so callers may catch
 either ours or the built-in. Messages say what is wrong, what was expected,
@@ -32,3 +32,27 @@ class ExportValidationError(GenericTrainerError, RuntimeError):
 
 class TrainingProcessError(GenericTrainerError, RuntimeError):
   """The child process that ran training died without reporting an error."""
+
+
+class SpecError(GenericTrainerError, ValueError):
+  """A TrainSpec does not fit the data: label, features, outputs, schedule."""
+
+
+class NonFiniteLossError(GenericTrainerError, ArithmeticError):
+  """The training loss became NaN or Inf; training stopped, nothing exported."""
+
+
+_NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
+          '[[', 'File "', 'Traceback', 'Function call stack')
+
+
+def summarize(e: BaseException) -> str:
+  """The line of an error that says what went wrong.
+
+  TensorFlow's errors open with 'Graph execution error:' and node names; the
+  line that matters (e.g. 'Feature: fare ... is required') comes later.
+  """
+  text = getattr(e, 'message', None) or str(e)
+  lines = [l.strip() for l in str(text).strip().splitlines() if l.strip()]
+  useful = [l for l in lines if not l.startswith(_NOISE)]
+  return (useful or lines or [type(e).__name__])[0]

@@ -8,6 +8,8 @@ from tfx.dsl.components.base import base_executor
 
 from generic_trainer import distribution
 from generic_trainer import keras_process
+from generic_trainer import resume
+from generic_trainer import train_result
 from generic_trainer.errors import ExportValidationError, InvalidArgumentError
 from generic_trainer.export_validation import validate_export
 from generic_trainer.keys import KERAS_VERSION_KEY
@@ -21,7 +23,8 @@ class GenericExecutor(base_executor.BaseExecutor):
   build `FnArgs` from the input artifacts, call `run_fn` with
   `serving_model_dir` pointing into a staging directory, validate the export
   (`export_validation.validate_export`), then move it into the Model
-  artifact. Any failure leaves no model in the Model artifact.
+  artifact. Any failure leaves no model in the Model artifact; a rejected
+  export is kept in the node's stateful working dir for inspection.
 
   With `num_workers` > 1 the training runs in that many local worker
   processes (`local_cluster`); under a TF_CONFIG that makes this process a
@@ -43,10 +46,15 @@ class GenericExecutor(base_executor.BaseExecutor):
       distribution.train_as_worker(input_dict, output_dict, exec_properties,
                                    keras_version)
       return
+    model_run_uri = artifact_utils.get_single_uri(
+        output_dict[keys.MODEL_RUN_KEY])
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
-        artifact_utils.get_single_uri(output_dict[keys.MODEL_RUN_KEY]))
+        keep_dir=self._stateful_working_dir() or model_run_uri)
     staged.prepare()
+    checkpoint_dir = resume.checkpoint_dir(
+        input_dict, exec_properties, model_run_uri,
+        self._stateful_working_dir())
     try:
       if distribution.launches_workers(exec_properties):
         from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
@@ -56,11 +64,11 @@ class GenericExecutor(base_executor.BaseExecutor):
         logging.info('Training in a child process with %s.', keras_version)
         keras_process.run_in_child(keras_version, input_dict, output_dict,
                                    exec_properties, staged.serving_dir,
-                                   staged.eval_dir)
+                                   staged.eval_dir, checkpoint_dir)
       else:
         from generic_trainer import training  # pylint: disable=g-import-not-at-top
         training.train(input_dict, output_dict, exec_properties,
-                       staged.serving_dir, staged.eval_dir)
+                       staged.serving_dir, staged.eval_dir, checkpoint_dir)
       report = validate_export(
           staged.serving_dir,
           _eval_file_patterns(input_dict, exec_properties),
@@ -78,8 +86,18 @@ class GenericExecutor(base_executor.BaseExecutor):
         logging.error('Training failed; what it staged is kept in %s.', kept)
       raise
     serving_dir = staged.publish()
+    resume.remove(checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.', report,
                  serving_dir)
+    result = train_result.read(model_run_uri)
+    if result:
+      train_result.attach(output_dict[keys.MODEL_KEY] +
+                          output_dict[keys.MODEL_RUN_KEY], result)
+
+
+  def _stateful_working_dir(self):
+    """The node's dir that survives a failed execution (None outside TFX)."""
+    return self._context.stateful_working_dir if self._context else None
 
 
 def _single_uri_or_none(artifacts):

@@ -9,13 +9,15 @@
   4. that signature, fed a few eval examples, returns finite numbers. It is fed
      serialized `tf.Example`s when it takes one string tensor, otherwise the
      features it names, read from the examples (through the Transform graph
-     when one is given and the names are transformed features).
+     when one is given and the names are transformed features). When the
+     examples are Transform's output and the signature parses raw examples,
+     it is fed synthetic raw examples built from the raw feature spec.
 """
 
 import os
 from typing import Any, Dict, List, Optional
 
-from generic_trainer.errors import ExportValidationError
+from generic_trainer.errors import ExportValidationError, summarize
 
 SERVING_SIGNATURE = 'serving_default'
 _KERAS_FILE_SUFFIXES = ('.keras', '.h5', '.hdf5', '.weights.h5')
@@ -39,7 +41,7 @@ def validate_export(serving_dir: str,
   except Exception as e:  # pylint: disable=broad-except
     raise ExportValidationError(
         f'The export in {serving_dir} has saved_model.pb but does not load '
-        f'with tf.saved_model.load: {type(e).__name__}: {_first_line(e)}. '
+        f'with tf.saved_model.load: {type(e).__name__}: {summarize(e)}. '
         f'It may be half-written or corrupt. {_HOW_TO_EXPORT}') from e
   signatures = dict(loaded.signatures)
   if SERVING_SIGNATURE not in signatures:
@@ -60,7 +62,7 @@ def validate_export(serving_dir: str,
     raise ExportValidationError(
         f"The '{SERVING_SIGNATURE}' signature of {serving_dir} failed on "
         f'{len(serialized)} eval examples: {type(e).__name__}: '
-        f'{_first_line(e)}. Check that the exported function parses and '
+        f'{summarize(e)}. Check that the exported function parses and '
         'transforms the features the way training did.') from e
   output_shapes = {}
   for name, tensor in outputs.items():
@@ -116,7 +118,7 @@ def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
     except tf.errors.OpError as e:
       raise ExportValidationError(
           f'Cannot read eval examples from {path} to test the export: '
-          f'{_first_line(e)}. Expected TFRecord files of tf.Example.') from e
+          f'{summarize(e)}. Expected TFRecord files of tf.Example.') from e
     if len(records) >= limit:
       break
   if not records:
@@ -133,6 +135,8 @@ def _signature_inputs(specs, serialized: List[bytes], schema_path,
   if len(specs) == 1:
     (name, spec), = specs.items()
     if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string:
+      if transform_graph_path:
+        serialized = _raw_examples(serialized, transform_graph_path)
       batch = tf.constant(serialized)
       if spec.shape.rank == 2:
         batch = tf.reshape(batch, [-1, 1])
@@ -188,6 +192,37 @@ def _decode_examples(serialized: List[bytes]) -> Dict[str, Any]:
   return dense
 
 
+def _raw_examples(serialized: List[bytes], transform_graph_path: str):
+  """Raw tf.Examples for a signature that parses raw features.
+
+  With Transform, the trainer's examples are usually the transformed ones,
+  which a raw-example signature cannot parse. Then we feed synthetic raw
+  examples (zeros and empty strings for every required raw feature): they
+  test that the signature parses, transforms and predicts, not the values.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  raw_spec = tft.TFTransformOutput(transform_graph_path).raw_feature_spec()
+  required = {n: s for n, s in raw_spec.items()
+              if isinstance(s, tf.io.FixedLenFeature) and s.default_value is None}
+  present = set(tf.train.Example.FromString(serialized[0]).features.feature)
+  if set(required) <= present:
+    return serialized
+  example = tf.train.Example()
+  for name, spec in required.items():
+    size = 1
+    for dim in spec.shape:
+      size *= dim
+    feature = example.features.feature[name]
+    if spec.dtype == tf.string:
+      feature.bytes_list.value.extend([b''] * size)
+    elif spec.dtype.is_integer:
+      feature.int64_list.value.extend([0] * size)
+    else:
+      feature.float_list.value.extend([0.0] * size)
+  return [example.SerializeToString()] * len(serialized)
+
+
 def _transformed_features(serialized, transform_graph_path) -> Dict[str, Any]:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
@@ -196,7 +231,3 @@ def _transformed_features(serialized, transform_graph_path) -> Dict[str, Any]:
   return {k: v for k, v in output.transform_raw_features(raw).items()
           if isinstance(v, tf.Tensor)}
 
-
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip()
-  return text.splitlines()[0] if text else type(e).__name__

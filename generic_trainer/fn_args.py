@@ -58,12 +58,16 @@ class FnArgs(fn_args_utils.FnArgs):
       a scratch folder for them); what they write is removed.
     worker_index: This process's index among the workers; the chief is 0.
     num_workers: How many processes train together (1 for one process).
+    checkpoint_dir: Where to keep what a killed training resumes from; the
+      same for a retry on the same inputs, deleted once the model is
+      published. See `generic_trainer.resume`.
   """
   num_examples = attr.ib(type=Dict[str, int], default=None)
   strategy = attr.ib(type=Any, default=None)
   is_chief = attr.ib(type=bool, default=True)
   worker_index = attr.ib(type=int, default=0)
   num_workers = attr.ib(type=int, default=1)
+  checkpoint_dir = attr.ib(type=str, default=None)
 
 
 def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
@@ -93,11 +97,49 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
             f'({examples.uri}) have the splits {available}. Set '
             f'{name}.splits to some of those.')
       uri = artifact_utils.get_split_uri([examples], split)
-      if not [f for f in _list_files(uri) if not os.path.basename(
-          f).startswith('.')]:
+      files = sorted(f for f in _list_files(uri)
+                     if not os.path.basename(f).startswith('.'))
+      if not files:
         raise InputArtifactError(
             f'The {split!r} split of the examples is empty: no files in '
             f'{uri}. Check the component that produced the examples.')
+      if examples.get_string_custom_property('payload_format') in (
+          '', 'FORMAT_TF_EXAMPLE', 'FORMAT_TF_SEQUENCE_EXAMPLE'):
+        for name in files:
+          _check_tfrecord(os.path.join(uri, name), split)
+
+
+def _check_tfrecord(path: str, split: str) -> None:
+  """Reads the first record of a TFRecord file, so corruption fails early."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  compression = 'GZIP' if path.endswith('.gz') else ''
+  try:
+    for _ in tf.data.TFRecordDataset(path, compression).take(1):
+      pass
+  except tf.errors.OpError as e:
+    from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+    raise InputArtifactError(
+        f'The {split!r} split file {path} is not a readable '
+        f'{"gzip " if compression else ""}TFRecord file: {summarize(e)}. '
+        'It is corrupt or truncated: re-run the component that produced '
+        'the examples.') from e
+
+
+def check_base_model(artifacts: List[types.Artifact]) -> None:
+  """Raises unless the base_model artifact holds a serving SavedModel."""
+  if not artifacts:
+    return
+  from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
+  model = artifact_utils.get_single_instance(artifacts)
+  path = path_utils.serving_model_path(
+      model.uri, path_utils.is_old_model_artifact(model))
+  if not os.path.isfile(os.path.join(path, 'saved_model.pb')) and (
+      '://' not in path):
+    raise InputArtifactError(
+        f'The base_model artifact ({model.uri}) holds no SavedModel: '
+        f'{path}/saved_model.pb does not exist. Expected the `model` output '
+        'of a trainer that finished; connect that channel, or drop '
+        'base_model.')
 
 
 def _list_files(uri: str) -> List[str]:
@@ -156,7 +198,8 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
                   output_dict: Dict[str, List[types.Artifact]],
                   exec_properties: Dict[str, Any],
                   serving_model_dir: str,
-                  eval_model_dir: str) -> FnArgs:
+                  eval_model_dir: str,
+                  checkpoint_dir: Optional[str] = None) -> FnArgs:
   """Builds FnArgs; the model dirs are the staging dirs run_fn writes to."""
   if not input_dict.get(keys.EXAMPLES_KEY):
     raise InputArtifactError(
@@ -168,6 +211,7 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
                           trainer_pb2.EvalArgs())
   check_splits(artifact_utils.get_single_instance(
       input_dict[keys.EXAMPLES_KEY]), train_args, eval_args)
+  check_base_model(input_dict.get(keys.BASE_MODEL_KEY))
   custom_config = json_utils.loads(
       exec_properties.get(keys.CUSTOM_CONFIG_KEY) or 'null')
   if custom_config is not None and not isinstance(custom_config, dict):
@@ -188,5 +232,6 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
           input_dict.get(keys.HYPERPARAMETERS_KEY)),
       custom_config=custom_config,
       num_examples=read_num_examples(input_dict.get(STATISTICS_KEY)),
+      checkpoint_dir=checkpoint_dir,
       **distribution.fn_args_fields(exec_properties))
   return FnArgs(**fields)

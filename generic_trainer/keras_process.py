@@ -62,7 +62,7 @@ def can_train_in_process(keras_version: Optional[str]) -> bool:
 def run_in_child(keras_version: str, input_dict: Dict[str, List[Any]],
                  output_dict: Dict[str, List[Any]],
                  exec_properties: Dict[str, Any], serving_dir: str,
-                 eval_dir: str) -> None:
+                 eval_dir: str, checkpoint_dir: Optional[str] = None) -> None:
   """Runs `training.train` in a child process under `keras_version`.
 
   Raises the child's error as the same GenericTrainer error class, with the
@@ -73,7 +73,7 @@ def run_in_child(keras_version: str, input_dict: Dict[str, List[Any]],
     result_path = os.path.join(tmp, 'result.json')
     child_process.write_request(request_path, input_dict, output_dict,
                                 exec_properties, serving_dir, eval_dir,
-                                result_path)
+                                result_path, checkpoint_dir)
     returncode = child_process.start(
         request_path, child_process.child_env(keras_env(keras_version))).wait()
     error = child_process.read_error(

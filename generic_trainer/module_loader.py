@@ -1,10 +1,16 @@
-"""Finds the user's `run_fn` from `module_file`, `module_path` or `run_fn`.
+"""Finds the user's entry point from `module_file`, `module_path` or `run_fn`.
 
 The three ways mirror `tfx.components.Trainer`:
-  - `module_file`: a Python source file; its top-level `run_fn` is used.
+  - `module_file`: a Python source file;
   - `module_path`: an importable module (or, after TFX packaged a module
-    file, `name@/path/to/wheel`); its top-level `run_fn` is used.
-  - `run_fn`: a dotted path `package.module.function` to the function itself.
+    file, `name@/path/to/wheel`);
+  - `run_fn`: a dotted path `package.module.name` to a function or a
+    TrainSpec subclass.
+A module provides either a top-level `run_fn(fn_args)` or a TrainSpec: a
+subclass of `generic_trainer.TrainSpec` defined in the module itself. When
+the module defines several, the one no other subclasses is used (so a module
+may define a base spec and the spec derived from it); two unrelated specs,
+or a spec and a `run_fn`, are refused as ambiguous.
 
 We load modules ourselves (rather than through `udf_utils.get_fn`) so that an
 error can name what the module does define, and so that later loaders can
@@ -44,7 +50,7 @@ def describe_source(exec_properties: Dict[str, Any]) -> str:
 
 
 def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
-  """Returns the user's `run_fn`, checked to take one argument.
+  """Returns the user's `run_fn`, or a run_fn that trains their TrainSpec.
 
   Raises:
     InvalidArgumentError: not exactly one of the three sources is given.
@@ -59,30 +65,83 @@ def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
         f'Received: {given or "none of them"}.')
   key = given[0]
   value = exec_properties[key]
+  source = f'{key}={value!r}'
   if key == RUN_FN_KEY:
     module_name, _, fn_name = value.rpartition('.')
     if not module_name:
       raise InvalidArgumentError(
           "'run_fn' must be a dotted path such as 'my_package.my_module.run_fn'."
           f' Received: run_fn={value!r}.')
-    module = _import_module(module_name, source=f'run_fn={value!r}')
-  elif key == MODULE_PATH_KEY:
-    module = _import_module(value, source=f'module_path={value!r}')
-    fn_name = 'run_fn'
+    module = _import_module(module_name, source=source)
+    if not hasattr(module, fn_name):
+      raise UserModuleError(
+          f'The module {module_name!r} ({source}) has no top-level '
+          f'`{fn_name}`. It defines: {_public_names(module)}.')
+    entry = getattr(module, fn_name)
+    if _is_train_spec(entry):
+      return _spec_run_fn(entry, source)
+    return _checked_run_fn(entry, fn_name, source)
+  if key == MODULE_PATH_KEY:
+    module = _import_module(value, source=source)
   else:
     module = _load_source_file(value)
-    fn_name = 'run_fn'
-  return _get_run_fn(module, fn_name, source=f'{key}={value!r}')
+  return _module_entry_point(module, source)
 
 
-def _get_run_fn(module: types.ModuleType, fn_name: str, source: str):
-  fn = getattr(module, fn_name, None)
-  if fn is None:
-    hint = _TRAINER_FN_MIGRATION if hasattr(module, 'trainer_fn') else (
-        f'Define a top-level `def {fn_name}(fn_args):` in it.')
+def _is_train_spec(obj) -> bool:
+  from generic_trainer.train_spec import TrainSpec  # pylint: disable=g-import-not-at-top
+  return isinstance(obj, type) and issubclass(obj, TrainSpec) and (
+      obj is not TrainSpec)
+
+
+def _module_entry_point(module: types.ModuleType, source: str):
+  """The module's run_fn, or the run_fn that trains its TrainSpec."""
+  specs = [v for v in vars(module).values()
+           if _is_train_spec(v) and v.__module__ == module.__name__]
+  leaves = [s for s in specs
+            if not any(o is not s and issubclass(o, s) for o in specs)]
+  run_fn = vars(module).get(RUN_FN_KEY)
+  if run_fn is not None and leaves:
     raise UserModuleError(
-        f'The user module ({source}) has no top-level `{fn_name}`. '
-        f'It defines: {_public_names(module)}. {hint}')
+        f'The user module ({source}) defines both `run_fn` and the TrainSpec '
+        f'{leaves[0].__name__}; GenericTrainer would not know which to use. '
+        'Keep one of them.')
+  if len(leaves) > 1:
+    raise UserModuleError(
+        f'The user module ({source}) defines several unrelated TrainSpec '
+        f'subclasses: {", ".join(sorted(c.__name__ for c in leaves))}. Keep '
+        "one, or pass run_fn='module.SpecName' to choose.")
+  if leaves:
+    return _spec_run_fn(leaves[0], source)
+  if run_fn is None:
+    hint = _TRAINER_FN_MIGRATION if hasattr(module, 'trainer_fn') else (
+        'Define a top-level `def run_fn(fn_args):` or a subclass of '
+        '`generic_trainer.TrainSpec` in it.')
+    raise UserModuleError(
+        f'The user module ({source}) has no top-level `run_fn` and no '
+        f'TrainSpec. It defines: {_public_names(module)}. {hint}')
+  return _checked_run_fn(run_fn, RUN_FN_KEY, source)
+
+
+def _spec_run_fn(spec_class: type, source: str) -> Callable[[Any], None]:
+  """A run_fn that trains and exports `spec_class`, once it is complete."""
+  from generic_trainer.train_spec import missing_members  # pylint: disable=g-import-not-at-top
+  missing = missing_members(spec_class)
+  if missing:
+    raise UserModuleError(
+        f'The TrainSpec {spec_class.__name__} ({source}) does not define the '
+        f'required member(s): {", ".join(missing)}. Define them in the class '
+        '(see `help(generic_trainer.TrainSpec)`).')
+
+  def run_fn(fn_args):
+    from generic_trainer import spec_runner  # pylint: disable=g-import-not-at-top
+    spec_runner.run(spec_class, fn_args)
+
+  run_fn.train_spec = spec_class
+  return run_fn
+
+
+def _checked_run_fn(fn, fn_name: str, source: str):
   if not callable(fn):
     raise UserModuleError(
         f'`{fn_name}` in the user module ({source}) must be a function taking '
@@ -183,7 +242,8 @@ def user_traceback(e: BaseException) -> str:
 def check_module_source(path: str) -> None:
   """Checks a local module file early, at pipeline construction.
 
-  Catches a missing file, a syntax error and a missing top-level `run_fn`
+  Catches a missing file, a syntax error, and a module with neither a
+  top-level `run_fn` nor any class (a TrainSpec is checked when loaded),
   without running the module. Remote paths (gs://...) are left to run time.
 
   Raises:
@@ -217,10 +277,13 @@ def check_module_source(path: str) -> None:
     elif isinstance(node, (ast.Assign, ast.AnnAssign)):
       targets = node.targets if isinstance(node, ast.Assign) else [node.target]
       names.update(t.id for t in targets if isinstance(t, ast.Name))
-  if RUN_FN_KEY not in names:
+  has_class = any(isinstance(node, ast.ClassDef) for node in tree.body)
+  if RUN_FN_KEY not in names and not has_class:
     hint = _TRAINER_FN_MIGRATION if 'trainer_fn' in names else (
-        'Define a top-level `def run_fn(fn_args):` in it.')
+        'Define a top-level `def run_fn(fn_args):` or a subclass of '
+        '`generic_trainer.TrainSpec` in it.')
     public = sorted(n for n in names if not n.startswith('_'))
     raise UserModuleError(
-        f'The module file {path!r} has no top-level `run_fn`. It defines: '
-        f"{', '.join(public) or 'nothing public'}. {hint}")
+        f'The module file {path!r} has no top-level `run_fn` and no '
+        f"TrainSpec. It defines: {', '.join(public) or 'nothing public'}. "
+        f'{hint}')

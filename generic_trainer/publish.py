@@ -4,7 +4,9 @@
 Only after the export is validated is the staged `Format-Serving` directory
 renamed to its final place, the last step of a successful execution, so a
 Pusher never finds a half-written or rejected model there. A rejected export
-is moved under the ModelRun artifact (`rejected_export/`) for inspection.
+is moved to `keep_dir/rejected_export/` for inspection. In a pipeline
+`keep_dir` is the node's stateful working dir: TFX's launcher deletes the
+output artifact folders of a failed execution, but keeps that one.
 """
 
 import os
@@ -16,10 +18,10 @@ REJECTED_DIR_NAME = 'rejected_export'
 class StagedExport:
   """The staging and final locations of one execution's export."""
 
-  def __init__(self, model_uri: str, model_run_uri: str):
+  def __init__(self, model_uri: str, keep_dir: str):
     from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
     self.model_uri = model_uri
-    self.model_run_uri = model_run_uri
+    self.keep_dir = keep_dir
     self.root = os.path.join(model_uri, STAGING_DIR_NAME)
     self.serving_dir = path_utils.serving_model_dir(self.root)
     self.eval_dir = path_utils.eval_model_dir(self.root)
@@ -46,16 +48,16 @@ class StagedExport:
     return self.final_serving_dir
 
   def reject(self) -> str:
-    """Moves whatever was staged under model_run; returns where, or ''."""
+    """Moves whatever was staged to keep_dir; returns where, or ''."""
     from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
     if not fileio.exists(self.root):
       return ''
     if not fileio.listdir(self.root):
       fileio.rmtree(self.root)
       return ''
-    target = os.path.join(self.model_run_uri, REJECTED_DIR_NAME)
+    target = os.path.join(self.keep_dir, REJECTED_DIR_NAME)
     if fileio.exists(target):
       fileio.rmtree(target)
-    fileio.makedirs(self.model_run_uri)
+    fileio.makedirs(self.keep_dir)
     fileio.rename(self.root, target)
     return target

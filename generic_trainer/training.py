@@ -1,16 +1,17 @@
 """One training attempt: load the user's run_fn, build FnArgs, call it."""
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from generic_trainer import module_loader
-from generic_trainer.errors import RunFnError
+from generic_trainer.errors import GenericTrainerError, RunFnError
 
 
 def train(input_dict: Dict[str, List[Any]],
           output_dict: Dict[str, List[Any]],
           exec_properties: Dict[str, Any],
           serving_dir: str,
-          eval_dir: str) -> None:
+          eval_dir: str,
+          checkpoint_dir: Optional[str] = None) -> None:
   """Runs the user's `run_fn`, which exports into `serving_dir`.
 
   The module is loaded before FnArgs are built, so a broken module fails in
@@ -25,9 +26,11 @@ def train(input_dict: Dict[str, List[Any]],
   source = module_loader.describe_source(exec_properties)
   from generic_trainer import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   fn_args = fn_args_lib.build_fn_args(input_dict, output_dict, exec_properties,
-                                      serving_dir, eval_dir)
+                                      serving_dir, eval_dir, checkpoint_dir)
   try:
     run_fn(fn_args)
+  except GenericTrainerError:
+    raise  # Already says what is wrong (a TrainSpec check, a NaN loss...).
   except Exception as e:  # pylint: disable=broad-except
     raise RunFnError(
         f'run_fn ({source}) raised {type(e).__name__}: {e}\n'

@@ -44,30 +44,37 @@ def _schema():
   return schema
 
 
-@pytest.fixture(scope='session')
-def penguin_artifacts(tmp_path_factory):
-  """(examples, schema, statistics-free) real TFX artifacts of the penguins.
+def write_penguin_artifacts(root: str):
+  """(examples, schema): real TFX artifacts of the penguins under `root`.
 
   Written as ExampleGen and SchemaGen write them: gzip TFRecords of
-  tf.Example under Split-train/Split-eval, and schema.pbtxt.
+  tf.Example under Split-train/Split-eval, and schema.pbtxt. Reused if
+  already there.
   """
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
   from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
-  root = tmp_path_factory.mktemp('penguin_artifacts')
-  with open(write_penguin_csv(str(root / 'csv'))) as f:
-    rows = list(csv.DictReader(f))
   examples = standard_artifacts.Examples()
-  examples.uri = str(root / 'examples')
+  examples.uri = os.path.join(root, 'examples')
   examples.split_names = '["train", "eval"]'
-  _write_split(rows[0::3] + rows[1::3],
-               str(root / 'examples' / 'Split-train' / 'data.gz'))
-  _write_split(rows[2::3], str(root / 'examples' / 'Split-eval' / 'data.gz'))
   schema = standard_artifacts.Schema()
-  schema.uri = str(root / 'schema')
-  io_utils.write_pbtxt_file(os.path.join(schema.uri, 'schema.pbtxt'),
-                            _schema())
+  schema.uri = os.path.join(root, 'schema')
+  schema_file = os.path.join(schema.uri, 'schema.pbtxt')
+  if not os.path.exists(schema_file):
+    with open(write_penguin_csv(os.path.join(root, 'csv'))) as f:
+      rows = list(csv.DictReader(f))
+    _write_split(rows[0::3] + rows[1::3],
+                 os.path.join(examples.uri, 'Split-train', 'data.gz'))
+    _write_split(rows[2::3], os.path.join(examples.uri, 'Split-eval',
+                                          'data.gz'))
+    io_utils.write_pbtxt_file(schema_file, _schema())
   return examples, schema
+
+
+@pytest.fixture(scope='session')
+def penguin_artifacts(tmp_path_factory):
+  """(examples, schema) real TFX artifacts of the penguins."""
+  return write_penguin_artifacts(str(tmp_path_factory.mktemp('penguins')))
 
 
 @pytest.fixture
@@ -124,3 +131,21 @@ def penguin_statistics(root):
     with open(os.path.join(split_dir, 'FeatureStats.pb'), 'wb') as f:
       f.write(proto.SerializeToString())
   return stats
+@pytest.fixture(scope='session')
+def penguin_csvs(tmp_path_factory):
+  """(train.csv, eval.csv) of the penguins, with a 0/1 `is_gentoo` column."""
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('penguin_csv')
+  with open(write_penguin_csv(str(root / 'all'))) as f:
+    rows = list(csv.DictReader(f))
+  for row in rows:
+    row['is_gentoo'] = str(int(row['species'] == '2'))
+  paths = []
+  for name, part in (('train', rows[0::3] + rows[1::3]), ('eval', rows[2::3])):
+    path = root / f'{name}.csv'
+    with open(path, 'w', newline='') as f:
+      writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+      writer.writeheader()
+      writer.writerows(part)
+    paths.append(str(path))
+  return tuple(paths)

@@ -143,14 +143,19 @@ def test_bad_export_is_rejected_and_not_published(trainer_io, module,
   assert not os.path.exists(os.path.join(io[1]['model'][0].uri, '.staging'))
 
 
-def test_rejected_export_is_kept_under_model_run(trainer_io):
-  """A rejected export moves under model_run/rejected_export, not the Model."""
+def test_rejected_export_is_kept_in_stateful_working_dir(trainer_io, tmp_path):
+  """A rejected export goes to the node's stateful working dir, which TFX
+  keeps after a failure (it deletes the output artifact folders)."""
+  from tfx.dsl.components.base.base_executor import BaseExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   io = trainer_io(module_file=_module('nan_prediction'))
-  with pytest.raises(errors.ExportValidationError):
-    _do(io)
-  kept = os.path.join(io[1]['model_run'][0].uri, 'rejected_export',
-                      'Format-Serving', 'saved_model.pb')
-  assert os.path.exists(kept)
+  context = BaseExecutor.Context(stateful_working_dir=str(tmp_path / 'swd'))
+  with pytest.raises(errors.ExportValidationError, match=(
+      r'the rejected export is kept in .*swd/rejected_export')):
+    GenericExecutor(context).Do(*io)
+  assert os.path.exists(tmp_path / 'swd' / 'rejected_export' /
+                        'Format-Serving' / 'saved_model.pb')
+  assert not _published(io)
 
 
 def test_raw_feature_signature_is_fed_from_the_data(trainer_io):

@@ -153,3 +153,49 @@ def test_tf_keras_module_fails_clearly_under_keras3(trainer_io):
   with pytest.raises(errors.RunFnError, match=r'save_format'):
     _do(io)
   assert _nothing_published(io)
+
+
+def test_corrupt_tfrecord_is_reported_before_training(trainer_io, tmp_path):
+  """A corrupt examples file is named, before any training."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  io = trainer_io(module_file=_module('records_fn_args'))
+  good = io[0]['examples'][0]
+  corrupt = standard_artifacts.Examples()
+  corrupt.uri = str(tmp_path / 'corrupt_examples')
+  corrupt.split_names = good.split_names
+  shutil.copytree(good.uri, corrupt.uri)
+  (tmp_path / 'corrupt_examples' / 'Split-eval' / 'data.gz').write_bytes(
+      b'\x1f\x8b not really gzip')
+  io[0]['examples'] = [corrupt]
+  with pytest.raises(errors.InputArtifactError, match=(
+      r"The 'eval' split file .*data.gz is not a readable gzip TFRecord "
+      r'file: .*corrupt or truncated')):
+    _do(io)
+  assert not os.path.exists(os.path.join(io[1]['model_run'][0].uri,
+                                         'fn_args.json'))
+
+
+def test_empty_base_model(trainer_io, tmp_path):
+  """A base_model artifact without a SavedModel is refused, naming the path."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  base = standard_artifacts.Model()
+  base.uri = str(tmp_path / 'base_model')
+  os.makedirs(base.uri)
+  io = trainer_io(module_file=_module('records_fn_args'))
+  io[0]['base_model'] = [base]
+  with pytest.raises(errors.InputArtifactError, match=(
+      r'The base_model artifact .* holds no SavedModel: .*Format-Serving/'
+      r'saved_model.pb does not exist')):
+    _do(io)
+
+
+def test_train_spec_without_schema(trainer_io):
+  """A TrainSpec with neither schema nor transform_graph says what to add."""
+  io = trainer_io(module_file=os.path.join(
+      os.path.dirname(TESTDATA), '..', 'module_files', 'penguin_spec.py'))
+  del io[0]['schema']
+  with pytest.raises(errors.SpecError, match=(
+      r'A TrainSpec needs to know the features: connect a `schema` input')):
+    _do(io)
+  assert _nothing_published(io)

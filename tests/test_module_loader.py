@@ -46,7 +46,7 @@ def test_import_error_inside_module_keeps_traceback():
 def test_no_run_fn_lists_what_module_defines():
   """A module without run_fn lists its public names."""
   with pytest.raises(UserModuleError, match=(
-      r'has no top-level `run_fn`. It defines: trainer_fn')):
+      r'has no top-level `run_fn` and no TrainSpec. It defines: trainer_fn')):
     module_loader.load_run_fn(_file('trainer_fn_only'))
 
 
@@ -101,7 +101,8 @@ def test_check_module_source_finds_missing_run_fn_statically(tmp_path):
   path = tmp_path / 'helpers_only.py'
   path.write_text('import os\n\ndef build_model():\n  pass\n')
   with pytest.raises(UserModuleError, match=(
-      r'has no top-level `run_fn`. It defines: build_model, os')):
+      r'has no top-level `run_fn` and no TrainSpec. It defines: build_model, '
+      r'os')):
     module_loader.check_module_source(str(path))
 
 

@@ -1,10 +1,11 @@
 """The local penguin pipeline end to end: trained, blessed, pushed, predicts."""
 
+import glob
 import os
 
 import pytest
 
-from conftest import TESTDATA
+from conftest import REPO, TESTDATA
 
 
 def _serialized_penguins(data_csv, limit=20):
@@ -25,12 +26,16 @@ def _serialized_penguins(data_csv, limit=20):
 
 
 @pytest.mark.slow
-def test_pipeline_pushes_a_blessed_model_that_predicts(tmp_path):
-  """Evaluator blesses the model, Pusher pushes it, and it classifies."""
+@pytest.mark.parametrize('module', ['penguin_keras.py', 'penguin_spec.py'])
+def test_pipeline_pushes_a_blessed_model_that_predicts(tmp_path, module):
+  """Evaluator blesses the model, Pusher pushes it, and it classifies; with
+  a run_fn module and with a TrainSpec module (no export code)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from pipelines import penguin_pipeline_local  # pylint: disable=g-import-not-at-top
-  result = penguin_pipeline_local.run(str(tmp_path), train_steps=60)
+  result = penguin_pipeline_local.run(
+      str(tmp_path), train_steps=60,
+      module_file=os.path.join(REPO, 'module_files', module))
   assert result['blessed']
   assert result['metrics']['sparse_categorical_accuracy'] >= 0.6
   assert result['metrics']['example_count'] > 50
@@ -68,3 +73,7 @@ def test_failed_export_stops_the_pipeline_before_pusher(tmp_path):
     for model in m.store.get_artifacts_by_type('Model'):
       assert not os.path.exists(os.path.join(model.uri, 'Format-Serving'))
     assert not m.store.get_artifacts_by_type('PushedModel')
+  kept = glob.glob(str(tmp_path / 'pipeline_root' / 'GenericTrainer' / '.system'
+                       / 'stateful_working_dir' / '*' / 'rejected_export'))
+  assert kept, 'the rejected export should be kept for inspection'
+

@@ -9,7 +9,6 @@ idioms that Keras 3 rejects, so it runs with `keras_version='tf_keras'`.
 """
 
 import glob
-import itertools
 import os
 
 import pytest
@@ -19,57 +18,13 @@ _TRAIN_STEPS = 20
 _EVAL_STEPS = 5
 
 
-def _taxi_dir() -> str:
-  import tfx  # pylint: disable=g-import-not-at-top
-  return os.path.join(os.path.dirname(tfx.__file__), 'examples',
-                      'chicago_taxi_pipeline')
-
-
-def _taxi_module_file() -> str:
-  return os.path.join(_taxi_dir(), 'taxi_utils_native_keras.py')
-
-
-def _write_taxi_csv(data_root: str, rows: int) -> str:
-  """Copies the header and the first `rows` rows of the taxi CSV."""
-  os.makedirs(data_root)
-  source = os.path.join(_taxi_dir(), 'data', 'simple', 'data.csv')
-  target = os.path.join(data_root, 'data.csv')
-  with open(source) as f, open(target, 'w') as out:
-    out.writelines(itertools.islice(f, rows + 1))
-  return data_root
-
-
-def _taxi_pipeline(tmp_path, keras_version: str):
-  from tfx.components import CsvExampleGen, SchemaGen, StatisticsGen, Transform  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
-
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
-
-  module_file = _taxi_module_file()
-  example_gen = CsvExampleGen(
-      input_base=_write_taxi_csv(str(tmp_path / 'data'), _TAXI_ROWS))
-  statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])
-  schema_gen = SchemaGen(statistics=statistics_gen.outputs['statistics'])
-  transform = Transform(
-      examples=example_gen.outputs['examples'],
-      schema=schema_gen.outputs['schema'],
-      module_file=module_file)
-  trainer = GenericTrainer(
-      module_file=module_file,
-      examples=transform.outputs['transformed_examples'],
-      transform_graph=transform.outputs['transform_graph'],
-      schema=schema_gen.outputs['schema'],
-      train_args=trainer_pb2.TrainArgs(num_steps=_TRAIN_STEPS),
-      eval_args=trainer_pb2.EvalArgs(num_steps=_EVAL_STEPS),
-      keras_version=keras_version)
-  return pipeline.Pipeline(
-      pipeline_name='taxi_native_keras_compat',
-      pipeline_root=str(tmp_path / 'pipeline_root'),
-      components=[example_gen, statistics_gen, schema_gen, transform,
-                  trainer],
-      metadata_connection_config=metadata.sqlite_metadata_connection_config(
-          str(tmp_path / 'metadata.sqlite')))
+def _taxi_pipeline(tmp_path, module_file: str, keras_version=None):
+  from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
+  return taxi_pipeline_local.create_pipeline(
+      'taxi_compat', str(tmp_path / 'pipeline_root'),
+      taxi_pipeline_local.write_taxi_csv(str(tmp_path / 'data'), _TAXI_ROWS),
+      module_file, str(tmp_path / 'metadata.sqlite'), _TRAIN_STEPS,
+      _EVAL_STEPS, keras_version)
 
 
 def _read_metadata(tmp_path):
@@ -106,9 +61,11 @@ def test_taxi_native_keras_module_trains_and_serves_unchanged(
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
 
-  # The pipeline process runs Keras 3, so training goes to a tf_keras child.
+  # Training may set TF_USE_LEGACY_KERAS here; monkeypatch undoes it after.
   monkeypatch.delenv('TF_USE_LEGACY_KERAS', raising=False)
-  LocalDagRunner().run(_taxi_pipeline(tmp_path, keras_version='tf_keras'))
+  from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
+  LocalDagRunner().run(_taxi_pipeline(
+      tmp_path, taxi_pipeline_local.tfx_module_file(), keras_version='tf_keras'))
 
   model, examples, states = _read_metadata(tmp_path)
   assert states == [metadata_store_pb2.Execution.COMPLETE] * 5
@@ -124,7 +81,7 @@ def test_taxi_native_keras_module_trains_and_serves_unchanged(
   assert np.all((outputs >= 0) & (outputs <= 1))  # A sigmoid: P(big tipper).
 
 
-def test_taxi_module_gets_the_exec_properties_trainer_gives_it():
+def test_built_like_trainer_it_has_trainers_properties_and_channels():
   """Built like tfx Trainer, GenericTrainer has Trainer's properties and inputs."""
   from tfx.components import Trainer  # pylint: disable=g-import-not-at-top
   from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
@@ -132,8 +89,9 @@ def test_taxi_module_gets_the_exec_properties_trainer_gives_it():
 
   from component import GenericTrainer  # pylint: disable=g-import-not-at-top
 
+  from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
   kwargs = dict(
-      module_file=_taxi_module_file(),
+      module_file=taxi_pipeline_local.tfx_module_file(),
       examples=Channel(type=standard_artifacts.Examples),
       transform_graph=Channel(type=standard_artifacts.TransformGraph),
       schema=Channel(type=standard_artifacts.Schema),
@@ -149,3 +107,24 @@ def test_taxi_module_gets_the_exec_properties_trainer_gives_it():
   assert given(actual) == {**given(expected), 'keras_version': 'tf_keras'}
   assert sorted(actual.inputs) == sorted(expected.inputs)
   assert sorted(actual.outputs) == sorted(expected.outputs)
+
+
+@pytest.mark.slow
+def test_taxi_train_spec_with_transform_serves_raw_examples(tmp_path):
+  """The taxi TrainSpec trains on Transform's output; its serving_default
+  takes raw examples and applies the Transform graph itself."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
+  from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
+  LocalDagRunner().run(_taxi_pipeline(
+      tmp_path, taxi_pipeline_local.SPEC_MODULE_FILE))
+  model, examples, _ = _read_metadata(tmp_path)
+  assert model.custom_properties['train_steps'].int_value == _TRAIN_STEPS
+  assert 'eval_auc' in model.custom_properties
+  loaded = tf.saved_model.load(os.path.join(model.uri, 'Format-Serving'))
+  outputs = loaded.signatures['serving_default'](
+      examples=tf.constant(_raw_eval_records(examples.uri, count=8)))
+  probabilities = outputs['outputs'].numpy()
+  assert probabilities.shape == (8, 1)
+  assert np.all((probabilities >= 0) & (probabilities <= 1))

@@ -1,0 +1,145 @@
+"""Estimator: train, evaluate, predict and export a TrainSpec outside a pipeline.
+
+For notebooks and tests. It runs the same input pipeline, checks, fit loop,
+handlers and export as GenericTrainer in a pipeline, on local files:
+
+    est = Estimator(PenguinSpec, model_dir='/tmp/penguin')
+    est.train('penguins_train.csv', eval_data='penguins_eval.csv', steps=200)
+    est.evaluate('penguins_eval.csv')     # {'loss': ..., 'sparse_categorical_accuracy': ...}
+    est.predict('penguins_eval.csv')      # numpy array of model outputs
+    est.export()                          # a validated SavedModel directory
+"""
+
+import os
+from typing import Any, Dict, Optional
+
+from generic_trainer import fit_loop
+from generic_trainer import local_data
+from generic_trainer import spec_checks
+from generic_trainer import spec_export
+from generic_trainer import spec_input
+from generic_trainer import train_result
+from generic_trainer.errors import SpecError
+
+
+class Estimator:
+  """A TrainSpec with a model directory; methods mirror tf.estimator's."""
+
+  def __init__(self, spec_class: type, model_dir: str,
+               hparams: Optional[Dict[str, Any]] = None,
+               schema_path: Optional[str] = None):
+    """Args:
+      spec_class: A complete TrainSpec subclass.
+      model_dir: Where data, run outputs (history, checkpoints, TensorBoard)
+        and exports go.
+      hparams: Hyperparameter values, available as `spec.hparams`.
+      schema_path: A schema.pbtxt; inferred from the train data if None.
+    """
+    from generic_trainer.train_spec import missing_members  # pylint: disable=g-import-not-at-top
+    missing = missing_members(spec_class)
+    if missing:
+      raise SpecError(f'The TrainSpec {spec_class.__name__} does not define '
+                      f'the required member(s): {", ".join(missing)}.')
+    self.model_dir = os.path.abspath(model_dir)
+    self.spec = spec_class(hparams=hparams)
+    self._schema_path = schema_path
+    self._fn_args = None
+    self._keys = None
+    self._trained = False
+
+  @property
+  def run_dir(self) -> str:
+    return os.path.join(self.model_dir, 'run')
+
+  def train(self, train_data, eval_data=None,
+            steps: Optional[int] = None) -> Dict[str, Any]:
+    """Trains on `train_data` (CSV/TFRecord path, glob or list).
+
+    Evaluates on `eval_data` (default: the train data) every epoch. Returns
+    the result record: final train and eval metrics, steps, epochs, time.
+    """
+    splits = {'train': local_data.to_split(
+        train_data, os.path.join(self.model_dir, 'data', 'Split-train'))}
+    splits['eval'] = (local_data.to_split(
+        eval_data, os.path.join(self.model_dir, 'data', 'Split-eval'))
+                      if eval_data is not None else splits['train'])
+    self._fn_args = self._make_fn_args(splits, steps)
+    spec, fn_args = self.spec, self._fn_args
+    schema = spec_input.load_schema(fn_args)
+    self._keys = spec_input.feature_keys(spec, schema)
+    epochs, steps_per_epoch = spec_input.schedule(spec, steps, None)
+    train = spec_input.make_dataset(
+        spec, fn_args, schema, fn_args.train_files, self._keys,
+        spec.batch_size, num_epochs=None if steps_per_epoch else 1,
+        shuffle=True)
+    spec_checks.check_model_inputs(spec.model, self._keys)
+    spec_checks.check_batch(spec, spec.model, next(iter(train)))
+    result = fit_loop.fit(spec, train, self._dataset(fn_args.eval_files),
+                          epochs, steps_per_epoch, None, self.run_dir)
+    train_result.write(self.run_dir, result)
+    self._trained = True
+    return result
+
+  def evaluate(self, data) -> Dict[str, float]:
+    """Loss and metrics over all examples of `data`."""
+    self._require_trained('evaluate')
+    files = local_data.to_split(data, self._scratch('evaluate'))
+    values = self.spec.model.evaluate(self._dataset(files), verbose=0,
+                                      return_dict=True)
+    return {k: float(v) for k, v in values.items()}
+
+  def predict(self, data):
+    """Model outputs for every example of `data` (label not needed)."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    self._require_trained('predict')
+    files = local_data.to_split(data, self._scratch('predict'))
+    outputs = [self.spec.model(features, training=False)
+               for features in self._dataset(files, with_label=False)]
+    return np.concatenate([np.asarray(o) for o in outputs])
+
+  def export(self, export_dir: Optional[str] = None) -> str:
+    """Exports and validates a SavedModel as GenericTrainer does; its path."""
+    from generic_trainer.export_validation import validate_export  # pylint: disable=g-import-not-at-top
+    self._require_trained('export')
+    export_dir = export_dir or os.path.join(self.model_dir, 'export')
+    fn_args = self._fn_args
+    spec_export.export(self.spec, self.spec.model, self._keys, export_dir,
+                       fn_args.schema_path, None)
+    validate_export(export_dir, fn_args.eval_files, fn_args.schema_path)
+    return export_dir
+
+  def _make_fn_args(self, splits, steps):
+    from tfx.components.util import tfxio_utils  # pylint: disable=g-import-not-at-top
+    from generic_trainer.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
+    from tfx.components.trainer.fn_args_utils import DataAccessor  # pylint: disable=g-import-not-at-top
+    schema_path = local_data.write_schema(
+        local_data.infer_schema(splits['train']) if not self._schema_path
+        else None, os.path.join(self.model_dir, 'schema.pbtxt'),
+        self._schema_path)
+    artifact = local_data.examples_artifact(os.path.join(self.model_dir,
+                                                         'data'), splits)
+    return FnArgs(
+        train_files=splits['train'], eval_files=splits['eval'],
+        train_steps=steps, schema_path=schema_path, schema_file=schema_path,
+        model_run_dir=self.run_dir,
+        data_accessor=DataAccessor(
+            tf_dataset_factory=tfxio_utils.get_tf_dataset_factory_from_artifact(
+                [artifact], []),
+            record_batch_factory=None, data_view_decode_fn=None),
+        hyperparameters=self.spec.hparams)
+
+  def _dataset(self, files, with_label=True):
+    spec, fn_args = self.spec, self._fn_args
+    return spec_input.make_dataset(
+        spec, fn_args, spec_input.load_schema(fn_args), files, self._keys,
+        spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
+        with_label=with_label)
+
+  def _scratch(self, name):
+    import tempfile  # pylint: disable=g-import-not-at-top
+    return tempfile.mkdtemp(prefix=f'{name}-', dir=self.model_dir)
+
+  def _require_trained(self, what):
+    if not self._trained:
+      raise SpecError(f'Call train() before {what}(): the model has no '
+                      'trained weights yet.')

@@ -1,0 +1,122 @@
+"""The fit loop: Keras's `model.fit`, with GenericTrainer's handlers.
+
+We build on `model.fit` rather than write a second loop: Keras already
+accumulates metrics over the whole eval pass (so AUC is computed on all eval
+examples, not averaged per batch), calls callbacks at every hook, and lets a
+model override `train_step`. What we add is the set of handlers every run
+gets, a clear error on a non-finite loss, and a result record.
+"""
+
+import os
+import sys
+import time
+import types
+import warnings
+from typing import Any, Dict, List, Optional
+
+from generic_trainer.errors import NonFiniteLossError, SpecError
+
+HISTORY_FILE = 'history.json'
+CHECKPOINT_DIR = 'checkpoints'
+TENSORBOARD_DIR = 'tensorboard'
+
+
+def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
+                     interactive: bool) -> List[Any]:
+  """The built-in handlers, in the order they are called."""
+  import keras  # pylint: disable=g-import-not-at-top
+  from generic_trainer import handlers  # pylint: disable=g-import-not-at-top
+  built_in = [handlers.NaNGuard(),
+              handlers.HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
+              keras.callbacks.TensorBoard(os.path.join(run_dir,
+                                                       TENSORBOARD_DIR))]
+  if spec.checkpoint is not None:
+    if not isinstance(spec.checkpoint, dict):
+      raise SpecError(
+          'TrainSpec.checkpoint must be a dict such as {"every_epochs": 1} or '
+          f'None. Received: checkpoint={spec.checkpoint!r}.')
+    built_in.append(handlers.checkpoint_handler(
+        os.path.join(run_dir, CHECKPOINT_DIR), steps_per_epoch,
+        **spec.checkpoint))
+  if spec.early_stopping is not None:
+    try:
+      built_in.append(keras.callbacks.EarlyStopping(**spec.early_stopping))
+    except TypeError as e:
+      raise SpecError(
+          f'TrainSpec.early_stopping has an argument EarlyStopping does not '
+          f'take: {e}. Expected keys among monitor, min_delta, patience, '
+          f'mode, baseline, restore_best_weights, start_from_epoch. '
+          f'Received: {spec.early_stopping!r}.') from e
+  if not interactive:
+    built_in.append(handlers.LogLines())
+  return built_in
+
+
+def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
+        validation_steps: Optional[int], run_dir: str,
+        interactive: Optional[bool] = None,
+        checkpoint_dir: Optional[str] = None) -> Dict[str, Any]:
+  """Compiles and trains `spec.model`; returns the final metrics record.
+
+  With `checkpoint_dir`, Keras's BackupAndRestore saves the weights, the
+  optimizer and the epoch there after every epoch and restores them when a
+  killed training starts again, which then resumes at the next epoch; the
+  record says where it resumed from (`resumed_from_epoch`, `_step`).
+
+  Raises:
+    NonFiniteLossError: the loss became NaN/Inf; the message says where.
+  """
+  import keras  # pylint: disable=g-import-not-at-top
+  model = spec.model
+  if spec.train_step is not None:
+    model.train_step = types.MethodType(
+        lambda m, data: spec.train_step(m, data), model)
+  model.compile(optimizer=spec.optimizer, loss=spec.loss,
+                metrics=spec.metrics)
+  if interactive is None:
+    interactive = sys.stdout.isatty()
+  handlers = default_handlers(spec, run_dir, steps_per_epoch, interactive)
+  resume_point = {}
+  if checkpoint_dir:
+    handlers += [keras.callbacks.BackupAndRestore(
+        checkpoint_dir, save_freq='epoch', delete_checkpoint=False),
+                 keras.callbacks.LambdaCallback(
+                     on_train_begin=lambda logs: resume_point.update(
+                         _resume_point(model, steps_per_epoch)))]
+  handlers += list(spec.handlers())
+  started = time.monotonic()
+  with warnings.catch_warnings():
+    # The eval split is read to its end each epoch, on purpose; Keras warns
+    # when a dataset of unknown length runs out.
+    warnings.filterwarnings('ignore', message='Your input ran out of data')
+    history = model.fit(train, validation_data=evaluation, epochs=epochs,
+                        steps_per_epoch=steps_per_epoch,
+                        validation_steps=validation_steps, callbacks=handlers,
+                        verbose=1 if interactive else 0)
+  elapsed = time.monotonic() - started
+  guard = handlers[0]
+  if guard.failure:
+    raise NonFiniteLossError(
+        f'{guard.failure} Training stopped and nothing was exported. Lower '
+        'the learning rate, normalise the features, or look for NaN/Inf in '
+        'the data.')
+  last = {k: float(v[-1]) for k, v in history.history.items() if v}
+  return {
+      **resume_point,
+      'train': {k: v for k, v in last.items() if not k.startswith('val_')},
+      'eval': {k[4:]: v for k, v in last.items() if k.startswith('val_')},
+      'steps': int(model.optimizer.iterations.numpy()),
+      'epochs': resume_point.get('resumed_from_epoch', 0) + len(history.epoch),
+      'training_time_s': round(elapsed, 3),
+  }
+
+
+def _resume_point(model, steps_per_epoch) -> Dict[str, int]:
+  """Where BackupAndRestore put the training back (epoch 0: a fresh start)."""
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  epoch = int(getattr(model, '_initial_epoch', None) or 0)
+  step = int(model.optimizer.iterations.numpy())
+  if epoch:
+    logging.info('Resumed from the checkpoint of epoch %d (step %d).', epoch,
+                 step)
+  return {'resumed_from_epoch': epoch, 'resumed_from_step': step}

@@ -1,0 +1,43 @@
+"""The checkpoint handler: Keras's ModelCheckpoint, configured from a spec."""
+
+import os
+from typing import Optional
+
+import keras
+
+from generic_trainer.errors import SpecError
+
+
+def checkpoint_handler(directory: str, steps_per_epoch: Optional[int],
+                       every_epochs: Optional[int] = None,
+                       every_steps: Optional[int] = None,
+                       best_only: bool = False, monitor: str = 'val_loss',
+                       mode: str = 'auto') -> keras.callbacks.ModelCheckpoint:
+  """Saves weights into `directory` every N epochs or steps, or the best.
+
+  Files are `epoch-003.weights.h5` (or `epoch-001-batch-000120.weights.h5`),
+  or one
+  `best.weights.h5` that is replaced only when `monitor` improves.
+  """
+  if every_epochs and every_steps:
+    raise SpecError(
+        "checkpoint takes 'every_epochs' or 'every_steps', not both. "
+        f'Received: every_epochs={every_epochs}, every_steps={every_steps}.')
+  if every_steps:
+    save_freq = every_steps
+    name = 'epoch-{epoch:03d}-batch-{batch:06d}.weights.h5'
+  else:
+    every_epochs = every_epochs or 1
+    if every_epochs > 1 and not steps_per_epoch:
+      raise SpecError(
+          f'checkpoint every_epochs={every_epochs} needs a known number of '
+          'steps per epoch: set train_args.num_steps, or pass statistics to '
+          'the component, or use every_epochs=1.')
+    save_freq = 'epoch' if every_epochs == 1 else every_epochs * steps_per_epoch
+    name = 'epoch-{epoch:03d}.weights.h5'
+  if best_only:
+    name = 'best.weights.h5'
+  os.makedirs(directory, exist_ok=True)
+  return keras.callbacks.ModelCheckpoint(
+      os.path.join(directory, name), monitor=monitor, mode=mode,
+      save_best_only=best_only, save_weights_only=True, save_freq=save_freq)

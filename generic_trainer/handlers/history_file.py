@@ -1,0 +1,31 @@
+"""HistoryFile: the per-epoch metrics as JSON, rewritten after every epoch."""
+
+import json
+import os
+
+import keras
+
+
+class HistoryFile(keras.callbacks.Callback):
+  """Writes `[{"epoch": 1, "loss": ..., "val_loss": ...}, ...]` to `path`.
+
+  Rewritten atomically at each epoch end, so it is complete up to the last
+  finished epoch even if training is killed.
+  """
+
+  def __init__(self, path: str):
+    super().__init__()
+    self.path = path
+    self.epochs = []
+
+  def on_train_begin(self, logs=None):
+    self.epochs = []
+
+  def on_epoch_end(self, epoch, logs=None):
+    self.epochs.append({'epoch': epoch + 1,
+                        **{k: float(v) for k, v in (logs or {}).items()}})
+    os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
+    tmp = self.path + '.tmp'
+    with open(tmp, 'w') as f:
+      json.dump(self.epochs, f, indent=1)
+    os.replace(tmp, self.path)

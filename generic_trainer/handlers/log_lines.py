@@ -1,0 +1,39 @@
+"""LogLines: plain progress lines, for logs that are not a terminal."""
+
+import time
+
+import keras
+from absl import logging
+
+
+class LogLines(keras.callbacks.Callback):
+  """Logs one line every `every_steps` batches and one per epoch.
+
+  On a terminal the fit loop uses Keras's progress bar instead; in a
+  pipeline's log file a progress bar is noise, a line is readable.
+  """
+
+  def __init__(self, every_steps: int = 100):
+    super().__init__()
+    self.every_steps = every_steps
+    self._started = 0.0
+    self._epoch = 0
+
+  def on_train_begin(self, logs=None):
+    self._started = time.monotonic()
+
+  def on_epoch_begin(self, epoch, logs=None):
+    self._epoch = epoch
+
+  def on_train_batch_end(self, batch, logs=None):
+    if self.every_steps and (batch + 1) % self.every_steps == 0:
+      logging.info('epoch %d batch %d: %s', self._epoch + 1, batch + 1,
+                   _format(logs))
+
+  def on_epoch_end(self, epoch, logs=None):
+    logging.info('epoch %d done after %.1fs: %s', epoch + 1,
+                 time.monotonic() - self._started, _format(logs))
+
+
+def _format(logs) -> str:
+  return ', '.join(f'{k}={float(v):.4g}' for k, v in sorted((logs or {}).items()))

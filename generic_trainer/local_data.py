@@ -1,0 +1,127 @@
+"""Local CSV or TFRecord files as an Examples artifact and a schema.
+
+Used by the Estimator so that a TrainSpec trained in a notebook reads its
+data through exactly the TFXIO path a pipeline uses. CSV files are converted
+once to gzip TFRecords of tf.Example; a schema is inferred (int, float or
+bytes per column; one value per example) unless one is given.
+"""
+
+import csv
+import glob
+import os
+from typing import List, Optional
+
+from generic_trainer.errors import InputArtifactError
+
+
+def resolve_files(data) -> List[str]:
+  """Files matching a path, a glob, or a list of them."""
+  patterns = [data] if isinstance(data, str) else list(data)
+  files = sorted(f for p in patterns for f in (glob.glob(p) if any(
+      c in p for c in '*?[') else [p]) if os.path.isfile(f))
+  if not files:
+    raise InputArtifactError(
+        f'No data files found for {data!r}. Expected CSV files (*.csv) or '
+        'TFRecord files of tf.Example (*.tfrecord, *.gz).')
+  return files
+
+
+def to_split(data, split_dir: str) -> List[str]:
+  """Writes/links the data as a split folder; returns its TFRecord files."""
+  files = resolve_files(data)
+  os.makedirs(split_dir, exist_ok=True)
+  if all(f.endswith('.csv') for f in files):
+    out = os.path.join(split_dir, 'data.gz')
+    _csv_to_tfrecord(files, out)
+    return [out]
+  if any(f.endswith('.csv') for f in files):
+    raise InputArtifactError(
+        f'Mixed CSV and non-CSV files in {files}; pass one kind at a time.')
+  return files
+
+
+def _csv_to_tfrecord(files: List[str], out: str) -> None:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rows = []
+  for path in files:
+    with open(path, newline='') as f:
+      rows.extend(csv.DictReader(f))
+  if not rows:
+    raise InputArtifactError(f'The CSV file(s) {files} have no rows.')
+  kinds = {c: _column_kind([r[c] for r in rows]) for c in rows[0]}
+  with tf.io.TFRecordWriter(out, options='GZIP') as writer:
+    for row in rows:
+      feature = {}
+      for name, kind in kinds.items():
+        value = row[name]
+        if value in ('', 'NA'):
+          continue
+        if kind == 'int':
+          feature[name] = tf.train.Feature(
+              int64_list=tf.train.Int64List(value=[int(value)]))
+        elif kind == 'float':
+          feature[name] = tf.train.Feature(
+              float_list=tf.train.FloatList(value=[float(value)]))
+        else:
+          feature[name] = tf.train.Feature(
+              bytes_list=tf.train.BytesList(value=[value.encode()]))
+      writer.write(tf.train.Example(features=tf.train.Features(
+          feature=feature)).SerializeToString())
+
+
+def _column_kind(values) -> str:
+  present = [v for v in values if v not in ('', 'NA')]
+  for kind, parse in (('int', int), ('float', float)):
+    try:
+      for v in present:
+        parse(v)
+      return kind
+    except ValueError:
+      continue
+  return 'bytes'
+
+
+def infer_schema(files: List[str], limit: int = 1000):
+  """A Schema from the first `limit` tf.Examples of `files`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  kinds, counts, seen = {}, {}, 0
+  for path in files:
+    compression = 'GZIP' if path.endswith('.gz') else ''
+    for record in tf.data.TFRecordDataset(path, compression).take(limit - seen):
+      example = tf.train.Example.FromString(record.numpy())
+      for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof('kind')
+        kinds[name] = kind
+        counts.setdefault(name, set()).add(len(getattr(feature, kind).value))
+      seen += 1
+    if seen >= limit:
+      break
+  if not seen:
+    raise InputArtifactError(f'No tf.Example records in {files}.')
+  types = {'int64_list': schema_pb2.INT, 'float_list': schema_pb2.FLOAT,
+           'bytes_list': schema_pb2.BYTES}
+  schema = schema_pb2.Schema()
+  for name in sorted(kinds):
+    feature = schema.feature.add(name=name, type=types[kinds[name]])
+    if counts[name] == {1}:
+      feature.shape.dim.add(size=1)
+      feature.presence.min_fraction = 1.0
+  return schema
+
+
+def examples_artifact(root: str, splits: dict):
+  """An Examples artifact over the split folders written by `to_split`."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  artifact = standard_artifacts.Examples()
+  artifact.uri = root
+  artifact.split_names = '[' + ', '.join(f'"{s}"' for s in splits) + ']'
+  return artifact
+
+
+def write_schema(schema, path: str, given: Optional[str] = None) -> str:
+  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
+  if given:
+    return given
+  io_utils.write_pbtxt_file(path, schema)
+  return path

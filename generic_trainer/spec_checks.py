@@ -1,0 +1,75 @@
+"""Checks a TrainSpec against one real batch, before training starts."""
+
+from typing import List
+
+from generic_trainer.errors import SpecError, summarize
+
+
+def check_model_inputs(model, keys: List[str]) -> None:
+  """Every input the model names must be a feature the data provides."""
+  names = [getattr(t, 'name', None) for t in (model.inputs or [])]
+  names = [n.split(':')[0] for n in names if n]
+  missing = [n for n in names if n not in keys]
+  if missing:
+    raise SpecError(
+        f'The model expects the input(s) {missing}, which the data lacks. '
+        f'The features given to the model are: {", ".join(keys)}. Name each '
+        "keras.Input after a feature (keras.Input(shape=(1,), name='...')), "
+        'or set TrainSpec.feature_keys.')
+
+
+def check_batch(spec, model, batch) -> None:
+  """The model runs on a batch and its outputs fit the loss and metrics."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  features, labels = batch
+  try:
+    outputs = model(features, training=False)
+  except Exception as e:  # pylint: disable=broad-except
+    raise SpecError(
+        f'The model fails on a batch of the train data: {type(e).__name__}: '
+        f'{summarize(e)}. The batch has features '
+        f'{_shapes(features)}. Check the inputs of build_model().') from e
+  units = outputs.shape[-1] if hasattr(outputs, 'shape') else None
+  if _is_sparse_categorical(spec.loss) and units:
+    top = int(np.max(np.asarray(labels)))
+    if top >= units:
+      raise SpecError(
+          f'The labels go up to {top} but the model has {units} output '
+          f'unit(s): SparseCategoricalCrossentropy needs one unit per class '
+          f'(here at least {top + 1}), e.g. keras.layers.Dense({top + 1}).')
+  try:
+    value = spec.loss(labels, outputs)
+    for metric in spec.metrics:
+      metric.update_state(labels, outputs)
+      metric.reset_state()
+  except Exception as e:  # pylint: disable=broad-except
+    raise SpecError(
+        'The model outputs do not fit the loss or metrics: '
+        f'{type(e).__name__}: {summarize(e)}. Model outputs: '
+        f'{_shapes(outputs)}; labels: {_shapes(labels)}. For integer class '
+        'labels use SparseCategoricalCrossentropy with one output unit per '
+        'class; for 0/1 labels, BinaryCrossentropy with one unit.') from e
+  if not np.all(np.isfinite(np.asarray(value))):
+    raise SpecError(
+        f'The loss is {np.asarray(value)} on the first batch, before any '
+        'training. Check the inputs for NaN/Inf and the label range.')
+
+
+def _is_sparse_categorical(loss) -> bool:
+  import keras  # pylint: disable=g-import-not-at-top
+  name = loss if isinstance(loss, str) else getattr(loss, '__name__', '')
+  return (isinstance(loss, keras.losses.SparseCategoricalCrossentropy) or
+          name == 'sparse_categorical_crossentropy')
+
+
+def _shapes(value) -> str:
+  if isinstance(value, dict):
+    return '{' + ', '.join(f'{k}: {_shape(v)}' for k, v in value.items()) + '}'
+  return _shape(value)
+
+
+def _shape(tensor) -> str:
+  shape = getattr(tensor, 'shape', None)
+  dtype = getattr(tensor, 'dtype', '')
+  return f'{getattr(dtype, "name", dtype)}{list(shape) if shape is not None else "?"}'
+

@@ -1,0 +1,79 @@
+"""The datasets a TrainSpec trains and evaluates on, built with TFXIO."""
+
+from typing import List, Optional, Tuple
+
+from generic_trainer.errors import SpecError
+
+
+def load_schema(fn_args):
+  """The schema of the examples the model reads (after Transform, if any)."""
+  if fn_args.transform_graph_path:
+    import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+    return tft.TFTransformOutput(
+        fn_args.transform_graph_path).transformed_metadata.schema
+  if not fn_args.schema_path:
+    raise SpecError(
+        'A TrainSpec needs to know the features: connect a `schema` input '
+        "(e.g. schema=schema_gen.outputs['schema']) or a `transform_graph`. "
+        'Received neither.')
+  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
+  return io_utils.parse_pbtxt_file(fn_args.schema_path, schema_pb2.Schema())
+
+
+def feature_keys(spec, schema) -> List[str]:
+  """The spec's feature_keys, or every schema feature but the label."""
+  names = [f.name for f in schema.feature]
+  if spec.label_key not in names:
+    raise SpecError(
+        f'The label {spec.label_key!r} (TrainSpec.label_key) is not a '
+        f'feature of the data. The schema has: {", ".join(names)}. Set '
+        'label_key to one of them (the transformed name, with Transform).')
+  keys = list(spec.feature_keys or [n for n in names if n != spec.label_key])
+  missing = [k for k in keys if k not in names]
+  if missing:
+    raise SpecError(
+        f'TrainSpec.feature_keys names {missing}, which the data lacks. The '
+        f'schema has: {", ".join(names)}.')
+  return keys
+
+
+def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
+                 batch_size: int, num_epochs: Optional[int], shuffle: bool,
+                 with_label: bool = True):
+  """(features, label) batches of `files`, features restricted to `keys`.
+
+  Without `with_label`, batches of features alone (the label may be absent).
+  """
+  from tfx_bsl.public.tfxio import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
+  options = TensorFlowDatasetOptions(
+      batch_size=batch_size, label_key=spec.label_key if with_label else None,
+      num_epochs=num_epochs, shuffle=shuffle)
+  dataset = fn_args.data_accessor.tf_dataset_factory(files, options, schema)
+  if not with_label:
+    return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
+
+  def select(features, label):
+    return spec.preprocess({k: features[k] for k in keys}), label
+
+  return dataset.map(select)
+
+
+def schedule(spec, train_steps: Optional[int],
+             num_train_examples: Optional[int]) -> Tuple[int, Optional[int]]:
+  """(epochs, steps_per_epoch); steps None means one pass per epoch."""
+  epochs, batch_size = spec.epochs, spec.batch_size
+  for name, value in (('epochs', epochs), ('batch_size', batch_size)):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+      raise SpecError(f'TrainSpec.{name} must be a positive int. Received: '
+                      f'{name}={value!r}.')
+  if train_steps:
+    if train_steps < epochs:
+      raise SpecError(
+          f'train_args.num_steps={train_steps} is fewer than '
+          f'TrainSpec.epochs={epochs}: every epoch needs a step. Raise '
+          'num_steps or lower epochs.')
+    return epochs, -(-train_steps // epochs)
+  if num_train_examples:
+    return epochs, -(-num_train_examples // batch_size)
+  return epochs, None

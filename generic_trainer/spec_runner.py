@@ -1,0 +1,47 @@
+"""Trains, evaluates and exports a TrainSpec: the run_fn of TrainSpec modules."""
+
+import os
+
+from generic_trainer import fit_loop
+from generic_trainer import spec_checks
+from generic_trainer import spec_export
+from generic_trainer import spec_input
+from generic_trainer import train_result
+
+
+def run(spec_class, fn_args) -> dict:
+  """Builds the spec from fn_args, checks it, trains it, exports it.
+
+  Returns the result record, also written to model_run/train_result.json.
+  """
+  spec = spec_class(fn_args)
+  schema = spec_input.load_schema(fn_args)
+  keys = spec_input.feature_keys(spec, schema)
+  epochs, steps_per_epoch = spec_input.schedule(
+      spec, fn_args.train_steps, _num_train_examples(fn_args))
+  train = spec_input.make_dataset(
+      spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
+      num_epochs=None if steps_per_epoch else 1, shuffle=True)
+  evaluation = spec_input.make_dataset(
+      spec, fn_args, schema, fn_args.eval_files, keys,
+      spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
+  model = spec.model
+  spec_checks.check_model_inputs(model, keys)
+  spec_checks.check_batch(spec, model, next(iter(train)))
+  result = fit_loop.fit(spec, train, evaluation, epochs, steps_per_epoch,
+                        fn_args.eval_steps, fn_args.model_run_dir,
+                        checkpoint_dir=fn_args.checkpoint_dir)
+  spec_export.export(spec, model, keys, fn_args.serving_model_dir,
+                     fn_args.schema_path, fn_args.transform_graph_path)
+  train_result.write(fn_args.model_run_dir, result)
+  return result
+
+
+def _num_train_examples(fn_args):
+  """Train examples from fn_args.num_examples (the statistics input)."""
+  if not fn_args.num_examples:
+    return None
+  splits = [os.path.basename(os.path.dirname(p))[len('Split-'):]
+            for p in fn_args.train_files]
+  counts = [fn_args.num_examples.get(s) for s in splits]
+  return sum(counts) if counts and None not in counts else None

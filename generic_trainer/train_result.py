@@ -1,0 +1,52 @@
+"""The record of a finished training, and its place in ML Metadata.
+
+The fit loop writes `train_result.json` into model_run; after publication
+the executor copies it onto the Model and ModelRun artifacts as custom
+properties (`train_loss`, `eval_sparse_categorical_accuracy`, ...,
+`train_steps`, `epochs`, `training_time_s`), so runs can be compared with an
+MLMD query and no file reading. A `run_fn` module may write the same file.
+"""
+
+import json
+import os
+from typing import Any, Dict, Iterable, Optional
+
+RESULT_FILE = 'train_result.json'
+
+
+def write(model_run_dir: str, result: Dict[str, Any]) -> str:
+  path = os.path.join(model_run_dir, RESULT_FILE)
+  os.makedirs(model_run_dir, exist_ok=True)
+  with open(path, 'w') as f:
+    json.dump(result, f, indent=1, sort_keys=True)
+  return path
+
+
+def read(model_run_dir: str) -> Optional[Dict[str, Any]]:
+  path = os.path.join(model_run_dir, RESULT_FILE)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def custom_properties(result: Dict[str, Any]) -> Dict[str, Any]:
+  """Flat `{name: number}` of a result record."""
+  properties = {}
+  for split in ('train', 'eval'):
+    for name, value in (result.get(split) or {}).items():
+      properties[f'{split}_{name}'] = float(value)
+  properties['train_steps'] = int(result.get('steps', 0))
+  properties['epochs'] = int(result.get('epochs', 0))
+  properties['training_time_s'] = float(result.get('training_time_s', 0.0))
+  return properties
+
+
+def attach(artifacts: Iterable[Any], result: Dict[str, Any]) -> None:
+  """Sets the result's numbers as custom properties of each artifact."""
+  for name, value in custom_properties(result).items():
+    for artifact in artifacts:
+      if isinstance(value, int):
+        artifact.set_int_custom_property(name, value)
+      else:
+        artifact.set_float_custom_property(name, value)

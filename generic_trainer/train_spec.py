@@ -1,0 +1,143 @@
+"""TrainSpec: say what only you know; GenericTrainer trains, evaluates, exports.
+
+A module file defines one subclass instead of `run_fn`:
+
+    class PenguinSpec(TrainSpec):
+      label_key = 'species'
+
+      def build_model(self):
+        ...
+        return keras.Model(inputs, outputs)
+
+      def build_optimizer(self):
+        return keras.optimizers.Adam(self.hparams.get('learning_rate', 1e-2))
+
+      def build_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy()
+
+GenericTrainer builds the datasets from the input artifacts, trains for the
+requested steps or epochs with the fit loop and its handlers, evaluates on the
+whole eval split every epoch, checkpoints, writes TensorBoard summaries and a
+history file under model_run, and exports a SavedModel with a
+`serving_default` signature on serialized tf.Example (and `serving_raw` on
+raw feature tensors) that Evaluator and Pusher use as is.
+
+Each `build_*` runs once: `spec.model`, `spec.optimizer`, `spec.loss` and
+`spec.metrics` are built on first use and the same object is returned after,
+so state shared between them (a vocabulary, a normalizer) lives on the spec.
+"""
+
+import abc
+import functools
+from typing import Any, Dict, List, Optional
+
+
+class TrainSpec(abc.ABC):
+  """Base class of a module file's training specification.
+
+  Required members (a subclass missing one is refused when the module is
+  loaded, before any training):
+    label_key: Name of the label feature (after Transform, if any).
+    build_model(): Returns a Keras 3 model. Its inputs are named like the
+      features it reads (a dict of `keras.Input(name=...)`).
+    build_optimizer(): Returns a Keras optimizer.
+    build_loss(): Returns a Keras loss.
+
+  Optional members:
+    build_metrics(): Keras metrics, computed on train and on the whole eval
+      split every epoch (default: none besides the loss).
+    feature_keys: Features the model reads; None means every feature in the
+      schema except the label.
+    raw_label_key: With Transform, the label's name in the raw data, which
+      serving does not receive (default: label_key).
+    batch_size: Train batch size (default 32); eval_batch_size defaults to it.
+    epochs: Number of epochs (default 1). With `train_args.num_steps`, the
+      steps are spread over the epochs; without, each epoch reads the train
+      split once.
+    early_stopping: Keyword arguments of `keras.callbacks.EarlyStopping`
+      (monitor, min_delta, patience, mode, baseline, restore_best_weights),
+      or None for no early stopping.
+    checkpoint: Keyword arguments of the checkpoint handler:
+      `every_epochs` (default 1), or `every_steps`, and `best_only` with
+      `monitor` and `mode`. None disables checkpoints.
+    handlers(): Your own `keras.callbacks.Callback`s, called after the
+      built-in ones.
+    train_step(model, data): A custom train step for what `model.fit`'s
+      default cannot express; see `keras.Model.train_step`. Return the
+      logs dict.
+    preprocess(features): A function of the feature dict applied in the
+      input pipeline and at serving time (default: identity).
+
+  Available to the members:
+    fn_args: The `FnArgs` of this run (None outside a pipeline).
+    hparams: Hyperparameter values: the `hyperparameters` input's values, or
+      the dict given to the Estimator.
+  """
+
+  feature_keys: Optional[List[str]] = None
+  raw_label_key: Optional[str] = None
+  batch_size: int = 32
+  eval_batch_size: Optional[int] = None
+  epochs: int = 1
+  early_stopping: Optional[Dict[str, Any]] = None
+  checkpoint: Optional[Dict[str, Any]] = {'every_epochs': 1}
+
+  def __init__(self, fn_args=None, hparams: Optional[Dict[str, Any]] = None):
+    self.fn_args = fn_args
+    if hparams is None and fn_args is not None:
+      hparams = fn_args.hyperparameters
+    if hparams and isinstance(hparams.get('values'), dict):
+      hparams = hparams['values']  # keras_tuner.HyperParameters config.
+    self.hparams: Dict[str, Any] = dict(hparams or {})
+
+  @property
+  @abc.abstractmethod
+  def label_key(self) -> str:
+    """Name of the label feature."""
+
+  @abc.abstractmethod
+  def build_model(self):
+    """Returns the Keras model."""
+
+  @abc.abstractmethod
+  def build_optimizer(self):
+    """Returns the Keras optimizer."""
+
+  @abc.abstractmethod
+  def build_loss(self):
+    """Returns the Keras loss."""
+
+  def build_metrics(self) -> list:
+    """Returns the Keras metrics (default: none)."""
+    return []
+
+  def handlers(self) -> list:
+    """Returns your own Keras callbacks (default: none)."""
+    return []
+
+  def preprocess(self, features: Dict[str, Any]) -> Dict[str, Any]:
+    """Maps the parsed feature dict before the model (default: identity)."""
+    return features
+
+  train_step = None  # Override with `def train_step(self, model, data)`.
+
+  @functools.cached_property
+  def model(self):
+    return self.build_model()
+
+  @functools.cached_property
+  def optimizer(self):
+    return self.build_optimizer()
+
+  @functools.cached_property
+  def loss(self):
+    return self.build_loss()
+
+  @functools.cached_property
+  def metrics(self) -> list:
+    return list(self.build_metrics())
+
+
+def missing_members(spec_class: type) -> List[str]:
+  """Names of required members a TrainSpec subclass does not define."""
+  return sorted(getattr(spec_class, '__abstractmethods__', ()))

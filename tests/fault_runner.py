@@ -1,0 +1,42 @@
+"""Runs GenericExecutor once in this process, as an orchestrator's attempt.
+
+    python tests/fault_runner.py WORKDIR ATTEMPT MODULE_FILE TRAIN_STEPS [CUSTOM_CONFIG_JSON]
+
+The penguin Examples and Schema artifacts are written under WORKDIR on the
+first call; the Model and ModelRun artifacts are WORKDIR/model and
+WORKDIR/model_run for every attempt (as a retry reuses them), and each
+attempt gets its own stateful working dir, WORKDIR/swd/ATTEMPT, as TFX gives.
+The fault-injection tests SIGKILL this process.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(workdir, attempt, module_file, train_steps, custom_config='null'):
+  import conftest  # pylint: disable=g-import-not-at-top
+  from tfx.dsl.components.base.base_executor import BaseExecutor  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  examples, schema = conftest.write_penguin_artifacts(
+      os.path.join(workdir, 'inputs'))
+  model = standard_artifacts.Model()
+  model.uri = os.path.join(workdir, 'model')
+  model_run = standard_artifacts.ModelRun()
+  model_run.uri = os.path.join(workdir, 'model_run')
+  context = BaseExecutor.Context(
+      stateful_working_dir=os.path.join(workdir, 'swd', attempt))
+  GenericExecutor(context).Do(
+      {'examples': [examples], 'schema': [schema]},
+      {'model': [model], 'model_run': [model_run]},
+      {'module_file': module_file, 'custom_config': custom_config,
+       'train_args': json.dumps({'num_steps': int(train_steps)}),
+       'eval_args': '{}'})
+
+
+if __name__ == '__main__':
+  main(*sys.argv[1:])

@@ -1,0 +1,107 @@
+"""Fault injection with real processes: SIGKILL the trainer, run it again.
+
+Each attempt is a separate `tests/fault_runner.py` process on the same
+artifacts, as an orchestrator's retry is.
+"""
+
+import glob
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TESTDATA
+
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      'fault_runner.py')
+TRAIN_STEPS = 40  # 8 epochs of 5 steps; ~0.1 s a step (slow_spec.py).
+STEPS_PER_EPOCH = 5
+
+
+def _start(workdir, attempt, module, steps, custom_config='null'):
+  log = open(os.path.join(workdir, f'attempt-{attempt}.log'), 'w')
+  return subprocess.Popen(
+      [sys.executable, RUNNER, workdir, str(attempt),
+       os.path.join(TESTDATA, module), str(steps), custom_config],
+      stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_for(predicate, process, timeout=240):
+  deadline = time.monotonic() + timeout
+  while time.monotonic() < deadline:
+    value = predicate()
+    if value:
+      return value
+    if process.poll() is not None:
+      raise AssertionError(f'attempt ended (code {process.returncode}) '
+                           'before the point to kill it')
+    time.sleep(0.05)
+  process.kill()
+  raise AssertionError('timed out waiting for the point to kill')
+
+
+def _checkpointed_epoch(workdir):
+  for path in glob.glob(os.path.join(workdir, 'swd', 'resume-*',
+                                     'training_metadata.json')):
+    try:
+      with open(path) as f:
+        return json.load(f)['epoch']
+    except (OSError, ValueError):
+      return None  # Being written.
+  return None
+
+
+def _log(workdir, attempt):
+  with open(os.path.join(workdir, f'attempt-{attempt}.log')) as f:
+    return f.read()[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('trial', range(3))
+def test_killed_training_resumes_from_its_last_checkpoint(tmp_path, trial):
+  """SIGKILL at a random point of training; the next attempt resumes from
+  the last epoch checkpoint, repeats less than one epoch, and publishes a
+  valid model."""
+  rng = random.Random(trial)
+  workdir = str(tmp_path)
+  first = _start(workdir, 1, 'slow_spec.py', TRAIN_STEPS)
+  kill_after = rng.randint(1, 4)
+  _wait_for(lambda: (_checkpointed_epoch(workdir) or 0) >= kill_after, first)
+  time.sleep(rng.uniform(0.0, 0.4))
+  first.send_signal(signal.SIGKILL)
+  first.wait()
+  checkpointed = _checkpointed_epoch(workdir)
+  assert not os.path.exists(os.path.join(workdir, 'model', 'Format-Serving'))
+
+  second = _start(workdir, 2, 'slow_spec.py', TRAIN_STEPS)
+  assert second.wait(timeout=300) == 0, _log(workdir, 2)
+  with open(os.path.join(workdir, 'model_run', 'train_result.json')) as f:
+    result = json.load(f)
+  assert result['resumed_from_epoch'] == checkpointed >= kill_after
+  assert result['resumed_from_step'] == checkpointed * STEPS_PER_EPOCH
+  assert result['steps'] == TRAIN_STEPS  # The remaining steps only.
+  assert os.path.exists(os.path.join(workdir, 'model', 'Format-Serving',
+                                     'saved_model.pb'))
+  assert not glob.glob(os.path.join(workdir, 'swd', 'resume-*'))
+
+
+@pytest.mark.slow
+def test_kill_during_export_publishes_nothing_and_retry_succeeds(tmp_path):
+  """SIGKILL while run_fn is still exporting: no model is published; the
+  next attempt succeeds."""
+  workdir = str(tmp_path)
+  first = _start(workdir, 1, 'slow_export.py', 1, '{"linger_s": 120}')
+  _wait_for(lambda: os.path.exists(os.path.join(workdir, 'model_run',
+                                                'exporting')), first)
+  first.send_signal(signal.SIGKILL)
+  first.wait()
+  model_dir = os.path.join(workdir, 'model')
+  assert not os.path.exists(os.path.join(model_dir, 'Format-Serving'))
+  second = _start(workdir, 2, 'slow_export.py', 1)
+  assert second.wait(timeout=300) == 0, _log(workdir, 2)
+  assert sorted(os.listdir(model_dir)) == ['Format-Serving']
