@@ -29,8 +29,10 @@ class GenericTrainer(base_component.BaseComponent):
   per component (`keras_version`), and on several workers (`num_workers`).
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
-  `model_run` (ModelRun; logs, TensorBoard, checkpoints, and a rejected
-  export under `rejected_export/` when validation failed).
+  `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
+  record). A rejected export is kept in the node's stateful working dir.
+  The module may provide `run_fn(fn_args)` or a `generic_trainer.TrainSpec`
+  subclass (`run_fn='pkg.module.SpecName'` names one).
   """
 
   SPEC_CLASS = GenericTrainerSpec

@@ -43,6 +43,7 @@ class Estimator:
     self.model_dir = os.path.abspath(model_dir)
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
+    self.checkpoint_dir: Optional[str] = None  # Set to resume when killed.
     self._fn_args = None
     self._keys = None
     self._trained = False
@@ -72,10 +73,12 @@ class Estimator:
         spec, fn_args, schema, fn_args.train_files, self._keys,
         spec.batch_size, num_epochs=None if steps_per_epoch else 1,
         shuffle=True)
-    spec_checks.check_model_inputs(spec.model, self._keys)
-    spec_checks.check_batch(spec, spec.model, next(iter(train)))
+    model = fit_loop.compile_model(spec)
+    spec_checks.check_model_inputs(model, self._keys)
+    spec_checks.check_batch(spec, model, next(iter(train)))
     result = fit_loop.fit(spec, train, self._dataset(fn_args.eval_files),
-                          epochs, steps_per_epoch, None, self.run_dir)
+                          epochs, steps_per_epoch, None, self.run_dir,
+                          checkpoint_dir=self.checkpoint_dir)
     train_result.write(self.run_dir, result)
     self._trained = True
     return result

@@ -75,11 +75,13 @@ class GenericExecutor(base_executor.BaseExecutor):
           schema_path=_schema_path(input_dict),
           transform_graph_path=_single_uri_or_none(
               input_dict.get(keys.TRANSFORM_GRAPH_KEY)))
+      result = train_result.read(model_run_uri)
     except ExportValidationError as e:
       kept = staged.reject()
+      where = (f'the rejected export is kept in {kept} for inspection' if kept
+               else 'nothing was staged')
       raise ExportValidationError(
-          f'{e}\nNothing was published; the rejected export is kept in '
-          f'{kept} for inspection.') from e
+          f'{e}\nNothing was published; {where}.') from e
     except BaseException:
       kept = staged.reject()
       if kept:
@@ -89,7 +91,6 @@ class GenericExecutor(base_executor.BaseExecutor):
     resume.remove(checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.', report,
                  serving_dir)
-    result = train_result.read(model_run_uri)
     if result:
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], result)

@@ -7,6 +7,7 @@ model override `train_step`. What we add is the set of handlers every run
 gets, a clear error on a non-finite loss, and a result record.
 """
 
+import contextlib
 import os
 import sys
 import time
@@ -35,9 +36,15 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
       raise SpecError(
           'TrainSpec.checkpoint must be a dict such as {"every_epochs": 1} or '
           f'None. Received: checkpoint={spec.checkpoint!r}.')
-    built_in.append(handlers.checkpoint_handler(
-        os.path.join(run_dir, CHECKPOINT_DIR), steps_per_epoch,
-        **spec.checkpoint))
+    try:
+      built_in.append(handlers.checkpoint_handler(
+          os.path.join(run_dir, CHECKPOINT_DIR), steps_per_epoch,
+          **spec.checkpoint))
+    except TypeError as e:
+      raise SpecError(
+          f'TrainSpec.checkpoint has a key the checkpoint handler does not '
+          f'take: {e}. Expected keys among every_epochs, every_steps, '
+          f'best_only, monitor, mode. Received: {spec.checkpoint!r}.') from e
   if spec.early_stopping is not None:
     try:
       built_in.append(keras.callbacks.EarlyStopping(**spec.early_stopping))
@@ -52,11 +59,25 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
   return built_in
 
 
+def compile_model(spec, strategy=None):
+  """Builds the spec's model, optimizer, loss and metrics and compiles them,
+  under `strategy.scope()` when given (as distributed training needs)."""
+  scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
+  with scope:
+    model = spec.model
+    if spec.train_step is not None:
+      model.train_step = types.MethodType(
+          lambda m, data: spec.train_step(m, data), model)
+    model.compile(optimizer=spec.optimizer, loss=spec.loss,
+                  metrics=spec.metrics)
+  return model
+
+
 def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
         validation_steps: Optional[int], run_dir: str,
         interactive: Optional[bool] = None,
         checkpoint_dir: Optional[str] = None) -> Dict[str, Any]:
-  """Compiles and trains `spec.model`; returns the final metrics record.
+  """Trains `spec.model` (compiled by `compile_model`); returns the record.
 
   With `checkpoint_dir`, Keras's BackupAndRestore saves the weights, the
   optimizer and the epoch there after every epoch and restores them when a
@@ -68,11 +89,6 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
   """
   import keras  # pylint: disable=g-import-not-at-top
   model = spec.model
-  if spec.train_step is not None:
-    model.train_step = types.MethodType(
-        lambda m, data: spec.train_step(m, data), model)
-  model.compile(optimizer=spec.optimizer, loss=spec.loss,
-                metrics=spec.metrics)
   if interactive is None:
     interactive = sys.stdout.isatty()
   handlers = default_handlers(spec, run_dir, steps_per_epoch, interactive)
@@ -96,6 +112,9 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
   elapsed = time.monotonic() - started
   guard = handlers[0]
   if guard.failure:
+    if checkpoint_dir:  # Keras saved the diverged weights at epoch end.
+      from generic_trainer import resume  # pylint: disable=g-import-not-at-top
+      resume.remove(checkpoint_dir)
     raise NonFiniteLossError(
         f'{guard.failure} Training stopped and nothing was exported. Lower '
         'the learning rate, normalise the features, or look for NaN/Inf in '

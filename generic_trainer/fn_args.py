@@ -105,8 +105,8 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
             f'{uri}. Check the component that produced the examples.')
       if examples.get_string_custom_property('payload_format') in (
           '', 'FORMAT_TF_EXAMPLE', 'FORMAT_TF_SEQUENCE_EXAMPLE'):
-        for name in files:
-          _check_tfrecord(os.path.join(uri, name), split)
+        for filename in files:
+          _check_tfrecord(os.path.join(uri, filename), split)
 
 
 def _check_tfrecord(path: str, split: str) -> None:

@@ -191,7 +191,7 @@ def _load_source_file(path: str) -> types.ModuleType:
         f'The module file {path!r} has a syntax error at line {e.lineno}: '
         f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
         'error.') from e
-  except BaseException as e:  # pylint: disable=broad-except
+  except Exception as e:  # pylint: disable=broad-except
     del sys.modules[name]
     raise UserModuleError(
         f'Importing the module file {path!r} raised '
@@ -210,7 +210,7 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
         return importlib.reload(sys.modules[name])
       return importlib.import_module(name)
   except ModuleNotFoundError as e:
-    if e.name and name.startswith(e.name):
+    if e.name and (e.name == name or name.startswith(e.name + '.')):
       raise UserModuleError(
           f'Cannot find the module {name!r} ({source}). Expected an '
           'importable module: install it in the trainer environment or put '
@@ -224,7 +224,7 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
     raise UserModuleError(
         f'The module {name!r} ({source}) has a syntax error in {e.filename} '
         f'at line {e.lineno}: {e.msg}.') from e
-  except BaseException as e:  # pylint: disable=broad-except
+  except Exception as e:  # pylint: disable=broad-except
     raise UserModuleError(
         f'Importing {name!r} ({source}) raised {type(e).__name__}: {e}\n'
         f'{user_traceback(e)}') from e

@@ -36,15 +36,31 @@ def fingerprint(input_dict: Dict[str, List[Any]],
   from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
   inputs = {key: sorted(a.uri for a in artifacts)
             for key, artifacts in sorted(input_dict.items())}
-  module_file = exec_properties.get('module_file')
   module_hash = ''
-  if module_file and os.path.isfile(module_file):
-    with open(module_file, 'rb') as f:
+  source = _module_source(exec_properties)
+  if source and os.path.isfile(source):
+    with open(source, 'rb') as f:
       module_hash = hashlib.sha256(f.read()).hexdigest()
   blob = json.dumps({'inputs': inputs, 'module': module_hash,
                      'properties': json_utils.dumps(exec_properties)},
                     sort_keys=True)
   return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _module_source(exec_properties: Dict[str, Any]) -> Optional[str]:
+  """The user module's source file, whichever way it was given."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  if exec_properties.get('module_file'):
+    return exec_properties['module_file']
+  name = exec_properties.get('module_path') or (
+      exec_properties.get('run_fn') or '').rpartition('.')[0]
+  if not name or '@' in name:  # A packaged wheel's name holds its hash.
+    return None
+  try:
+    spec = importlib.util.find_spec(name)
+  except (ImportError, ValueError):
+    return None
+  return spec.origin if spec else None
 
 
 def checkpoint_dir(input_dict: Dict[str, List[Any]],
@@ -76,10 +92,11 @@ def keras_callback(fn_args, save_freq='epoch'):
 
   It restores the weights, the optimizer and the epoch at `fit`'s start, and
   keeps its backup after training: GenericTrainer deletes it once the model
-  is published.
+  is published. It is `tf.keras`'s, so it is tf.keras 2's callback when the
+  module runs with keras_version='tf_keras', and Keras 3's otherwise.
   """
-  import keras  # pylint: disable=g-import-not-at-top
-  return keras.callbacks.BackupAndRestore(
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.keras.callbacks.BackupAndRestore(
       fn_args.checkpoint_dir, save_freq=save_freq, delete_checkpoint=False)
 
 

@@ -7,7 +7,11 @@ from generic_trainer.errors import SpecError, summarize
 
 def check_model_inputs(model, keys: List[str]) -> None:
   """Every input the model names must be a feature the data provides."""
-  names = [getattr(t, 'name', None) for t in (model.inputs or [])]
+  try:
+    inputs = model.inputs or []
+  except (AttributeError, ValueError):
+    return  # A subclassed model names no inputs; check_batch runs it.
+  names = [getattr(t, 'name', None) for t in inputs]
   names = [n.split(':')[0] for n in names if n]
   missing = [n for n in names if n not in keys]
   if missing:
@@ -37,9 +41,10 @@ def check_batch(spec, model, batch) -> None:
           f'The labels go up to {top} but the model has {units} output '
           f'unit(s): SparseCategoricalCrossentropy needs one unit per class '
           f'(here at least {top + 1}), e.g. keras.layers.Dense({top + 1}).')
+  import keras  # pylint: disable=g-import-not-at-top
   try:
-    value = spec.loss(labels, outputs)
-    for metric in spec.metrics:
+    value = keras.losses.get(spec.loss)(labels, outputs)
+    for metric in map(keras.metrics.get, spec.metrics):
       metric.update_state(labels, outputs)
       metric.reset_state()
   except Exception as e:  # pylint: disable=broad-except

@@ -50,6 +50,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
       batch_size=batch_size, label_key=spec.label_key if with_label else None,
       num_epochs=num_epochs, shuffle=shuffle)
   dataset = fn_args.data_accessor.tf_dataset_factory(files, options, schema)
+  dataset = _shard_by_data(dataset)
   if not with_label:
     return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
 
@@ -57,6 +58,16 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
     return spec.preprocess({k: features[k] for k in keys}), label
 
   return dataset.map(select)
+
+
+def _shard_by_data(dataset):
+  """With several workers, each takes every N-th batch: splits often have
+  fewer files than workers, which TF's default (by file) cannot shard."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.DATA)
+  return dataset.with_options(options)
 
 
 def schedule(spec, train_steps: Optional[int],
@@ -73,7 +84,12 @@ def schedule(spec, train_steps: Optional[int],
           f'train_args.num_steps={train_steps} is fewer than '
           f'TrainSpec.epochs={epochs}: every epoch needs a step. Raise '
           'num_steps or lower epochs.')
-    return epochs, -(-train_steps // epochs)
+    if train_steps % epochs:
+      raise SpecError(
+          f'train_args.num_steps={train_steps} does not divide into '
+          f'TrainSpec.epochs={epochs} equal epochs. Use a multiple of '
+          f'{epochs} (e.g. {train_steps - train_steps % epochs or epochs}).')
+    return epochs, train_steps // epochs
   if num_train_examples:
     return epochs, -(-num_train_examples // batch_size)
   return epochs, None

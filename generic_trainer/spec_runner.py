@@ -25,7 +25,7 @@ def run(spec_class, fn_args) -> dict:
   evaluation = spec_input.make_dataset(
       spec, fn_args, schema, fn_args.eval_files, keys,
       spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
-  model = spec.model
+  model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None))
   spec_checks.check_model_inputs(model, keys)
   spec_checks.check_batch(spec, model, next(iter(train)))
   result = fit_loop.fit(spec, train, evaluation, epochs, steps_per_epoch,

@@ -1,5 +1,11 @@
 """The record of a finished training, and its place in ML Metadata.
 
+The record, `model_run/train_result.json`, is a JSON object:
+    {"train": {"loss": 0.3, ...},          # final train metrics, numbers
+     "eval": {"loss": 0.28, ...},          # final eval metrics, numbers
+     "steps": 100, "epochs": 5, "training_time_s": 12.5,
+     "resumed_from_epoch": 0, "resumed_from_step": 0}   # optional
+
 The fit loop writes `train_result.json` into model_run; after publication
 the executor copies it onto the Model and ModelRun artifacts as custom
 properties (`train_loss`, `eval_sparse_categorical_accuracy`, ...,
@@ -23,11 +29,26 @@ def write(model_run_dir: str, result: Dict[str, Any]) -> str:
 
 
 def read(model_run_dir: str) -> Optional[Dict[str, Any]]:
+  """The record in `model_run_dir`, checked; None if there is none.
+
+  Raises:
+    InputArtifactError: the file is not a record as described above.
+  """
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_run_dir, RESULT_FILE)
   if not os.path.exists(path):
     return None
-  with open(path) as f:
-    return json.load(f)
+  try:
+    with open(path) as f:
+      result = json.load(f)
+    custom_properties(result)
+  except (ValueError, TypeError, AttributeError) as e:
+    raise InputArtifactError(
+        f'{path} is not a training record: {e}. Expected a JSON object with '
+        '"train" and "eval" dicts of numbers and numeric "steps", "epochs" '
+        'and "training_time_s" (see generic_trainer/train_result.py), or no '
+        'such file.') from e
+  return result
 
 
 def custom_properties(result: Dict[str, Any]) -> Dict[str, Any]:

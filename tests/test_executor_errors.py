@@ -199,3 +199,22 @@ def test_train_spec_without_schema(trainer_io):
       r'A TrainSpec needs to know the features: connect a `schema` input')):
     _do(io)
   assert _nothing_published(io)
+
+
+def test_malformed_training_record_publishes_nothing(trainer_io, tmp_path):
+  """A run_fn's train_result.json that is not a record fails before publishing."""
+  module = tmp_path / 'bad_record.py'
+  module.write_text(
+      'import os\n'
+      f'exec(open({_module("records_fn_args")!r}).read())\n'
+      '_run = run_fn\n'
+      'def run_fn(fn_args):\n'
+      '  _run(fn_args)\n'
+      "  with open(os.path.join(fn_args.model_run_dir, 'train_result.json'),"
+      " 'w') as f:\n"
+      "    f.write('{\"train\": {\"loss\": \"low\"}}')\n")
+  io = trainer_io(module_file=str(module))
+  with pytest.raises(errors.InputArtifactError, match=(
+      r'train_result.json is not a training record: .*Expected a JSON object')):
+    _do(io)
+  assert _nothing_published(io)

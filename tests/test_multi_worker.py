@@ -178,3 +178,21 @@ def test_tf_config_from_the_cluster_makes_chief_and_worker(
   assert os.listdir(model.uri) == ['Format-Serving']
   assert 'rejected_export' not in os.listdir(model_run.uri)
   assert _ours(tmp_path / 'tmp-worker') == []
+
+
+def test_two_workers_train_a_train_spec_unchanged(trainer_io, scratch_tmp):
+  """A TrainSpec module trains on two workers with no change to it."""
+  io = trainer_io(train_steps=60, eval_steps=0, num_workers=2,
+                  module_file=os.path.join(REPO, 'module_files',
+                                           'penguin_spec.py'))
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  GenericExecutor().Do(*io)
+  model, model_run = io[1]['model'][0], io[1]['model_run'][0]
+  with open(os.path.join(model_run.uri, 'workers.json')) as f:
+    workers = json.load(f)['workers']
+  assert [(w['chief'], w['replicas_in_sync']) for w in workers] == [
+      (True, 2), (False, 2)]
+  assert _accuracy(os.path.join(model.uri, 'Format-Serving'),
+                   io[0]['examples'][0].uri) >= 0.8
+  assert model.get_int_custom_property('train_steps') == 60
+  assert _ours(scratch_tmp) == []

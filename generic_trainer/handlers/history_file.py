@@ -10,7 +10,8 @@ class HistoryFile(keras.callbacks.Callback):
   """Writes `[{"epoch": 1, "loss": ..., "val_loss": ...}, ...]` to `path`.
 
   Rewritten atomically at each epoch end, so it is complete up to the last
-  finished epoch even if training is killed.
+  finished epoch even if training is killed; a resumed training keeps the
+  epochs written before the kill.
   """
 
   def __init__(self, path: str):
@@ -20,8 +21,12 @@ class HistoryFile(keras.callbacks.Callback):
 
   def on_train_begin(self, logs=None):
     self.epochs = []
+    if os.path.exists(self.path):
+      with open(self.path) as f:
+        self.epochs = json.load(f)
 
   def on_epoch_end(self, epoch, logs=None):
+    self.epochs = [e for e in self.epochs if e['epoch'] <= epoch]
     self.epochs.append({'epoch': epoch + 1,
                         **{k: float(v) for k, v in (logs or {}).items()}})
     os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
