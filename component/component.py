@@ -11,8 +11,8 @@ from tfx.types import standard_artifacts
 from tfx.utils import json_utils
 
 from component.spec import GenericTrainerSpec
+from generic_trainer import args
 from generic_trainer import distribution
-from generic_trainer import keras_process
 from generic_trainer import module_loader
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.executor import GenericExecutor
@@ -97,28 +97,15 @@ class GenericTrainer(base_component.BaseComponent):
       UserModuleError: module_file is missing, does not parse, or has no
         top-level run_fn.
     """
-    sources = {'module_file': module_file, 'module_path': module_path,
-               'run_fn': run_fn}
-    given = [name for name, value in sources.items() if value]
-    if len(given) != 1:
-      raise InvalidArgumentError(
-          "Exactly one of 'module_file', 'module_path' or 'run_fn' must be "
-          f"supplied. Received: {', '.join(given) or 'none of them'}.")
+    args.check_one_source(module_file=module_file, module_path=module_path,
+                          run_fn=run_fn)
     if examples is None:
       raise InvalidArgumentError(
           "'examples' is required: pass the Examples channel, e.g. "
           "examples=example_gen.outputs['examples'].")
     if isinstance(module_file, str):
       module_loader.check_module_source(module_file)
-    if isinstance(run_fn, str) and '.' not in run_fn:
-      raise InvalidArgumentError(
-          "'run_fn' must be a dotted path such as 'my_pkg.my_module.run_fn'. "
-          f'Received: run_fn={run_fn!r}.')
-    if keras_version is not None and (
-        keras_version not in keras_process.KERAS_VERSIONS):
-      raise InvalidArgumentError(
-          f"'keras_version' must be one of {keras_process.KERAS_VERSIONS} or "
-          f'None. Received: keras_version={keras_version!r}.')
+    args.check_keras_version(keras_version)
     distribution.check_settings(num_workers, strategy)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
@@ -167,20 +154,14 @@ def _checked_args(name: str, value, proto_class):
         f"'{name}' must be a trainer_pb2.{proto_class.__name__}, e.g. "
         f'trainer_pb2.{proto_class.__name__}(num_steps=100). Received: '
         f'{name} that is a {type(value).__name__}.')
-  if value.num_steps < 0:
-    raise InvalidArgumentError(
-        f"'{name}.num_steps' must be positive, or unset to read the split "
-        f'once. Received: num_steps={value.num_steps}.')
+  args.check_num_steps(name, value.num_steps)
   return value
 
 
 def _serialized_custom_config(custom_config):
   if isinstance(custom_config, data_types.RuntimeParameter):
     return custom_config
-  if custom_config is not None and not isinstance(custom_config, dict):
-    raise InvalidArgumentError(
-        "'custom_config' must be a dict. Received: custom_config that is a "
-        f'{type(custom_config).__name__}.')
+  args.check_custom_config(custom_config)
   try:
     return json_utils.dumps(custom_config)
   except (TypeError, ValueError) as e:

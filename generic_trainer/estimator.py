@@ -133,8 +133,13 @@ class Estimator:
 
   def _dataset(self, files, with_label=True):
     spec, fn_args = self.spec, self._fn_args
+    schema = spec_input.load_schema(fn_args)
+    if not with_label:  # Data to predict on needs the model's features only.
+      keep = [f for f in schema.feature if f.name in self._keys]
+      del schema.feature[:]
+      schema.feature.extend(keep)
     return spec_input.make_dataset(
-        spec, fn_args, spec_input.load_schema(fn_args), files, self._keys,
+        spec, fn_args, schema, files, self._keys,
         spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
         with_label=with_label)
 

@@ -6,11 +6,12 @@ from typing import Any, Dict, List
 from absl import logging
 from tfx.dsl.components.base import base_executor
 
+from generic_trainer import args
 from generic_trainer import distribution
 from generic_trainer import keras_process
 from generic_trainer import resume
 from generic_trainer import train_result
-from generic_trainer.errors import ExportValidationError, InvalidArgumentError
+from generic_trainer.errors import ExportValidationError
 from generic_trainer.export_validation import validate_export
 from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.publish import StagedExport
@@ -38,10 +39,7 @@ class GenericExecutor(base_executor.BaseExecutor):
     from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     self._log_startup(input_dict, output_dict, exec_properties)
     keras_version = exec_properties.get(KERAS_VERSION_KEY)
-    if keras_version and keras_version not in keras_process.KERAS_VERSIONS:
-      raise InvalidArgumentError(
-          f"'keras_version' must be one of {keras_process.KERAS_VERSIONS}. "
-          f'Received: keras_version={keras_version!r}.')
+    args.check_keras_version(keras_version or None)
     if not distribution.current_role(exec_properties).is_chief:
       distribution.train_as_worker(input_dict, output_dict, exec_properties,
                                    keras_version)

@@ -72,7 +72,7 @@ def validate_export(serving_dir: str,
       raise ExportValidationError(
           f"The '{SERVING_SIGNATURE}' signature of {serving_dir} returned "
           f"non-finite values (NaN or Inf) in output {name!r} for "
-          f'{len(serialized)} eval examples: {tensor.numpy().tolist()}. The '
+          f'{len(serialized)} eval examples: {str(tensor.numpy().tolist())[:200]}. The '
           'model diverged or was exported before it was trained; check the '
           'training loss and learning rate.')
   return {'signature': SERVING_SIGNATURE,
@@ -162,10 +162,17 @@ def _signature_inputs(specs, serialized: List[bytes], schema_path,
           f'{type(spec).__name__}; only dense inputs can be fed from the '
           'eval examples. Export a serving_default that takes serialized '
           'tf.Example.')
-    value = tf.convert_to_tensor(features[name])
-    value = tf.cast(value, spec.dtype) if value.dtype != spec.dtype else value
-    if spec.shape.rank is not None and value.shape.rank != spec.shape.rank:
-      value = tf.reshape(value, [-1] + [d or 1 for d in spec.shape[1:]])
+    try:
+      value = tf.convert_to_tensor(features[name])
+      if value.dtype != spec.dtype:
+        value = tf.cast(value, spec.dtype)
+      if spec.shape.rank is not None and value.shape.rank != spec.shape.rank:
+        value = tf.reshape(value, [-1] + [d or 1 for d in spec.shape[1:]])
+    except (tf.errors.OpError, TypeError, ValueError) as e:
+      raise ExportValidationError(
+          f'Cannot feed feature {name!r} of the eval examples to the '
+          f'serving signature, which takes {spec}: {summarize(e)}. Export a '
+          'serving_default that takes serialized tf.Example.') from e
     inputs[name] = value
   return inputs
 

@@ -19,6 +19,7 @@ from tfx.utils import io_utils
 from tfx.utils import json_utils
 from tfx.utils import proto_utils
 
+from generic_trainer import args
 from generic_trainer import distribution
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 from generic_trainer.keys import STATISTICS_KEY
@@ -77,23 +78,20 @@ def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
     raise InvalidArgumentError(
         f"'{key}' is not a valid {type(proto).__name__}: {e}. "
         f'Received: {key}={exec_properties.get(key)!r}.') from e
-  if proto.num_steps < 0:
-    raise InvalidArgumentError(
-        f"'{key}.num_steps' must be positive, or 0/unset to read the split "
-        f'once. Received: num_steps={proto.num_steps}.')
+  args.check_num_steps(key, proto.num_steps)
   return proto
 
 
 def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
   """Raises if a split named in train/eval args is not in the examples."""
   available = artifact_utils.decode_split_names(examples.split_names)
-  for name, args, default in (('train_args', train_args, 'train'),
-                              ('eval_args', eval_args, 'eval')):
-    for split in list(args.splits) or [default]:
+  for name, split_args, default in (('train_args', train_args, 'train'),
+                                    ('eval_args', eval_args, 'eval')):
+    for split in list(split_args.splits) or [default]:
       if split not in available:
         raise InputArtifactError(
             f"The examples have no split {split!r} (asked for by {name}"
-            f"{'' if args.splits else ' by default'}). The examples "
+            f"{'' if split_args.splits else ' by default'}). The examples "
             f'({examples.uri}) have the splits {available}. Set '
             f'{name}.splits to some of those.')
       uri = artifact_utils.get_split_uri([examples], split)
@@ -214,10 +212,7 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
   check_base_model(input_dict.get(keys.BASE_MODEL_KEY))
   custom_config = json_utils.loads(
       exec_properties.get(keys.CUSTOM_CONFIG_KEY) or 'null')
-  if custom_config is not None and not isinstance(custom_config, dict):
-    raise InvalidArgumentError(
-        "'custom_config' must be a dict. Received: custom_config that is a "
-        f'{type(custom_config).__name__}.')
+  args.check_custom_config(custom_config)
 
   common = fn_args_utils.get_common_fn_args(input_dict, exec_properties)
   fields = attr.asdict(common, recurse=False)

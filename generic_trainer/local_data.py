@@ -85,7 +85,7 @@ def infer_schema(files: List[str], limit: int = 1000):
   """A Schema from the first `limit` tf.Examples of `files`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
-  kinds, counts, seen = {}, {}, 0
+  kinds, counts, present, seen = {}, {}, {}, 0
   for path in files:
     compression = 'GZIP' if path.endswith('.gz') else ''
     for record in tf.data.TFRecordDataset(path, compression).take(limit - seen):
@@ -94,6 +94,7 @@ def infer_schema(files: List[str], limit: int = 1000):
         kind = feature.WhichOneof('kind')
         kinds[name] = kind
         counts.setdefault(name, set()).add(len(getattr(feature, kind).value))
+        present[name] = present.get(name, 0) + 1
       seen += 1
     if seen >= limit:
       break
@@ -104,7 +105,7 @@ def infer_schema(files: List[str], limit: int = 1000):
   schema = schema_pb2.Schema()
   for name in sorted(kinds):
     feature = schema.feature.add(name=name, type=types[kinds[name]])
-    if counts[name] == {1}:
+    if counts[name] == {1} and present[name] == seen:
       feature.shape.dim.add(size=1)
       feature.presence.min_fraction = 1.0
   return schema

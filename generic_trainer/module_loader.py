@@ -57,21 +57,13 @@ def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
     UserModuleError: the module is missing, does not import, or has no
       usable `run_fn`.
   """
-  given = [k for k in (MODULE_FILE_KEY, MODULE_PATH_KEY, RUN_FN_KEY)
-           if exec_properties.get(k)]
-  if len(given) != 1:
-    raise InvalidArgumentError(
-        "Exactly one of 'module_file', 'module_path' or 'run_fn' must be set. "
-        f'Received: {given or "none of them"}.')
-  key = given[0]
+  from generic_trainer import args  # pylint: disable=g-import-not-at-top
+  key = args.check_one_source(**{k: exec_properties.get(k)
+                                 for k in args.SOURCES})
   value = exec_properties[key]
   source = f'{key}={value!r}'
   if key == RUN_FN_KEY:
     module_name, _, fn_name = value.rpartition('.')
-    if not module_name:
-      raise InvalidArgumentError(
-          "'run_fn' must be a dotted path such as 'my_package.my_module.run_fn'."
-          f' Received: run_fn={value!r}.')
     module = _import_module(module_name, source=source)
     if not hasattr(module, fn_name):
       raise UserModuleError(
@@ -181,6 +173,10 @@ def _load_source_file(path: str) -> types.ModuleType:
   stem = os.path.splitext(os.path.basename(local_path))[0]
   name = f'_generic_trainer_user_module_{next(_counter)}_{stem}'
   spec = importlib.util.spec_from_file_location(name, local_path)
+  if spec is None:
+    raise UserModuleError(
+        f'The module file {path!r} is not a Python source file. Expected a '
+        'path ending in .py.')
   module = importlib.util.module_from_spec(spec)
   sys.modules[name] = module
   try:

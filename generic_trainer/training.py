@@ -32,7 +32,9 @@ def train(input_dict: Dict[str, List[Any]],
   except GenericTrainerError:
     raise  # Already says what is wrong (a TrainSpec check, a NaN loss...).
   except Exception as e:  # pylint: disable=broad-except
+    spec = getattr(run_fn, 'train_spec', None)
+    what = f'TrainSpec {spec.__name__}' if spec else 'run_fn'
     raise RunFnError(
-        f'run_fn ({source}) raised {type(e).__name__}: {e}\n'
+        f'{what} ({source}) raised {type(e).__name__}: {e}\n'
         f'Its traceback:\n{module_loader.user_traceback(e)}\n'
         'Nothing was published.') from e

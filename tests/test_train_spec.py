@@ -209,3 +209,19 @@ def test_estimator_requires_training_first(tmp_path):
   """predict before train says what to do."""
   with pytest.raises(SpecError, match=r'Call train\(\) before predict\(\)'):
     Estimator(PenguinSpec, str(tmp_path)).predict('x.csv')
+
+
+def test_estimator_predicts_on_data_without_labels(tmp_path, penguin_csvs):
+  """predict() reads features only: a CSV without the label column works."""
+  import csv  # pylint: disable=g-import-not-at-top
+  train_csv, eval_csv = penguin_csvs
+  unlabelled = tmp_path / 'unlabelled.csv'
+  with open(eval_csv) as f, open(unlabelled, 'w', newline='') as out:
+    rows = list(csv.DictReader(f))
+    columns = [c for c in rows[0] if c not in ('species', 'is_gentoo')]
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction='ignore')
+    writer.writeheader()
+    writer.writerows(rows)
+  est = Estimator(PenguinSpec, str(tmp_path / 'model'))
+  est.train(train_csv, steps=4)
+  assert est.predict(str(unlabelled)).shape == (114, 3)

@@ -1,0 +1,50 @@
+"""Checks of GenericTrainer's arguments, shared by the component (at
+pipeline construction) and the executor (at run time, where a compiled
+pipeline or another orchestrator may hand over anything)."""
+
+from typing import Any, Optional
+
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keras_process import KERAS_VERSIONS
+
+SOURCES = ('module_file', 'module_path', 'run_fn')
+
+
+def check_one_source(**sources: Any) -> str:
+  """Exactly one of module_file/module_path/run_fn; returns which."""
+  given = [name for name in SOURCES if sources.get(name)]
+  if len(given) != 1:
+    raise InvalidArgumentError(
+        "Exactly one of 'module_file', 'module_path' or 'run_fn' must be "
+        f"supplied. Received: {', '.join(given) or 'none of them'}.")
+  if given == ['run_fn'] and isinstance(sources['run_fn'], str):
+    check_run_fn_path(sources['run_fn'])
+  return given[0]
+
+
+def check_run_fn_path(run_fn: str) -> None:
+  if '.' not in run_fn.strip('.'):
+    raise InvalidArgumentError(
+        "'run_fn' must be a dotted path such as 'my_pkg.my_module.run_fn'. "
+        f'Received: run_fn={run_fn!r}.')
+
+
+def check_keras_version(keras_version: Optional[str]) -> None:
+  if keras_version is not None and keras_version not in KERAS_VERSIONS:
+    raise InvalidArgumentError(
+        f"'keras_version' must be one of {KERAS_VERSIONS} or None. "
+        f'Received: keras_version={keras_version!r}.')
+
+
+def check_num_steps(name: str, num_steps: int) -> None:
+  if num_steps < 0:
+    raise InvalidArgumentError(
+        f"'{name}.num_steps' must be positive, or unset to read the split "
+        f'once. Received: num_steps={num_steps}.')
+
+
+def check_custom_config(custom_config: Any) -> None:
+  if custom_config is not None and not isinstance(custom_config, dict):
+    raise InvalidArgumentError(
+        "'custom_config' must be a dict. Received: custom_config that is a "
+        f'{type(custom_config).__name__}.')
