@@ -199,6 +199,9 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
                   eval_model_dir: str,
                   checkpoint_dir: Optional[str] = None) -> FnArgs:
   """Builds FnArgs; the model dirs are the staging dirs run_fn writes to."""
+  # First: MultiWorkerMirroredStrategy must exist before TF runs any op
+  # (the checks below read TFRecords).
+  distributed = distribution.fn_args_fields(exec_properties)
   if not input_dict.get(keys.EXAMPLES_KEY):
     raise InputArtifactError(
         "The trainer needs an 'examples' input with one Examples artifact. "
@@ -228,5 +231,5 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
       custom_config=custom_config,
       num_examples=read_num_examples(input_dict.get(STATISTICS_KEY)),
       checkpoint_dir=checkpoint_dir,
-      **distribution.fn_args_fields(exec_properties))
+      **distributed)
   return FnArgs(**fields)
