@@ -156,6 +156,20 @@ def _public_names(module: types.ModuleType) -> str:
   return ', '.join(names) if names else 'nothing public'
 
 
+def _missing_file_error(path: str) -> UserModuleError:
+  return UserModuleError(
+      'The module file does not exist. Expected a Python file. Received: '
+      f'module_file={path!r} (working directory {os.getcwd()}). Check the '
+      'path; an absolute path avoids surprises.')
+
+
+def _syntax_error(path: str, e: SyntaxError) -> UserModuleError:
+  return UserModuleError(
+      f'The module file {path!r} has a syntax error at line {e.lineno}: '
+      f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
+      'error.')
+
+
 def _load_source_file(path: str) -> types.ModuleType:
   """Imports a Python source file under a fresh module name."""
   from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
@@ -165,11 +179,7 @@ def _load_source_file(path: str) -> types.ModuleType:
     raise UserModuleError(
         f'Cannot read the module file {path!r}: {e}. Check the path.') from e
   if not os.path.isfile(local_path):
-    raise UserModuleError(
-        f'The module file does not exist. Expected a Python file. '
-        f'Received: module_file={path!r}. Check the path, or pass an absolute '
-        'path: relative paths are resolved against the working directory of '
-        'the process running the trainer.')
+    raise _missing_file_error(path)
   stem = os.path.splitext(os.path.basename(local_path))[0]
   name = f'_generic_trainer_user_module_{next(_counter)}_{stem}'
   spec = importlib.util.spec_from_file_location(name, local_path)
@@ -183,10 +193,7 @@ def _load_source_file(path: str) -> types.ModuleType:
     spec.loader.exec_module(module)
   except SyntaxError as e:
     del sys.modules[name]
-    raise UserModuleError(
-        f'The module file {path!r} has a syntax error at line {e.lineno}: '
-        f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
-        'error.') from e
+    raise _syntax_error(path, e) from e
   except Exception as e:  # pylint: disable=broad-except
     del sys.modules[name]
     raise UserModuleError(
@@ -249,19 +256,13 @@ def check_module_source(path: str) -> None:
   if '://' in path:
     return
   if not os.path.isfile(path):
-    raise UserModuleError(
-        'The module file does not exist. Expected a Python file. Received: '
-        f'module_file={path!r} (working directory {os.getcwd()}). Check the '
-        'path; an absolute path avoids surprises.')
+    raise _missing_file_error(path)
   with open(path, 'rb') as f:
     source = f.read()
   try:
     tree = ast.parse(source, filename=path)
   except SyntaxError as e:
-    raise UserModuleError(
-        f'The module file {path!r} has a syntax error at line {e.lineno}: '
-        f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the '
-        'same error.') from e
+    raise _syntax_error(path, e) from e
   names = set()
   for node in tree.body:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
