@@ -73,9 +73,10 @@ class Estimator:
         spec, fn_args, schema, fn_args.train_files, self._keys,
         spec.batch_size, num_epochs=None if steps_per_epoch else 1,
         shuffle=True)
-    model = fit_loop.compile_model(spec)
+    model = fit_loop.compile_model(spec, steps_per_epoch=steps_per_epoch)
     spec_checks.check_model_inputs(model, self._keys)
-    spec_checks.check_batch(spec, model, next(iter(train)))
+    spec_checks.check_batch(spec, model, spec_input.first_batch(
+        spec, fn_args, schema, fn_args.train_files, self._keys))
     result = fit_loop.fit(spec, train, self._dataset(fn_args.eval_files),
                           epochs, steps_per_epoch, None, self.run_dir,
                           checkpoint_dir=self.checkpoint_dir)
@@ -112,22 +113,19 @@ class Estimator:
     return export_dir
 
   def _make_fn_args(self, splits, steps):
-    from tfx.components.util import tfxio_utils  # pylint: disable=g-import-not-at-top
+    from generic_trainer.input_pipeline import DatasetFactory  # pylint: disable=g-import-not-at-top
     from generic_trainer.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
     from tfx.components.trainer.fn_args_utils import DataAccessor  # pylint: disable=g-import-not-at-top
     schema_path = local_data.write_schema(
         local_data.infer_schema(splits['train']) if not self._schema_path
         else None, os.path.join(self.model_dir, 'schema.pbtxt'),
         self._schema_path)
-    artifact = local_data.examples_artifact(os.path.join(self.model_dir,
-                                                         'data'), splits)
     return FnArgs(
         train_files=splits['train'], eval_files=splits['eval'],
         train_steps=steps, schema_path=schema_path, schema_file=schema_path,
         model_run_dir=self.run_dir,
         data_accessor=DataAccessor(
-            tf_dataset_factory=tfxio_utils.get_tf_dataset_factory_from_artifact(
-                [artifact], []),
+            tf_dataset_factory=DatasetFactory(['GenericTrainer']),
             record_batch_factory=None, data_view_decode_fn=None),
         hyperparameters=self.spec.hparams)
 

@@ -8,6 +8,7 @@ gets, a clear error on a non-finite loss, and a result record.
 """
 
 import contextlib
+import math
 import os
 import sys
 import time
@@ -59,9 +60,14 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
   return built_in
 
 
-def compile_model(spec, strategy=None):
+def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
+                  validation_steps: Optional[int] = None):
   """Builds the spec's model, optimizer, loss and metrics and compiles them,
-  under `strategy.scope()` when given (as distributed training needs)."""
+  under `strategy.scope()` when given (as distributed training needs).
+
+  The step counts are those `fit` will get: steps_per_execution must divide
+  them (see `steps_per_execution`).
+  """
   scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
   with scope:
     model = spec.model
@@ -69,8 +75,59 @@ def compile_model(spec, strategy=None):
       model.train_step = types.MethodType(
           lambda m, data: spec.train_step(m, data), model)
     model.compile(optimizer=spec.optimizer, loss=spec.loss,
-                  metrics=spec.metrics)
+                  metrics=spec.metrics,
+                  steps_per_execution=steps_per_execution(
+                      spec, steps_per_epoch, validation_steps))
   return model
+
+
+AUTO_STEPS_PER_EXECUTION = 32
+_BATCH_HOOKS = ('on_batch_begin', 'on_batch_end', 'on_train_batch_begin',
+                'on_train_batch_end', 'on_test_batch_begin',
+                'on_test_batch_end')
+
+
+def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
+                        validation_steps: Optional[int] = None) -> int:
+  """The spec's steps_per_execution, or the automatic choice for None.
+
+  Keras 3.12 runs whole executions past `steps_per_epoch` and
+  `validation_steps` (with 32 per execution, 5 steps train 32), so the value
+  must divide both: a given one is checked, the automatic one is the largest
+  divisor of both up to 32.
+  """
+  counts = [n for n in (steps_per_epoch, validation_steps) if n]
+  value = spec.steps_per_execution
+  if value is not None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+      raise SpecError('TrainSpec.steps_per_execution must be a positive int '
+                      f'or None. Received: steps_per_execution={value!r}.')
+    if any(n % value for n in counts):
+      raise SpecError(
+          f'TrainSpec.steps_per_execution={value} does not divide the steps '
+          f'per epoch ({steps_per_epoch}) and eval steps ({validation_steps})'
+          '; Keras would run past them. Use a divisor of both, or None to '
+          'pick one.')
+    return value
+  # Keras's ModelCheckpoint miscounts the first execution's steps (it starts
+  # from batch 0, not -1), so step checkpoints need one step per execution.
+  every_steps = isinstance(spec.checkpoint, dict) and spec.checkpoint.get(
+      'every_steps')
+  if every_steps or any(_has_batch_hooks(h) for h in spec.handlers()):
+    return 1
+  common = math.gcd(*counts) if counts else AUTO_STEPS_PER_EXECUTION
+  return max(d for d in range(1, AUTO_STEPS_PER_EXECUTION + 1)
+             if common % d == 0)
+
+
+def _has_batch_hooks(handler) -> bool:
+  import keras  # pylint: disable=g-import-not-at-top
+  for name in _BATCH_HOOKS:
+    method = getattr(handler, name, None)
+    if getattr(method, '__func__', method) is not getattr(
+        keras.callbacks.Callback, name):
+      return True
+  return False
 
 
 def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],

@@ -1,4 +1,7 @@
-"""The datasets a TrainSpec trains and evaluates on, built with TFXIO."""
+"""The datasets a TrainSpec trains and evaluates on.
+
+Parsed with the schema's TFXIO config; see `input_pipeline` for how.
+"""
 
 from typing import List, Optional, Tuple
 
@@ -40,16 +43,34 @@ def feature_keys(spec, schema) -> List[str]:
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                 with_label: bool = True):
+                 with_label: bool = True, cache: Optional[bool] = None):
   """(features, label) batches of `files`, features restricted to `keys`.
 
   Without `with_label`, batches of features alone (the label may be absent).
+  When every feature read is dense and the data is local tf.Example (the
+  factory is `input_pipeline.DatasetFactory`), rows are parsed in blocks and
+  kept in memory per `cache` (default: `spec.cache`, None meaning when they
+  fit); otherwise the dataset comes from the factory, row by row.
   """
-  from tfx_bsl.public.tfxio import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
-  options = TensorFlowDatasetOptions(
-      batch_size=batch_size, label_key=spec.label_key if with_label else None,
-      num_epochs=num_epochs, shuffle=shuffle)
-  dataset = fn_args.data_accessor.tf_dataset_factory(files, options, schema)
+  from generic_trainer import input_pipeline  # pylint: disable=g-import-not-at-top
+  label = spec.label_key if with_label else None
+  factory = fn_args.data_accessor.tf_dataset_factory
+  dataset = None
+  if isinstance(factory, input_pipeline.DatasetFactory):
+    config, names = factory.parser(schema, keys + ([label] if label else []))
+    if input_pipeline.dense_only(config):
+      cache = spec.cache if cache is None else cache
+      if cache is None:
+        cache = input_pipeline.fits_in_memory(files)
+      dataset = input_pipeline.block_dataset(
+          files, config, names, label, batch_size, num_epochs, shuffle,
+          cache=bool(cache))
+  if dataset is None:
+    from tfx_bsl.public.tfxio import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
+    options = TensorFlowDatasetOptions(
+        batch_size=batch_size, label_key=label, num_epochs=num_epochs,
+        shuffle=shuffle)
+    dataset = factory(files, options, schema)
   dataset = _shard_by_data(dataset)
   if not with_label:
     return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
@@ -58,6 +79,13 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
     return spec.preprocess({k: features[k] for k in keys}), label
 
   return dataset.map(select)
+
+
+def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
+  """One shuffled train batch, read without caching (for the checks)."""
+  dataset = make_dataset(spec, fn_args, schema, files, keys, spec.batch_size,
+                         num_epochs=1, shuffle=True, cache=False)
+  return next(iter(dataset))
 
 
 def _shard_by_data(dataset):

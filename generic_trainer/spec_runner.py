@@ -25,9 +25,11 @@ def run(spec_class, fn_args) -> dict:
   evaluation = spec_input.make_dataset(
       spec, fn_args, schema, fn_args.eval_files, keys,
       spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
-  model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None))
+  model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None),
+                                 steps_per_epoch, fn_args.eval_steps)
   spec_checks.check_model_inputs(model, keys)
-  spec_checks.check_batch(spec, model, next(iter(train)))
+  spec_checks.check_batch(spec, model, spec_input.first_batch(
+      spec, fn_args, schema, fn_args.train_files, keys))
   result = fit_loop.fit(spec, train, evaluation, epochs, steps_per_epoch,
                         fn_args.eval_steps, fn_args.model_run_dir,
                         checkpoint_dir=fn_args.checkpoint_dir)

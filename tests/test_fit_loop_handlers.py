@@ -120,6 +120,7 @@ def test_nan_guard_stops_with_a_clear_error(tmp_path, penguin_csvs):
   """A loss that turns NaN at step 4 stops training there, with an error."""
   class Diverging(PenguinSpec):
     epochs = 1
+    steps_per_execution = 1
 
     def build_loss(self):
       cross_entropy = keras.losses.SparseCategoricalCrossentropy()

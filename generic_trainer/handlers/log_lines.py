@@ -18,15 +18,20 @@ class LogLines(keras.callbacks.Callback):
     self.every_steps = every_steps
     self._started = 0.0
     self._epoch = 0
+    self._last_batch = -1
 
   def on_train_begin(self, logs=None):
     self._started = time.monotonic()
 
   def on_epoch_begin(self, epoch, logs=None):
     self._epoch = epoch
+    self._last_batch = -1
 
   def on_train_batch_end(self, batch, logs=None):
-    if self.every_steps and (batch + 1) % self.every_steps == 0:
+    # With steps_per_execution > 1 the hook skips batches: log on crossing.
+    last, self._last_batch = self._last_batch, batch
+    if self.every_steps and ((batch + 1) // self.every_steps >
+                             (last + 1) // self.every_steps):
       logging.info('epoch %d batch %d: %s', self._epoch + 1, batch + 1,
                    _format(logs))
 

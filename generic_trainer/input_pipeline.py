@@ -1,0 +1,215 @@
+"""Fast tf.data input over tf.Example TFRecords, with TFXIO's parsing.
+
+Two pipelines, both parsing with the config TFXIO derives from the schema
+(so features come out exactly as `TensorFlowDataset` gives them: dense,
+sparse or ragged, renamed, default values filled):
+
+- `DatasetFactory`: `fn_args.data_accessor.tf_dataset_factory` for `run_fn`
+  modules. Same options and same element order as TFXIO's, faster: TFXIO
+  reads the files with a parallel interleave whose per-record cost bounds
+  the whole input on few cores, and parses in one thread. Here local files
+  are read one after the other, in TFXIO's order, by a sequential reader
+  (cheap per record), and batches are parsed in parallel. Remote files (gs://, s3://...) and
+  options that need TFXIO go to TFXIO unchanged.
+- `block_dataset`: what a TrainSpec trains on when every feature it reads
+  is dense. Records are parsed in blocks of `BLOCK_ROWS` per file, kept in
+  memory when they fit (`cache`), shuffled as blocks, mixed into pools of
+  `POOL_ROWS` rows that are permuted, then cut into batches. After the first
+  epoch no record is read or parsed again; every epoch sees a new order.
+
+Measured on 2 cores, 200k rows of 12 float features, batch 256: iterating
+TFXIO's dataset ~20-25k rows/s, `DatasetFactory` ~130k rows/s; a 2x64 DNN
+fed from `block_dataset` from its second epoch trains as fast as from
+tensors already in memory (benchmarks/README.md).
+"""
+
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+BLOCK_ROWS = 1024
+POOL_ROWS = 8192
+SHUFFLE_BLOCKS = 64  # Blocks held for shuffling: 64k rows, TFXIO's is 10k.
+CACHE_MEMORY_FRACTION = 0.25
+_AUTOTUNE = -1  # tf.data.AUTOTUNE, without importing TF at module load.
+
+
+class DatasetFactory:
+  """A `tf_dataset_factory(file_pattern, options, schema)` for tf.Example.
+
+  Returns what TFXIO's `TFExampleRecord(file_pattern, schema=schema)
+  .TensorFlowDataset(options)` returns, in the same order; only faster on
+  local files. Without a schema, or on remote files, it is TFXIO's.
+  """
+
+  def __init__(self, telemetry_descriptors: Optional[List[str]] = None):
+    self._telemetry = telemetry_descriptors
+
+  def __call__(self, file_pattern, options, schema=None):
+    patterns = [file_pattern] if isinstance(file_pattern, str) else list(
+        file_pattern)
+    if schema is None or any('://' in p for p in patterns):
+      return self._tfxio(patterns, schema).TensorFlowDataset(options)
+    return record_dataset(self._tfxio(patterns, schema), patterns, options)
+
+  def parser(self, schema, keys: Sequence[str]):
+    """(parse config, tensor names) of `keys`; see `parser_config`."""
+    return parser_config(self._tfxio([], schema), keys)
+
+  def _tfxio(self, patterns, schema):
+    from tfx_bsl.public import tfxio  # pylint: disable=g-import-not-at-top
+    return tfxio.TFExampleRecord(patterns or ['unused'], schema=schema,
+                                 telemetry_descriptors=self._telemetry)
+
+
+def parser_config(record_tfxio, keys: Optional[Sequence[str]] = None
+                  ) -> Tuple[Dict[str, Any], Dict[str, str]]:
+  """TFXIO's tf.Example parse config, limited to the tensors `keys`.
+
+  Returns ({feature name: tf.io feature}, {feature name: tensor name}).
+  `_GetTfExampleParserConfig` is private to tfx_bsl; tfx_bsl is pinned, and
+  tests/test_input_pipeline.py compares our output with TFXIO's.
+  """
+  config, names = record_tfxio._GetTfExampleParserConfig()  # pylint: disable=protected-access
+  if keys is not None:
+    wanted = set(keys)
+    config = {f: c for f, c in config.items() if names[f] in wanted}
+    names = {f: names[f] for f in config}
+  return config, names
+
+
+def record_dataset(record_tfxio, patterns: List[str], options):
+  """TFXIO's TensorFlowDataset pipeline, with cheaper reading and parsing."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  config, names = parser_config(record_tfxio)
+  if options.label_key is not None and options.label_key not in names.values():
+    return record_tfxio.TensorFlowDataset(options)  # TFXIO's own error.
+  files = tf.data.Dataset.list_files(patterns, shuffle=options.shuffle,
+                                     seed=options.shuffle_seed)
+  compression = _compression(patterns)
+  # TFXIO's order (its parallel interleave yields the files one after the
+  # other), without the per-record cost of a parallel interleave.
+  dataset = files.flat_map(
+      lambda f: tf.data.TFRecordDataset(f, compression, buffer_size=1 << 20))
+  if options.shuffle:
+    dataset = dataset.shuffle(options.shuffle_buffer_size,
+                              options.shuffle_seed)
+  if options.num_epochs != 1:
+    dataset = dataset.repeat(options.num_epochs)
+  dataset = dataset.batch(
+      options.batch_size,
+      drop_remainder=options.drop_final_batch or options.num_epochs is None)
+  dataset = dataset.map(
+      _parse_fn(config, names, options.label_key),
+      num_parallel_calls=options.parser_num_threads,
+      deterministic=not options.sloppy_ordering)
+  return dataset.prefetch(options.prefetch_buffer_size)
+
+
+def dense_only(config: Dict[str, Any]) -> bool:
+  """Whether every feature parses to a dense tensor (what blocks need)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return all(isinstance(c, tf.io.FixedLenFeature) for c in config.values())
+
+
+def block_dataset(patterns: List[str], config: Dict[str, Any],
+                  names: Dict[str, str], label_key: Optional[str],
+                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
+                  cache: bool):
+  """Batches of (features, label) (features alone without `label_key`).
+
+  Dense features only (`dense_only`). With `num_epochs=None` it repeats
+  forever and every batch is full; otherwise the last batch of the last
+  epoch may be short.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  files = sorted(tf.io.gfile.glob(patterns) if any(
+      c in p for p in patterns for c in '*?[') else patterns)
+  compression = _compression(files)
+  parse = _parse_fn(config, names, None)
+
+  def read(path):
+    return tf.data.TFRecordDataset(path, compression,
+                                   buffer_size=1 << 20).batch(BLOCK_ROWS).map(
+                                       parse)
+
+  blocks = tf.data.Dataset.from_tensor_slices(files).interleave(
+      read, cycle_length=max(1, min(len(files), _cores())),
+      num_parallel_calls=_AUTOTUNE if len(files) > 1 else None,
+      deterministic=not shuffle)
+  if cache:
+    blocks = blocks.cache()
+  if shuffle:
+    blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
+        _permute_rows, num_parallel_calls=_AUTOTUNE)
+  if num_epochs != 1:
+    blocks = blocks.repeat(num_epochs)
+  batches = blocks.rebatch(batch_size, drop_remainder=num_epochs is None)
+  if label_key is not None:
+    batches = batches.map(lambda f: (f, f.pop(label_key)))
+  return batches.prefetch(_AUTOTUNE)
+
+
+def fits_in_memory(patterns: List[str]) -> bool:
+  """Whether the parsed rows of `patterns` likely fit in a quarter of the
+  memory available now (serialized size, gzip counted as 4x; False when
+  unknown)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  available = _available_memory()
+  if available is None:
+    return False
+  size = 0
+  for path in tf.io.gfile.glob(patterns):
+    size += tf.io.gfile.stat(path).length * (4 if path.endswith('.gz') else 1)
+  return size <= available * CACHE_MEMORY_FRACTION
+
+
+def _available_memory() -> Optional[int]:
+  try:
+    with open('/proc/meminfo') as f:
+      for line in f:
+        if line.startswith('MemAvailable:'):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  return None
+
+
+def _parse_fn(config, names, label_key):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def parse(serialized):
+    parsed = tf.io.parse_example(serialized, config)
+    features = {names[f]: t for f, t in parsed.items()}
+    if label_key is None:
+      return features
+    return features, features.pop(label_key)
+
+  return parse
+
+
+def _permute_rows(features):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rows = tf.shape(tf.nest.flatten(features)[0])[0]
+  order = tf.random.shuffle(tf.range(rows))
+  return tf.nest.map_structure(lambda t: tf.gather(t, order), features)
+
+
+def _compression(patterns: List[str]) -> str:
+  """'GZIP' when the files end in .gz, as ExampleGen writes them."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
+  files = tf.io.gfile.glob(patterns)
+  gz = {f.endswith('.gz') for f in files}
+  if len(gz) > 1:
+    raise InputArtifactError(
+        f'The files of {patterns} mix gzip (.gz) and uncompressed TFRecords. '
+        'Expected one kind, as ExampleGen writes them. Received: '
+        f'{sorted(files)[:5]}.')
+  return 'GZIP' if gz == {True} else ''
+
+
+def _cores() -> int:
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:
+    return os.cpu_count() or 1
