@@ -226,3 +226,32 @@ def test_tensorboard_and_history_written(tmp_path, penguin_csvs):
   assert events
   with open(os.path.join(est.run_dir, 'history.json')) as f:
     assert len(json.load(f)) == 2
+
+
+def test_nan_guard_names_the_steps_of_the_execution(tmp_path, penguin_csvs):
+  """With several steps per execution the error names the steps' range."""
+  class Diverging(PenguinSpec):
+    epochs = 1
+
+    def build_loss(self):
+      cross_entropy = keras.losses.SparseCategoricalCrossentropy()
+      optimizer = self.optimizer
+
+      def loss(labels, outputs):
+        poison = keras.ops.where(optimizer.iterations >= 3, np.nan, 0.0)
+        return cross_entropy(labels, outputs) + poison
+      return loss
+
+  with pytest.raises(NonFiniteLossError, match=(
+      r'The training loss became nan in steps 1-20 \(epoch 1, batches 1-20; '
+      r'set TrainSpec.steps_per_execution = 1 to find the exact step\)')):
+    Estimator(Diverging, str(tmp_path)).train(penguin_csvs[0], steps=20)
+
+
+def test_several_steps_per_execution_train_exactly_the_steps(
+    tmp_path, penguin_csvs):
+  """Keras runs whole executions; the automatic value divides the steps."""
+  est = Estimator(PenguinSpec, str(tmp_path))
+  result = est.train(penguin_csvs[0], steps=42)
+  assert est.spec.model.steps_per_execution == 21
+  assert result['steps'] == 42

@@ -1,0 +1,202 @@
+"""One benchmark variant, run in a process of its own by `benchmarks.run`.
+
+    python -m benchmarks.variants VARIANT --data ROOT --work DIR --result F
+
+Variants (each repeated `--repeats` times in this process, after the
+imports, so that import time is not counted except in `first_step`):
+  tfx_trainer       tfx.components.Trainer's executor, tutorial run_fn.
+  generic_trainer   GenericExecutor, the same tutorial run_fn.
+  train_spec        GenericExecutor, the TrainSpec module, `--epochs`.
+  compute_bound     The TrainSpec's model and compile settings, fed from
+                    tensors already in memory, `--epochs`.
+The result file gets a list of per-repeat records and the device.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TUTORIAL_MODULE = os.path.join(HERE, 'modules', 'tutorial_run_fn.py')
+SPEC_MODULE = os.path.join(HERE, 'modules', 'synthetic_spec.py')
+
+
+def trainer_io(data_root, work_dir, module_file, train_steps, eval_steps,
+               custom_config=None):
+  """(input_dict, output_dict, exec_properties) of a trainer execution."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  examples = standard_artifacts.Examples()
+  examples.uri = data_root
+  examples.split_names = '["train", "eval"]'
+  schema = standard_artifacts.Schema()
+  schema.uri = os.path.join(work_dir, 'schema')
+  os.makedirs(schema.uri, exist_ok=True)
+  shutil.copy(os.path.join(data_root, 'schema.pbtxt'), schema.uri)
+  model = standard_artifacts.Model()
+  model.uri = os.path.join(work_dir, 'model')
+  model_run = standard_artifacts.ModelRun()
+  model_run.uri = os.path.join(work_dir, 'model_run')
+  properties = {
+      'module_file': module_file,
+      'train_args': json.dumps({'num_steps': train_steps} if train_steps
+                               else {}),
+      'eval_args': json.dumps({'num_steps': eval_steps} if eval_steps else {}),
+      'custom_config': json.dumps(custom_config),
+  }
+  return ({'examples': [examples], 'schema': [schema]},
+          {'model': [model], 'model_run': [model_run]}, properties)
+
+
+def run_executor(kind, args, work_dir):
+  """Times one trainer execution; returns its record."""
+  if kind == 'tfx_trainer':
+    from tfx.components.trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
+  else:
+    from generic_trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
+  if kind == 'train_spec':
+    io = trainer_io(args.data, work_dir, SPEC_MODULE, None, None,
+                    {'epochs': args.epochs})
+  else:
+    io = trainer_io(args.data, work_dir, TUTORIAL_MODULE, args.steps,
+                    args.eval_steps)
+  started = time.monotonic()
+  Executor().Do(*io)
+  record = {'execution_s': time.monotonic() - started}
+  run_dir = io[1]['model_run'][0].uri
+  if kind == 'train_spec':
+    with open(os.path.join(run_dir, 'train_result.json')) as f:
+      result = json.load(f)
+    record['fit_s'] = result['training_time_s']
+    record['train_examples'] = args.epochs * _rows(args.data, 'train')
+  else:
+    with open(os.path.join(run_dir, 'fit_time.json')) as f:
+      timing = json.load(f)
+    record['fit_s'] = timing['fit_time_s']
+    record['train_examples'] = timing['train_examples']
+  record['examples_per_s'] = record['train_examples'] / record['fit_s']
+  return record
+
+
+def run_compute_bound(args, work_dir):
+  """The TrainSpec's model fed from memory: the bound for its throughput."""
+  from benchmarks.modules.synthetic_spec import SyntheticSpec  # pylint: disable=g-import-not-at-top
+  from generic_trainer import fit_loop  # pylint: disable=g-import-not-at-top
+  train = _in_memory(args.data, 'train')
+  evaluation = _in_memory(args.data, 'eval')
+  spec = SyntheticSpec(hparams={'epochs': args.epochs})
+  model = fit_loop.compile_model(spec)
+  rows = int(train[1].shape[0])
+  started = time.monotonic()
+  model.fit(_shuffled_batches(train, spec.batch_size),
+            validation_data=_shuffled_batches(evaluation, spec.batch_size,
+                                              shuffle=False),
+            epochs=args.epochs, verbose=0)
+  fit_s = time.monotonic() - started
+  del work_dir
+  return {'fit_s': fit_s, 'train_examples': args.epochs * rows,
+          'examples_per_s': args.epochs * rows / fit_s}
+
+
+def _in_memory(data_root, split):
+  """(features, label) of a split as tensors: all rows, parsed once."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from benchmarks.synthetic_data import FEATURE_KEYS, LABEL_KEY  # pylint: disable=g-import-not-at-top
+  spec = {k: tf.io.FixedLenFeature([1], tf.float32) for k in FEATURE_KEYS}
+  spec[LABEL_KEY] = tf.io.FixedLenFeature([1], tf.int64)
+  files = sorted(tf.io.gfile.glob(os.path.join(data_root, f'Split-{split}',
+                                               '*')))
+  blocks = list(tf.data.TFRecordDataset(files, 'GZIP').batch(65536).map(
+      lambda s: tf.io.parse_example(s, spec)))
+  columns = {k: tf.concat([b[k] for b in blocks], 0) for k in spec}
+  label = columns.pop(LABEL_KEY)
+  return columns, label
+
+
+def _shuffled_batches(data, batch_size, shuffle=True):
+  """Batches gathered from memory, in a new order every epoch."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  features, label = data
+  rows = int(label.shape[0])
+  num_batches = -(-rows // batch_size)
+
+  def epoch(_):
+    order = tf.random.shuffle(tf.range(rows)) if shuffle else tf.range(rows)
+
+    def batch(i):
+      index = order[i * batch_size:tf.minimum((i + 1) * batch_size, rows)]
+      return ({k: tf.gather(v, index) for k, v in features.items()},
+              tf.gather(label, index))
+    return tf.data.Dataset.range(num_batches).map(batch)
+
+  return tf.data.Dataset.from_tensors(0).flat_map(epoch).apply(
+      tf.data.experimental.assert_cardinality(num_batches)).prefetch(
+          tf.data.AUTOTUNE)
+
+
+def _rows(data_root, split):
+  with open(os.path.join(data_root, 'stamp.json')) as f:
+    return json.load(f)[f'{split}_rows']
+
+
+def device() -> str:
+  """The accelerator TensorFlow sees, or the CPU."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  gpus = tf.config.list_physical_devices('GPU')
+  if gpus:
+    details = tf.config.experimental.get_device_details(gpus[0])
+    return f"GPU: {details.get('device_name', gpus[0].name)} x{len(gpus)}"
+  return f'CPU: {_cpu_name()}, {os.cpu_count()} cores'
+
+
+def _cpu_name() -> str:
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        if line.startswith('model name'):
+          return line.split(':', 1)[1].strip()
+  except OSError:
+    pass
+  import platform  # pylint: disable=g-import-not-at-top
+  return platform.processor() or 'unknown'
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('variant', choices=['tfx_trainer', 'generic_trainer',
+                                          'train_spec', 'compute_bound'])
+  parser.add_argument('--data', required=True)
+  parser.add_argument('--work', required=True)
+  parser.add_argument('--result', required=True)
+  parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--steps', type=int, default=1000)
+  parser.add_argument('--eval-steps', type=int, default=10)
+  parser.add_argument('--epochs', type=int, default=3)
+  args = parser.parse_args(argv)
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  logging.set_verbosity(logging.WARNING)
+  if args.variant == 'compute_bound':
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+    import keras  # pylint: disable=g-import-not-at-top,unused-import
+  else:  # Both trainers' modules, so neither pays the other's imports.
+    import tfx.components.trainer.executor  # pylint: disable=g-import-not-at-top,unused-import
+    import generic_trainer.executor  # pylint: disable=g-import-not-at-top,unused-import
+  records = []
+  for repeat in range(args.repeats):
+    work_dir = os.path.join(args.work, f'{args.variant}-{repeat}')
+    shutil.rmtree(work_dir, ignore_errors=True)
+    os.makedirs(work_dir)
+    if args.variant == 'compute_bound':
+      records.append(run_compute_bound(args, work_dir))
+    else:
+      records.append(run_executor(args.variant, args, work_dir))
+    print(f'{args.variant} repeat {repeat + 1}: {records[-1]}', flush=True)
+  with open(args.result, 'w') as f:
+    json.dump({'variant': args.variant, 'device': device(),
+               'records': records}, f, indent=1)
+
+
+if __name__ == '__main__':
+  main()

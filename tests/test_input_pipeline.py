@@ -1,0 +1,178 @@
+"""The tuned input: same datasets as TFXIO's for run_fn modules; blocks,
+caching and shuffling for TrainSpecs; steps per execution."""
+
+import os
+import types
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tfx_bsl.public import tfxio
+
+from benchmarks import synthetic_data
+from generic_trainer import SpecError
+from generic_trainer import fit_loop
+from generic_trainer import input_pipeline
+
+ROWS = 3000
+
+
+@pytest.fixture(scope='module')
+def data(tmp_path_factory):
+  """Synthetic tf.Examples in 4 gzip shards, and their schema."""
+  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
+  paths = synthetic_data.write(str(tmp_path_factory.mktemp('synthetic')),
+                               ROWS, 500, shards=4)
+  with open(paths['schema']) as f:
+    schema = text_format.Parse(f.read(), schema_pb2.Schema())
+  return [os.path.join(paths['train'], '*')], schema
+
+
+def _tfxio(patterns, schema, options):
+  return tfxio.TFExampleRecord(patterns, schema=schema).TensorFlowDataset(
+      options)
+
+
+def _assert_same_batches(expected, actual):
+  expected, actual = list(expected), list(actual)
+  assert len(expected) == len(actual)
+  for (want_f, want_l), (got_f, got_l) in zip(expected, actual):
+    assert sorted(want_f) == sorted(got_f)
+    for key in want_f:
+      a, b = want_f[key], got_f[key]
+      assert type(a) is type(b) and a.dtype == b.dtype, key
+      if isinstance(a, tf.SparseTensor):
+        np.testing.assert_array_equal(a.indices, b.indices)
+        a, b = a.values, b.values
+      np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(want_l.numpy(), got_l.numpy())
+
+
+@pytest.mark.parametrize('shuffle', [False, True])
+def test_factory_gives_tfxios_batches_in_tfxios_order(data, shuffle):
+  """Unshuffled, or shuffled with a seed: the same batches as TFXIO's."""
+  patterns, schema = data
+  options = tfxio.TensorFlowDatasetOptions(
+      batch_size=128, label_key='label', num_epochs=1, shuffle=shuffle,
+      shuffle_seed=7)
+  _assert_same_batches(_tfxio(patterns, schema, options),
+                       input_pipeline.DatasetFactory()(patterns, options,
+                                                       schema))
+
+
+def test_factory_gives_tfxios_sparse_tensors(data):
+  """A feature without a fixed shape is a SparseTensor, as with TFXIO."""
+  patterns, schema = data
+  schema = type(schema).FromString(schema.SerializeToString())
+  schema.feature[0].ClearField('shape')
+  options = tfxio.TensorFlowDatasetOptions(batch_size=100, label_key='label',
+                                           num_epochs=1, shuffle=False)
+  batches = list(input_pipeline.DatasetFactory()(patterns, options, schema))
+  assert isinstance(batches[0][0][schema.feature[0].name], tf.SparseTensor)
+  _assert_same_batches(_tfxio(patterns, schema, options), batches)
+
+
+def test_factory_repeats_with_full_batches(data):
+  """num_epochs=None repeats forever and drops the short batch, as TFXIO."""
+  patterns, schema = data
+  options = tfxio.TensorFlowDatasetOptions(batch_size=1024, label_key='label')
+  sizes = [int(l.shape[0]) for _, l in input_pipeline.DatasetFactory()(
+      patterns, options, schema).take(10)]
+  assert sizes == [1024] * 10
+
+
+def _rows(dataset):
+  """The f00 values of every row of a finite dataset, in order."""
+  return np.concatenate([f['f00'].numpy()[:, 0] for f, _ in dataset])
+
+
+def _block_dataset(data, **kwargs):
+  patterns, schema = data
+  config, names = input_pipeline.DatasetFactory().parser(
+      schema, synthetic_data.FEATURE_KEYS + ['label'])
+  assert input_pipeline.dense_only(config)
+  return input_pipeline.block_dataset(patterns, config, names, 'label',
+                                      **kwargs)
+
+
+@pytest.mark.parametrize('cache', [True, False])
+def test_blocks_read_every_row_once_per_epoch_in_a_new_order(data, cache):
+  """Two shuffled epochs: each row twice, and the epochs' orders differ."""
+  rows = _rows(_block_dataset(data, batch_size=100, num_epochs=2,
+                              shuffle=True, cache=cache))
+  expected = _rows(_tfxio(data[0], data[1], tfxio.TensorFlowDatasetOptions(
+      batch_size=500, label_key='label', num_epochs=1, shuffle=False)))
+  assert len(rows) == 2 * ROWS
+  np.testing.assert_array_equal(np.sort(rows[:ROWS]), np.sort(expected))
+  np.testing.assert_array_equal(np.sort(rows[ROWS:]), np.sort(expected))
+  assert not np.array_equal(rows[:ROWS], rows[ROWS:])
+  assert not np.array_equal(rows[:ROWS], expected)
+
+
+def test_blocks_mix_the_shards_within_a_batch(data):
+  """A shuffled batch draws rows from several shards, not one file's run."""
+  patterns, schema = data
+  by_file = [_rows(_tfxio([f], schema, tfxio.TensorFlowDatasetOptions(
+      batch_size=1000, label_key='label', num_epochs=1, shuffle=False)))
+             for f in sorted(tf.io.gfile.glob(patterns))]
+  features, _ = next(iter(_block_dataset(data, batch_size=256, num_epochs=1,
+                                         shuffle=True, cache=False)))
+  batch = features['f00'].numpy()[:, 0]
+  assert sum(bool(np.isin(batch, rows).any()) for rows in by_file) >= 2
+
+
+def test_blocks_unshuffled_keep_every_row_and_a_short_last_batch(data):
+  """One unshuffled epoch: all rows once, the last batch holds the rest."""
+  dataset = _block_dataset(data, batch_size=128, num_epochs=1, shuffle=False,
+                           cache=True)
+  sizes = [int(l.shape[0]) for _, l in dataset]
+  assert sum(sizes) == ROWS and sizes[-1] == ROWS % 128
+  assert set(sizes[:-1]) == {128}
+
+
+def test_cache_only_when_the_data_fits(data, monkeypatch):
+  """Small data fits in memory; with no memory to spare it does not."""
+  assert input_pipeline.fits_in_memory(data[0])
+  monkeypatch.setattr(input_pipeline, 'CACHE_MEMORY_FRACTION', 0.0)
+  assert not input_pipeline.fits_in_memory(data[0])
+
+
+def _spec(value=None, checkpoint=None, handlers=()):
+  return types.SimpleNamespace(steps_per_execution=value,
+                               checkpoint=checkpoint,
+                               handlers=lambda: list(handlers))
+
+
+class _BatchHandler(keras.callbacks.Callback):
+
+  def on_train_batch_end(self, batch, logs=None):
+    pass
+
+
+@pytest.mark.parametrize('spec, steps, eval_steps, expected', [
+    (_spec(), None, None, 32),
+    (_spec(), 3906, None, 31),
+    (_spec(), 100, 30, 10),
+    (_spec(), 7, None, 7),
+    (_spec(), 37, None, 1),
+    (_spec(handlers=[_BatchHandler()]), 64, None, 1),
+    (_spec(handlers=[keras.callbacks.History()]), 64, None, 32),
+    (_spec(checkpoint={'every_steps': 8}), 64, None, 1),
+    (_spec(4), 64, 8, 4),
+])
+def test_steps_per_execution(spec, steps, eval_steps, expected):
+  """Automatic: the largest divisor of the step counts up to 32, or 1."""
+  assert fit_loop.steps_per_execution(spec, steps, eval_steps) == expected
+
+
+def test_steps_per_execution_must_divide_the_steps():
+  """A given value that Keras would run past is refused, with the counts."""
+  with pytest.raises(SpecError, match=(
+      r'TrainSpec.steps_per_execution=8 does not divide the steps per epoch '
+      r'\(100\) and eval steps \(None\)')):
+    fit_loop.steps_per_execution(_spec(8), 100, None)
+  with pytest.raises(SpecError, match=(
+      r'must be a positive int or None. Received: steps_per_execution=0')):
+    fit_loop.steps_per_execution(_spec(0), 100, None)
