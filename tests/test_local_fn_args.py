@@ -1,4 +1,4 @@
-"""LocalFnArgs: the FnArgs fields, and a data accessor that reads as TFXIO does."""
+"""LocalFnArgs: FnArgs' fields, and a data accessor that reads as TFXIO does."""
 
 import os
 
