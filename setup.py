@@ -9,7 +9,13 @@ setuptools.setup(
                  'tfx.components.Trainer that validates what it exports.'),
     long_description=open('README.md').read(),
     long_description_content_type='text/markdown',
-    packages=['generic_trainer', 'component'],
+    packages=setuptools.find_packages(
+        include=['generic_trainer', 'generic_trainer.*', 'component']),
+    # `generic-trainer --module-file M --train-data D --output-dir DIR`:
+    # README.md, "Run a module without a pipeline".
+    entry_points={
+        'console_scripts': ['generic-trainer = generic_trainer.cli:main'],
+    },
     python_requires='>=3.10,<3.11',
     # Pinned versions live in requirements/lock.txt; these are the ranges.
     install_requires=['tfx[kfp]>=1.16,<1.17', 'dill', 'pip'],

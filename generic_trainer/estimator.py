@@ -113,21 +113,15 @@ class Estimator:
     return export_dir
 
   def _make_fn_args(self, splits, steps):
-    from generic_trainer.input_pipeline import DatasetFactory  # pylint: disable=g-import-not-at-top
-    from generic_trainer.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
-    from tfx.components.trainer.fn_args_utils import DataAccessor  # pylint: disable=g-import-not-at-top
+    from generic_trainer.local_fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
     schema_path = local_data.write_schema(
         local_data.infer_schema(splits['train']) if not self._schema_path
         else None, os.path.join(self.model_dir, 'schema.pbtxt'),
         self._schema_path)
-    return FnArgs(
+    return LocalFnArgs(
         train_files=splits['train'], eval_files=splits['eval'],
-        train_steps=steps, schema_path=schema_path, schema_file=schema_path,
-        model_run_dir=self.run_dir,
-        data_accessor=DataAccessor(
-            tf_dataset_factory=DatasetFactory(['GenericTrainer']),
-            record_batch_factory=None, data_view_decode_fn=None),
-        hyperparameters=self.spec.hparams)
+        train_steps=steps, schema_path=schema_path,
+        model_run_dir=self.run_dir, hyperparameters=self.spec.hparams)
 
   def _dataset(self, files, with_label=True):
     spec, fn_args = self.spec, self._fn_args

@@ -11,7 +11,6 @@ from generic_trainer import distribution
 from generic_trainer import keras_process
 from generic_trainer import resume
 from generic_trainer import train_result
-from generic_trainer.errors import ExportValidationError
 from generic_trainer.export_validation import validate_export
 from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.publish import StagedExport
@@ -49,11 +48,10 @@ class GenericExecutor(base_executor.BaseExecutor):
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
         keep_dir=self._stateful_working_dir() or model_run_uri)
-    staged.prepare()
     checkpoint_dir = resume.checkpoint_dir(
         input_dict, exec_properties, model_run_uri,
         self._stateful_working_dir())
-    try:
+    with staged.attempt():
       if distribution.launches_workers(exec_properties):
         from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
         local_cluster.run(input_dict, output_dict, exec_properties,
@@ -74,17 +72,6 @@ class GenericExecutor(base_executor.BaseExecutor):
           transform_graph_path=_single_uri_or_none(
               input_dict.get(keys.TRANSFORM_GRAPH_KEY)))
       result = train_result.read(model_run_uri)
-    except ExportValidationError as e:
-      kept = staged.reject()
-      where = (f'the rejected export is kept in {kept} for inspection' if kept
-               else 'nothing was staged')
-      raise ExportValidationError(
-          f'{e}\nNothing was published; {where}.') from e
-    except BaseException:
-      kept = staged.reject()
-      if kept:
-        logging.error('Training failed; what it staged is kept in %s.', kept)
-      raise
     serving_dir = staged.publish()
     resume.remove(checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.', report,

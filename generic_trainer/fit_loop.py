@@ -14,7 +14,7 @@ import sys
 import time
 import types
 import warnings
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from generic_trainer.errors import NonFiniteLossError, SpecError
 
@@ -133,8 +133,14 @@ def _has_batch_hooks(handler) -> bool:
 def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
         validation_steps: Optional[int], run_dir: str,
         interactive: Optional[bool] = None,
-        checkpoint_dir: Optional[str] = None) -> Dict[str, Any]:
+        checkpoint_dir: Optional[str] = None,
+        extra_handlers: Sequence[Any] = ()) -> Dict[str, Any]:
   """Trains `spec.model` (compiled by `compile_model`); returns the record.
+
+  `interactive` picks Keras's progress bar (True) or LogLines (False);
+  None means a progress bar when stdout is a terminal. `extra_handlers`
+  are the caller's callbacks, called after the built-in handlers and before
+  the spec's own.
 
   With `checkpoint_dir`, Keras's BackupAndRestore saves the weights, the
   optimizer and the epoch there after every epoch and restores them when a
@@ -156,6 +162,7 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
                  keras.callbacks.LambdaCallback(
                      on_train_begin=lambda logs: resume_point.update(
                          _resume_point(model, steps_per_epoch)))]
+  handlers += list(extra_handlers)
   handlers += list(spec.handlers())
   started = time.monotonic()
   with warnings.catch_warnings():

@@ -38,38 +38,32 @@ class DatasetFactory:
 
   Returns what TFXIO's `TFExampleRecord(file_pattern, schema=schema)
   .TensorFlowDataset(options)` returns, in the same order; only faster on
-  local files. Without a schema, or on remote files, it is TFXIO's.
+  local files. On remote files it is `tf_example_dataset.dataset`, TFXIO's
+  own pipeline. Neither imports Apache Beam.
   """
 
   def __init__(self, telemetry_descriptors: Optional[List[str]] = None):
-    self._telemetry = telemetry_descriptors
+    self.telemetry_descriptors = telemetry_descriptors  # As TFXIO's; unused.
 
   def __call__(self, file_pattern, options, schema=None):
+    from generic_trainer import tf_example_dataset  # pylint: disable=g-import-not-at-top
     patterns = [file_pattern] if isinstance(file_pattern, str) else list(
         file_pattern)
     if schema is None or any('://' in p for p in patterns):
-      return self._tfxio(patterns, schema).TensorFlowDataset(options)
-    return record_dataset(self._tfxio(patterns, schema), patterns, options)
+      return tf_example_dataset.dataset(patterns, options, schema)
+    return record_dataset(patterns, options, schema)
 
-  def parser(self, schema, keys: Sequence[str]):
+  def parser(self, schema, keys: Optional[Sequence[str]] = None):
     """(parse config, tensor names) of `keys`; see `parser_config`."""
-    return parser_config(self._tfxio([], schema), keys)
-
-  def _tfxio(self, patterns, schema):
-    from tfx_bsl.public import tfxio  # pylint: disable=g-import-not-at-top
-    return tfxio.TFExampleRecord(patterns or ['unused'], schema=schema,
-                                 telemetry_descriptors=self._telemetry)
+    return parser_config(schema, keys)
 
 
-def parser_config(record_tfxio, keys: Optional[Sequence[str]] = None
+def parser_config(schema, keys: Optional[Sequence[str]] = None
                   ) -> Tuple[Dict[str, Any], Dict[str, str]]:
-  """TFXIO's tf.Example parse config, limited to the tensors `keys`.
-
-  Returns ({feature name: tf.io feature}, {feature name: tensor name}).
-  `_GetTfExampleParserConfig` is private to tfx_bsl; tfx_bsl is pinned, and
-  tests/test_input_pipeline.py compares our output with TFXIO's.
-  """
-  config, names = record_tfxio._GetTfExampleParserConfig()  # pylint: disable=protected-access
+  """TFXIO's tf.Example parse config of `schema`, limited to the tensors
+  `keys`: ({feature name: tf.io feature}, {feature name: tensor name})."""
+  from generic_trainer import tf_example_dataset  # pylint: disable=g-import-not-at-top
+  config, names = tf_example_dataset.parser_config(schema)
   if keys is not None:
     wanted = set(keys)
     config = {f: c for f, c in config.items() if names[f] in wanted}
@@ -77,12 +71,13 @@ def parser_config(record_tfxio, keys: Optional[Sequence[str]] = None
   return config, names
 
 
-def record_dataset(record_tfxio, patterns: List[str], options):
+def record_dataset(patterns: List[str], options, schema):
   """TFXIO's TensorFlowDataset pipeline, with cheaper reading and parsing."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  config, names = parser_config(record_tfxio)
+  config, names = parser_config(schema)
   if options.label_key is not None and options.label_key not in names.values():
-    return record_tfxio.TensorFlowDataset(options)  # TFXIO's own error.
+    from generic_trainer import tf_example_dataset  # pylint: disable=g-import-not-at-top
+    return tf_example_dataset.dataset(patterns, options, schema)  # Its error.
   files = tf.data.Dataset.list_files(patterns, shuffle=options.shuffle,
                                      seed=options.shuffle_seed)
   compression = _compression(patterns)

@@ -1,9 +1,10 @@
-"""Local CSV or TFRecord files as an Examples artifact and a schema.
+"""Local CSV or TFRecord files as split folders, an Examples artifact, a schema.
 
-Used by the Estimator so that a TrainSpec trained in a notebook reads its
-data through exactly the TFXIO path a pipeline uses. CSV files are converted
-once to gzip TFRecords of tf.Example; a schema is inferred (int, float or
-bytes per column; one value per example) unless one is given.
+Used by the Estimator and the local command so that a TrainSpec or a
+`run_fn` trained outside a pipeline reads its data as a pipeline does. Each
+split gets a folder as ExampleGen writes it: CSV files are converted once to
+gzip TFRecords of tf.Example, TFRecord files are linked. A schema is inferred
+(int, float or bytes per column; one value per example) unless one is given.
 """
 
 import csv
@@ -27,17 +28,73 @@ def resolve_files(data) -> List[str]:
 
 
 def to_split(data, split_dir: str) -> List[str]:
-  """Writes/links the data as a split folder; returns its TFRecord files."""
+  """Makes `split_dir` a split folder of the data; returns its TFRecord files.
+
+  CSV files become one gzip TFRecord file, `data.gz`; TFRecord files are
+  linked. What the folder held before is removed.
+  """
   files = resolve_files(data)
-  os.makedirs(split_dir, exist_ok=True)
-  if all(f.endswith('.csv') for f in files):
+  if any(f.endswith('.csv') for f in files) and not all(
+      f.endswith('.csv') for f in files):
+    raise InputArtifactError(
+        f'Mixed CSV and non-CSV files in {files}; pass one kind at a time.')
+  inside = [f for f in files if _is_within(f, split_dir)]
+  if inside:
+    raise InputArtifactError(
+        f'The data files {inside} lie in {split_dir}, the folder they would '
+        'be written to. Move them elsewhere first.')
+  if files[0].endswith('.csv'):
+    _clear(split_dir)
     out = os.path.join(split_dir, 'data.gz')
     _csv_to_tfrecord(files, out)
     return [out]
-  if any(f.endswith('.csv') for f in files):
-    raise InputArtifactError(
-        f'Mixed CSV and non-CSV files in {files}; pass one kind at a time.')
-  return files
+  check_tfrecords(files)
+  return link_split(files, split_dir)
+
+
+def check_tfrecords(files: List[str]) -> None:
+  """Reads the first record of each file, so a wrong file fails early."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  for path in files:
+    compression = 'GZIP' if path.endswith('.gz') else ''
+    try:
+      for _ in tf.data.TFRecordDataset(path, compression).take(1):
+        pass
+    except tf.errors.OpError as e:
+      raise InputArtifactError(
+          f'{path} is not a readable {"gzip " if compression else ""}'
+          f'TFRecord file: {summarize(e)}. Expected TFRecord files of '
+          'tf.Example (gzip when the name ends in .gz) or CSV files (named '
+          '*.csv). Check the file, or convert it.') from e
+
+
+def link_split(files: List[str], split_dir: str) -> List[str]:
+  """Links `files` into `split_dir` (which it clears); returns the links.
+
+  Names are kept (the `.gz` suffix says the files are gzip), prefixed with a
+  number when two files share a name.
+  """
+  _clear(split_dir)
+  names = [os.path.basename(f) for f in files]
+  if len(set(names)) < len(names):
+    names = [f'{i:05d}-{name}' for i, name in enumerate(names)]
+  links = [os.path.join(split_dir, name) for name in names]
+  for source, link in zip(files, links):
+    os.symlink(os.path.realpath(source), link)
+  return links
+
+
+def _clear(folder: str) -> None:
+  import shutil  # pylint: disable=g-import-not-at-top
+  if os.path.lexists(folder):
+    shutil.rmtree(folder)
+  os.makedirs(folder)
+
+
+def _is_within(path: str, folder: str) -> bool:
+  path, folder = os.path.realpath(path), os.path.realpath(folder)
+  return os.path.commonpath([path, folder]) == folder
 
 
 def _csv_to_tfrecord(files: List[str], out: str) -> None:
@@ -117,12 +174,13 @@ def examples_artifact(root: str, splits: dict):
   artifact = standard_artifacts.Examples()
   artifact.uri = root
   artifact.split_names = '[' + ', '.join(f'"{s}"' for s in splits) + ']'
+  artifact.set_string_custom_property('payload_format', 'FORMAT_TF_EXAMPLE')
   return artifact
 
 
 def write_schema(schema, path: str, given: Optional[str] = None) -> str:
-  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
+  """`given` if there is one, else `schema` written to `path`; the path."""
+  from generic_trainer import schema_file  # pylint: disable=g-import-not-at-top
   if given:
     return given
-  io_utils.write_pbtxt_file(path, schema)
-  return path
+  return schema_file.write(path, schema)

@@ -25,7 +25,7 @@ import os
 import sys
 import traceback
 import types
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 from generic_trainer.errors import InvalidArgumentError, UserModuleError
 
@@ -64,20 +64,44 @@ def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
   source = f'{key}={value!r}'
   if key == RUN_FN_KEY:
     module_name, _, fn_name = value.rpartition('.')
-    module = _import_module(module_name, source=source)
-    if not hasattr(module, fn_name):
-      raise UserModuleError(
-          f'The module {module_name!r} ({source}) has no top-level '
-          f'`{fn_name}`. It defines: {_public_names(module)}.')
-    entry = getattr(module, fn_name)
-    if _is_train_spec(entry):
-      return _spec_run_fn(entry, source)
-    return _checked_run_fn(entry, fn_name, source)
+    return _named_entry_point(_import_module(module_name, source=source),
+                              module_name, fn_name, source)
   if key == MODULE_PATH_KEY:
     module = _import_module(value, source=source)
   else:
     module = _load_source_file(value)
   return _module_entry_point(module, source)
+
+
+def load_from_file(path: str, name: Optional[str] = None
+                   ) -> Callable[[Any], None]:
+  """The entry point of a module file, as `load_run_fn` finds it.
+
+  With `name`, the module's top-level `name` (a function of fn_args, or a
+  TrainSpec subclass); without, its `run_fn` or its TrainSpec. A TrainSpec
+  comes back as a run_fn whose `train_spec` attribute is the class.
+
+  Raises:
+    UserModuleError: as `load_run_fn`.
+  """
+  source = f'{MODULE_FILE_KEY}={path!r}'
+  module = _load_source_file(path)
+  if name is None:
+    return _module_entry_point(module, source)
+  return _named_entry_point(module, path, name, source)
+
+
+def _named_entry_point(module: types.ModuleType, module_name: str,
+                       fn_name: str, source: str):
+  """The module's top-level `fn_name`: a run_fn, or a TrainSpec's run_fn."""
+  if not hasattr(module, fn_name):
+    raise UserModuleError(
+        f'The module {module_name!r} ({source}) has no top-level '
+        f'`{fn_name}`. It defines: {_public_names(module)}.')
+  entry = getattr(module, fn_name)
+  if _is_train_spec(entry):
+    return _spec_run_fn(entry, source)
+  return _checked_run_fn(entry, fn_name, source)
 
 
 def _is_train_spec(obj) -> bool:
@@ -172,12 +196,14 @@ def _syntax_error(path: str, e: SyntaxError) -> UserModuleError:
 
 def _load_source_file(path: str) -> types.ModuleType:
   """Imports a Python source file under a fresh module name."""
-  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
-  try:
-    local_path = io_utils.ensure_local(path)
-  except Exception as e:  # pylint: disable=broad-except
-    raise UserModuleError(
-        f'Cannot read the module file {path!r}: {e}. Check the path.') from e
+  local_path = path
+  if '://' in path:  # Remote (gs://...): TFX copies it to a local file.
+    from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
+    try:
+      local_path = io_utils.ensure_local(path)
+    except Exception as e:  # pylint: disable=broad-except
+      raise UserModuleError(
+          f'Cannot read the module file {path!r}: {e}. Check the path.') from e
   if not os.path.isfile(local_path):
     raise _missing_file_error(path)
   stem = os.path.splitext(os.path.basename(local_path))[0]

@@ -7,57 +7,96 @@ Pusher never finds a half-written or rejected model there. A rejected export
 is moved to `keep_dir/rejected_export/` for inspection. In a pipeline
 `keep_dir` is the node's stateful working dir: TFX's launcher deletes the
 output artifact folders of a failed execution, but keeps that one.
+
+File operations use `tf.io.gfile` (what TFX's `fileio` uses when TensorFlow
+is installed), so local and remote (gs://...) URIs work, and the local
+command does not import TFX.
 """
 
+import contextlib
 import os
+
+from generic_trainer.errors import ExportValidationError
 
 STAGING_DIR_NAME = '.staging'
 REJECTED_DIR_NAME = 'rejected_export'
+# TFX's layout of a Model artifact (tfx.utils.path_constants).
+SERVING_MODEL_DIR = 'Format-Serving'
+EVAL_MODEL_DIR = 'Format-TFMA'
 
 
 class StagedExport:
   """The staging and final locations of one execution's export."""
 
   def __init__(self, model_uri: str, keep_dir: str):
-    from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
     self.model_uri = model_uri
     self.keep_dir = keep_dir
     self.root = os.path.join(model_uri, STAGING_DIR_NAME)
-    self.serving_dir = path_utils.serving_model_dir(self.root)
-    self.eval_dir = path_utils.eval_model_dir(self.root)
-    self.final_serving_dir = path_utils.serving_model_dir(model_uri)
-    self.final_eval_dir = path_utils.eval_model_dir(model_uri)
+    self.serving_dir = os.path.join(self.root, SERVING_MODEL_DIR)
+    self.eval_dir = os.path.join(self.root, EVAL_MODEL_DIR)
+    self.final_serving_dir = os.path.join(model_uri, SERVING_MODEL_DIR)
+    self.final_eval_dir = os.path.join(model_uri, EVAL_MODEL_DIR)
 
   def prepare(self) -> None:
     """Clears what an earlier, killed attempt left and creates staging."""
-    from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
+    gfile = _gfile()
     for path in (self.root, self.final_serving_dir, self.final_eval_dir):
-      if fileio.exists(path):
-        fileio.rmtree(path)
-    fileio.makedirs(self.root)
+      if gfile.exists(path):
+        gfile.rmtree(path)
+    gfile.makedirs(self.root)
+
+  @contextlib.contextmanager
+  def attempt(self):
+    """Prepares staging; if the block raises, moves what it staged away.
+
+    The block trains into `serving_dir` and validates the export. An
+    `ExportValidationError` is raised again with where the rejected export
+    is kept; any other error propagates unchanged. Call `publish` after the
+    block.
+    """
+    self.prepare()
+    try:
+      yield self
+    except ExportValidationError as e:
+      kept = self.reject()
+      where = (f'the rejected export is kept in {kept} for inspection' if kept
+               else 'nothing was staged')
+      raise ExportValidationError(
+          f'{e}\nNothing was published; {where}.') from e
+    except BaseException:
+      kept = self.reject()
+      if kept:
+        from absl import logging  # pylint: disable=g-import-not-at-top
+        logging.error('Training failed; what it staged is kept in %s.', kept)
+      raise
 
   def publish(self) -> str:
     """Moves the staged export into place; returns the serving model dir."""
-    from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
+    gfile = _gfile()
     # The serving dir goes last: its appearance is the commit point.
     for staged, final in ((self.eval_dir, self.final_eval_dir),
                           (self.serving_dir, self.final_serving_dir)):
-      if fileio.exists(staged):
-        fileio.rename(staged, final)
-    fileio.rmtree(self.root)
+      if gfile.exists(staged):
+        gfile.rename(staged, final)
+    gfile.rmtree(self.root)
     return self.final_serving_dir
 
   def reject(self) -> str:
     """Moves whatever was staged to keep_dir; returns where, or ''."""
-    from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
-    if not fileio.exists(self.root):
+    gfile = _gfile()
+    if not gfile.exists(self.root):
       return ''
-    if not fileio.listdir(self.root):
-      fileio.rmtree(self.root)
+    if not gfile.listdir(self.root):
+      gfile.rmtree(self.root)
       return ''
     target = os.path.join(self.keep_dir, REJECTED_DIR_NAME)
-    if fileio.exists(target):
-      fileio.rmtree(target)
-    fileio.makedirs(self.keep_dir)
-    fileio.rename(self.root, target)
+    if gfile.exists(target):
+      gfile.rmtree(target)
+    gfile.makedirs(self.keep_dir)
+    gfile.rename(self.root, target)
     return target
+
+
+def _gfile():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile

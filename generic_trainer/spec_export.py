@@ -56,10 +56,9 @@ def _raw_feature_spec(spec, schema_path, transform_graph_path):
     raw_spec = output.raw_feature_spec()
     layer = output.transform_features_layer()
   else:
-    from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
     from tensorflow_transform.tf_metadata import schema_utils  # pylint: disable=g-import-not-at-top
-    from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
-    schema = io_utils.parse_pbtxt_file(schema_path, schema_pb2.Schema())
+    from generic_trainer import schema_file  # pylint: disable=g-import-not-at-top
+    schema = schema_file.read(schema_path)
     raw_spec = schema_utils.schema_as_feature_spec(schema).feature_spec
     layer = None
   raw_spec = dict(raw_spec)

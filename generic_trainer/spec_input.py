@@ -19,9 +19,8 @@ def load_schema(fn_args):
         'A TrainSpec needs to know the features: connect a `schema` input '
         "(e.g. schema=schema_gen.outputs['schema']) or a `transform_graph`. "
         'Received neither.')
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
-  from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
-  return io_utils.parse_pbtxt_file(fn_args.schema_path, schema_pb2.Schema())
+  from generic_trainer import schema_file  # pylint: disable=g-import-not-at-top
+  return schema_file.read(fn_args.schema_path)
 
 
 def feature_keys(spec, schema) -> List[str]:
@@ -66,7 +65,8 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
           files, config, names, label, batch_size, num_epochs, shuffle,
           cache=bool(cache))
   if dataset is None:
-    from tfx_bsl.public.tfxio import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
+    # Not tfx_bsl.public.tfxio, which imports Apache Beam: the same class.
+    from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
     options = TensorFlowDatasetOptions(
         batch_size=batch_size, label_key=label, num_epochs=num_epochs,
         shuffle=shuffle)

@@ -1,6 +1,7 @@
 """Trains, evaluates and exports a TrainSpec: the run_fn of TrainSpec modules."""
 
 import os
+from typing import Any, Optional, Sequence
 
 from generic_trainer import fit_loop
 from generic_trainer import spec_checks
@@ -9,10 +10,13 @@ from generic_trainer import spec_input
 from generic_trainer import train_result
 
 
-def run(spec_class, fn_args) -> dict:
+def run(spec_class, fn_args, interactive: Optional[bool] = None,
+        extra_handlers: Sequence[Any] = ()) -> dict:
   """Builds the spec from fn_args, checks it, trains it, exports it.
 
-  Returns the result record, also written to model_run/train_result.json.
+  `interactive` and `extra_handlers` go to `fit_loop.fit` (the local
+  command's progress choice and first-step timer). Returns the result
+  record, also written to model_run/train_result.json.
   """
   spec = spec_class(fn_args)
   schema = spec_input.load_schema(fn_args)
@@ -32,7 +36,9 @@ def run(spec_class, fn_args) -> dict:
       spec, fn_args, schema, fn_args.train_files, keys))
   result = fit_loop.fit(spec, train, evaluation, epochs, steps_per_epoch,
                         fn_args.eval_steps, fn_args.model_run_dir,
-                        checkpoint_dir=fn_args.checkpoint_dir)
+                        interactive=interactive,
+                        checkpoint_dir=fn_args.checkpoint_dir,
+                        extra_handlers=extra_handlers)
   spec_export.export(spec, model, keys, fn_args.serving_model_dir,
                      fn_args.schema_path, fn_args.transform_graph_path)
   train_result.write(fn_args.model_run_dir, result)

@@ -1,5 +1,6 @@
 """One training attempt: load the user's run_fn, build FnArgs, call it."""
 
+import contextlib
 from typing import Any, Dict, List, Optional
 
 from generic_trainer import module_loader
@@ -27,13 +28,23 @@ def train(input_dict: Dict[str, List[Any]],
   from generic_trainer import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   fn_args = fn_args_lib.build_fn_args(input_dict, output_dict, exec_properties,
                                       serving_dir, eval_dir, checkpoint_dir)
-  try:
+  spec = getattr(run_fn, 'train_spec', None)
+  with user_code(f'TrainSpec {spec.__name__}' if spec else 'run_fn', source):
     run_fn(fn_args)
+
+
+@contextlib.contextmanager
+def user_code(what: str, source: str):
+  """Raises what the block raises as a RunFnError with the user's traceback.
+
+  Our own errors pass unchanged: they already say what is wrong (a
+  TrainSpec check, a NaN loss...).
+  """
+  try:
+    yield
   except GenericTrainerError:
-    raise  # Already says what is wrong (a TrainSpec check, a NaN loss...).
+    raise
   except Exception as e:  # pylint: disable=broad-except
-    spec = getattr(run_fn, 'train_spec', None)
-    what = f'TrainSpec {spec.__name__}' if spec else 'run_fn'
     raise RunFnError(
         f'{what} ({source}) raised {type(e).__name__}: {e}\n'
         f'Its traceback:\n{module_loader.user_traceback(e)}\n'

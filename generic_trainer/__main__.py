@@ -1,0 +1,7 @@
+"""`python -m generic_trainer ...` runs the generic-trainer command."""
+
+import sys
+
+from generic_trainer import cli
+
+sys.exit(cli.main())

@@ -1,0 +1,154 @@
+"""generic-trainer: train a module file on local data, outside a pipeline.
+
+    generic-trainer --module-file module_files/penguin_spec.py \\
+        --train-data penguins.csv --output-dir /tmp/penguin --steps 100
+
+(or `python -m generic_trainer ...`). It runs the module (a TrainSpec or a
+`run_fn`) on local CSV or TFRecord files as GenericTrainer runs it in a
+pipeline, validates the export with the component's checks, publishes it to
+`OUTPUT_DIR/model/` and prints the final metrics (layout: `local_run`).
+
+The command line is checked before TensorFlow is imported; a TrainSpec
+module then trains without importing TFX's pipeline code or Apache Beam, so
+the first training step comes soon after TensorFlow's own import. The line
+`first training step after X.XX s` (seconds since the process started) says
+when.
+
+Exit status: 0 trained, validated and published; 1 the run failed (the
+module, the data, the spec, the training or the export; the message says
+what to do); 2 the command line is wrong.
+"""
+
+import time
+
+
+def _process_start() -> float:
+  """`time.monotonic()` when this process started (now, if unknown)."""
+  import os  # pylint: disable=g-import-not-at-top
+  now = time.monotonic()
+  try:
+    with open('/proc/self/stat') as f:  # Field 22: start, in ticks since boot.
+      start_ticks = int(f.read().rsplit(')', 1)[1].split()[19])
+    with open('/proc/uptime') as f:
+      uptime = float(f.read().split()[0])
+    age = uptime - start_ticks / os.sysconf('SC_CLK_TCK')
+  except (OSError, ValueError, IndexError):
+    return now
+  return now - max(age, 0.0)
+
+
+_STARTED = _process_start()  # Before any other import.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import contextlib
+import os
+import sys
+from typing import Optional, Sequence
+
+from generic_trainer import cli_args
+from generic_trainer import local_run
+from generic_trainer import module_loader
+from generic_trainer.cli_args import PROG
+from generic_trainer.errors import GenericTrainerError
+from generic_trainer.errors import InvalidArgumentError
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs the command; returns the exit status."""
+  try:
+    request = cli_args.parse(argv, started=_STARTED)
+  except InvalidArgumentError as e:
+    print(f'{PROG}: error: {e}', file=sys.stderr)
+    return 2
+  # TensorFlow's C++ INFO and WARNING lines (end of data at each eval...).
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  try:
+    if request.run_fn is None:
+      module_loader.check_module_source(request.module_file)
+    with _log_lines():
+      outcome = local_run.run(request)
+  except GenericTrainerError as e:
+    print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
+    return 1
+  _print_outcome(request, outcome)
+  return 0
+
+
+class _OwnInfoLines:
+  """Passes the handlers' INFO lines (LogLines' progress) and everyone's
+  warnings; the other INFO lines (TFX's, Keras's, the executor's) are noise
+  here."""
+
+  def __init__(self):
+    self.package = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                'handlers', '')
+
+  def filter(self, record) -> bool:
+    import logging  # pylint: disable=g-import-not-at-top
+    return (record.levelno >= logging.WARNING or
+            record.pathname.startswith(self.package))
+
+
+class _Formatter:
+  """The message alone for INFO; with its level for the others."""
+
+  def format(self, record) -> str:
+    import logging  # pylint: disable=g-import-not-at-top
+    message = record.getMessage()
+    if record.levelno == logging.INFO:
+      return message
+    return f'{record.levelname}: {message}'
+
+
+@contextlib.contextmanager
+def _log_lines():
+  """absl's lines go to stderr as plain lines, filtered by `_OwnInfoLines`."""
+  import logging  # pylint: disable=g-import-not-at-top
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  logger = logging.getLogger('absl')
+  verbosity, propagate = absl_logging.get_verbosity(), logger.propagate
+  handler = logging.StreamHandler(sys.stderr)
+  handler.setFormatter(_Formatter())
+  handler.addFilter(_OwnInfoLines())
+  absl_logging.set_verbosity(absl_logging.INFO)
+  logger.addHandler(handler)
+  logger.propagate = False
+  try:
+    yield
+  finally:  # As it was: main() may be called in a process that goes on.
+    logger.removeHandler(handler)
+    logger.propagate = propagate
+    absl_logging.set_verbosity(verbosity)
+
+
+def _print_outcome(request: local_run.Request,
+                   outcome: local_run.Outcome) -> None:
+  layout, result = outcome.layout, outcome.result
+  lines = [f'== Trained {outcome.entry_point} of {request.module_file}']
+  if result:
+    lines[0] += (f': {result.get("steps")} steps, {result.get("epochs")} '
+                 f'epochs, {result.get("training_time_s", 0):.1f} s of '
+                 'training')
+    for split in ('train', 'eval'):
+      metrics = result.get(split) or {}
+      lines.append(f'  {split + ":":6} ' + (' '.join(
+          f'{k}={v:.4g}' for k, v in sorted(metrics.items())) or 'none'))
+  else:
+    lines.append('  metrics: none recorded (a run_fn may write '
+                 'train_result.json into fn_args.model_run_dir; see '
+                 'generic_trainer/train_result.py)')
+  report = outcome.report or {}
+  lines.append(
+      '  export validated: loads, has serving_default, predicts finite '
+      'values' + (f' on {report["examples_checked"]} eval examples'
+                  if 'examples_checked' in report else ''))
+  lines += [f'  model:  {layout.model}',
+            f'  run:    {layout.run}',
+            f'  data:   {layout.data}',
+            f'  schema: {layout.schema}']
+  print('\n'.join(lines), flush=True)
+
+
+if __name__ == '__main__':
+  sys.exit(main())

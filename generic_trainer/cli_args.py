@@ -1,0 +1,293 @@
+"""The generic-trainer command line, checked before anything heavy loads.
+
+`parse` turns the arguments into a `local_run.Request`, or raises
+`InvalidArgumentError` with a message that names the flag, says what was
+expected and received, and what to do; `cli.main` prints it and exits 2.
+Nothing here imports TensorFlow.
+"""
+
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from generic_trainer import local_data
+from generic_trainer import local_run
+from generic_trainer import module_loader
+from generic_trainer.errors import InputArtifactError
+from generic_trainer.errors import InvalidArgumentError
+
+PROG = 'generic-trainer'
+KERAS_VERSIONS = ('keras3', 'tf_keras')
+PROGRESS = {'auto': None, 'bar': True, 'lines': False}
+_DATA_KINDS = ('a CSV file (*.csv) or TFRecord files of tf.Example '
+               '(*.tfrecord, *.gz)')
+
+
+class _Parser(argparse.ArgumentParser):
+
+  def error(self, message):
+    self.print_usage(sys.stderr)
+    self.exit(2, f'{PROG}: error: {message}. Run `{PROG} --help` for the '
+                 'arguments.\n')
+
+
+def _parser() -> argparse.ArgumentParser:
+  parser = _Parser(
+      prog=PROG,
+      description='Train a module file (a TrainSpec or a run_fn) on local '
+      'CSV or TFRecord data as GenericTrainer does in a pipeline; validate '
+      'the export with its checks and publish it to OUTPUT_DIR/model.',
+      epilog='Exit status: 0 published; 1 the run failed (module, data, '
+      'spec, training or export); 2 bad arguments. OUTPUT_DIR gets model/ '
+      '(only once validated), run/ (history.json, tensorboard/, '
+      'train_result.json), data/ and schema/schema.pbtxt; a run replaces '
+      'what an earlier run wrote there.')
+  add = parser.add_argument
+  add('--module-file', required=True, metavar='M',
+      help='the module file: a TrainSpec subclass or a run_fn(fn_args)')
+  add('--train-data', required=True, action='append', metavar='PATH',
+      help='train data: a CSV file, or TFRecord files of tf.Example; a path '
+      'or a quoted glob; may repeat')
+  add('--eval-data', action='append', metavar='PATH',
+      help='eval data, like --train-data (default: the train data)')
+  add('--schema', metavar='SCHEMA.PBTXT',
+      help='the schema (default: inferred from the train data)')
+  add('--output-dir', required=True, metavar='DIR',
+      help='where the model and the run outputs go')
+  add('--steps', metavar='N', help='train steps (default: one pass over the '
+      'train data per epoch)')
+  add('--eval-steps', metavar='N', help='eval steps (default: all the eval '
+      'data)')
+  add('--hparams', metavar='JSON', help="hyperparameters, a JSON object: "
+      "'{\"learning_rate\": 0.01}' (fn_args.hyperparameters, spec.hparams)")
+  add('--run-fn', metavar='NAME', help='the entry point: a top-level '
+      'function or TrainSpec class of the module (default: its run_fn or '
+      'its TrainSpec)')
+  add('--keras-version', metavar='{keras3,tf_keras}',
+      help='what tf.keras means (default: as TensorFlow decides)')
+  add('--progress', default='auto', metavar='{auto,bar,lines}',
+      help='a progress bar or log lines (default auto: a bar on a terminal)')
+  return parser
+
+
+def parse(argv: Optional[Sequence[str]],
+          started: float) -> local_run.Request:
+  """Checks the command line; `started` is the process's start.
+
+  Raises:
+    InvalidArgumentError: an argument is wrong; the message names it.
+    SystemExit: argparse's own errors (a missing or unknown argument).
+  """
+  ns = _parser().parse_args(argv)
+  module_file = _module_file(ns.module_file)
+  output_dir = _output_dir(ns.output_dir)
+  train_data = _data_files('--train-data', ns.train_data)
+  eval_data = _data_files('--eval-data', ns.eval_data) if ns.eval_data else None
+  schema = _existing('--schema', ns.schema, 'a schema.pbtxt (a TFMD Schema in '
+                     'text format, as SchemaGen writes it)', ', or leave '
+                     '--schema out to infer the schema from the train data'
+                     ) if ns.schema else None
+  inputs = {'--module-file': [module_file], '--train-data': train_data,
+            '--eval-data': eval_data or [], '--schema': [schema] if schema
+            else []}
+  _check_outside_outputs(inputs, output_dir)
+  if ns.keras_version is not None and ns.keras_version not in KERAS_VERSIONS:
+    raise InvalidArgumentError(
+        '--keras-version must be keras3 or tf_keras. Received: '
+        f'--keras-version={ns.keras_version!r}. Use tf_keras for module '
+        'files written for tf.keras 2.')
+  if ns.progress not in PROGRESS:
+    raise InvalidArgumentError(
+        '--progress must be auto, bar or lines. Received: '
+        f'--progress={ns.progress!r}. Use bar for Keras\'s progress bar, '
+        'lines for a log line per epoch.')
+  if ns.run_fn is not None:
+    _check_run_fn(ns.run_fn, module_file)
+  return local_run.Request(
+      module_file=module_file, train_data=train_data, eval_data=eval_data,
+      schema=schema, output_dir=output_dir,
+      steps=_positive_int('--steps', ns.steps, 'the number of training '
+                          'steps', 'read the train data once per epoch'),
+      eval_steps=_positive_int('--eval-steps', ns.eval_steps, 'the number '
+                               'of eval batches', 'evaluate on all the eval '
+                               'data'),
+      hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
+      keras_version=ns.keras_version, interactive=PROGRESS[ns.progress],
+      started=started)
+
+
+def _where(path: str) -> str:
+  return '' if os.path.isabs(path) else f' (working directory {os.getcwd()})'
+
+
+def _existing(flag: str, path: str, expected: str, todo: str) -> str:
+  if not os.path.isfile(path):
+    what = 'is a folder' if os.path.isdir(path) else 'does not exist'
+    raise InvalidArgumentError(
+        f'{flag} {what}. Expected {expected}. Received: '
+        f'{flag}={path!r}{_where(path)}. Check the path{todo}.')
+  return os.path.abspath(path)
+
+
+def _module_file(path: str) -> str:
+  path = _existing('--module-file', path, 'a Python file (.py) that defines '
+                   'a TrainSpec or a run_fn', '; an absolute path avoids '
+                   'surprises')
+  if not path.endswith('.py'):
+    raise InvalidArgumentError(
+        '--module-file must be a Python source file, ending in .py. '
+        f'Received: --module-file={path!r}. Pass the module\'s .py file.')
+  return path
+
+
+def _output_dir(path: str) -> str:
+  if '://' in path:
+    raise InvalidArgumentError(
+        '--output-dir must be a local folder. Received: '
+        f'--output-dir={path!r}. Write locally, then copy model/ where it '
+        'is served from.')
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise InvalidArgumentError(
+        '--output-dir is a file. Expected a folder (created if missing). '
+        f'Received: --output-dir={path!r}. Choose another path.')
+  foreign = local_run.Layout(os.path.abspath(path)).foreign()
+  if foreign:
+    names = ', '.join(os.path.basename(p) + '/' for p in foreign)
+    raise InvalidArgumentError(
+        f'--output-dir already holds {names}, which generic-trainer did not '
+        'write and a run would replace. Expected a new or empty folder, or '
+        f'one an earlier run wrote. Received: --output-dir={path!r}. Choose '
+        'another --output-dir.')
+  return os.path.abspath(path)
+
+
+def _data_files(flag: str, patterns: List[str]) -> List[str]:
+  files = []
+  for pattern in patterns:
+    try:
+      matched = local_data.resolve_files(pattern)
+    except InputArtifactError:
+      raise InvalidArgumentError(
+          f'{flag} matched no file. Expected {_DATA_KINDS}, a glob, or '
+          f'several {flag}. Received: {flag}={pattern!r}{_where(pattern)}. '
+          "Check the path; quote a glob ('data/*.csv') so that the shell "
+          'passes it as it is.') from None
+    files += [os.path.abspath(f) for f in matched if f not in files]
+  csv_files = [f for f in files if f.endswith('.csv')]
+  if csv_files and len(csv_files) < len(files):
+    raise InvalidArgumentError(
+        f'{flag} mixes CSV and TFRecord files. Expected CSV files only or '
+        f'TFRecord files only. Received: {flag}={patterns!r}, matching '
+        f'{len(csv_files)} CSV and {len(files) - len(csv_files)} other '
+        'file(s). Pass one kind of file.')
+  return files
+
+
+def _check_outside_outputs(inputs: Dict[str, List[str]],
+                           output_dir: str) -> None:
+  """An input inside a folder the run rewrites would be deleted."""
+  managed = local_run.Layout(output_dir).managed()
+  for flag, paths in inputs.items():
+    for path in paths:
+      real = os.path.realpath(path)
+      for folder in managed:
+        if os.path.commonpath([real, os.path.realpath(folder)]) == (
+            os.path.realpath(folder)):
+          raise InvalidArgumentError(
+              f'{flag} {path} lies in {folder}, which a run clears first. '
+              'Expected inputs outside the folders the run writes (model/, '
+              'run/, data/, schema/, hyperparameters/). Received: '
+              f'{flag}={path!r}, --output-dir={output_dir!r}. Move the '
+              'file, or choose another --output-dir.')
+
+
+def _positive_int(flag: str, value: Optional[str], meaning: str,
+                  default: str) -> Optional[int]:
+  if value is None:
+    return None
+  try:
+    number = int(value)
+  except ValueError:
+    number = 0
+  if number < 1:
+    raise InvalidArgumentError(
+        f'{flag} must be a positive integer, {meaning}. Received: '
+        f'{flag}={value!r}. Leave {flag} out to {default}.')
+  return number
+
+
+def _hparams(value: Optional[str]) -> Optional[Dict[str, Any]]:
+  if value is None:
+    return None
+  example = '\'{"learning_rate": 0.01}\''
+  try:
+    parsed = json.loads(value)
+  except ValueError as e:
+    raise InvalidArgumentError(
+        f'--hparams must be a JSON object such as {example}. Received: '
+        f'--hparams={value!r}, which is not JSON ({e}). Quote the whole '
+        'object for the shell and use double quotes inside it.') from None
+  if not isinstance(parsed, dict):
+    raise InvalidArgumentError(
+        f'--hparams must be a JSON object such as {example}. Received: '
+        f'--hparams={value!r}, a JSON {type(parsed).__name__}. Wrap the '
+        'values in an object that names them.')
+  return parsed
+
+
+def _check_run_fn(name: str, module_file: str) -> None:
+  """The name is a top-level definition of the module (when it parses)."""
+  if not name.isidentifier():
+    raise InvalidArgumentError(
+        '--run-fn must be the name of a top-level function or TrainSpec '
+        'class of the module file, such as run_fn or PenguinSpec. Received: '
+        f'--run-fn={name!r}. Pass a plain name, without the module.')
+  with open(module_file, 'rb') as f:
+    try:
+      tree = ast.parse(f.read(), filename=module_file)
+    except SyntaxError:
+      return  # Loading the module reports it, with the line.
+  kinds = {}
+  for node in tree.body:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+      kinds[node.name] = type(node).__name__
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+      if any(a.name == '*' for a in node.names):
+        return  # Cannot know statically.
+      kinds.update({(a.asname or a.name).split('.')[0]: 'import'
+                    for a in node.names})
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+      targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+      kinds.update({t.id: 'assign' for t in targets if isinstance(t, ast.Name)})
+  if name not in kinds:
+    public = sorted(n for n in kinds if not n.startswith('_'))
+    raise InvalidArgumentError(
+        f'--run-fn names `{name}`, which {module_file} does not define at '
+        f'top level. Expected a function taking fn_args or a TrainSpec '
+        f'class. Received: --run-fn={name!r}; the module defines: '
+        f'{", ".join(public) or "nothing public"}. Pass one of those.')
+  if kinds[name] != 'ClassDef' and name != module_loader.RUN_FN_KEY:
+    _check_importable_as(name, module_file)
+
+
+def _check_importable_as(name: str, module_file: str) -> None:
+  """A function other than run_fn is imported as `stem.name` (the executor
+  takes a module file or a dotted run_fn, not both): `stem` must be free."""
+  stem = os.path.splitext(os.path.basename(module_file))[0]
+  if not stem.isidentifier():
+    problem = f'{stem!r} is not a Python identifier'
+  else:
+    found = importlib.util.find_spec(stem)
+    if found is None or (found.origin and os.path.realpath(found.origin) ==
+                         os.path.realpath(module_file)):
+      return
+    problem = f'{stem!r} already names the module {found.origin}'
+  raise InvalidArgumentError(
+      f'--run-fn {name} is imported as `{stem}.{name}`, but {problem}. '
+      'Expected a module file named like a free module. Received: '
+      f'--module-file={module_file!r}. Rename the module file, or name the '
+      'function run_fn and leave --run-fn out.')

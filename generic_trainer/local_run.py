@@ -1,0 +1,283 @@
+"""Runs a module file on local data into one folder, as GenericTrainer would.
+
+What the `generic-trainer` command does once its arguments are checked
+(`generic_trainer.cli`). The output folder holds:
+
+    model/                  the SavedModel, there only once it is validated
+    run/                    history.json, tensorboard/, checkpoints/,
+                            train_result.json; rejected_export/ after a
+                            rejected export
+    data/Split-train, data/Split-eval   the data as ExampleGen lays it out
+    schema/schema.pbtxt     the schema used (inferred or given)
+    hyperparameters/        the --hparams JSON, when given
+
+A TrainSpec module runs the pipeline's TrainSpec path (`spec_runner`: the
+same checks, fit loop, handlers and export) on `LocalFnArgs`, without
+importing TFX's pipeline code or Apache Beam, so it starts training soon
+after TensorFlow is imported. A `run_fn` module imports TFX itself; it runs
+through `GenericExecutor.Do` on artifacts under the folder, so it gets the
+component's FnArgs, checks, Keras choice and resume, unchanged.
+
+Either way the export is staged in `.publishing/` (a Model artifact:
+`StagedExport`, as in the executor), validated with `validate_export`, and
+only then renamed to `model/`. A failed run leaves no `model/`. A new run
+into the same folder starts by removing what an earlier run wrote there
+(`.generic-trainer` marks a folder a run wrote; the command refuses a folder
+whose `data/`, `run/`... no run wrote).
+
+The module is loaded here first, to find out which path it takes; a
+`run_fn` module is then loaded again by the executor, as in a pipeline.
+"""
+
+import json
+import os
+import shutil
+from typing import Any, Dict, List, Optional
+
+import attr
+
+from generic_trainer import local_data
+from generic_trainer import module_loader
+
+
+@attr.s(frozen=True)
+class Request:
+  """A checked command line.
+
+  Attributes:
+    module_file: Absolute path of the module file.
+    train_data: Train files (CSV, or TFRecords of tf.Example).
+    eval_data: Eval files; None means the train files.
+    schema: A schema.pbtxt to use, or None to infer one.
+    output_dir: Absolute path of the output folder.
+    steps: Train steps, or None.
+    eval_steps: Eval steps, or None.
+    hparams: Hyperparameters (a dict), or None.
+    run_fn: The module's entry point by name, or None to find it.
+    keras_version: 'keras3', 'tf_keras', or None.
+    interactive: True for a progress bar, False for log lines, None for a
+      bar on a terminal.
+    started: `time.monotonic()` when the process started.
+  """
+  module_file = attr.ib(type=str)
+  train_data = attr.ib(type=List[str])
+  output_dir = attr.ib(type=str)
+  started = attr.ib(type=float)
+  eval_data = attr.ib(type=Optional[List[str]], default=None)
+  schema = attr.ib(type=Optional[str], default=None)
+  steps = attr.ib(type=Optional[int], default=None)
+  eval_steps = attr.ib(type=Optional[int], default=None)
+  hparams = attr.ib(type=Optional[Dict[str, Any]], default=None)
+  run_fn = attr.ib(type=Optional[str], default=None)
+  keras_version = attr.ib(type=Optional[str], default=None)
+  interactive = attr.ib(type=Optional[bool], default=None)
+
+
+class Layout:
+  """The paths of the output folder."""
+
+  MARKER = '.generic-trainer'  # Says a run wrote the folders below.
+
+  def __init__(self, output_dir: str):
+    self.root = output_dir
+    self.marker = os.path.join(output_dir, self.MARKER)
+    self.model = os.path.join(output_dir, 'model')
+    self.eval_model = os.path.join(output_dir, 'eval_model')
+    self.run = os.path.join(output_dir, 'run')
+    self.data = os.path.join(output_dir, 'data')
+    self.schema_dir = os.path.join(output_dir, 'schema')
+    self.schema = os.path.join(self.schema_dir, 'schema.pbtxt')
+    self.hparams_dir = os.path.join(output_dir, 'hyperparameters')
+    self.publishing = os.path.join(output_dir, '.publishing')
+    self.rejected = os.path.join(self.run, 'rejected_export')
+
+  def managed(self) -> List[str]:
+    """What a run writes, and so what a new run starts by removing."""
+    return [self.model, self.eval_model, self.run, self.data,
+            self.schema_dir, self.hparams_dir, self.publishing]
+
+  def foreign(self) -> List[str]:
+    """The folders a run writes that exist but no earlier run wrote."""
+    if os.path.exists(self.marker):
+      return []
+    return [p for p in self.managed() if os.path.lexists(p)]
+
+  def clear(self) -> None:
+    """Removes what an earlier run wrote; marks the folder as a run's."""
+    if self.foreign():  # The command checks it first, with its flag name.
+      from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+      raise InvalidArgumentError(
+          f'{self.root} already holds {self.foreign()}, which no run wrote '
+          'and a run would replace. Expected a new or empty folder, or one '
+          'an earlier run wrote. Choose another output folder.')
+    for path in self.managed():
+      if os.path.lexists(path):
+        shutil.rmtree(path)
+    os.makedirs(self.root, exist_ok=True)
+    with open(self.marker, 'w') as f:
+      f.write('Written by generic-trainer; a new run replaces model/, run/, '
+              'data/, schema/ and hyperparameters/.\n')
+
+
+@attr.s
+class Outcome:
+  """What a finished run produced.
+
+  Attributes:
+    entry_point: 'TrainSpec PenguinSpec' or '`run_fn`'.
+    result: The training record (train_result.json), or None when a run_fn
+      wrote none.
+    report: What `validate_export` checked; None for a run_fn (the executor
+      validated and logged it).
+    layout: Where everything is.
+  """
+  entry_point = attr.ib(type=str)
+  result = attr.ib(type=Optional[Dict[str, Any]])
+  report = attr.ib(type=Optional[Dict[str, Any]])
+  layout = attr.ib(type=Layout)
+
+
+def run(request: Request) -> Outcome:
+  """Trains, validates and publishes into `request.output_dir`.
+
+  Raises:
+    GenericTrainerError: the module, the data, the training or the export
+      failed; nothing is in `model/`.
+  """
+  from generic_trainer import keras_process  # pylint: disable=g-import-not-at-top
+  # Before TensorFlow is imported (by the module, usually): tf.keras is
+  # decided once per process.
+  os.environ.update(keras_process.keras_env(request.keras_version))
+  entry = module_loader.load_from_file(request.module_file, request.run_fn)
+  layout = Layout(request.output_dir)
+  layout.clear()
+  try:
+    spec_class = getattr(entry, 'train_spec', None)
+    if spec_class is not None:
+      outcome = _run_spec(request, layout, spec_class)
+    else:
+      outcome = _run_run_fn(request, layout)
+    _take_model(layout)
+  finally:
+    if os.path.lexists(layout.publishing):
+      shutil.rmtree(layout.publishing)
+  return outcome
+
+
+def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
+  """The split folders, the schema and the hyperparameters file."""
+  splits = {'train': local_data.to_split(
+      request.train_data, os.path.join(layout.data, 'Split-train'))}
+  eval_dir = os.path.join(layout.data, 'Split-eval')
+  splits['eval'] = (local_data.to_split(request.eval_data, eval_dir)
+                    if request.eval_data else
+                    local_data.link_split(splits['train'], eval_dir))
+  if request.schema:
+    os.makedirs(layout.schema_dir)
+    shutil.copyfile(request.schema, layout.schema)
+  else:
+    local_data.write_schema(local_data.infer_schema(splits['train']),
+                            layout.schema)
+  if request.hparams is not None:
+    os.makedirs(layout.hparams_dir)
+    with open(os.path.join(layout.hparams_dir, 'hyperparameters.json'),
+              'w') as f:
+      json.dump(request.hparams, f, indent=1)
+  return splits
+
+
+def _run_spec(request: Request, layout: Layout, spec_class) -> Outcome:
+  """The TrainSpec path: spec_runner on LocalFnArgs; no TFX, no Beam."""
+  from generic_trainer import handlers  # pylint: disable=g-import-not-at-top
+  from generic_trainer import spec_runner  # pylint: disable=g-import-not-at-top
+  from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
+  from generic_trainer import training  # pylint: disable=g-import-not-at-top
+  from generic_trainer.export_validation import validate_export  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local_fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.publish import StagedExport  # pylint: disable=g-import-not-at-top
+  splits = _write_inputs(request, layout)
+  staged = StagedExport(layout.publishing, keep_dir=layout.run)
+  fn_args = LocalFnArgs(
+      train_files=splits['train'], eval_files=splits['eval'],
+      train_steps=request.steps, eval_steps=request.eval_steps,
+      schema_path=layout.schema, serving_model_dir=staged.serving_dir,
+      eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
+      hyperparameters=request.hparams)
+  timer = handlers.FirstStepTime(request.started)
+  what = f'TrainSpec {spec_class.__name__}'
+  with staged.attempt():
+    with training.user_code(what, f'module_file={request.module_file!r}'):
+      result = spec_runner.run(spec_class, fn_args,
+                               interactive=request.interactive,
+                               extra_handlers=[timer])
+    report = validate_export(staged.serving_dir, fn_args.eval_files,
+                             layout.schema)
+  staged.publish()
+  if timer.seconds is not None:
+    result['time_to_first_step_s'] = round(timer.seconds, 3)
+  train_result.write(layout.run, result)
+  return Outcome(what, result, report, layout)
+
+
+def _run_run_fn(request: Request, layout: Layout) -> Outcome:
+  """The run_fn path: GenericExecutor.Do on artifacts in the output folder."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
+  from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  splits = _write_inputs(request, layout)
+  examples = local_data.examples_artifact(layout.data, splits)
+  input_dict = {keys.EXAMPLES_KEY: [examples],
+                keys.SCHEMA_KEY: [_artifact(standard_artifacts.Schema,
+                                            layout.schema_dir)]}
+  if request.hparams is not None:
+    input_dict[keys.HYPERPARAMETERS_KEY] = [_artifact(
+        standard_artifacts.HyperParameters, layout.hparams_dir)]
+  output_dict = {
+      keys.MODEL_KEY: [_artifact(standard_artifacts.Model, layout.publishing)],
+      keys.MODEL_RUN_KEY: [_artifact(standard_artifacts.ModelRun,
+                                     layout.run)]}
+  exec_properties = {
+      keys.TRAIN_ARGS_KEY: json.dumps(
+          {'num_steps': request.steps} if request.steps else {}),
+      keys.EVAL_ARGS_KEY: json.dumps(
+          {'num_steps': request.eval_steps} if request.eval_steps else {}),
+      keys.CUSTOM_CONFIG_KEY: 'null',
+      **_entry_point_properties(request)}
+  if request.keras_version:
+    exec_properties['keras_version'] = request.keras_version
+  GenericExecutor().Do(input_dict, output_dict, exec_properties)
+  return Outcome(f'`{request.run_fn or module_loader.RUN_FN_KEY}`',
+                 train_result.read(layout.run), None, layout)
+
+
+def _entry_point_properties(request: Request) -> Dict[str, str]:
+  """How the executor finds the run_fn: the module file, or `module.name`.
+
+  The executor takes a module file or a dotted `run_fn`, not both; a named
+  function other than `run_fn` is imported by module name, with the module
+  file's folder on sys.path (the command checked the name is free).
+  """
+  if request.run_fn in (None, module_loader.RUN_FN_KEY):
+    return {module_loader.MODULE_FILE_KEY: request.module_file}
+  import sys  # pylint: disable=g-import-not-at-top
+  folder, filename = os.path.split(request.module_file)
+  if folder not in sys.path:
+    sys.path.insert(0, folder)
+  return {module_loader.RUN_FN_KEY:
+          f'{os.path.splitext(filename)[0]}.{request.run_fn}'}
+
+
+def _artifact(artifact_class, uri: str):
+  artifact = artifact_class()
+  artifact.uri = uri
+  return artifact
+
+
+def _take_model(layout: Layout) -> None:
+  """Renames the published export to model/ (the commit point)."""
+  from generic_trainer.publish import EVAL_MODEL_DIR, SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
+  eval_dir = os.path.join(layout.publishing, EVAL_MODEL_DIR)
+  if os.path.isdir(eval_dir):
+    os.rename(eval_dir, layout.eval_model)
+  os.rename(os.path.join(layout.publishing, SERVING_MODEL_DIR), layout.model)

@@ -1,0 +1,471 @@
+"""The generic-trainer command: arguments, the TrainSpec and run_fn paths."""
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import PENGUIN_MODULE, REPO, TESTDATA
+
+SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+FIRST_STEP = re.compile(r'^first training step after (\d+\.\d\d) s$', re.M)
+# Imported by `tfx.components.trainer.fn_args_utils`, `tfx.v1`, TFXIO's
+# TFExampleRecord: seconds of start-up a TrainSpec run does not need.
+HEAVY_MODULES = ('apache_beam', 'tfx.components.trainer.fn_args_utils',
+                 'tfx.dsl', 'tfx.v1')
+
+
+def _env():
+  env = dict(os.environ, PYTHONPATH=REPO)
+  env.pop('TF_CONFIG', None)
+  return env
+
+
+def _command(*args, importtime=False):
+  """`python -m generic_trainer ARGS` in a subprocess."""
+  flags = ['-X', 'importtime'] if importtime else []
+  return subprocess.run([sys.executable, *flags, '-m', 'generic_trainer',
+                         *args], capture_output=True, text=True, env=_env(),
+                        cwd=REPO, timeout=600, check=False)
+
+
+def _parse_fresh(argv, cwd):
+  """main(argv) in a fresh process: (exit status, stderr, TF imported?)."""
+  code = ('import json, sys\nfrom generic_trainer import cli\n'
+          'status = cli.main(json.loads(sys.argv[1]))\n'
+          "print(json.dumps([status, 'tensorflow' in sys.modules]))")
+  proc = subprocess.run([sys.executable, '-c', code, json.dumps(argv)],
+                        capture_output=True, text=True, env=_env(), cwd=cwd,
+                        timeout=120, check=False)
+  status, tensorflow = json.loads(proc.stdout.strip().splitlines()[-1])
+  return status, proc.stderr, tensorflow
+
+
+# Bad arguments: exit 2 with the exact message, before TensorFlow loads.
+# Each case replaces some flags of a good command line; {tmp} is the test's
+# folder (and working directory), where notes.txt, x.tfrecord.gz and
+# mods/json.py exist.
+@pytest.mark.parametrize('flags, message', [
+    ({'--module-file': ['nope.py']},
+     "--module-file does not exist. Expected a Python file (.py) that "
+     "defines a TrainSpec or a run_fn. Received: --module-file='nope.py' "
+     '(working directory {tmp}). Check the path; an absolute path avoids '
+     'surprises.'),
+    ({'--module-file': ['{tmp}/notes.txt']},
+     '--module-file must be a Python source file, ending in .py. Received: '
+     "--module-file='{tmp}/notes.txt'. Pass the module's .py file."),
+    ({'--train-data': ['missing/*.csv']},
+     '--train-data matched no file. Expected a CSV file (*.csv) or TFRecord '
+     'files of tf.Example (*.tfrecord, *.gz), a glob, or several '
+     "--train-data. Received: --train-data='missing/*.csv' (working "
+     "directory {tmp}). Check the path; quote a glob ('data/*.csv') so that "
+     'the shell passes it as it is.'),
+    ({'--train-data': ['{csv}', '{tmp}/x.tfrecord.gz']},
+     '--train-data mixes CSV and TFRecord files. Expected CSV files only or '
+     "TFRecord files only. Received: --train-data=['{csv}', "
+     "'{tmp}/x.tfrecord.gz'], matching 1 CSV and 1 other file(s). Pass one "
+     'kind of file.'),
+    ({'--schema': ['nope.pbtxt']},
+     '--schema does not exist. Expected a schema.pbtxt (a TFMD Schema in '
+     "text format, as SchemaGen writes it). Received: --schema='nope.pbtxt' "
+     '(working directory {tmp}). Check the path, or leave --schema out to '
+     'infer the schema from the train data.'),
+    ({'--output-dir': ['{tmp}/notes.txt']},
+     '--output-dir is a file. Expected a folder (created if missing). '
+     "Received: --output-dir='{tmp}/notes.txt'. Choose another path."),
+    ({'--steps': ['ten']},
+     '--steps must be a positive integer, the number of training steps. '
+     "Received: --steps='ten'. Leave --steps out to read the train data "
+     'once per epoch.'),
+    ({'--eval-steps': ['0']},
+     '--eval-steps must be a positive integer, the number of eval batches. '
+     "Received: --eval-steps='0'. Leave --eval-steps out to evaluate on all "
+     'the eval data.'),
+    ({'--hparams': ['{{learning_rate: 0.1}}']},
+     '--hparams must be a JSON object such as \'{{"learning_rate": 0.01}}\'. '
+     "Received: --hparams='{{learning_rate: 0.1}}', which is not JSON "
+     '(Expecting property name enclosed in double quotes: line 1 column 2 '
+     '(char 1)). Quote the whole object for the shell and use double quotes '
+     'inside it.'),
+    ({'--hparams': ['[0.1]']},
+     '--hparams must be a JSON object such as \'{{"learning_rate": 0.01}}\'. '
+     "Received: --hparams='[0.1]', a JSON list. Wrap the values in an object "
+     'that names them.'),
+    ({'--keras-version': ['2']},
+     "--keras-version must be keras3 or tf_keras. Received: "
+     "--keras-version='2'. Use tf_keras for module files written for "
+     'tf.keras 2.'),
+    ({'--progress': ['fancy']},
+     "--progress must be auto, bar or lines. Received: --progress='fancy'. "
+     "Use bar for Keras's progress bar, lines for a log line per epoch."),
+    ({'--run-fn': ['penguin_spec.PenguinSpec']},
+     '--run-fn must be the name of a top-level function or TrainSpec class '
+     'of the module file, such as run_fn or PenguinSpec. Received: '
+     "--run-fn='penguin_spec.PenguinSpec'. Pass a plain name, without the "
+     'module.'),
+    ({'--run-fn': ['NoSuchSpec']},
+     '--run-fn names `NoSuchSpec`, which {spec} does not define at top '
+     'level. Expected a function taking fn_args or a TrainSpec class. '
+     "Received: --run-fn='NoSuchSpec'; the module defines: FEATURES, "
+     'PenguinSpec, TrainSpec, keras. Pass one of those.'),
+    ({'--module-file': ['{tmp}/mods/json.py'], '--run-fn': ['train']},
+     "--run-fn train is imported as `json.train`, but 'json' already names "
+     'the module {json}. Expected a module file named like a free module. '
+     "Received: --module-file='{tmp}/mods/json.py'. Rename the module file, "
+     'or name the function run_fn and leave --run-fn out.'),
+], ids=['missing-module', 'module-not-py', 'no-data', 'mixed-data',
+        'missing-schema', 'output-is-a-file', 'bad-steps', 'bad-eval-steps',
+        'hparams-not-json', 'hparams-not-an-object', 'bad-keras-version',
+        'bad-progress', 'dotted-run-fn', 'unknown-run-fn',
+        'run-fn-module-name-taken'])
+def test_bad_argument_exits_2_before_tensorflow(tmp_path, penguin_csvs, flags,
+                                                message):
+  """A bad argument: exit 2, the exact message, TensorFlow never imported."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'notes.txt').write_text('notes')
+  (tmp_path / 'x.tfrecord.gz').write_bytes(b'')
+  (tmp_path / 'mods').mkdir()
+  (tmp_path / 'mods' / 'json.py').write_text('def train(fn_args):\n  pass\n')
+  names = {'tmp': tmp_path, 'csv': penguin_csvs[0], 'spec': SPEC_MODULE,
+           'json': importlib.util.find_spec('json').origin}
+  command = {'--module-file': [SPEC_MODULE], '--train-data': [penguin_csvs[0]],
+             '--output-dir': [str(tmp_path / 'out')]}
+  command.update({flag: [v.format(**names) for v in values]
+                  for flag, values in flags.items()})
+  argv = [arg for flag, values in command.items() for value in values
+          for arg in (flag, value)]
+  status, stderr, tensorflow = _parse_fresh(argv, cwd=tmp_path)
+  assert (status, stderr, tensorflow) == (
+      2, f'generic-trainer: error: {message.format(**names)}\n', False)
+  assert not (tmp_path / 'out').exists()
+
+
+def test_input_inside_the_output_folder_is_refused(tmp_path, penguin_csvs):
+  """Data inside a folder the run clears would be deleted: exit 2."""
+  inside = tmp_path / 'out' / 'data' / 'train.csv'
+  inside.parent.mkdir(parents=True)
+  (tmp_path / 'out' / '.generic-trainer').write_text('an earlier run')
+  inside.write_text(open(penguin_csvs[0]).read())
+  status, stderr, _ = _parse_fresh(
+      ['--module-file', SPEC_MODULE, '--train-data', str(inside),
+       '--output-dir', str(tmp_path / 'out')], cwd=tmp_path)
+  assert status == 2
+  assert (f'--train-data {inside} lies in {tmp_path}/out/data, which a run '
+          'clears first.') in stderr
+
+
+def test_output_dir_with_folders_of_its_own_is_refused(tmp_path,
+                                                      penguin_csvs):
+  """An output folder whose data/ no run wrote is not cleared: exit 2."""
+  (tmp_path / 'project' / 'data').mkdir(parents=True)
+  status, stderr, _ = _parse_fresh(
+      ['--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+       '--output-dir', 'project'], cwd=tmp_path)
+  assert (status, stderr) == (2, (
+      'generic-trainer: error: --output-dir already holds data/, which '
+      'generic-trainer did not write and a run would replace. Expected a new '
+      'or empty folder, or one an earlier run wrote. Received: '
+      "--output-dir='project'. Choose another --output-dir.\n"))
+  assert (tmp_path / 'project' / 'data').is_dir()
+
+
+def test_missing_required_argument_exits_2():
+  """argparse's own errors exit 2 and point to --help."""
+  proc = _command('--module-file', SPEC_MODULE)
+  assert proc.returncode == 2
+  assert proc.stderr.endswith(
+      'generic-trainer: error: the following arguments are required: '
+      '--train-data, --output-dir. Run `generic-trainer --help` for the '
+      'arguments.\n')
+
+
+def test_python_m_generic_trainer_help():
+  """`python -m generic_trainer --help` describes the command, fast."""
+  proc = _command('--help')
+  assert proc.returncode == 0
+  assert proc.stdout.startswith('usage: generic-trainer ')
+  assert '--module-file M' in proc.stdout and 'Exit status: 0' in proc.stdout
+
+
+def test_console_script_is_cli_main():
+  """setup.py installs `generic-trainer`, running generic_trainer.cli.main."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO, 'setup.py')) as f:
+    tree = ast.parse(f.read())
+  setup_call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and
+                    getattr(n.func, 'attr', None) == 'setup')
+  entry_points = ast.literal_eval(next(
+      k.value for k in setup_call.keywords if k.arg == 'entry_points'))
+  (script,) = entry_points['console_scripts']
+  name, target = (s.strip() for s in script.split('='))
+  module, _, function = target.partition(':')
+  assert name == 'generic-trainer'
+  assert getattr(importlib.import_module(module), function) is cli.main
+
+
+def test_first_step_time_prints_once():
+  """FirstStepTime prints the seconds since `started` after batch 0 only."""
+  import io  # pylint: disable=g-import-not-at-top
+  from generic_trainer.handlers import FirstStepTime  # pylint: disable=g-import-not-at-top
+  now = iter([12.5, 13.0])
+  stream = io.StringIO()
+  timer = FirstStepTime(started=10.0, clock=lambda: next(now), stream=stream)
+  timer.on_train_begin()
+  timer.on_train_batch_end(0)
+  timer.on_train_batch_end(1)
+  assert (stream.getvalue(), timer.seconds) == (
+      'first training step after 2.50 s\n', 2.5)
+
+
+# The TrainSpec path, end to end, in a real `python -m generic_trainer`.
+@pytest.fixture(scope='module')
+def spec_run(tmp_path_factory, penguin_csvs):
+  """One run of penguin_spec: (process, output dir), with -X importtime."""
+  out = tmp_path_factory.mktemp('spec_run') / 'out'
+  proc = _command('--module-file', SPEC_MODULE, '--train-data',
+                  penguin_csvs[0], '--eval-data', penguin_csvs[1],
+                  '--output-dir', str(out), '--steps', '20', '--progress',
+                  'lines', importtime=True)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc, out
+
+
+@pytest.mark.slow
+def test_spec_module_publishes_a_model_that_serves(spec_run):
+  """DIR/model is a SavedModel whose serving_default predicts eval data."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  _, out = spec_run
+  records = [r.numpy() for r in tf.data.TFRecordDataset(
+      str(out / 'data' / 'Split-eval' / 'data.gz'), 'GZIP').take(5)]
+  outputs = tf.saved_model.load(str(out / 'model')).signatures[
+      'serving_default'](examples=tf.constant(records))
+  assert outputs['outputs'].shape == (5, 3)
+  assert bool(tf.reduce_all(tf.math.is_finite(outputs['outputs'])))
+  assert sorted(os.listdir(out)) == [
+      '.generic-trainer', 'data', 'model', 'run', 'schema']
+
+
+@pytest.mark.slow
+def test_spec_module_prints_first_step_and_metrics(spec_run):
+  """The first-step line, the final metrics and the paths are printed."""
+  proc, out = spec_run
+  assert len(FIRST_STEP.findall(proc.stdout)) == 1
+  assert re.search(
+      r'== Trained TrainSpec PenguinSpec of .*penguin_spec.py: 20 steps, 5 '
+      r'epochs, [\d.]+ s of training\n  train: loss=[\d.]+ '
+      r'sparse_categorical_accuracy=[\d.]+\n  eval:  loss=[\d.]+ '
+      r'sparse_categorical_accuracy=[\d.]+\n  export validated: loads, has '
+      r'serving_default, predicts finite values on 4 eval examples\n',
+      proc.stdout)
+  assert f'  model:  {out}/model\n' in proc.stdout
+  assert 'epoch 5 done after' in proc.stderr  # --progress lines
+  assert 'Traceback' not in proc.stderr
+
+
+@pytest.mark.slow
+def test_spec_module_writes_the_run_outputs(spec_run):
+  """run/ has history.json, TensorBoard and train_result.json with the time
+  to the first step; the schema and data folders are there."""
+  proc, out = spec_run
+  with open(out / 'run' / 'train_result.json') as f:
+    result = json.load(f)
+  assert result['steps'] == 20 and result['epochs'] == 5
+  assert result['time_to_first_step_s'] == pytest.approx(
+      float(FIRST_STEP.search(proc.stdout).group(1)), abs=0.01)
+  with open(out / 'run' / 'history.json') as f:
+    assert [e['epoch'] for e in json.load(f)] == [1, 2, 3, 4, 5]
+  assert os.listdir(out / 'run' / 'tensorboard')
+  assert (out / 'schema' / 'schema.pbtxt').is_file()
+
+
+@pytest.mark.slow
+def test_spec_module_imports_no_tfx_pipeline_code_nor_beam(spec_run):
+  """The TrainSpec path never imports fn_args_utils, tfx.dsl, tfx.v1, Beam."""
+  proc, _ = spec_run
+  imported = {line.rsplit('|', 1)[1].strip()
+              for line in proc.stderr.splitlines()
+              if line.startswith('import time:')}
+  assert 'tensorflow' in imported and 'generic_trainer.spec_runner' in imported
+  assert [m for m in HEAVY_MODULES if m in imported] == []
+
+
+# The run_fn path.
+@pytest.mark.slow
+def test_run_fn_module_end_to_end(tmp_path, penguin_csvs):
+  """penguin_keras trains through the executor; DIR/model serves."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  out = tmp_path / 'out'
+  proc = _command('--module-file', PENGUIN_MODULE, '--train-data',
+                  penguin_csvs[0], '--output-dir', str(out), '--steps', '10',
+                  '--eval-steps', '2')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert re.search(r'== Trained `run_fn` of .*penguin_keras.py\n  metrics: '
+                   'none recorded', proc.stdout)
+  assert sorted(os.listdir(out)) == [
+      '.generic-trainer', 'data', 'model', 'run', 'schema']
+  records = [r.numpy() for r in tf.data.TFRecordDataset(
+      str(out / 'data' / 'Split-eval' / 'data.gz'), 'GZIP').take(3)]
+  outputs = tf.saved_model.load(str(out / 'model')).signatures[
+      'serving_default'](examples=tf.constant(records))
+  assert outputs['outputs'].shape == (3, 3)
+
+
+def test_run_fn_gets_the_component_fn_args(tmp_path, penguin_csvs, capsys):
+  """A run_fn gets TFX's FnArgs over the local data, steps and hparams."""
+  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  out = tmp_path / 'out'
+  status = cli.main([
+      '--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
+      '--train-data', penguin_csvs[0], '--eval-data', penguin_csvs[1],
+      '--output-dir', str(out), '--steps', '7', '--eval-steps', '2',
+      '--hparams', '{"units": 8}'])
+  assert status == 0, capsys.readouterr().err[-3000:]
+  with open(out / 'run' / 'fn_args.json') as f:
+    got = json.load(f)
+  assert got['fn_args_class'] == 'tfx.components.trainer.fn_args_utils'
+  assert got['train_files'] == [str(out / 'data' / 'Split-train' / '*')]
+  assert got['eval_files'] == [str(out / 'data' / 'Split-eval' / '*')]
+  assert (got['train_steps'], got['eval_steps']) == (7, 2)
+  assert got['schema_path'] == str(out / 'schema' / 'schema.pbtxt')
+  assert got['hyperparameters'] == {'units': 8}
+  assert got['model_run_dir'] == str(out / 'run')
+  assert (out / 'model' / 'saved_model.pb').is_file()
+  assert not (out / '.publishing').exists()
+
+
+def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):
+  """A run into the folder of an earlier run replaces its outputs."""
+  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  out = tmp_path / 'out'
+  argv = ['--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
+          '--train-data', penguin_csvs[0], '--output-dir', str(out)]
+  assert cli.main(argv + ['--hparams', '{"units": 4}']) == 0
+  assert (out / 'hyperparameters').is_dir()
+  assert cli.main(argv) == 0, capsys.readouterr().err[-3000:]
+  assert not (out / 'hyperparameters').exists()
+  assert (out / 'model' / 'saved_model.pb').is_file()
+
+
+def test_run_fn_names_a_function_of_the_module(tmp_path, penguin_csvs,
+                                               capsys, monkeypatch):
+  """--run-fn NAME runs that function of a run_fn module."""
+  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(sys, 'path', list(sys.path))
+  module = tmp_path / 'cli_named_entry.py'
+  module.write_text(textwrap.dedent(f'''
+      import sys
+      sys.path.insert(0, {TESTDATA!r})
+      from records_fn_args import run_fn as _record
+
+      def train_here(fn_args):
+        _record(fn_args)
+      '''))
+  out = tmp_path / 'out'
+  status = cli.main(['--module-file', str(module), '--train-data',
+                     penguin_csvs[0], '--output-dir', str(out),
+                     '--run-fn', 'train_here'])
+  assert status == 0, capsys.readouterr().err[-3000:]
+  assert '== Trained `train_here` of' in capsys.readouterr().out
+  assert (out / 'run' / 'fn_args.json').is_file()
+
+
+def test_run_fn_names_one_of_several_specs(tmp_path, penguin_csvs, capsys):
+  """--run-fn SpecName picks one of two unrelated TrainSpecs."""
+  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  module = tmp_path / 'two_specs.py'
+  module.write_text(textwrap.dedent('''
+      from spec_fixtures import PenguinSpec
+
+      class Small(PenguinSpec):
+        epochs = 1
+
+      class Other(PenguinSpec):
+        pass
+      '''))
+  out = tmp_path / 'out'
+  status = cli.main(['--module-file', str(module), '--train-data',
+                     penguin_csvs[0], '--output-dir', str(out), '--steps',
+                     '4', '--run-fn', 'Small'])
+  captured = capsys.readouterr()
+  assert status == 0, captured.err[-3000:]
+  assert '== Trained TrainSpec Small of' in captured.out
+  assert len(FIRST_STEP.findall(captured.out)) == 1
+
+
+# Failures: exit 1, the message without a traceback, no DIR/model.
+@pytest.mark.slow
+def test_rejected_export_leaves_no_model(tmp_path, penguin_csvs):
+  """An export that predicts NaN: exit 1, no model/, the export kept in run/."""
+  out = tmp_path / 'out'
+  proc = _command('--module-file', os.path.join(TESTDATA, 'nan_prediction.py'),
+                  '--train-data', penguin_csvs[0], '--output-dir', str(out))
+  assert proc.returncode == 1
+  assert re.search(
+      r"generic-trainer: ExportValidationError: The 'serving_default' "
+      r'signature of .* returned non-finite values \(NaN or Inf\)',
+      proc.stderr)
+  assert proc.stderr.endswith(
+      f'Nothing was published; the rejected export is kept in '
+      f'{out}/run/rejected_export for inspection.\n')
+  assert 'Traceback' not in proc.stderr
+  assert not (out / 'model').exists() and not (out / '.publishing').exists()
+  assert (out / 'run' / 'rejected_export' / 'Format-Serving' /
+          'saved_model.pb').is_file()
+
+
+def test_spec_error_exits_1_with_the_message(tmp_path, penguin_csvs, capsys):
+  """A TrainSpec that does not fit the data: exit 1, SpecError's message."""
+  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  module = tmp_path / 'wrong_label.py'
+  module.write_text(textwrap.dedent('''
+      from spec_fixtures import PenguinSpec
+
+      class WrongLabel(PenguinSpec):
+        label_key = 'weight_class'
+      '''))
+  out = tmp_path / 'out'
+  status = cli.main(['--module-file', str(module), '--train-data',
+                     penguin_csvs[0], '--output-dir', str(out)])
+  err = capsys.readouterr().err
+  assert status == 1
+  assert ("generic-trainer: SpecError: The label 'weight_class' "
+          '(TrainSpec.label_key) is not a feature of the data.') in err
+  assert 'Traceback' not in err
+  assert not (out / 'model').exists()
+
+
+def test_data_that_is_not_tfrecords_exits_1(tmp_path, capsys):
+  """A data file neither CSV nor TFRecord is named before training."""
+  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  notes = tmp_path / 'notes.txt'
+  notes.write_text('not a TFRecord file')
+  status = cli.main(['--module-file', SPEC_MODULE, '--train-data', str(notes),
+                     '--output-dir', str(tmp_path / 'out')])
+  err = capsys.readouterr().err
+  assert status == 1
+  assert err.startswith(
+      f'generic-trainer: InputArtifactError: {notes} is not a readable '
+      'TFRecord file: ')
+  assert err.endswith(
+      'Expected TFRecord files of tf.Example (gzip when the name ends in .gz) '
+      'or CSV files (named *.csv). Check the file, or convert it.\n')
+
+
+def test_module_that_does_not_parse_exits_1_before_tensorflow(tmp_path,
+                                                             penguin_csvs):
+  """A syntax error is the module's fault (exit 1), found before TF loads."""
+  module = tmp_path / 'broken.py'
+  module.write_text('def run_fn(fn_args)\n  pass\n')
+  status, stderr, tensorflow = _parse_fresh(
+      ['--module-file', str(module), '--train-data', penguin_csvs[0],
+       '--output-dir', str(tmp_path / 'out')], cwd=tmp_path)
+  assert (status, tensorflow) == (1, False)
+  assert stderr.startswith(
+      f"generic-trainer: UserModuleError: The module file '{module}' has a "
+      'syntax error at line 1')
