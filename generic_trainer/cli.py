@@ -71,6 +71,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
     return 1
+  except KeyboardInterrupt:
+    print(f'{PROG}: interrupted; nothing was published.', file=sys.stderr)
+    return 130
   _print_outcome(request, outcome)
   return 0
 

@@ -19,9 +19,9 @@ from generic_trainer import local_run
 from generic_trainer import module_loader
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keras_process import KERAS_VERSIONS
 
 PROG = 'generic-trainer'
-KERAS_VERSIONS = ('keras3', 'tf_keras')
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}
 _DATA_KINDS = ('a CSV file (*.csv) or TFRecord files of tf.Example '
                '(*.tfrecord, *.gz)')
@@ -176,7 +176,7 @@ def _data_files(flag: str, patterns: List[str]) -> List[str]:
           f'several {flag}. Received: {flag}={pattern!r}{_where(pattern)}. '
           "Check the path; quote a glob ('data/*.csv') so that the shell "
           'passes it as it is.') from None
-    files += [os.path.abspath(f) for f in matched if f not in files]
+    files += [f for f in map(os.path.abspath, matched) if f not in files]
   csv_files = [f for f in files if f.endswith('.csv')]
   if csv_files and len(csv_files) < len(files):
     raise InvalidArgumentError(
