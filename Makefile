@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline pipeline-spec test test-fast soak lock clean
+.PHONY: setup pipeline pipeline-spec test test-fast soak bench lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,9 @@ test-fast: setup
 
 soak: setup
 	$(PY) -m pytest tests/test_soak.py -m soak -s
+
+bench: setup
+	$(PY) -m benchmarks.run
 
 lock:
 	uv pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt

@@ -1,6 +1,6 @@
 """Runs every comparison of the benchmark in one go; writes JSON and Markdown.
 
-    python -m benchmarks.run                    # the full run (~10 min here)
+    python -m benchmarks.run                    # the full run (~12 min here)
     python -m benchmarks.run --rows 2000 --repeats 1   # a smoke run
 
 On the same synthetic data (`synthetic_data`, 1M train rows by default):
@@ -12,9 +12,10 @@ On the same synthetic data (`synthetic_data`, 1M train rows by default):
   (d) the standalone command's time to first training step / the wall
       time of `python -c "import tensorflow"` (target <= 1.5);
   (e) the peak memory (max RSS) of each variant's process.
-Each variant runs in its own process, `--repeats` times; medians are
-reported, and ratios of medians from this one run, since absolute times
-drift on shared machines. Nothing is asserted: the targets are reported.
+Each variant runs in a process of its own, once per round, `--repeats`
+rounds, in a rotated order; medians are reported, and ratios of medians
+from this one run, since absolute times drift on shared machines. Nothing
+is asserted: the targets are reported.
 """
 
 import argparse
@@ -38,6 +39,7 @@ TARGETS = {
     'b_over_c_train_spec_over_compute_bound': ('>=', 0.85),
     'd_cli_first_step_over_tensorflow_import': ('<=', 1.5),
 }
+VARIANTS = ['tfx_trainer', 'generic_trainer', 'train_spec', 'compute_bound']
 FIRST_STEP = re.compile(r'first training step after ([0-9.]+) s')
 
 
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
                       help='train rows of the synthetic data (default 1M)')
   parser.add_argument('--eval-rows', type=int, default=10_000)
   parser.add_argument('--repeats', type=int, default=3)
-  parser.add_argument('--epochs', type=int, default=3,
+  parser.add_argument('--epochs', type=int, default=5,
                       help='epochs of the TrainSpec and the bound')
   parser.add_argument('--steps', type=int, default=None,
                       help='steps of the run_fn variants (default: one pass '
@@ -69,21 +71,29 @@ def main(argv=None) -> int:
   print(f'data: {data["root"]} ({time.monotonic() - started:.0f}s)',
         flush=True)
 
-  runs = {}
-  for variant in ('tfx_trainer', 'generic_trainer', 'train_spec',
-                  'compute_bound'):
-    result = os.path.join(work, f'{variant}.json')
-    os.makedirs(work, exist_ok=True)
-    peak_mb, seconds = _run_child(
-        [sys.executable, '-m', 'benchmarks.variants', variant,
-         '--data', data['root'], '--work', work, '--result', result,
-         '--repeats', str(args.repeats), '--steps', str(steps),
-         '--eval-steps', str(eval_steps), '--epochs', str(args.epochs)],
-        os.path.join(work, f'{variant}.log'))
-    with open(result) as f:
-      runs[variant] = json.load(f)
-    runs[variant]['peak_rss_mb'] = peak_mb
-    print(f'{variant}: {seconds:.0f}s, peak {peak_mb:.0f} MB', flush=True)
+  runs = {v: {'records': [], 'peak_rss_mb': 0.0} for v in VARIANTS}
+  os.makedirs(work, exist_ok=True)
+  for repeat in range(args.repeats):
+    # Rounds, each variant once in a rotated order: a slow spell of a shared
+    # machine then hits every variant alike, not all repeats of one.
+    order = VARIANTS[repeat % len(VARIANTS):] + VARIANTS[:repeat % len(
+        VARIANTS)]
+    for variant in order:
+      result = os.path.join(work, f'{variant}-{repeat}.json')
+      peak_mb, seconds = _run_child(
+          [sys.executable, '-m', 'benchmarks.variants', variant,
+           '--data', data['root'], '--work', work, '--result', result,
+           '--repeats', '1', '--steps', str(steps),
+           '--eval-steps', str(eval_steps), '--epochs', str(args.epochs)],
+          os.path.join(work, f'{variant}-{repeat}.log'))
+      with open(result) as f:
+        child = json.load(f)
+      runs[variant]['device'] = child['device']
+      runs[variant]['records'] += child['records']
+      runs[variant]['peak_rss_mb'] = max(runs[variant]['peak_rss_mb'],
+                                         peak_mb)
+      print(f'round {repeat + 1}, {variant}: {seconds:.0f}s, peak '
+            f'{peak_mb:.0f} MB, {child["records"][0]}', flush=True)
   runs.update(_first_step(data, work, args.repeats))
 
   report = _report(args, list(sys.argv[1:] if argv is None else argv), runs,
