@@ -68,6 +68,9 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
   The step counts are those `fit` will get: steps_per_execution must divide
   them (see `steps_per_execution`).
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  distributed = (strategy is not None and
+                 strategy is not tf.distribute.get_strategy())
   scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
   with scope:
     model = spec.model
@@ -77,7 +80,7 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
     model.compile(optimizer=spec.optimizer, loss=spec.loss,
                   metrics=spec.metrics,
                   steps_per_execution=steps_per_execution(
-                      spec, steps_per_epoch, validation_steps))
+                      spec, steps_per_epoch, validation_steps, distributed))
   return model
 
 
@@ -88,13 +91,15 @@ _BATCH_HOOKS = ('on_batch_begin', 'on_batch_end', 'on_train_batch_begin',
 
 
 def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
-                        validation_steps: Optional[int] = None) -> int:
+                        validation_steps: Optional[int] = None,
+                        distributed: bool = False) -> int:
   """The spec's steps_per_execution, or the automatic choice for None.
 
   Keras 3.12 runs whole executions past `steps_per_epoch` and
   `validation_steps` (with 32 per execution, 5 steps train 32), so the value
   must divide both: a given one is checked, the automatic one is the largest
-  divisor of both up to 32.
+  divisor of both up to 32. Under a distribution strategy the automatic one
+  is 1: Keras 3.12's multi-step loop fails on distributed iterators.
   """
   counts = [n for n in (steps_per_epoch, validation_steps) if n]
   value = spec.steps_per_execution
@@ -113,7 +118,8 @@ def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
   # from batch 0, not -1), so step checkpoints need one step per execution.
   every_steps = isinstance(spec.checkpoint, dict) and spec.checkpoint.get(
       'every_steps')
-  if every_steps or any(_has_batch_hooks(h) for h in spec.handlers()):
+  if (distributed or every_steps or
+      any(_has_batch_hooks(h) for h in spec.handlers())):
     return 1
   common = math.gcd(*counts) if counts else AUTO_STEPS_PER_EXECUTION
   return max(d for d in range(1, AUTO_STEPS_PER_EXECUTION + 1)

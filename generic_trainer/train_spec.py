@@ -76,8 +76,9 @@ class TrainSpec(abc.ABC):
       epoch and the eval steps. None (default) picks the largest such value
       up to 32, which removes most per-step overhead for small models; but
       1 when one of your handlers() has batch-level hooks (so it sees every
-      batch) or with checkpoint `every_steps`. Batch-level hooks of the
-      built-in handlers run once per execution.
+      batch), with checkpoint `every_steps`, or under a distribution
+      strategy. Batch-level hooks of the built-in handlers run once per
+      execution.
 
   Available to the members:
     fn_args: The `FnArgs` of this run (None outside a pipeline).

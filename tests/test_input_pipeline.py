@@ -167,6 +167,11 @@ def test_steps_per_execution(spec, steps, eval_steps, expected):
   assert fit_loop.steps_per_execution(spec, steps, eval_steps) == expected
 
 
+def test_one_step_per_execution_under_a_distribution_strategy():
+  """Keras 3.12's multi-step loop fails on distributed iterators."""
+  assert fit_loop.steps_per_execution(_spec(), 64, None, distributed=True) == 1
+
+
 def test_steps_per_execution_must_divide_the_steps():
   """A given value that Keras would run past is refused, with the counts."""
   with pytest.raises(SpecError, match=(
