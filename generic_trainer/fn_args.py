@@ -109,18 +109,15 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
 
 def _check_tfrecord(path: str, split: str) -> None:
   """Reads the first record of a TFRecord file, so corruption fails early."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  compression = 'GZIP' if path.endswith('.gz') else ''
-  try:
-    for _ in tf.data.TFRecordDataset(path, compression).take(1):
-      pass
-  except tf.errors.OpError as e:
-    from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local_data import first_record_error  # pylint: disable=g-import-not-at-top
+  error = first_record_error(path)
+  if error is not None:
     raise InputArtifactError(
         f'The {split!r} split file {path} is not a readable '
-        f'{"gzip " if compression else ""}TFRecord file: {summarize(e)}. '
-        'It is corrupt or truncated: re-run the component that produced '
-        'the examples.') from e
+        f'{"gzip " if path.endswith(".gz") else ""}TFRecord file: '
+        f'{summarize(error)}. It is corrupt or truncated: re-run the '
+        'component that produced the examples.') from error
 
 
 def check_base_model(artifacts: List[types.Artifact]) -> None:

@@ -54,19 +54,28 @@ def to_split(data, split_dir: str) -> List[str]:
 
 def check_tfrecords(files: List[str]) -> None:
   """Reads the first record of each file, so a wrong file fails early."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   for path in files:
-    compression = 'GZIP' if path.endswith('.gz') else ''
-    try:
-      for _ in tf.data.TFRecordDataset(path, compression).take(1):
-        pass
-    except tf.errors.OpError as e:
+    error = first_record_error(path)
+    if error is not None:
       raise InputArtifactError(
-          f'{path} is not a readable {"gzip " if compression else ""}'
-          f'TFRecord file: {summarize(e)}. Expected TFRecord files of '
+          f'{path} is not a readable {"gzip " if path.endswith(".gz") else ""}'
+          f'TFRecord file: {summarize(error)}. Expected TFRecord files of '
           'tf.Example (gzip when the name ends in .gz) or CSV files (named '
-          '*.csv). Check the file, or convert it.') from e
+          '*.csv). Check the file, or convert it.') from error
+
+
+def first_record_error(path: str):
+  """The error reading the first record of a TFRecord file (gzip when it
+  ends in .gz) raises, or None when it reads."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  compression = 'GZIP' if path.endswith('.gz') else ''
+  try:
+    for _ in tf.data.TFRecordDataset(path, compression).take(1):
+      pass
+  except tf.errors.OpError as e:
+    return e
+  return None
 
 
 def link_split(files: List[str], split_dir: str) -> List[str]:
