@@ -80,6 +80,7 @@ def main(argv=None) -> int:
         VARIANTS)]
     for variant in order:
       result = os.path.join(work, f'{variant}-{repeat}.json')
+      steal_before = _cpu_steal()
       peak_mb, seconds = _run_child(
           [sys.executable, '-m', 'benchmarks.variants', variant,
            '--data', data['root'], '--work', work, '--result', result,
@@ -89,11 +90,14 @@ def main(argv=None) -> int:
       with open(result) as f:
         child = json.load(f)
       runs[variant]['device'] = child['device']
-      runs[variant]['records'] += child['records']
+      steal = _steal_share(steal_before, _cpu_steal())
+      runs[variant]['records'] += [dict(r, cpu_steal=steal)
+                                   for r in child['records']]
       runs[variant]['peak_rss_mb'] = max(runs[variant]['peak_rss_mb'],
                                          peak_mb)
       print(f'round {repeat + 1}, {variant}: {seconds:.0f}s, peak '
-            f'{peak_mb:.0f} MB, {child["records"][0]}', flush=True)
+            f'{peak_mb:.0f} MB, CPU steal {steal:.0%}, '
+            f'{child["records"][0]}', flush=True)
   runs.update(_first_step(data, work, args.repeats))
 
   report = _report(args, list(sys.argv[1:] if argv is None else argv), runs,
@@ -121,6 +125,24 @@ def _run_child(command, log_path, env=None):
     raise RuntimeError(f'{" ".join(command)} failed with exit code '
                        f'{process.returncode}; see {log_path}.')
   return usage.ru_maxrss / 1024, time.monotonic() - started
+
+
+def _cpu_steal():
+  """(steal, total) CPU ticks of the machine so far (/proc/stat), or None."""
+  try:
+    with open('/proc/stat') as f:
+      ticks = [int(t) for t in f.readline().split()[1:]]
+  except (OSError, ValueError):
+    return None
+  return ticks[7] if len(ticks) > 7 else 0, sum(ticks)
+
+
+def _steal_share(before, after) -> float:
+  """The share of CPU time a hypervisor gave other guests in between: on a
+  shared VM, what slowed a run down without being its fault."""
+  if before is None or after is None or after[1] == before[1]:
+    return 0.0
+  return (after[0] - before[0]) / (after[1] - before[1])
 
 
 def _first_step(data, work, repeats):
@@ -215,6 +237,7 @@ def _report(args, argv, runs, steps, eval_steps):
           'cli_first_step_s': m('cli_first_step', 'first_step_s'),
       },
       'peak_rss_mb': {v: runs[v]['peak_rss_mb'] for v in runs},
+      'cpu_steal': {v: m(v, 'cpu_steal') for v in VARIANTS},
       'ratios': ratios,
       'targets': {k: {'op': op, 'value': v,
                       'met': ratios[k] <= v if op == '<=' else
@@ -269,6 +292,10 @@ def markdown(report) -> str:
       '',
       '(e) Peak memory (max RSS of the process, MB): ' + ', '.join(
           f'{k} {v:.0f}' for k, v in peak.items()) + '.',
+      '',
+      'CPU steal (share of the machine\'s CPU time given to other guests '
+      'while a variant ran, median): ' + ', '.join(
+          f'{k} {v:.0%}' for k, v in report['cpu_steal'].items()) + '.',
       '',
   ]
   return '\n'.join(lines)

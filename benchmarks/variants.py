@@ -80,23 +80,31 @@ def run_executor(kind, args, work_dir):
 
 
 def run_compute_bound(args, work_dir):
-  """The TrainSpec's model fed from memory: the bound for its throughput."""
+  """The TrainSpec's model fed from memory: the bound for its throughput.
+
+  Full batches only, so that every epoch has the same steps and one
+  iterator runs through all epochs (the next epoch's shuffle overlaps the
+  end of this one); steps_per_execution is picked for those steps, as the
+  TrainSpec's is.
+  """
   from benchmarks.modules.synthetic_spec import SyntheticSpec  # pylint: disable=g-import-not-at-top
   from generic_trainer import fit_loop  # pylint: disable=g-import-not-at-top
   train = _in_memory(args.data, 'train')
   evaluation = _in_memory(args.data, 'eval')
   spec = SyntheticSpec(hparams={'epochs': args.epochs})
-  model = fit_loop.compile_model(spec)
-  rows = int(train[1].shape[0])
+  steps = max(1, int(train[1].shape[0]) // spec.batch_size)
+  model = fit_loop.compile_model(spec, steps_per_epoch=steps)
   started = time.monotonic()
-  model.fit(_shuffled_batches(train, spec.batch_size),
-            validation_data=_shuffled_batches(evaluation, spec.batch_size,
+  model.fit(_shuffled_batches(train, spec.batch_size, args.epochs),
+            steps_per_epoch=steps,
+            validation_data=_shuffled_batches(evaluation, spec.batch_size, 1,
                                               shuffle=False),
             epochs=args.epochs, verbose=0)
   fit_s = time.monotonic() - started
   del work_dir
-  return {'fit_s': fit_s, 'train_examples': args.epochs * rows,
-          'examples_per_s': args.epochs * rows / fit_s}
+  examples = args.epochs * steps * spec.batch_size
+  return {'fit_s': fit_s, 'train_examples': examples,
+          'examples_per_s': examples / fit_s}
 
 
 def _in_memory(data_root, split):
@@ -114,8 +122,9 @@ def _in_memory(data_root, split):
   return columns, label
 
 
-def _shuffled_batches(data, batch_size, shuffle=True):
-  """Batches sliced from memory, the rows in a new order every epoch.
+def _shuffled_batches(data, batch_size, epochs, shuffle=True):
+  """`epochs` passes of full batches sliced from memory (all rows when
+  unshuffled), the rows in a new order every epoch.
 
   Each epoch permutes all rows with one gather, then slices the batches:
   no per-batch work besides the slice, the least any input can do.
@@ -132,14 +141,17 @@ def _shuffled_batches(data, batch_size, shuffle=True):
     batches = tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(
         lambda t: tf.reshape(t[:full], [-1, batch_size] + t.shape[1:].as_list()),
         columns))
-    if full < rows:
+    if full < rows and not shuffle:
       batches = batches.concatenate(tf.data.Dataset.from_tensors(
           tf.nest.map_structure(lambda t: t[full:], columns)))
     return batches
 
-  return tf.data.Dataset.from_tensors(0).flat_map(epoch).apply(
-      tf.data.experimental.assert_cardinality(-(-rows // batch_size))
-  ).prefetch(tf.data.AUTOTUNE)
+  # Autotuning off, as in GenericTrainer's input: with it on, a new
+  # iterator can wait seconds for the autotuner's wake-up.
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return tf.data.Dataset.range(epochs).flat_map(epoch).prefetch(
+      8).with_options(options)
 
 
 def _rows(data_root, split):

@@ -9,28 +9,30 @@ sparse or ragged, renamed, default values filled):
   reads the files with a parallel interleave whose per-record cost bounds
   the whole input on few cores, and parses in one thread. Here local files
   are read one after the other, in TFXIO's order, by a sequential reader
-  (cheap per record), and batches are parsed in parallel. Remote files (gs://, s3://...) and
-  options that need TFXIO go to TFXIO unchanged.
+  (cheap per record), and batches are parsed in parallel. Remote files
+  (gs://, s3://...) and options that need TFXIO go to TFXIO unchanged.
 - `block_dataset`: what a TrainSpec trains on when every feature it reads
-  is dense. Records are parsed in blocks of `BLOCK_ROWS` per file, kept in
-  memory when they fit (`cache`), shuffled as blocks, mixed into pools of
-  `POOL_ROWS` rows that are permuted, then cut into batches. After the first
-  epoch no record is read or parsed again; every epoch sees a new order.
+  is dense. Records are read from the files in parallel and parsed in
+  parallel, `PARSE_ROWS` at a time (`parsed_blocks`), into blocks of
+  `BLOCK_ROWS` rows, kept in memory when they fit (`cache`), shuffled as
+  blocks, mixed into pools of `POOL_ROWS` rows that are permuted, then cut
+  into batches. After the first epoch no record is read or parsed again;
+  every epoch sees a new order.
 
 Measured on 2 cores, 200k rows of 12 float features, batch 256: iterating
-TFXIO's dataset ~20-25k rows/s, `DatasetFactory` ~130k rows/s; a 2x64 DNN
-fed from `block_dataset` from its second epoch trains as fast as from
-tensors already in memory (benchmarks/README.md).
+TFXIO's dataset ~20-25k rows/s, `DatasetFactory` ~130k rows/s; parsing 1M
+rows from gzip files ~2.5 s (benchmarks/README.md has the training numbers).
 """
 
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-BLOCK_ROWS = 1024
+PARSE_ROWS = 4096  # Records per parse_example call.
+BLOCK_ROWS = 1024  # Rows per cached block, the unit of the block shuffle.
 POOL_ROWS = 8192
+PREFETCH_BATCHES = 8
 SHUFFLE_BLOCKS = 64  # Blocks held for shuffling: 64k rows, TFXIO's is 10k.
 CACHE_MEMORY_FRACTION = 0.25
-_AUTOTUNE = -1  # tf.data.AUTOTUNE, without importing TF at module load.
 
 
 class DatasetFactory:
@@ -112,36 +114,70 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
                   cache: bool):
   """Batches of (features, label) (features alone without `label_key`).
 
-  Dense features only (`dense_only`). With `num_epochs=None` it repeats
-  forever and every batch is full; otherwise the last batch of the last
-  epoch may be short.
+  Dense features only (`dense_only`). The parsed rows are cut into blocks
+  of `BLOCK_ROWS`, kept in memory with `cache` (from the second epoch
+  nothing is read or parsed), shuffled `SHUFFLE_BLOCKS` blocks at a time,
+  mixed into pools of `POOL_ROWS` rows that are permuted, and cut into
+  batches. With `num_epochs=None` it repeats forever and every batch is
+  full; otherwise the last batch of the last epoch may be short.
+
+  Measured against a uniform shuffle of all rows gathered from memory
+  (load all first, then gather each epoch's order): the first epoch here
+  trains while it parses, and the later epochs take less CPU.
+  """
+  blocks = parsed_blocks(patterns, config, names, label_key,
+                         deterministic=not shuffle).rebatch(BLOCK_ROWS)
+  if cache:
+    blocks = blocks.cache()
+  if shuffle:
+    blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
+        _permute_rows, num_parallel_calls=_cores())
+  if num_epochs != 1:
+    blocks = blocks.repeat(num_epochs)
+  batches = blocks.rebatch(batch_size, drop_remainder=num_epochs is None)
+  return _fixed_tuning(batches.prefetch(PREFETCH_BATCHES))
+
+
+def parsed_blocks(patterns: List[str], config: Dict[str, Any],
+                  names: Dict[str, str], label_key: Optional[str],
+                  deterministic: bool):
+  """The records of `patterns`, parsed `PARSE_ROWS` at a time.
+
+  Files are read in parallel and the blocks parsed in parallel: one
+  `parse_example` call on 4096 records costs less than four on 1024 (TF's
+  parser splits large batches over its threads).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   files = sorted(tf.io.gfile.glob(patterns) if any(
       c in p for p in patterns for c in '*?[') else patterns)
   compression = _compression(files)
-  parse = _parse_fn(config, names, None)
+  cores = _cores()
+  readers = max(1, min(len(files), cores))
 
   def read(path):
     return tf.data.TFRecordDataset(path, compression,
-                                   buffer_size=1 << 20).batch(BLOCK_ROWS).map(
-                                       parse)
+                                   buffer_size=1 << 20).batch(PARSE_ROWS)
 
-  blocks = tf.data.Dataset.from_tensor_slices(files).interleave(
-      read, cycle_length=max(1, min(len(files), _cores())),
-      num_parallel_calls=_AUTOTUNE if len(files) > 1 else None,
-      deterministic=not shuffle)
-  if cache:
-    blocks = blocks.cache()
-  if shuffle:
-    blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
-        _permute_rows, num_parallel_calls=_AUTOTUNE)
-  if num_epochs != 1:
-    blocks = blocks.repeat(num_epochs)
-  batches = blocks.rebatch(batch_size, drop_remainder=num_epochs is None)
-  if label_key is not None:
-    batches = batches.map(lambda f: (f, f.pop(label_key)))
-  return batches.prefetch(_AUTOTUNE)
+  records = tf.data.Dataset.from_tensor_slices(files).interleave(
+      read, cycle_length=readers,
+      num_parallel_calls=readers if readers > 1 else None,
+      deterministic=deterministic)
+  return records.map(_parse_fn(config, names, label_key),
+                     num_parallel_calls=cores, deterministic=deterministic)
+
+
+def _fixed_tuning(dataset):
+  """`dataset` with tf.data's autotuning off (our parallelism is fixed).
+
+  With it on (TF 2.16), every new iterator, so every epoch and every eval
+  pass, could wait for the autotuner's next wake-up (1.3, 2.6, 5.1 s...
+  after its start) before its first batch: on 2 cores, 1-4 s of a 3 s
+  epoch.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  options = tf.data.Options()
+  options.autotune.enabled = False
+  return dataset.with_options(options)
 
 
 def fits_in_memory(patterns: List[str]) -> bool:
@@ -182,11 +218,14 @@ def _parse_fn(config, names, label_key):
   return parse
 
 
-def _permute_rows(features):
+def _permute_rows(*columns):
+  """The rows of a block in a random order (features, or features and label;
+  tf.data passes a tuple's parts as arguments)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  rows = tf.shape(tf.nest.flatten(features)[0])[0]
+  rows = tf.shape(tf.nest.flatten(columns)[0])[0]
   order = tf.random.shuffle(tf.range(rows))
-  return tf.nest.map_structure(lambda t: tf.gather(t, order), features)
+  permuted = tf.nest.map_structure(lambda t: tf.gather(t, order), columns)
+  return permuted if len(permuted) > 1 else permuted[0]
 
 
 def _compression(patterns: List[str]) -> str:

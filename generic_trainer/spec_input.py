@@ -6,6 +6,7 @@ Parsed with the schema's TFXIO config; see `input_pipeline` for how.
 from typing import List, Optional, Tuple
 
 from generic_trainer.errors import SpecError
+from generic_trainer.train_spec import TrainSpec
 
 
 def load_schema(fn_args):
@@ -54,24 +55,27 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   from generic_trainer import input_pipeline  # pylint: disable=g-import-not-at-top
   label = spec.label_key if with_label else None
   factory = fn_args.data_accessor.tf_dataset_factory
-  dataset = None
   if isinstance(factory, input_pipeline.DatasetFactory):
     config, names = factory.parser(schema, keys + ([label] if label else []))
     if input_pipeline.dense_only(config):
       cache = spec.cache if cache is None else cache
       if cache is None:
         cache = input_pipeline.fits_in_memory(files)
-      dataset = input_pipeline.block_dataset(
+      dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
-          cache=bool(cache))
-  if dataset is None:
-    # Not tfx_bsl.public.tfxio, which imports Apache Beam: the same class.
-    from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
-    options = TensorFlowDatasetOptions(
-        batch_size=batch_size, label_key=label, num_epochs=num_epochs,
-        shuffle=shuffle)
-    dataset = factory(files, options, schema)
-  dataset = _shard_by_data(dataset)
+          cache=bool(cache)))
+      # Blocks hold exactly `keys` (and the label): only preprocess is left.
+      if type(spec).preprocess is TrainSpec.preprocess:
+        return dataset
+      if not with_label:
+        return dataset.map(spec.preprocess)
+      return dataset.map(lambda f, label: (spec.preprocess(f), label))
+  # Not tfx_bsl.public.tfxio, which imports Apache Beam: the same class.
+  from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
+  options = TensorFlowDatasetOptions(
+      batch_size=batch_size, label_key=label, num_epochs=num_epochs,
+      shuffle=shuffle)
+  dataset = _shard_by_data(factory(files, options, schema))
   if not with_label:
     return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
 

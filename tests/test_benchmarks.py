@@ -10,6 +10,8 @@ import pytest
 
 from conftest import REPO
 
+VARIANTS = {'tfx_trainer', 'generic_trainer', 'train_spec', 'compute_bound'}
+
 
 @pytest.mark.slow
 def test_benchmark_runs_every_comparison(tmp_path):
@@ -37,6 +39,11 @@ def test_benchmark_runs_every_comparison(tmp_path):
   assert runs['train_spec']['records'][0]['train_examples'] == 2 * 2000
   assert runs['tfx_trainer']['records'][0]['train_examples'] == (
       2000 // 256) * 256
+  # The bound trains full batches only, the same steps every epoch.
+  assert runs['compute_bound']['records'][0]['train_examples'] == (
+      2 * (2000 // 256) * 256)
+  assert set(report['cpu_steal']) == set(VARIANTS)
+  assert all(0.0 <= v <= 1.0 for v in report['cpu_steal'].values())
   assert report['machine']['device'].startswith(('CPU: ', 'GPU: '))
   table = (out / 'results.md').read_text()
   assert '| Comparison | Medians | Ratio | Target | Met |' in table
