@@ -181,3 +181,46 @@ def test_steps_per_execution_must_divide_the_steps():
   with pytest.raises(SpecError, match=(
       r'must be a positive int or None. Received: steps_per_execution=0')):
     fit_loop.steps_per_execution(_spec(0), 100, None)
+
+
+def test_blocks_run_without_tf_data_autotuning(data):
+  """Autotuning stalled each new iterator (each epoch) for seconds; the
+  block pipeline sets its parallelism itself and turns it off."""
+  dataset = _block_dataset(data, batch_size=64, num_epochs=1, shuffle=True,
+                           cache=True)
+  assert dataset.options().autotune.enabled is False
+
+
+@pytest.mark.parametrize('with_label', [True, False])
+def test_spec_preprocess_applies_on_blocks(data, with_label):
+  """An overridden `preprocess` runs on every batch; without one the
+  blocks come through unmapped, holding exactly the spec's keys."""
+  from generic_trainer import TrainSpec, spec_input  # pylint: disable=g-import-not-at-top
+  patterns, schema = data
+
+  class Plain(TrainSpec):
+    label_key = 'label'
+    build_model = build_optimizer = build_loss = lambda self: None
+
+  class Doubled(Plain):
+
+    def preprocess(self, features):
+      return {'f00': features['f00'] * 2.0}
+
+  fn_args = types.SimpleNamespace(data_accessor=types.SimpleNamespace(
+      tf_dataset_factory=input_pipeline.DatasetFactory()))
+
+  def first(spec_class):
+    batch = next(iter(spec_input.make_dataset(
+        spec_class(), fn_args, schema, patterns, ['f00', 'f01'], 50,
+        num_epochs=1, shuffle=False, with_label=with_label)))
+    if with_label:
+      features, label = batch
+      assert label.shape[0] == 50
+      return features
+    return batch
+
+  plain, doubled = first(Plain), first(Doubled)
+  assert set(plain) == {'f00', 'f01'} and set(doubled) == {'f00'}
+  np.testing.assert_allclose(doubled['f00'].numpy(),
+                             2.0 * plain['f00'].numpy())
