@@ -148,10 +148,9 @@ def _shuffled_batches(data, batch_size, epochs, shuffle=True):
 
   # Autotuning off, as in GenericTrainer's input: with it on, a new
   # iterator can wait seconds for the autotuner's wake-up.
-  options = tf.data.Options()
-  options.autotune.enabled = False
-  return tf.data.Dataset.range(epochs).flat_map(epoch).prefetch(
-      8).with_options(options)
+  from generic_trainer.input_pipeline import without_autotuning  # pylint: disable=g-import-not-at-top
+  return without_autotuning(
+      tf.data.Dataset.range(epochs).flat_map(epoch).prefetch(8))
 
 
 def _rows(data_root, split):

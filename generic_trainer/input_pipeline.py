@@ -75,7 +75,7 @@ def parser_config(schema, keys: Optional[Sequence[str]] = None
 
 def record_dataset(patterns: List[str], options, schema):
   """TFXIO's TensorFlowDataset pipeline, with cheaper reading and parsing,
-  and without tf.data's autotuning (see `_fixed_tuning`): its AUTOTUNE
+  and without tf.data's autotuning (see `without_autotuning`): its AUTOTUNE
   values resolve to the cores and a self-sizing prefetch buffer."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   config, names = parser_config(schema)
@@ -101,7 +101,7 @@ def record_dataset(patterns: List[str], options, schema):
       _parse_fn(config, names, options.label_key),
       num_parallel_calls=options.parser_num_threads,
       deterministic=not options.sloppy_ordering)
-  return _fixed_tuning(dataset.prefetch(options.prefetch_buffer_size))
+  return without_autotuning(dataset.prefetch(options.prefetch_buffer_size))
 
 
 def dense_only(config: Dict[str, Any]) -> bool:
@@ -137,7 +137,7 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
   if num_epochs != 1:
     blocks = blocks.repeat(num_epochs)
   batches = blocks.rebatch(batch_size, drop_remainder=num_epochs is None)
-  return _fixed_tuning(batches.prefetch(PREFETCH_BATCHES))
+  return without_autotuning(batches.prefetch(PREFETCH_BATCHES))
 
 
 def parsed_blocks(patterns: List[str], config: Dict[str, Any],
@@ -168,7 +168,7 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
                      num_parallel_calls=cores, deterministic=deterministic)
 
 
-def _fixed_tuning(dataset):
+def without_autotuning(dataset):
   """`dataset` with tf.data's autotuning off (our parallelism is fixed).
 
   With it on (TF 2.16), every new iterator, so every epoch and every eval
