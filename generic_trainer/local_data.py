@@ -69,10 +69,14 @@ def first_record_error(path: str):
   """The error reading the first record of a TFRecord file (gzip when it
   ends in .gz) raises, or None when it reads."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  compression = 'GZIP' if path.endswith('.gz') else ''
+  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  options = tf.io.TFRecordOptions(
+      compression_type='GZIP' if path.endswith('.gz') else '')
+  # TF's record reader, not a tf.data pipeline: ~6 ms a file instead of
+  # ~30 ms, and its error says what is wrong with the file.
   try:
-    for _ in tf.data.TFRecordDataset(path, compression).take(1):
-      pass
+    with deprecation.silence():
+      next(tf.compat.v1.io.tf_record_iterator(path, options), None)
   except tf.errors.OpError as e:
     return e
   return None
