@@ -1,6 +1,6 @@
 """Runs every comparison of the benchmark in one go; writes JSON and Markdown.
 
-    python -m benchmarks.run                    # the full run (~12 min here)
+    python -m benchmarks.run                    # the full run (~18 min here)
     python -m benchmarks.run --rows 2000 --repeats 1   # a smoke run
 
 On the same synthetic data (`synthetic_data`, 1M train rows by default):
@@ -13,9 +13,10 @@ On the same synthetic data (`synthetic_data`, 1M train rows by default):
       time of `python -c "import tensorflow"` (target <= 1.5);
   (e) the peak memory (max RSS) of each variant's process.
 Each variant runs in a process of its own, once per round, `--repeats`
-rounds, in a rotated order; medians are reported, and ratios of medians
-from this one run, since absolute times drift on shared machines. Nothing
-is asserted: the targets are reported.
+rounds; the two variants of a ratio run one after the other, in turns
+first. Medians are reported, and ratios of medians from this one run,
+since absolute times drift on shared machines. Nothing is asserted: the
+targets are reported.
 """
 
 import argparse
@@ -48,7 +49,7 @@ def main(argv=None) -> int:
   parser.add_argument('--rows', type=int, default=1_000_000,
                       help='train rows of the synthetic data (default 1M)')
   parser.add_argument('--eval-rows', type=int, default=10_000)
-  parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--repeats', type=int, default=5)
   parser.add_argument('--epochs', type=int, default=5,
                       help='epochs of the TrainSpec and the bound')
   parser.add_argument('--steps', type=int, default=None,
@@ -74,10 +75,10 @@ def main(argv=None) -> int:
   runs = {v: {'records': [], 'peak_rss_mb': 0.0} for v in VARIANTS}
   os.makedirs(work, exist_ok=True)
   for repeat in range(args.repeats):
-    # Rounds, each variant once in a rotated order: a slow spell of a shared
-    # machine then hits every variant alike, not all repeats of one.
-    order = VARIANTS[repeat % len(VARIANTS):] + VARIANTS[:repeat % len(
-        VARIANTS)]
+    # Rounds, each variant once, the two of a ratio one after the other and
+    # in turns first: a slow spell of a shared machine then hits both sides
+    # of a ratio alike, not all repeats of one variant.
+    order = VARIANTS if repeat % 2 == 0 else VARIANTS[::-1]
     for variant in order:
       result = os.path.join(work, f'{variant}-{repeat}.json')
       steal_before = _cpu_steal()
