@@ -1,6 +1,6 @@
 """Runs every comparison of the benchmark in one go; writes JSON and Markdown.
 
-    python -m benchmarks.run                    # the full run (~18 min here)
+    python -m benchmarks.run                    # the full run (~19 min here)
     python -m benchmarks.run --rows 2000 --repeats 1   # a smoke run
 
 On the same synthetic data (`synthetic_data`, 1M train rows by default):
