@@ -28,10 +28,10 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
-POOL_ROWS = 32768  # Rows mixed and permuted together: 8 blocks.
+POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
 PREFETCH_BATCHES = 8
 READ_AHEAD_BLOCKS = 1 << 20  # When cached: parse ahead of training, all.
-SHUFFLE_BLOCKS = 16  # Blocks held for shuffling: 64k rows, TFXIO's is 10k.
+SHUFFLE_BLOCKS = 16  # Blocks held for shuffling: 64k rows (TFXIO: 10k).
 CACHE_MEMORY_FRACTION = 0.25
 
 
