@@ -20,7 +20,7 @@ test-fast: setup
 	$(PY) -m pytest tests -m "not slow and not soak"
 
 soak: setup
-	$(PY) -m pytest tests/test_soak.py -m soak -s
+	$(PY) -m pytest tests -m soak -s
 
 bench: setup
 	$(PY) -m benchmarks.run

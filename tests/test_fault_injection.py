@@ -21,6 +21,7 @@ RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'fault_runner.py')
 TRAIN_STEPS = 40  # 8 epochs of 5 steps; ~0.1 s a step (slow_spec.py).
 STEPS_PER_EPOCH = 5
+TRIALS = 5  # Random kill points; `make test` runs the first, `make soak` all.
 
 
 def _start(workdir, attempt, module, steps, custom_config='null'):
@@ -62,7 +63,8 @@ def _log(workdir, attempt):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('trial', range(3))
+@pytest.mark.parametrize('trial', [0] + [
+    pytest.param(t, marks=pytest.mark.soak) for t in range(1, TRIALS)])
 def test_killed_training_resumes_from_its_last_checkpoint(tmp_path, trial):
   """SIGKILL at a random point of training; the next attempt resumes from
   the last epoch checkpoint, repeats less than one epoch, and publishes a
