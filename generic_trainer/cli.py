@@ -14,6 +14,10 @@ the first training step comes soon after TensorFlow's own import. The line
 `first training step after X.XX s` (seconds since the process started) says
 when.
 
+A killed or interrupted training (Ctrl-C) resumes from its last epoch
+checkpoint when the same command runs again on unchanged data;
+`--no-resume` starts over.
+
 Exit status: 0 trained, validated and published; 1 the run failed (the
 module, the data, the spec, the training or the export; the message says
 what to do); 2 the command line is wrong.
@@ -66,13 +70,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     if request.run_fn is None:
       module_loader.check_module_source(request.module_file)
+    checkpoint = local_run.resumable(request)
+    if checkpoint and request.resume:
+      print(f'Resuming from the checkpoint an interrupted run left in '
+            f'{checkpoint} (--no-resume starts over).', flush=True)
     with _log_lines():
       outcome = local_run.run(request)
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
     return 1
   except KeyboardInterrupt:
-    print(f'{PROG}: interrupted; nothing was published.', file=sys.stderr)
+    checkpoint = local_run.resumable(request)
+    print(f'{PROG}: interrupted; nothing was published.' + (
+        f' The same command resumes from the checkpoint in {checkpoint}.'
+        if checkpoint else ''), file=sys.stderr)
     return 130
   _print_outcome(request, outcome)
   return 0
@@ -133,6 +144,8 @@ def _print_outcome(request: local_run.Request,
     lines[0] += (f': {result.get("steps")} steps, {result.get("epochs")} '
                  f'epochs, {result.get("training_time_s", 0):.1f} s of '
                  'training')
+    if result.get('resumed_from_epoch'):
+      lines[0] += f' (resumed after epoch {result["resumed_from_epoch"]})'
     for split in ('train', 'eval'):
       metrics = result.get(split) or {}
       lines.append(f'  {split + ":":6} ' + (' '.join(

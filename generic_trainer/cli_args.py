@@ -45,7 +45,9 @@ def _parser() -> argparse.ArgumentParser:
       'spec, training or export); 2 bad arguments. OUTPUT_DIR gets model/ '
       '(only once validated), run/ (history.json, tensorboard/, '
       'train_result.json), data/ and schema/schema.pbtxt; a run replaces '
-      'what an earlier run wrote there.')
+      'what an earlier run wrote there. A killed or interrupted training '
+      'resumes from its last epoch checkpoint when the same command runs '
+      'again.')
   add = parser.add_argument
   add('--module-file', required=True, metavar='M',
       help='the module file: a TrainSpec subclass or a run_fn(fn_args)')
@@ -71,6 +73,10 @@ def _parser() -> argparse.ArgumentParser:
       help='what tf.keras means (default: as TensorFlow decides)')
   add('--progress', default='auto', metavar='{auto,bar,lines}',
       help='a progress bar or log lines (default auto: a bar on a terminal)')
+  add('--no-resume', action='store_true',
+      help='start over, even where an interrupted run of the same module, '
+      'data and flags left a checkpoint in OUTPUT_DIR (default: resume '
+      'from it)')
   return parser
 
 
@@ -117,7 +123,7 @@ def parse(argv: Optional[Sequence[str]],
                                'data'),
       hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
       keras_version=ns.keras_version, interactive=PROGRESS[ns.progress],
-      started=started)
+      resume=not ns.no_resume, started=started)
 
 
 def _where(path: str) -> str:

@@ -48,9 +48,8 @@ class GenericExecutor(base_executor.BaseExecutor):
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
         keep_dir=self._stateful_working_dir() or model_run_uri)
-    checkpoint_dir = resume.checkpoint_dir(
-        input_dict, exec_properties, model_run_uri,
-        self._stateful_working_dir())
+    checkpoint_dir = self._checkpoint_dir(input_dict, exec_properties,
+                                          model_run_uri)
     with staged.attempt():
       if distribution.launches_workers(exec_properties):
         from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
@@ -80,6 +79,11 @@ class GenericExecutor(base_executor.BaseExecutor):
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], result)
 
+
+  def _checkpoint_dir(self, input_dict, exec_properties, model_run_uri):
+    """Where this training checkpoints, and resumes from after a kill."""
+    return resume.checkpoint_dir(input_dict, exec_properties, model_run_uri,
+                                 self._stateful_working_dir())
 
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""

@@ -7,6 +7,7 @@ What the `generic-trainer` command does once its arguments are checked
     run/                    history.json, tensorboard/, checkpoints/,
                             train_result.json; rejected_export/ after a
                             rejected export
+    .resume-<key>/          an interrupted training's checkpoint (below)
     data/Split-train, data/Split-eval   the data as ExampleGen lays it out
     schema/schema.pbtxt     the schema used (inferred or given)
     hyperparameters/        the --hparams JSON, when given
@@ -25,10 +26,21 @@ into the same folder starts by removing what an earlier run wrote there
 (`.generic-trainer` marks a folder a run wrote; the command refuses a folder
 whose `data/`, `run/`... no run wrote).
 
+A killed or interrupted training resumes as in a pipeline: the same
+command again continues from the last epoch checkpoint (TrainSpec modules;
+a `run_fn` that uses `resume.keras_callback` or `resume.checkpoint_manager`)
+in `.resume-<key>/`. The key hashes what defines the training
+(`resume_key`): the module's and the schema's contents, the data files'
+paths, sizes and modification times, and the flags. The folder paths of a
+local run never change, so the key is taken from the data itself, not from
+the artifacts' URIs as in a pipeline. A run with another key, or with
+`resume=False`, removes it; a published model removes its own.
+
 The module is loaded here first, to find out which path it takes; a
 `run_fn` module is then loaded again by the executor, as in a pipeline.
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -57,6 +69,8 @@ class Request:
     keras_version: 'keras3', 'tf_keras', or None.
     interactive: True for a progress bar, False for log lines, None for a
       bar on a terminal.
+    resume: Whether to resume from the checkpoint an interrupted run with
+      the same `resume_key` left (False: remove it and start over).
     started: `time.monotonic()` when the process started.
   """
   module_file = attr.ib(type=str)
@@ -71,12 +85,43 @@ class Request:
   run_fn = attr.ib(type=Optional[str], default=None)
   keras_version = attr.ib(type=Optional[str], default=None)
   interactive = attr.ib(type=Optional[bool], default=None)
+  resume = attr.ib(type=bool, default=True)
+
+
+def resume_key(request: Request) -> str:
+  """A short hash of what defines the training of `request`."""
+
+  def content(path):
+    if not path:
+      return None
+    with open(path, 'rb') as f:
+      return hashlib.sha256(f.read()).hexdigest()
+
+  def files(paths):
+    return [(p, os.stat(p).st_size, os.stat(p).st_mtime_ns)
+            for p in paths or []]
+
+  blob = json.dumps({
+      'module': content(request.module_file), 'run_fn': request.run_fn,
+      'schema': content(request.schema), 'train': files(request.train_data),
+      'eval': files(request.eval_data), 'steps': request.steps,
+      'eval_steps': request.eval_steps, 'hparams': request.hparams,
+      'keras_version': request.keras_version}, sort_keys=True)
+  return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def resumable(request: Request) -> Optional[str]:
+  """The checkpoint an interrupted run of `request`'s training left (the
+  run resumes from it unless `request.resume` is False), or None."""
+  path = Layout(request.output_dir).resume_dir(resume_key(request))
+  return path if os.path.isdir(path) and os.listdir(path) else None
 
 
 class Layout:
   """The paths of the output folder."""
 
   MARKER = '.generic-trainer'  # Says a run wrote the folders below.
+  RESUME_PREFIX = '.resume-'
 
   def __init__(self, output_dir: str):
     self.root = output_dir
@@ -96,22 +141,30 @@ class Layout:
     return [self.model, self.eval_model, self.run, self.data,
             self.schema_dir, self.hparams_dir, self.publishing]
 
+  def resume_dir(self, key: str) -> str:
+    """The checkpoint folder of the training with `resume_key` `key`."""
+    return os.path.join(self.root, self.RESUME_PREFIX + key)
+
   def foreign(self) -> List[str]:
     """The folders a run writes that exist but no earlier run wrote."""
     if os.path.exists(self.marker):
       return []
     return [p for p in self.managed() if os.path.lexists(p)]
 
-  def clear(self) -> None:
-    """Removes what an earlier run wrote; marks the folder as a run's."""
+  def clear(self, keep: Optional[str] = None) -> None:
+    """Removes what an earlier run wrote, except the checkpoint folder
+    `keep`; marks the folder as a run's."""
     if self.foreign():  # The command checks it first, with its flag name.
       from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
       raise InvalidArgumentError(
           f'{self.root} already holds {self.foreign()}, which no run wrote '
           'and a run would replace. Expected a new or empty folder, or one '
           'an earlier run wrote. Choose another output folder.')
-    for path in self.managed():
-      if os.path.lexists(path):
+    stale = [os.path.join(self.root, name) for name in (
+        os.listdir(self.root) if os.path.isdir(self.root) else ())
+             if name.startswith(self.RESUME_PREFIX)]
+    for path in self.managed() + stale:
+      if os.path.lexists(path) and path != keep:
         shutil.rmtree(path)
     os.makedirs(self.root, exist_ok=True)
     with open(self.marker, 'w') as f:
@@ -150,14 +203,17 @@ def run(request: Request) -> Outcome:
   os.environ.update(keras_process.keras_env(request.keras_version))
   entry = module_loader.load_from_file(request.module_file, request.run_fn)
   layout = Layout(request.output_dir)
-  layout.clear()
+  checkpoint_dir = layout.resume_dir(resume_key(request))
+  layout.clear(keep=checkpoint_dir if request.resume else None)
   try:
     spec_class = getattr(entry, 'train_spec', None)
     if spec_class is not None:
-      outcome = _run_spec(request, layout, spec_class)
+      outcome = _run_spec(request, layout, spec_class, checkpoint_dir)
     else:
-      outcome = _run_run_fn(request, layout)
+      outcome = _run_run_fn(request, layout, checkpoint_dir)
     _take_model(layout)
+    if os.path.lexists(checkpoint_dir):  # The run_fn path removed its own.
+      shutil.rmtree(checkpoint_dir)
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)
@@ -186,7 +242,8 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
   return splits
 
 
-def _run_spec(request: Request, layout: Layout, spec_class) -> Outcome:
+def _run_spec(request: Request, layout: Layout, spec_class,
+              checkpoint_dir: str) -> Outcome:
   """The TrainSpec path: spec_runner on LocalFnArgs; no TFX, no Beam."""
   from generic_trainer import handlers  # pylint: disable=g-import-not-at-top
   from generic_trainer import spec_runner  # pylint: disable=g-import-not-at-top
@@ -202,7 +259,7 @@ def _run_spec(request: Request, layout: Layout, spec_class) -> Outcome:
       train_steps=request.steps, eval_steps=request.eval_steps,
       schema_path=layout.schema, serving_model_dir=staged.serving_dir,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
-      hyperparameters=request.hparams)
+      hyperparameters=request.hparams, checkpoint_dir=checkpoint_dir)
   timer = handlers.FirstStepTime(request.started)
   what = f'TrainSpec {spec_class.__name__}'
   with staged.attempt():
@@ -219,7 +276,8 @@ def _run_spec(request: Request, layout: Layout, spec_class) -> Outcome:
   return Outcome(what, result, report, layout)
 
 
-def _run_run_fn(request: Request, layout: Layout) -> Outcome:
+def _run_run_fn(request: Request, layout: Layout,
+                checkpoint_dir: str) -> Outcome:
   """The run_fn path: GenericExecutor.Do on artifacts in the output folder."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
@@ -246,7 +304,13 @@ def _run_run_fn(request: Request, layout: Layout) -> Outcome:
       **_entry_point_properties(request)}
   if request.keras_version:
     exec_properties['keras_version'] = request.keras_version
-  GenericExecutor().Do(input_dict, output_dict, exec_properties)
+  class LocalExecutor(GenericExecutor):
+    """Checkpoints in the output folder, under the request's resume key."""
+
+    def _checkpoint_dir(self, *unused_args):
+      return checkpoint_dir
+
+  LocalExecutor().Do(input_dict, output_dict, exec_properties)
   return Outcome(f'`{request.run_fn or module_loader.RUN_FN_KEY}`',
                  train_result.read(layout.run), None, layout)
 
