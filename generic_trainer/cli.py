@@ -14,9 +14,11 @@ the first training step comes soon after TensorFlow's own import. The line
 `first training step after X.XX s` (seconds since the process started) says
 when.
 
-A killed or interrupted training (Ctrl-C) resumes from its last epoch
-checkpoint when the same command runs again on unchanged data;
-`--no-resume` starts over.
+A training that did not finish (killed, Ctrl-C, or failed after a
+checkpoint) resumes from its last epoch checkpoint when the same command
+runs again on unchanged data: TrainSpec modules always, a `run_fn` that
+uses `resume.keras_callback` or `resume.checkpoint_manager`. `--no-resume`
+starts over.
 
 Exit status: 0 trained, validated and published; 1 the run failed (the
 module, the data, the spec, the training or the export; the message says
@@ -67,26 +69,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 2
   # TensorFlow's C++ INFO and WARNING lines (end of data at each eval...).
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  checkpoint, resuming = None, False
   try:
     if request.run_fn is None:
       module_loader.check_module_source(request.module_file)
-    checkpoint = local_run.resumable(request)
-    if checkpoint and request.resume:
-      print(f'Resuming from the checkpoint an interrupted run left in '
+    checkpoint = local_run.checkpoint_dir(request)
+    resuming = request.resume and local_run.holds_checkpoint(checkpoint)
+    if resuming:
+      print(f'Resuming from the checkpoint an earlier run left in '
             f'{checkpoint} (--no-resume starts over).', flush=True)
     with _log_lines():
-      outcome = local_run.run(request)
+      outcome = local_run.run(request, checkpoint)
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
+    if resuming:
+      print(f'{PROG}: this run resumed from the checkpoint in {checkpoint}. '
+            'If the error comes from it (a module that this one imports '
+            'changed the model, say), run again with --no-resume.',
+            file=sys.stderr)
     return 1
   except KeyboardInterrupt:
-    checkpoint = local_run.resumable(request)
-    print(f'{PROG}: interrupted; nothing was published.' + (
-        f' The same command resumes from the checkpoint in {checkpoint}.'
-        if checkpoint else ''), file=sys.stderr)
+    print(f'{PROG}: interrupted; nothing was published.' +
+          _resume_hint(request, checkpoint), file=sys.stderr)
     return 130
   _print_outcome(request, outcome)
   return 0
+
+
+def _resume_hint(request: local_run.Request, checkpoint: Optional[str]) -> str:
+  if not checkpoint or not local_run.holds_checkpoint(checkpoint):
+    return ''
+  if request.resume:
+    return f' The same command resumes from the checkpoint in {checkpoint}.'
+  return (f' The same command without --no-resume resumes from the '
+          f'checkpoint in {checkpoint}.')
 
 
 class _OwnInfoLines:

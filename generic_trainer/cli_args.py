@@ -45,9 +45,10 @@ def _parser() -> argparse.ArgumentParser:
       'spec, training or export); 2 bad arguments. OUTPUT_DIR gets model/ '
       '(only once validated), run/ (history.json, tensorboard/, '
       'train_result.json), data/ and schema/schema.pbtxt; a run replaces '
-      'what an earlier run wrote there. A killed or interrupted training '
-      'resumes from its last epoch checkpoint when the same command runs '
-      'again.')
+      'what an earlier run wrote there. A training that did not finish '
+      '(killed, Ctrl-C, failed) resumes from its last epoch checkpoint when '
+      'the same command runs again (a run_fn only if it uses the resume '
+      'helpers of generic_trainer.resume).')
   add = parser.add_argument
   add('--module-file', required=True, metavar='M',
       help='the module file: a TrainSpec subclass or a run_fn(fn_args)')
@@ -74,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
   add('--progress', default='auto', metavar='{auto,bar,lines}',
       help='a progress bar or log lines (default auto: a bar on a terminal)')
   add('--no-resume', action='store_true',
-      help='start over, even where an interrupted run of the same module, '
+      help='start over, even where an unfinished run of the same module, '
       'data and flags left a checkpoint in OUTPUT_DIR (default: resume '
       'from it)')
   return parser

@@ -1,7 +1,7 @@
 """GenericExecutor: trains with the user's run_fn, validates, publishes."""
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx.dsl.components.base import base_executor
@@ -31,6 +31,15 @@ class GenericExecutor(base_executor.BaseExecutor):
   non-chief worker, it trains and publishes nothing (`distribution`).
   """
 
+  def __init__(self, context: Optional[base_executor.BaseExecutor.Context]
+               = None, checkpoint_dir: Optional[str] = None):
+    """`checkpoint_dir`: where training checkpoints, and resumes from after
+    a kill. None (pipelines) means `resume.checkpoint_dir`, keyed by the
+    input artifacts; the `generic-trainer` command passes its own, keyed by
+    the data's content."""
+    super().__init__(context)
+    self._given_checkpoint_dir = checkpoint_dir
+
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
@@ -48,8 +57,9 @@ class GenericExecutor(base_executor.BaseExecutor):
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
         keep_dir=self._stateful_working_dir() or model_run_uri)
-    checkpoint_dir = self._checkpoint_dir(input_dict, exec_properties,
-                                          model_run_uri)
+    checkpoint_dir = self._given_checkpoint_dir or resume.checkpoint_dir(
+        input_dict, exec_properties, model_run_uri,
+        self._stateful_working_dir())
     with staged.attempt():
       if distribution.launches_workers(exec_properties):
         from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
@@ -79,11 +89,6 @@ class GenericExecutor(base_executor.BaseExecutor):
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], result)
 
-
-  def _checkpoint_dir(self, input_dict, exec_properties, model_run_uri):
-    """Where this training checkpoints, and resumes from after a kill."""
-    return resume.checkpoint_dir(input_dict, exec_properties, model_run_uri,
-                                 self._stateful_working_dir())
 
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""

@@ -26,8 +26,9 @@ into the same folder starts by removing what an earlier run wrote there
 (`.generic-trainer` marks a folder a run wrote; the command refuses a folder
 whose `data/`, `run/`... no run wrote).
 
-A killed or interrupted training resumes as in a pipeline: the same
-command again continues from the last epoch checkpoint (TrainSpec modules;
+A training that did not finish (killed, interrupted, or failed after a
+checkpoint) resumes as in a pipeline: the same command again continues
+from the last epoch checkpoint (TrainSpec modules;
 a `run_fn` that uses `resume.keras_callback` or `resume.checkpoint_manager`)
 in `.resume-<key>/`. The key hashes what defines the training
 (`resume_key`): the module's and the schema's contents, the data files'
@@ -89,17 +90,25 @@ class Request:
 
 
 def resume_key(request: Request) -> str:
-  """A short hash of what defines the training of `request`."""
+  """A short hash of what defines the training of `request` (a file that
+  cannot be read counts as missing, which changes the key)."""
 
   def content(path):
-    if not path:
+    try:
+      with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+    except (OSError, TypeError):
       return None
-    with open(path, 'rb') as f:
-      return hashlib.sha256(f.read()).hexdigest()
+
+  def stat(path):
+    try:
+      info = os.stat(path)
+    except OSError:
+      return None
+    return info.st_size, info.st_mtime_ns
 
   def files(paths):
-    return [(p, os.stat(p).st_size, os.stat(p).st_mtime_ns)
-            for p in paths or []]
+    return [(p, stat(p)) for p in paths or []]
 
   blob = json.dumps({
       'module': content(request.module_file), 'run_fn': request.run_fn,
@@ -110,18 +119,21 @@ def resume_key(request: Request) -> str:
   return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def resumable(request: Request) -> Optional[str]:
-  """The checkpoint an interrupted run of `request`'s training left (the
-  run resumes from it unless `request.resume` is False), or None."""
-  path = Layout(request.output_dir).resume_dir(resume_key(request))
-  return path if os.path.isdir(path) and os.listdir(path) else None
+def checkpoint_dir(request: Request) -> str:
+  """Where the training of `request` checkpoints, and resumes from."""
+  return Layout(request.output_dir).resume_dir(resume_key(request))
+
+
+def holds_checkpoint(path: str) -> bool:
+  """Whether an earlier, unfinished run left a checkpoint in `path`."""
+  return os.path.isdir(path) and bool(os.listdir(path))
 
 
 class Layout:
   """The paths of the output folder."""
 
   MARKER = '.generic-trainer'  # Says a run wrote the folders below.
-  RESUME_PREFIX = '.resume-'
+  CHECKPOINT_PREFIX = '.resume-'  # + resume_key: one training's checkpoint.
 
   def __init__(self, output_dir: str):
     self.root = output_dir
@@ -143,7 +155,7 @@ class Layout:
 
   def resume_dir(self, key: str) -> str:
     """The checkpoint folder of the training with `resume_key` `key`."""
-    return os.path.join(self.root, self.RESUME_PREFIX + key)
+    return os.path.join(self.root, self.CHECKPOINT_PREFIX + key)
 
   def foreign(self) -> List[str]:
     """The folders a run writes that exist but no earlier run wrote."""
@@ -162,7 +174,7 @@ class Layout:
           'an earlier run wrote. Choose another output folder.')
     stale = [os.path.join(self.root, name) for name in (
         os.listdir(self.root) if os.path.isdir(self.root) else ())
-             if name.startswith(self.RESUME_PREFIX)]
+             if name.startswith(self.CHECKPOINT_PREFIX)]
     for path in self.managed() + stale:
       if os.path.lexists(path) and path != keep:
         shutil.rmtree(path)
@@ -190,8 +202,10 @@ class Outcome:
   layout = attr.ib(type=Layout)
 
 
-def run(request: Request) -> Outcome:
+def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   """Trains, validates and publishes into `request.output_dir`.
+
+  `checkpoint` is `checkpoint_dir(request)`, when the caller has it.
 
   Raises:
     GenericTrainerError: the module, the data, the training or the export
@@ -203,17 +217,17 @@ def run(request: Request) -> Outcome:
   os.environ.update(keras_process.keras_env(request.keras_version))
   entry = module_loader.load_from_file(request.module_file, request.run_fn)
   layout = Layout(request.output_dir)
-  checkpoint_dir = layout.resume_dir(resume_key(request))
-  layout.clear(keep=checkpoint_dir if request.resume else None)
+  checkpoint = checkpoint or layout.resume_dir(resume_key(request))
+  layout.clear(keep=checkpoint if request.resume else None)
   try:
     spec_class = getattr(entry, 'train_spec', None)
     if spec_class is not None:
-      outcome = _run_spec(request, layout, spec_class, checkpoint_dir)
+      outcome = _run_spec(request, layout, spec_class, checkpoint)
     else:
-      outcome = _run_run_fn(request, layout, checkpoint_dir)
+      outcome = _run_run_fn(request, layout, checkpoint)
     _take_model(layout)
-    if os.path.lexists(checkpoint_dir):  # The run_fn path removed its own.
-      shutil.rmtree(checkpoint_dir)
+    if os.path.lexists(checkpoint):  # The run_fn path removed its own.
+      shutil.rmtree(checkpoint)
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)
@@ -304,13 +318,8 @@ def _run_run_fn(request: Request, layout: Layout,
       **_entry_point_properties(request)}
   if request.keras_version:
     exec_properties['keras_version'] = request.keras_version
-  class LocalExecutor(GenericExecutor):
-    """Checkpoints in the output folder, under the request's resume key."""
-
-    def _checkpoint_dir(self, *unused_args):
-      return checkpoint_dir
-
-  LocalExecutor().Do(input_dict, output_dict, exec_properties)
+  GenericExecutor(checkpoint_dir=checkpoint_dir).Do(input_dict, output_dict,
+                                                    exec_properties)
   return Outcome(f'`{request.run_fn or module_loader.RUN_FN_KEY}`',
                  train_result.read(layout.run), None, layout)
 

@@ -32,7 +32,7 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
     parsed = tf.io.parse_example(examples, raw_spec)
     return predict({names[k]: t for k, t in parsed.items()})
 
-  dense = {k: v for k, v in raw_spec.items()
+  dense = {names[k]: v for k, v in raw_spec.items()
            if isinstance(v, tf.io.FixedLenFeature)}
   archive = keras.export.ExportArchive()
   archive.track(model)

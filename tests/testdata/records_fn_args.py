@@ -13,6 +13,10 @@ def run_fn(fn_args):
       'schema_file', 'transform_graph_path', 'serving_model_dir',
       'eval_model_dir', 'model_run_dir', 'base_model', 'hyperparameters',
       'custom_config', 'num_examples')}
+  fields['checkpoint_dir'] = fn_args.checkpoint_dir
+  fields['checkpoint_contents'] = (
+      sorted(os.listdir(fn_args.checkpoint_dir))
+      if os.path.isdir(fn_args.checkpoint_dir) else None)
   fields['fn_args_class'] = type(fn_args).__mro__[1].__module__
   fields['has_data_accessor'] = fn_args.data_accessor is not None
   with open(os.path.join(fn_args.model_run_dir, 'fn_args.json'), 'w') as f:
