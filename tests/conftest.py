@@ -1,6 +1,8 @@
 """Shared fixtures: real Examples and Schema artifacts of the penguin data."""
 
 import csv
+import glob
+import json
 import os
 import sys
 
@@ -13,6 +15,26 @@ if REPO not in sys.path:
   sys.path.insert(0, REPO)
 
 _INT_COLUMNS = ('species', 'flipper_length_mm', 'body_mass_g')
+
+
+def command_env():
+  """The environment of a command a test starts: this checkout importable,
+  no TF_CONFIG."""
+  env = dict(os.environ, PYTHONPATH=REPO)
+  env.pop('TF_CONFIG', None)
+  return env
+
+
+def checkpointed_epoch(resume_dirs: str):
+  """The last epoch Keras's BackupAndRestore saved in the folders that
+  match `resume_dirs`, or None (none yet, or being written)."""
+  for path in glob.glob(os.path.join(resume_dirs, 'training_metadata.json')):
+    try:
+      with open(path) as f:
+        return json.load(f)['epoch']
+    except (OSError, ValueError):
+      return None  # Being written.
+  return None
 
 
 def _write_split(rows, path):

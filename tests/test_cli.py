@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from conftest import PENGUIN_MODULE, REPO, TESTDATA
+from conftest import command_env as _env
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 FIRST_STEP = re.compile(r'^first training step after (\d+\.\d\d) s$', re.M)
@@ -19,12 +20,6 @@ FIRST_STEP = re.compile(r'^first training step after (\d+\.\d\d) s$', re.M)
 # Transform graph) does not need.
 HEAVY_MODULES = ('apache_beam', 'tfx.components.trainer.fn_args_utils',
                  'tfx.dsl', 'tfx.v1', 'tensorflow_transform')
-
-
-def _env():
-  env = dict(os.environ, PYTHONPATH=REPO)
-  env.pop('TF_CONFIG', None)
-  return env
 
 
 def _command(*args, importtime=False):

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from conftest import TESTDATA
+from conftest import checkpointed_epoch
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'fault_runner.py')
@@ -47,14 +48,7 @@ def _wait_for(predicate, process, timeout=240):
 
 
 def _checkpointed_epoch(workdir):
-  for path in glob.glob(os.path.join(workdir, 'swd', 'resume-*',
-                                     'training_metadata.json')):
-    try:
-      with open(path) as f:
-        return json.load(f)['epoch']
-    except (OSError, ValueError):
-      return None  # Being written.
-  return None
+  return checkpointed_epoch(os.path.join(workdir, 'swd', 'resume-*'))
 
 
 def _log(workdir, attempt):

@@ -13,15 +13,12 @@ import time
 import pytest
 
 from conftest import REPO, TESTDATA
+from conftest import checkpointed_epoch as saved_epoch
+from conftest import command_env as _env
 
 RECORDS_FN_ARGS = os.path.join(TESTDATA, 'records_fn_args.py')
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
-
-def _env():
-  env = dict(os.environ, PYTHONPATH=REPO)
-  env.pop('TF_CONFIG', None)
-  return env
 
 def _request(tmp_path, **changes):
   from generic_trainer import local_run  # pylint: disable=g-import-not-at-top
@@ -88,13 +85,7 @@ def test_interrupted_run_resumes_when_run_again(tmp_path, penguin_csvs):
                            cwd=REPO)
 
   def checkpointed_epoch():
-    for path in glob.glob(str(out / '.resume-*' / 'training_metadata.json')):
-      try:
-        with open(path) as f:
-          return json.load(f)['epoch']
-      except (OSError, ValueError):
-        return None  # Being written.
-    return None
+    return saved_epoch(str(out / '.resume-*'))
 
   deadline = time.monotonic() + 300
   while (checkpointed_epoch() or 0) < 2:
