@@ -70,7 +70,7 @@ class Request:
     keras_version: 'keras3', 'tf_keras', or None.
     interactive: True for a progress bar, False for log lines, None for a
       bar on a terminal.
-    resume: Whether to resume from the checkpoint an interrupted run with
+    resume: Whether to resume from the checkpoint an unfinished run with
       the same `resume_key` left (False: remove it and start over).
     started: `time.monotonic()` when the process started.
   """
