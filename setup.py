@@ -14,7 +14,7 @@ setuptools.setup(
     # `generic-trainer --module-file M --train-data D --output-dir DIR`:
     # README.md, "Run a module without a pipeline".
     entry_points={
-        'console_scripts': ['generic-trainer = generic_trainer.cli:main'],
+        'console_scripts': ['generic-trainer = generic_trainer.local.cli:main'],
     },
     python_requires='>=3.10,<3.11',
     # Pinned versions live in requirements/lock.txt; these are the ranges.

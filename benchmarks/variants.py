@@ -88,7 +88,7 @@ def run_compute_bound(args, work_dir):
   TrainSpec's is.
   """
   from benchmarks.modules.synthetic_spec import SyntheticSpec  # pylint: disable=g-import-not-at-top
-  from generic_trainer import fit_loop  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import fit_loop  # pylint: disable=g-import-not-at-top
   train = _in_memory(args.data, 'train')
   evaluation = _in_memory(args.data, 'eval')
   spec = SyntheticSpec(hparams={'epochs': args.epochs})
@@ -148,7 +148,7 @@ def _shuffled_batches(data, batch_size, epochs, shuffle=True):
 
   # Autotuning off, as in GenericTrainer's input: with it on, a new
   # iterator can wait seconds for the autotuner's wake-up.
-  from generic_trainer.input_pipeline import without_autotuning  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.input_pipeline import without_autotuning  # pylint: disable=g-import-not-at-top
   return without_autotuning(
       tf.data.Dataset.range(epochs).flat_map(epoch).prefetch(8))
 

@@ -11,9 +11,9 @@ from tfx.types import standard_artifacts
 from tfx.utils import json_utils
 
 from component.spec import GenericTrainerSpec
-from generic_trainer import args
-from generic_trainer import distribution
-from generic_trainer import module_loader
+from generic_trainer.core import args
+from generic_trainer.core import distribution
+from generic_trainer.core import module_loader
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.executor import GenericExecutor
 
@@ -137,9 +137,9 @@ class GenericTrainer(base_component.BaseComponent):
   def to_tfjob(self, name: str, image: str, executor_input: Dict[str, Any],
                **kwargs) -> Dict[str, Any]:
     """A TFJob (Kubeflow Training Operator) that runs this trainer on
-    `num_workers` replicas; see `generic_trainer.tfjob.render_for_component`.
+    `num_workers` replicas; see `generic_trainer.kubeflow.tfjob.render_for_component`.
     """
-    from generic_trainer import tfjob  # pylint: disable=g-import-not-at-top
+    from generic_trainer.kubeflow import tfjob  # pylint: disable=g-import-not-at-top
     return tfjob.render_for_component(self, name, image, executor_input,
                                       **kwargs)
 

@@ -4,10 +4,10 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
 `tfx.components.Trainer` is here with the same type and optionality. Added:
   - input `statistics` (ExampleStatistics): fills `fn_args.num_examples`;
   - parameter `keras_version` ('keras3' or 'tf_keras'): the Keras the
-    training runs under (see `generic_trainer.keras_process`);
+    training runs under (see `generic_trainer.launch.keras_process`);
   - parameters `num_workers` and `strategy`: how many processes train
     together, with which tf.distribute strategy (see
-    `generic_trainer.distribution`).
+    `generic_trainer.core.distribution`).
 """
 
 from tfx.types import standard_artifacts

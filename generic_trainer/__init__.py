@@ -16,10 +16,10 @@ from generic_trainer.errors import UserModuleError
 from generic_trainer.train_spec import TrainSpec
 
 _LAZY = {
-    'Estimator': 'generic_trainer.estimator',
+    'Estimator': 'generic_trainer.local.estimator',
     'GenericExecutor': 'generic_trainer.executor',
-    'FnArgs': 'generic_trainer.fn_args',
-    'validate_export': 'generic_trainer.export_validation',
+    'FnArgs': 'generic_trainer.core.fn_args',
+    'validate_export': 'generic_trainer.core.export_validation',
 }
 
 

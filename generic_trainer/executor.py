@@ -6,14 +6,14 @@ from typing import Any, Dict, List, Optional
 from absl import logging
 from tfx.dsl.components.base import base_executor
 
-from generic_trainer import args
-from generic_trainer import distribution
-from generic_trainer import keras_process
+from generic_trainer.core import args
+from generic_trainer.core import distribution
+from generic_trainer.launch import keras_process
 from generic_trainer import resume
 from generic_trainer import train_result
-from generic_trainer.export_validation import validate_export
+from generic_trainer.core.export_validation import validate_export
 from generic_trainer.keys import KERAS_VERSION_KEY
-from generic_trainer.publish import StagedExport
+from generic_trainer.core.publish import StagedExport
 
 
 class GenericExecutor(base_executor.BaseExecutor):
@@ -62,7 +62,7 @@ class GenericExecutor(base_executor.BaseExecutor):
         self._stateful_working_dir())
     with staged.attempt():
       if distribution.launches_workers(exec_properties):
-        from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
+        from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
         local_cluster.run(input_dict, output_dict, exec_properties,
                           staged.serving_dir, staged.eval_dir, keras_version)
       elif not keras_process.can_train_in_process(keras_version):
@@ -71,7 +71,7 @@ class GenericExecutor(base_executor.BaseExecutor):
                                    exec_properties, staged.serving_dir,
                                    staged.eval_dir, checkpoint_dir)
       else:
-        from generic_trainer import training  # pylint: disable=g-import-not-at-top
+        from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
         training.train(input_dict, output_dict, exec_properties,
                        staged.serving_dir, staged.eval_dir, checkpoint_dir)
       report = validate_export(

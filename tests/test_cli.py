@@ -32,7 +32,7 @@ def _command(*args, importtime=False):
 
 def _parse_fresh(argv, cwd):
   """main(argv) in a fresh process: (exit status, stderr, TF imported?)."""
-  code = ('import json, sys\nfrom generic_trainer import cli\n'
+  code = ('import json, sys\nfrom generic_trainer.local import cli\n'
           'status = cli.main(json.loads(sys.argv[1]))\n'
           "print(json.dumps([status, 'tensorflow' in sys.modules]))")
   proc = subprocess.run([sys.executable, '-c', code, json.dumps(argv)],
@@ -189,9 +189,9 @@ def test_python_m_generic_trainer_help():
 
 
 def test_console_script_is_cli_main():
-  """setup.py installs `generic-trainer`, running generic_trainer.cli.main."""
+  """setup.py installs `generic-trainer`, running generic_trainer.local.cli.main."""
   import importlib  # pylint: disable=g-import-not-at-top
-  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
   with open(os.path.join(REPO, 'setup.py')) as f:
     tree = ast.parse(f.read())
   setup_call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and
@@ -208,7 +208,7 @@ def test_console_script_is_cli_main():
 def test_first_step_time_prints_once():
   """FirstStepTime prints the seconds since `started` after batch 0 only."""
   import io  # pylint: disable=g-import-not-at-top
-  from generic_trainer.handlers import FirstStepTime  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers import FirstStepTime  # pylint: disable=g-import-not-at-top
   now = iter([12.5, 13.0])
   stream = io.StringIO()
   timer = FirstStepTime(started=10.0, clock=lambda: next(now), stream=stream)
@@ -288,7 +288,7 @@ def test_spec_module_imports_no_tfx_pipeline_code_nor_beam(spec_run):
   imported = {line.rsplit('|', 1)[1].strip()
               for line in proc.stderr.splitlines()
               if line.startswith('import time:')}
-  assert 'tensorflow' in imported and 'generic_trainer.spec_runner' in imported
+  assert 'tensorflow' in imported and 'generic_trainer.spec.runner' in imported
   assert [m for m in HEAVY_MODULES if m in imported] == []
 
 
@@ -315,7 +315,7 @@ def test_run_fn_module_end_to_end(tmp_path, penguin_csvs):
 
 def test_run_fn_gets_the_component_fn_args(tmp_path, penguin_csvs, capsys):
   """A run_fn gets TFX's FnArgs over the local data, steps and hparams."""
-  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   status = cli.main([
       '--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
@@ -338,7 +338,7 @@ def test_run_fn_gets_the_component_fn_args(tmp_path, penguin_csvs, capsys):
 
 def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):
   """A run into the folder of an earlier run replaces its outputs."""
-  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   argv = ['--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
           '--train-data', penguin_csvs[0], '--output-dir', str(out)]
@@ -352,7 +352,7 @@ def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):
 def test_run_fn_names_a_function_of_the_module(tmp_path, penguin_csvs,
                                                capsys, monkeypatch):
   """--run-fn NAME runs that function of a run_fn module."""
-  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(sys, 'path', list(sys.path))
   module = tmp_path / 'cli_named_entry.py'
   module.write_text(textwrap.dedent(f'''
@@ -374,7 +374,7 @@ def test_run_fn_names_a_function_of_the_module(tmp_path, penguin_csvs,
 
 def test_run_fn_names_one_of_several_specs(tmp_path, penguin_csvs, capsys):
   """--run-fn SpecName picks one of two unrelated TrainSpecs."""
-  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
   module = tmp_path / 'two_specs.py'
   module.write_text(textwrap.dedent('''
       from spec_fixtures import PenguinSpec
@@ -418,7 +418,7 @@ def test_rejected_export_leaves_no_model(tmp_path, penguin_csvs):
 
 def test_spec_error_exits_1_with_the_message(tmp_path, penguin_csvs, capsys):
   """A TrainSpec that does not fit the data: exit 1, SpecError's message."""
-  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
   module = tmp_path / 'wrong_label.py'
   module.write_text(textwrap.dedent('''
       from spec_fixtures import PenguinSpec
@@ -439,7 +439,7 @@ def test_spec_error_exits_1_with_the_message(tmp_path, penguin_csvs, capsys):
 
 def test_data_that_is_not_tfrecords_exits_1(tmp_path, capsys):
   """A data file neither CSV nor TFRecord is named before training."""
-  from generic_trainer import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
   notes = tmp_path / 'notes.txt'
   notes.write_text('not a TFRecord file')
   status = cli.main(['--module-file', SPEC_MODULE, '--train-data', str(notes),

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from generic_trainer import distribution
-from generic_trainer.distribution import ClusterRole
+from generic_trainer.core import distribution
+from generic_trainer.core.distribution import ClusterRole
 from generic_trainer.errors import InvalidArgumentError
 
 
@@ -115,7 +115,7 @@ def test_who_starts_workers_and_which_strategy(monkeypatch, exec_properties,
 
 def test_local_workers_tf_config():
   """Local workers form a 'worker' cluster on loopback ports; 0 is chief."""
-  from generic_trainer import local_cluster  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
   config = local_cluster.tf_config([4001, 4002], 1)
   assert config == {'cluster': {'worker': ['localhost:4001',
                                            'localhost:4002']},
@@ -143,7 +143,7 @@ def test_scratch_outputs_leave_the_real_artifacts_alone(tmp_path):
 def test_fn_args_of_one_process(trainer_io, monkeypatch):
   """Without workers, run_fn gets the default strategy and is the chief."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   monkeypatch.delenv('TF_CONFIG', raising=False)
   io = trainer_io(module_file='unused.py')
   fn_args = fn_args_lib.build_fn_args(*io, 'serving', 'eval')

@@ -12,8 +12,8 @@ from tfx_bsl.public import tfxio
 
 from benchmarks import synthetic_data
 from generic_trainer import SpecError
-from generic_trainer import fit_loop
-from generic_trainer import input_pipeline
+from generic_trainer.spec import fit_loop
+from generic_trainer.data import input_pipeline
 
 ROWS = 3000
 
@@ -208,7 +208,8 @@ def test_blocks_log_nothing(data, monkeypatch, capfd):
 def test_spec_preprocess_applies_on_blocks(data, with_label):
   """An overridden `preprocess` runs on every batch; without one the
   blocks come through unmapped, holding exactly the spec's keys."""
-  from generic_trainer import TrainSpec, spec_input  # pylint: disable=g-import-not-at-top
+  from generic_trainer import TrainSpec
+  from generic_trainer.spec import datasets as spec_input  # pylint: disable=g-import-not-at-top
   patterns, schema = data
 
   class Plain(TrainSpec):

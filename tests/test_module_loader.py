@@ -5,7 +5,7 @@ import os
 import pytest
 
 from conftest import TESTDATA
-from generic_trainer import module_loader
+from generic_trainer.core import module_loader
 from generic_trainer.errors import InvalidArgumentError, UserModuleError
 
 

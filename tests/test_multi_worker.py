@@ -133,8 +133,8 @@ def test_tf_config_from_the_cluster_makes_chief_and_worker(
     compiled_kubeflow, penguin_artifacts, tmp_path):
   """As a TFJob runs it: the chief publishes, the worker trains and writes nothing."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
   examples, schema = penguin_artifacts
   compiled_kubeflow, _ = compiled_kubeflow
   model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()

@@ -36,7 +36,7 @@ def test_no_baseline_leaves_out_the_resolver(tmp_path):
       '--image', IMAGE, '--pipeline-root', 'gs://b/root',
       '--serving-model-dir', 'gs://b/serving', '--no-baseline',
       '--output', str(tmp_path / 'p.yaml')]) == 0
-  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
   spec = kfp_step.load(str(tmp_path / 'p.yaml'))
   assert sorted(spec['root']['dag']['tasks']) == [
       'CsvExampleGen', 'Evaluator', 'GenericTrainer', 'Pusher', 'SchemaGen',
@@ -45,7 +45,7 @@ def test_no_baseline_leaves_out_the_resolver(tmp_path):
 
 def test_trainer_step_runs_generic_trainer_in_the_project_image(compiled):
   """The compiled trainer step runs GenericExecutor through TFX's entrypoint."""
-  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
   task = kfp_step.find_task(compiled)
   assert task == 'GenericTrainer'
   container = kfp_step.container(compiled, task)
@@ -69,7 +69,7 @@ def test_trainer_step_runs_through_the_container_entrypoint(
   """Run with the arguments KFP passes, the step publishes a model that serves."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from generic_trainer import kfp_step  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
   examples, schema = penguin_artifacts
   model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
   model.uri = str(tmp_path / 'GenericTrainer' / 'model')
@@ -111,7 +111,7 @@ def test_trainer_step_runs_through_the_container_entrypoint(
 def test_trainer_step_renders_a_tfjob(compiled, tmp_path):
   """The TFJob CLI runs the compiled step's command on a Chief and Workers."""
   import yaml  # pylint: disable=g-import-not-at-top
-  from generic_trainer import tfjob  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import tfjob  # pylint: disable=g-import-not-at-top
   pipeline = tmp_path / 'penguin_kubeflow.json'
   pipeline.write_text(json.dumps(compiled))  # The PipelineJob form.
   invocation = {'inputs': {'artifacts': {}}, 'outputs': {

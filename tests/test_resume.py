@@ -49,7 +49,7 @@ def test_checkpoint_dir_follows_module_file_contents(tmp_path):
 def test_checkpoint_manager_restores_the_latest_step(tmp_path):
   """A run_fn's tf.train.Checkpoint is restored, with the step it saved."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
   fn_args = FnArgs(checkpoint_dir=str(tmp_path / 'resume'))
   weight = tf.Variable(1.0)
   manager, step = resume.checkpoint_manager(fn_args,

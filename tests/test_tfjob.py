@@ -2,7 +2,7 @@
 
 import pytest
 
-from generic_trainer import tfjob
+from generic_trainer.kubeflow import tfjob
 from generic_trainer.errors import InvalidArgumentError
 
 _COMMAND = list(tfjob.KFP_ENTRYPOINT)

@@ -7,7 +7,7 @@ import keras
 import pytest
 
 from generic_trainer import Estimator, SpecError, TrainSpec, UserModuleError
-from generic_trainer import module_loader
+from generic_trainer.core import module_loader
 from spec_fixtures import PenguinSpec
 
 

@@ -19,8 +19,8 @@ from tfx.utils import io_utils
 from tfx.utils import json_utils
 from tfx.utils import proto_utils
 
-from generic_trainer import args
-from generic_trainer import distribution
+from generic_trainer.core import args
+from generic_trainer.core import distribution
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 from generic_trainer.keys import STATISTICS_KEY
 
@@ -110,7 +110,7 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
 def _check_tfrecord(path: str, split: str) -> None:
   """Reads the first record of a TFRecord file, so corruption fails early."""
   from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local_data import first_record_error  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local.data import first_record_error  # pylint: disable=g-import-not-at-top
   error = first_record_error(path)
   if error is not None:
     raise InputArtifactError(
@@ -239,7 +239,7 @@ def _data_accessor(tfx_accessor, examples):
   tf_dataset_factory for tf.Example payloads (same datasets, faster)."""
   from tfx.components.util import tfxio_utils  # pylint: disable=g-import-not-at-top
   from tfx.proto import example_gen_pb2  # pylint: disable=g-import-not-at-top
-  from generic_trainer.input_pipeline import DatasetFactory  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.input_pipeline import DatasetFactory  # pylint: disable=g-import-not-at-top
   payload_format, data_view_uri = (
       tfxio_utils.resolve_payload_format_and_data_view_uri(examples))
   if (payload_format != example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE or

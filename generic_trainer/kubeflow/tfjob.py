@@ -12,7 +12,7 @@ checked against `tfjob_schema.TFJOB_SCHEMA` before it is returned.
 
 From a compiled pipeline and the artifacts of one run:
 
-    python -m generic_trainer.tfjob --pipeline penguin_kubeflow.json \\
+    python -m generic_trainer.kubeflow.tfjob --pipeline penguin_kubeflow.json \\
         --executor-input executor_input.json --name penguin-train \\
         --namespace kubeflow --num-workers 2 > tfjob.yaml
     kubectl apply -f tfjob.yaml
@@ -25,7 +25,7 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
-from generic_trainer import kfp_step
+from generic_trainer.kubeflow import kfp_step
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import NUM_WORKERS_KEY
 
@@ -150,7 +150,7 @@ def render_for_component(component, name: str, image: str,
 def validate(manifest: Dict[str, Any]) -> None:
   """Raises InvalidArgumentError unless `manifest` is a valid TFJob."""
   import jsonschema  # pylint: disable=g-import-not-at-top
-  from generic_trainer.tfjob_schema import TFJOB_SCHEMA  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA  # pylint: disable=g-import-not-at-top
   errors = sorted(
       jsonschema.Draft202012Validator(TFJOB_SCHEMA).iter_errors(manifest),
       key=lambda e: list(e.absolute_path))

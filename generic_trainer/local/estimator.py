@@ -13,11 +13,11 @@ handlers and export as GenericTrainer in a pipeline, on local files:
 import os
 from typing import Any, Dict, Optional
 
-from generic_trainer import fit_loop
-from generic_trainer import local_data
-from generic_trainer import spec_checks
-from generic_trainer import spec_export
-from generic_trainer import spec_input
+from generic_trainer.spec import fit_loop
+from generic_trainer.local import data as local_data
+from generic_trainer.spec import checks as spec_checks
+from generic_trainer.spec import export as spec_export
+from generic_trainer.spec import datasets as spec_input
 from generic_trainer import train_result
 from generic_trainer.errors import SpecError
 
@@ -103,7 +103,7 @@ class Estimator:
 
   def export(self, export_dir: Optional[str] = None) -> str:
     """Exports and validates a SavedModel as GenericTrainer does; its path."""
-    from generic_trainer.export_validation import validate_export  # pylint: disable=g-import-not-at-top
+    from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
     self._require_trained('export')
     export_dir = export_dir or os.path.join(self.model_dir, 'export')
     fn_args = self._fn_args
@@ -113,7 +113,7 @@ class Estimator:
     return export_dir
 
   def _make_fn_args(self, splits, steps):
-    from generic_trainer.local_fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
+    from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
     schema_path = local_data.write_schema(
         local_data.infer_schema(splits['train']) if not self._schema_path
         else None, os.path.join(self.model_dir, 'schema.pbtxt'),

@@ -34,6 +34,8 @@ MODULE_PATH_KEY = 'module_path'
 RUN_FN_KEY = 'run_fn'
 
 _counter = itertools.count()
+# Frames of GenericTrainer's own code are left out of a user's traceback.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _TRAINER_FN_MIGRATION = (
     'This module defines `trainer_fn`, the tf.estimator API that TFX removed. '
@@ -57,7 +59,7 @@ def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
     UserModuleError: the module is missing, does not import, or has no
       usable `run_fn`.
   """
-  from generic_trainer import args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
   key = args.check_one_source(**{k: exec_properties.get(k)
                                  for k in args.SOURCES})
   value = exec_properties[key]
@@ -150,7 +152,7 @@ def _spec_run_fn(spec_class: type, source: str) -> Callable[[Any], None]:
         '(see `help(generic_trainer.TrainSpec)`).')
 
   def run_fn(fn_args):
-    from generic_trainer import spec_runner  # pylint: disable=g-import-not-at-top
+    from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
     spec_runner.run(spec_class, fn_args)
 
   run_fn.train_spec = spec_class
@@ -263,7 +265,7 @@ def user_traceback(e: BaseException) -> str:
   """The traceback of `e` without the frames of the loader itself."""
   frames = traceback.extract_tb(e.__traceback__)
   frames = [f for f in frames if not f.filename.startswith(
-      (os.path.dirname(__file__), '<frozen'))]
+      (_PACKAGE_DIR, '<frozen'))]
   return ''.join(traceback.format_list(frames)) + f'{type(e).__name__}: {e}'
 
 

@@ -145,7 +145,7 @@ def launches_workers(exec_properties: Dict[str, Any]) -> bool:
 
 def fn_args_fields(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
   """FnArgs' `strategy`, `is_chief`, `worker_index`, `num_workers`."""
-  from generic_trainer import strategies  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import strategies  # pylint: disable=g-import-not-at-top
   role = current_role(exec_properties)
   return {
       'strategy': strategies.get(strategy_name(exec_properties, role)),
@@ -188,7 +188,7 @@ def train_as_worker(input_dict: Dict[str, List[Any]],
   chief's export is validated and published.
   """
   from absl import logging  # pylint: disable=g-import-not-at-top
-  from generic_trainer import keras_process  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import keras_process  # pylint: disable=g-import-not-at-top
   role = current_role(exec_properties)
   logging.info('TF_CONFIG: training as worker %d of %d (%s %d); the chief '
                'publishes the model.', role.worker_index, role.num_workers,
@@ -197,7 +197,7 @@ def train_as_worker(input_dict: Dict[str, List[Any]],
   try:
     scratch, serving_dir, eval_dir = scratch_outputs(output_dict, root)
     if keras_process.can_train_in_process(keras_version):
-      from generic_trainer import training  # pylint: disable=g-import-not-at-top
+      from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
       training.train(input_dict, scratch, exec_properties, serving_dir,
                      eval_dir)
     else:

@@ -3,10 +3,10 @@
 import os
 from typing import Any, Optional, Sequence
 
-from generic_trainer import fit_loop
-from generic_trainer import spec_checks
-from generic_trainer import spec_export
-from generic_trainer import spec_input
+from generic_trainer.spec import fit_loop
+from generic_trainer.spec import checks as spec_checks
+from generic_trainer.spec import export as spec_export
+from generic_trainer.spec import datasets as spec_input
 from generic_trainer import train_result
 
 

@@ -27,7 +27,7 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
                      interactive: bool) -> List[Any]:
   """The built-in handlers, in the order they are called."""
   import keras  # pylint: disable=g-import-not-at-top
-  from generic_trainer import handlers  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import handlers  # pylint: disable=g-import-not-at-top
   built_in = [handlers.NaNGuard(),
               handlers.HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
               keras.callbacks.TensorBoard(os.path.join(run_dir,

@@ -8,11 +8,11 @@ EarlyStopping, ModelCheckpoint, TensorBoard and ProgbarLogger are used as
 they are; the classes here are the ones Keras lacks.
 """
 
-from generic_trainer.handlers.checkpoint import checkpoint_handler
-from generic_trainer.handlers.first_step import FirstStepTime
-from generic_trainer.handlers.history_file import HistoryFile
-from generic_trainer.handlers.log_lines import LogLines
-from generic_trainer.handlers.nan_guard import NaNGuard
+from generic_trainer.spec.handlers.checkpoint import checkpoint_handler
+from generic_trainer.spec.handlers.first_step import FirstStepTime
+from generic_trainer.spec.handlers.history_file import HistoryFile
+from generic_trainer.spec.handlers.log_lines import LogLines
+from generic_trainer.spec.handlers.nan_guard import NaNGuard
 
 __all__ = ['FirstStepTime', 'HistoryFile', 'LogLines', 'NaNGuard',
            'checkpoint_handler']

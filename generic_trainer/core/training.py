@@ -3,7 +3,7 @@
 import contextlib
 from typing import Any, Dict, List, Optional
 
-from generic_trainer import module_loader
+from generic_trainer.core import module_loader
 from generic_trainer.errors import GenericTrainerError, RunFnError
 
 
@@ -25,7 +25,7 @@ def train(input_dict: Dict[str, List[Any]],
   """
   run_fn = module_loader.load_run_fn(exec_properties)
   source = module_loader.describe_source(exec_properties)
-  from generic_trainer import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   fn_args = fn_args_lib.build_fn_args(input_dict, output_dict, exec_properties,
                                       serving_dir, eval_dir, checkpoint_dir)
   spec = getattr(run_fn, 'train_spec', None)

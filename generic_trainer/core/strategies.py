@@ -17,7 +17,7 @@ from typing import Dict
 
 import tensorflow as tf
 
-from generic_trainer import distribution
+from generic_trainer.core import distribution
 
 _created: Dict[str, tf.distribute.Strategy] = {}
 

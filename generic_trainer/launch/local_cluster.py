@@ -24,10 +24,10 @@ from typing import Any, Dict, List, Optional
 
 from absl import logging
 
-from generic_trainer import child_process
-from generic_trainer import distribution
+from generic_trainer.launch import child_process
+from generic_trainer.core import distribution
 from generic_trainer import errors
-from generic_trainer import keras_process
+from generic_trainer.launch import keras_process
 from generic_trainer.keys import NUM_WORKERS_KEY
 
 FINISH_GRACE_S = 180.0

@@ -193,7 +193,7 @@ def examples_artifact(root: str, splits: dict):
 
 def write_schema(schema, path: str, given: Optional[str] = None) -> str:
   """`given` if there is one, else `schema` written to `path`; the path."""
-  from generic_trainer import schema_file  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   if given:
     return given
   return schema_file.write(path, schema)

@@ -3,7 +3,7 @@
 Used for training under the other Keras (`keras_process`) and for each
 worker of a local multi-worker training (`local_cluster`). The parent writes
 a request JSON (artifacts as TFX serialises them, exec properties, where the
-export goes) and starts `python -m generic_trainer.child_process REQUEST`;
+export goes) and starts `python -m generic_trainer.launch.child_process REQUEST`;
 the child writes a result JSON: `{}` on success, or the name and message of
 the error it raised. The child dies with its parent (PR_SET_PDEATHSIG), so no
 training outlives a killed orchestrator.
@@ -52,7 +52,7 @@ def start(request_path: str, env: Dict[str, str],
           **popen_kwargs) -> subprocess.Popen:
   """Starts the child on `request_path`; it dies if this process dies."""
   return subprocess.Popen(
-      [sys.executable, '-m', 'generic_trainer.child_process', request_path],
+      [sys.executable, '-m', 'generic_trainer.launch.child_process', request_path],
       env=env, preexec_fn=_die_with_parent_fn(), **popen_kwargs)
 
 
@@ -85,7 +85,9 @@ def describe_exit(returncode: int) -> str:
 
 
 def _package_parent() -> str:
-  return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  """The folder that holds the `generic_trainer` package."""
+  package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  return os.path.dirname(package)
 
 
 def _die_with_parent_fn():
@@ -110,14 +112,14 @@ def _main(request_path: str) -> int:
   try:
     from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
     from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
-    from generic_trainer import training  # pylint: disable=g-import-not-at-top
+    from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
     training.train(
         artifact_utils.parse_artifact_dict(request['input_dict']),
         artifact_utils.parse_artifact_dict(request['output_dict']),
         json_utils.loads(request['exec_properties']),
         request['serving_dir'], request['eval_dir'],
         request.get('checkpoint_dir'))
-    strategies = sys.modules.get('generic_trainer.strategies')
+    strategies = sys.modules.get('generic_trainer.core.strategies')
     if strategies is not None and strategies.replicas_in_sync():
       result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())
   except Exception as e:  # pylint: disable=broad-except

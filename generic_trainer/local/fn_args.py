@@ -1,6 +1,6 @@
 """What a TrainSpec receives as `fn_args` in a local run, without TFX.
 
-The command (`generic_trainer.cli`) and the Estimator train TrainSpecs on
+The command (`generic_trainer.local.cli`) and the Estimator train TrainSpecs on
 local files. `LocalFnArgs` has the fields of `generic_trainer.FnArgs` (those
 of TFX's FnArgs and ours), with the defaults of a one-process run, and a data
 accessor that reads tf.Example TFRecords as TFXIO does. It is not a subclass
@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 import attr
 
-from generic_trainer.input_pipeline import DatasetFactory
+from generic_trainer.data.input_pipeline import DatasetFactory
 
 
 class DataAccessor(NamedTuple):

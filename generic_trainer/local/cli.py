@@ -51,10 +51,10 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from generic_trainer import cli_args
-from generic_trainer import local_run
-from generic_trainer import module_loader
-from generic_trainer.cli_args import PROG
+from generic_trainer.local import cli_args
+from generic_trainer.local import run as local_run
+from generic_trainer.core import module_loader
+from generic_trainer.local.cli_args import PROG
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InvalidArgumentError
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -111,8 +111,9 @@ class _OwnInfoLines:
   here."""
 
   def __init__(self):
-    self.package = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                'handlers', '')
+    self.package = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'spec',
+        'handlers', '')
 
   def filter(self, record) -> bool:
     import logging  # pylint: disable=g-import-not-at-top

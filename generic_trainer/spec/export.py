@@ -64,8 +64,8 @@ def _raw_feature_spec(spec, schema_path, transform_graph_path):
     names = {k: k for k in raw_spec}
     layer = output.transform_features_layer()
   else:
-    from generic_trainer import schema_file  # pylint: disable=g-import-not-at-top
-    from generic_trainer import tf_example_dataset  # pylint: disable=g-import-not-at-top
+    from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
+    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     raw_spec, names = tf_example_dataset.parser_config(
         schema_file.read(schema_path))
     layer = None

@@ -5,7 +5,7 @@ pipeline or another orchestrator may hand over anything)."""
 from typing import Any, Optional
 
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.keras_process import KERAS_VERSIONS
+from generic_trainer.launch.keras_process import KERAS_VERSIONS
 
 SOURCES = ('module_file', 'module_path', 'run_fn')
 

@@ -20,7 +20,7 @@ def load_schema(fn_args):
         'A TrainSpec needs to know the features: connect a `schema` input '
         "(e.g. schema=schema_gen.outputs['schema']) or a `transform_graph`. "
         'Received neither.')
-  from generic_trainer import schema_file  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   return schema_file.read(fn_args.schema_path)
 
 
@@ -52,7 +52,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   kept in memory per `cache` (default: `spec.cache`, None meaning when they
   fit); otherwise the dataset comes from the factory, row by row.
   """
-  from generic_trainer import input_pipeline  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
   label = spec.label_key if with_label else None
   factory = fn_args.data_accessor.tf_dataset_factory
   if isinstance(factory, input_pipeline.DatasetFactory):

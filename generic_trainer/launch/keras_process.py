@@ -18,7 +18,7 @@ import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
-from generic_trainer import child_process
+from generic_trainer.launch import child_process
 from generic_trainer import errors
 
 KERAS3 = 'keras3'

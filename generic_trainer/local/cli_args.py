@@ -14,12 +14,12 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from generic_trainer import local_data
-from generic_trainer import local_run
-from generic_trainer import module_loader
+from generic_trainer.local import data as local_data
+from generic_trainer.local import run as local_run
+from generic_trainer.core import module_loader
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.keras_process import KERAS_VERSIONS
+from generic_trainer.launch.keras_process import KERAS_VERSIONS
 
 PROG = 'generic-trainer'
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}

@@ -48,7 +48,7 @@ class DatasetFactory:
     self.telemetry_descriptors = telemetry_descriptors  # As TFXIO's; unused.
 
   def __call__(self, file_pattern, options, schema=None):
-    from generic_trainer import tf_example_dataset  # pylint: disable=g-import-not-at-top
+    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     patterns = [file_pattern] if isinstance(file_pattern, str) else list(
         file_pattern)
     if schema is None or any('://' in p for p in patterns):
@@ -64,7 +64,7 @@ def parser_config(schema, keys: Optional[Sequence[str]] = None
                   ) -> Tuple[Dict[str, Any], Dict[str, str]]:
   """TFXIO's tf.Example parse config of `schema`, limited to the tensors
   `keys`: ({feature name: tf.io feature}, {feature name: tensor name})."""
-  from generic_trainer import tf_example_dataset  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
   config, names = tf_example_dataset.parser_config(schema)
   if keys is not None:
     wanted = set(keys)
@@ -80,7 +80,7 @@ def record_dataset(patterns: List[str], options, schema):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   config, names = parser_config(schema)
   if options.label_key is not None and options.label_key not in names.values():
-    from generic_trainer import tf_example_dataset  # pylint: disable=g-import-not-at-top
+    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     return tf_example_dataset.dataset(patterns, options, schema)  # Its error.
   files = tf.data.Dataset.list_files(patterns, shuffle=options.shuffle,
                                      seed=options.shuffle_seed)

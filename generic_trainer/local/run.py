@@ -1,7 +1,7 @@
 """Runs a module file on local data into one folder, as GenericTrainer would.
 
 What the `generic-trainer` command does once its arguments are checked
-(`generic_trainer.cli`). The output folder holds:
+(`generic_trainer.local.cli`). The output folder holds:
 
     model/                  the SavedModel, there only once it is validated
     run/                    history.json, tensorboard/, checkpoints/,
@@ -49,8 +49,8 @@ from typing import Any, Dict, List, Optional
 
 import attr
 
-from generic_trainer import local_data
-from generic_trainer import module_loader
+from generic_trainer.local import data as local_data
+from generic_trainer.core import module_loader
 
 
 @attr.s(frozen=True)
@@ -211,7 +211,7 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
     GenericTrainerError: the module, the data, the training or the export
       failed; nothing is in `model/`.
   """
-  from generic_trainer import keras_process  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import keras_process  # pylint: disable=g-import-not-at-top
   # Before TensorFlow is imported (by the module, usually): tf.keras is
   # decided once per process.
   os.environ.update(keras_process.keras_env(request.keras_version))
@@ -259,13 +259,13 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
 def _run_spec(request: Request, layout: Layout, spec_class,
               checkpoint_dir: str) -> Outcome:
   """The TrainSpec path: spec_runner on LocalFnArgs; no TFX, no Beam."""
-  from generic_trainer import handlers  # pylint: disable=g-import-not-at-top
-  from generic_trainer import spec_runner  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import handlers  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
-  from generic_trainer import training  # pylint: disable=g-import-not-at-top
-  from generic_trainer.export_validation import validate_export  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local_fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
-  from generic_trainer.publish import StagedExport  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
   splits = _write_inputs(request, layout)
   staged = StagedExport(layout.publishing, keep_dir=layout.run)
   fn_args = LocalFnArgs(
@@ -349,7 +349,7 @@ def _artifact(artifact_class, uri: str):
 
 def _take_model(layout: Layout) -> None:
   """Renames the published export to model/ (the commit point)."""
-  from generic_trainer.publish import EVAL_MODEL_DIR, SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.publish import EVAL_MODEL_DIR, SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
   eval_dir = os.path.join(layout.publishing, EVAL_MODEL_DIR)
   if os.path.isdir(eval_dir):
     os.rename(eval_dir, layout.eval_model)

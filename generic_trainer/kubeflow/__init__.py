@@ -1,0 +1,7 @@
+"""Kubeflow: one step of a compiled KFP v2 pipeline (`kfp_step`) and the
+TFJob that runs the trainer step on several pods (`tfjob`,
+`tfjob_schema`).
+
+May import: the top-level base modules only; it reads compiled pipelines,
+it does not train.
+"""
