@@ -1,19 +1,22 @@
 """GenericExecutor: trains with the user's run_fn, validates, publishes."""
 
 import os
+import shutil
+import tempfile
 from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx.dsl.components.base import base_executor
 
-from generic_trainer.core import args
-from generic_trainer.core import distribution
-from generic_trainer.launch import keras_process
 from generic_trainer import resume
 from generic_trainer import train_result
+from generic_trainer.core import args
+from generic_trainer.core import distribution
 from generic_trainer.core.export_validation import validate_export
-from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.core.publish import StagedExport
+from generic_trainer.core.request import TrainingRequest
+from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.launch import dispatch
 
 
 class GenericExecutor(base_executor.BaseExecutor):
@@ -26,9 +29,10 @@ class GenericExecutor(base_executor.BaseExecutor):
   artifact. Any failure leaves no model in the Model artifact; a rejected
   export is kept in the node's stateful working dir for inspection.
 
-  With `num_workers` > 1 the training runs in that many local worker
-  processes (`local_cluster`); under a TF_CONFIG that makes this process a
-  non-chief worker, it trains and publishes nothing (`distribution`).
+  Where the training runs (here, a child process under the other Keras,
+  `num_workers` local processes) is `launch.dispatch`'s decision. Under a
+  TF_CONFIG that makes this process a non-chief worker, it trains and
+  publishes nothing.
   """
 
   def __init__(self, context: Optional[base_executor.BaseExecutor.Context]
@@ -46,34 +50,24 @@ class GenericExecutor(base_executor.BaseExecutor):
     from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
     from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     self._log_startup(input_dict, output_dict, exec_properties)
-    keras_version = exec_properties.get(KERAS_VERSION_KEY)
-    args.check_keras_version(keras_version or None)
-    if not distribution.current_role(exec_properties).is_chief:
-      distribution.train_as_worker(input_dict, output_dict, exec_properties,
-                                   keras_version)
-      return
+    args.check_keras_version(exec_properties.get(KERAS_VERSION_KEY) or None)
+    role = distribution.current_role(exec_properties)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])
-    staged = StagedExport(
-        artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
-        keep_dir=self._stateful_working_dir() or model_run_uri)
     checkpoint_dir = self._given_checkpoint_dir or resume.checkpoint_dir(
         input_dict, exec_properties, model_run_uri,
         self._stateful_working_dir())
+    if not role.is_chief:
+      _train_as_worker(role, TrainingRequest(
+          input_dict, output_dict, exec_properties, '', '', checkpoint_dir))
+      return
+    staged = StagedExport(
+        artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
+        keep_dir=self._stateful_working_dir() or model_run_uri)
     with staged.attempt():
-      if distribution.launches_workers(exec_properties):
-        from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
-        local_cluster.run(input_dict, output_dict, exec_properties,
-                          staged.serving_dir, staged.eval_dir, keras_version)
-      elif not keras_process.can_train_in_process(keras_version):
-        logging.info('Training in a child process with %s.', keras_version)
-        keras_process.run_in_child(keras_version, input_dict, output_dict,
-                                   exec_properties, staged.serving_dir,
-                                   staged.eval_dir, checkpoint_dir)
-      else:
-        from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
-        training.train(input_dict, output_dict, exec_properties,
-                       staged.serving_dir, staged.eval_dir, checkpoint_dir)
+      dispatch.train(TrainingRequest(
+          input_dict, output_dict, exec_properties, staged.serving_dir,
+          staged.eval_dir, checkpoint_dir))
       report = validate_export(
           staged.serving_dir,
           _eval_file_patterns(input_dict, exec_properties),
@@ -89,10 +83,26 @@ class GenericExecutor(base_executor.BaseExecutor):
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], result)
 
-
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""
     return self._context.stateful_working_dir if self._context else None
+
+
+def _train_as_worker(role: distribution.ClusterRole,
+                     request: TrainingRequest) -> None:
+  """Trains as a non-chief member of a TF_CONFIG cluster; publishes nothing.
+
+  The export and logs go to a scratch folder, removed afterwards: only the
+  chief's export is validated and published.
+  """
+  logging.info('TF_CONFIG: training as worker %d of %d (%s %d); the chief '
+               'publishes the model.', role.worker_index, role.num_workers,
+               role.task_type, role.task_index)
+  root = tempfile.mkdtemp(prefix='generic_trainer_worker_')
+  try:
+    dispatch.train(request.with_scratch_outputs(root))
+  finally:
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _single_uri_or_none(artifacts):

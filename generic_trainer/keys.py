@@ -1,6 +1,33 @@
-"""Keys GenericTrainer adds to TFX's Trainer spec (the rest are TFX's own)."""
+"""Names shared across GenericTrainer: its execution-property and input keys
+(the rest are TFX's, in `tfx.types.standard_component_specs`), and the
+values some of them take.
 
+Constants live here, not in the modules that act on them, so that importing
+a name never imports a behaviour.
+"""
+
+# Where the user code comes from: exactly one of these execution properties.
+MODULE_FILE_KEY = 'module_file'
+MODULE_PATH_KEY = 'module_path'
+RUN_FN_KEY = 'run_fn'
+SOURCE_KEYS = (MODULE_FILE_KEY, MODULE_PATH_KEY, RUN_FN_KEY)
+
+# GenericTrainer's additions to TFX's Trainer spec.
 STATISTICS_KEY = 'statistics'
 KERAS_VERSION_KEY = 'keras_version'
 NUM_WORKERS_KEY = 'num_workers'
 STRATEGY_KEY = 'strategy'
+
+# Values of `keras_version`: what `tf.keras` means for the training.
+KERAS3 = 'keras3'
+TF_KERAS = 'tf_keras'
+KERAS_VERSIONS = (KERAS3, TF_KERAS)
+
+# Values of `strategy`.
+DEFAULT_STRATEGY = 'default'
+MIRRORED = 'mirrored'
+MULTI_WORKER_MIRRORED = 'multi_worker_mirrored'
+STRATEGIES = (DEFAULT_STRATEGY, MIRRORED, MULTI_WORKER_MIRRORED)
+
+# The environment variable a cluster describes itself in.
+TF_CONFIG_ENV = 'TF_CONFIG'

@@ -50,10 +50,11 @@ def fingerprint(input_dict: Dict[str, List[Any]],
 def _module_source(exec_properties: Dict[str, Any]) -> Optional[str]:
   """The user module's source file, whichever way it was given."""
   import importlib.util  # pylint: disable=g-import-not-at-top
-  if exec_properties.get('module_file'):
-    return exec_properties['module_file']
-  name = exec_properties.get('module_path') or (
-      exec_properties.get('run_fn') or '').rpartition('.')[0]
+  from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY, RUN_FN_KEY  # pylint: disable=g-import-not-at-top
+  if exec_properties.get(MODULE_FILE_KEY):
+    return exec_properties[MODULE_FILE_KEY]
+  name = exec_properties.get(MODULE_PATH_KEY) or (
+      exec_properties.get(RUN_FN_KEY) or '').rpartition('.')[0]
   if not name or '@' in name:  # A packaged wheel's name holds its hash.
     return None
   try:

@@ -23,7 +23,8 @@ history file under model_run, and exports a SavedModel with a
 raw feature tensors) that Evaluator and Pusher use as is.
 
 Each `build_*` runs once: `spec.model`, `spec.optimizer`, `spec.loss` and
-`spec.metrics` are built on first use and the same object is returned after,
+`spec.metrics` are built on first use and the same object is returned after
+(`spec.user_handlers` is `handlers()`, called once, likewise),
 so state shared between them (a vocabulary, a normalizer) lives on the spec.
 """
 
@@ -150,6 +151,11 @@ class TrainSpec(abc.ABC):
   @functools.cached_property
   def metrics(self) -> list:
     return list(self.build_metrics())
+
+  @functools.cached_property
+  def user_handlers(self) -> list:
+    """`handlers()`, called once: the callbacks training runs with."""
+    return list(self.handlers())
 
 
 def missing_members(spec_class: type) -> List[str]:

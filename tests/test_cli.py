@@ -208,7 +208,7 @@ def test_console_script_is_cli_main():
 def test_first_step_time_prints_once():
   """FirstStepTime prints the seconds since `started` after batch 0 only."""
   import io  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers import FirstStepTime  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
   now = iter([12.5, 13.0])
   stream = io.StringIO()
   timer = FirstStepTime(started=10.0, clock=lambda: next(now), stream=stream)

@@ -255,3 +255,52 @@ def test_several_steps_per_execution_train_exactly_the_steps(
   result = est.train(penguin_csvs[0], steps=42)
   assert est.spec.model.steps_per_execution == 21
   assert result['steps'] == 42
+
+
+def test_nan_guard_is_found_by_type_not_position(tmp_path, penguin_csvs,
+                                                 monkeypatch):
+  """Reordering the built-in handlers keeps NaN detection on."""
+  from generic_trainer.spec import fit_loop  # pylint: disable=g-import-not-at-top
+  defaults = fit_loop.default_handlers
+  monkeypatch.setattr(fit_loop, 'default_handlers',
+                      lambda *args: list(reversed(defaults(*args))))
+
+  class Diverging(PenguinSpec):
+    epochs = 1
+    steps_per_execution = 1
+
+    def build_loss(self):
+      cross_entropy = keras.losses.SparseCategoricalCrossentropy()
+      optimizer = self.optimizer
+
+      def loss(labels, outputs):
+        poison = keras.ops.where(optimizer.iterations >= 2, np.nan, 0.0)
+        return cross_entropy(labels, outputs) + poison
+      return loss
+
+  with pytest.raises(NonFiniteLossError, match=r'became nan at step 3 '):
+    Estimator(Diverging, str(tmp_path)).train(penguin_csvs[0], steps=10)
+
+
+def test_spec_handlers_are_built_once_and_those_run(tmp_path, penguin_csvs):
+  """handlers() is called once: the callbacks whose batch hooks decide one
+  step per execution are the ones that see every batch."""
+  made = []
+
+  class BatchCounter(keras.callbacks.Callback):
+
+    def __init__(self):
+      super().__init__()
+      self.batches = 0
+      made.append(self)
+
+    def on_train_batch_end(self, batch, logs=None):
+      self.batches += 1
+
+  class Spec(PenguinSpec):
+    def handlers(self):
+      return [BatchCounter()]
+
+  Estimator(Spec, str(tmp_path)).train(penguin_csvs[0], steps=8)
+  assert len(made) == 1
+  assert made[0].batches == 8  # One step per execution: every batch seen.

@@ -12,8 +12,8 @@ from tfx_bsl.public import tfxio
 
 from benchmarks import synthetic_data
 from generic_trainer import SpecError
-from generic_trainer.spec import fit_loop
 from generic_trainer.data import input_pipeline
+from generic_trainer.spec import fit_loop
 
 ROWS = 3000
 
@@ -142,7 +142,7 @@ def test_cache_only_when_the_data_fits(data, monkeypatch):
 def _spec(value=None, checkpoint=None, handlers=()):
   return types.SimpleNamespace(steps_per_execution=value,
                                checkpoint=checkpoint,
-                               handlers=lambda: list(handlers))
+                               user_handlers=list(handlers))
 
 
 class _BatchHandler(keras.callbacks.Callback):

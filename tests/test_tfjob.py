@@ -2,8 +2,8 @@
 
 import pytest
 
-from generic_trainer.kubeflow import tfjob
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.kubeflow import tfjob
 
 _COMMAND = list(tfjob.KFP_ENTRYPOINT)
 _ARGS = ['--executor_class_path', 'generic_trainer.executor.GenericExecutor',

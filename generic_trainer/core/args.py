@@ -5,20 +5,18 @@ pipeline or another orchestrator may hand over anything)."""
 from typing import Any, Optional
 
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.launch.keras_process import KERAS_VERSIONS
-
-SOURCES = ('module_file', 'module_path', 'run_fn')
+from generic_trainer.keys import KERAS_VERSIONS, RUN_FN_KEY, SOURCE_KEYS
 
 
 def check_one_source(**sources: Any) -> str:
   """Exactly one of module_file/module_path/run_fn; returns which."""
-  given = [name for name in SOURCES if sources.get(name)]
+  given = [name for name in SOURCE_KEYS if sources.get(name)]
   if len(given) != 1:
     raise InvalidArgumentError(
         "Exactly one of 'module_file', 'module_path' or 'run_fn' must be "
         f"supplied. Received: {', '.join(given) or 'none of them'}.")
-  if given == ['run_fn'] and isinstance(sources['run_fn'], str):
-    check_run_fn_path(sources['run_fn'])
+  if given == [RUN_FN_KEY] and isinstance(sources[RUN_FN_KEY], str):
+    check_run_fn_path(sources[RUN_FN_KEY])
   return given[0]
 
 

@@ -17,20 +17,18 @@ convention of MultiWorkerMirroredStrategy and of TFX's unused `_is_chief`).
 
 import json
 import os
-import shutil
-import tempfile
 from typing import Any, Dict, List, Optional
 
 import attr
 
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.keys import NUM_WORKERS_KEY, STRATEGY_KEY
+from generic_trainer.keys import DEFAULT_STRATEGY
+from generic_trainer.keys import MULTI_WORKER_MIRRORED
+from generic_trainer.keys import NUM_WORKERS_KEY
+from generic_trainer.keys import STRATEGIES
+from generic_trainer.keys import STRATEGY_KEY
+from generic_trainer.keys import TF_CONFIG_ENV
 
-TF_CONFIG_ENV = 'TF_CONFIG'
-DEFAULT = 'default'
-MIRRORED = 'mirrored'
-MULTI_WORKER_MIRRORED = 'multi_worker_mirrored'
-STRATEGIES = (DEFAULT, MIRRORED, MULTI_WORKER_MIRRORED)
 _TRAINING_TASK_TYPES = ('chief', 'worker')
 
 
@@ -134,7 +132,7 @@ def strategy_name(exec_properties: Dict[str, Any], role: ClusterRole) -> str:
     return name
   if role.num_workers > 1 or (exec_properties.get(NUM_WORKERS_KEY) or 1) > 1:
     return MULTI_WORKER_MIRRORED
-  return DEFAULT
+  return DEFAULT_STRATEGY
 
 
 def launches_workers(exec_properties: Dict[str, Any]) -> bool:
@@ -176,32 +174,3 @@ def scratch_outputs(output_dict: Dict[str, List[Any]], root: str):
   model_uri = artifact_utils.get_single_uri(scratch[keys.MODEL_KEY])
   return (scratch, path_utils.serving_model_dir(model_uri),
           path_utils.eval_model_dir(model_uri))
-
-
-def train_as_worker(input_dict: Dict[str, List[Any]],
-                    output_dict: Dict[str, List[Any]],
-                    exec_properties: Dict[str, Any],
-                    keras_version: Optional[str]) -> None:
-  """Trains as a non-chief member of a TF_CONFIG cluster; publishes nothing.
-
-  The export and logs go to a scratch folder, removed afterwards: only the
-  chief's export is validated and published.
-  """
-  from absl import logging  # pylint: disable=g-import-not-at-top
-  from generic_trainer.launch import keras_process  # pylint: disable=g-import-not-at-top
-  role = current_role(exec_properties)
-  logging.info('TF_CONFIG: training as worker %d of %d (%s %d); the chief '
-               'publishes the model.', role.worker_index, role.num_workers,
-               role.task_type, role.task_index)
-  root = tempfile.mkdtemp(prefix='generic_trainer_worker_')
-  try:
-    scratch, serving_dir, eval_dir = scratch_outputs(output_dict, root)
-    if keras_process.can_train_in_process(keras_version):
-      from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
-      training.train(input_dict, scratch, exec_properties, serving_dir,
-                     eval_dir)
-    else:
-      keras_process.run_in_child(keras_version, input_dict, scratch,
-                                 exec_properties, serving_dir, eval_dir)
-  finally:
-    shutil.rmtree(root, ignore_errors=True)

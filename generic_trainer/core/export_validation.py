@@ -17,6 +17,7 @@
 import os
 from typing import Any, Dict, List, Optional
 
+from generic_trainer.data import tfrecords
 from generic_trainer.errors import ExportValidationError, summarize
 
 SERVING_SIGNATURE = 'serving_default'
@@ -110,9 +111,9 @@ def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
   files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
   records = []
   for path in files:
-    compression = 'GZIP' if path.endswith('.gz') else ''
     try:
-      for record in tf.data.TFRecordDataset(path, compression).take(
+      for record in tf.data.TFRecordDataset(
+          path, tfrecords.compression(path)).take(
           limit - len(records)):
         records.append(record.numpy())
     except tf.errors.OpError as e:

@@ -21,13 +21,16 @@ from tfx.utils import proto_utils
 
 from generic_trainer.core import args
 from generic_trainer.core import distribution
+from generic_trainer.core.fn_args_fields import GenericFnArgsFields
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 from generic_trainer.keys import STATISTICS_KEY
 
 
 @attr.s
-class FnArgs(fn_args_utils.FnArgs):
-  """Args passed to the user's `run_fn`.
+class FnArgs(fn_args_utils.FnArgs, GenericFnArgsFields):
+  """Args passed to the user's `run_fn`: TFX's FnArgs, plus
+  `GenericFnArgsFields` (num_examples, strategy, is_chief, worker_index,
+  num_workers, checkpoint_dir; see there).
 
   Attributes:
     working_dir: Working dir (unused by the trainer; kept for TFX parity).
@@ -48,27 +51,7 @@ class FnArgs(fn_args_utils.FnArgs):
     base_model: Serving model path of the `base_model` input, or None.
     hyperparameters: The `hyperparameters` input as a dict, or None.
     custom_config: The component's `custom_config` dict, or None.
-    num_examples: Examples per split, e.g. `{'train': 230, 'eval': 104}`,
-      read from the `statistics` input; None without that input.
-    strategy: The `tf.distribute.Strategy` to build and compile the model
-      under (`with fn_args.strategy.scope(): model = ...`):
-      MultiWorkerMirroredStrategy when several workers train, else the
-      default strategy (or MirroredStrategy with `strategy='mirrored'`).
-    is_chief: Whether this process is the chief, whose export is validated
-      and published. Other workers must export too (to `serving_model_dir`,
-      a scratch folder for them); what they write is removed.
-    worker_index: This process's index among the workers; the chief is 0.
-    num_workers: How many processes train together (1 for one process).
-    checkpoint_dir: Where to keep what a killed training resumes from; the
-      same for a retry on the same inputs, deleted once the model is
-      published. See `generic_trainer.resume`.
   """
-  num_examples = attr.ib(type=Dict[str, int], default=None)
-  strategy = attr.ib(type=Any, default=None)
-  is_chief = attr.ib(type=bool, default=True)
-  worker_index = attr.ib(type=int, default=0)
-  num_workers = attr.ib(type=int, default=1)
-  checkpoint_dir = attr.ib(type=str, default=None)
 
 
 def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
@@ -109,13 +92,13 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
 
 def _check_tfrecord(path: str, split: str) -> None:
   """Reads the first record of a TFRecord file, so corruption fails early."""
+  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local.data import first_record_error  # pylint: disable=g-import-not-at-top
-  error = first_record_error(path)
+  error = tfrecords.first_record_error(path)
   if error is not None:
     raise InputArtifactError(
         f'The {split!r} split file {path} is not a readable '
-        f'{"gzip " if path.endswith(".gz") else ""}TFRecord file: '
+        f'{tfrecords.describe(path)} file: '
         f'{summarize(error)}. It is corrupt or truncated: re-run the '
         'component that produced the examples.') from error
 

@@ -27,11 +27,11 @@ import traceback
 import types
 from typing import Any, Callable, Dict, Optional
 
-from generic_trainer.errors import InvalidArgumentError, UserModuleError
-
-MODULE_FILE_KEY = 'module_file'
-MODULE_PATH_KEY = 'module_path'
-RUN_FN_KEY = 'run_fn'
+from generic_trainer.errors import UserModuleError
+from generic_trainer.keys import MODULE_FILE_KEY
+from generic_trainer.keys import MODULE_PATH_KEY
+from generic_trainer.keys import RUN_FN_KEY
+from generic_trainer.keys import SOURCE_KEYS
 
 _counter = itertools.count()
 # Frames of GenericTrainer's own code are left out of a user's traceback.
@@ -45,7 +45,7 @@ _TRAINER_FN_MIGRATION = (
 
 def describe_source(exec_properties: Dict[str, Any]) -> str:
   """Says, for messages, where the user code comes from."""
-  for key in (MODULE_FILE_KEY, MODULE_PATH_KEY, RUN_FN_KEY):
+  for key in SOURCE_KEYS:
     if exec_properties.get(key):
       return f'{key}={exec_properties[key]!r}'
   return 'no module'
@@ -61,7 +61,7 @@ def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
   """
   from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
   key = args.check_one_source(**{k: exec_properties.get(k)
-                                 for k in args.SOURCES})
+                                 for k in SOURCE_KEYS})
   value = exec_properties[key]
   source = f'{key}={value!r}'
   if key == RUN_FN_KEY:
@@ -270,6 +270,41 @@ def user_traceback(e: BaseException) -> str:
 
 
 
+def top_level_names(path: str) -> Optional[Dict[str, str]]:
+  """What a module file defines at top level, read without running it.
+
+  Returns {name: kind}, kind being 'function', 'class', 'import' or
+  'assign'; None when a star import makes it unknowable.
+
+  Raises:
+    UserModuleError: the file is missing or has a syntax error.
+  """
+  import ast  # pylint: disable=g-import-not-at-top
+  if not os.path.isfile(path):
+    raise _missing_file_error(path)
+  with open(path, 'rb') as f:
+    source = f.read()
+  try:
+    tree = ast.parse(source, filename=path)
+  except SyntaxError as e:
+    raise _syntax_error(path, e) from e
+  kinds = {}
+  for node in tree.body:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+      kinds[node.name] = 'function'
+    elif isinstance(node, ast.ClassDef):
+      kinds[node.name] = 'class'
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+      if any(a.name == '*' for a in node.names):
+        return None
+      kinds.update({(a.asname or a.name).split('.')[0]: 'import'
+                    for a in node.names})
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+      targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+      kinds.update({t.id: 'assign' for t in targets if isinstance(t, ast.Name)})
+  return kinds
+
+
 def check_module_source(path: str) -> None:
   """Checks a local module file early, at pipeline construction.
 
@@ -280,34 +315,16 @@ def check_module_source(path: str) -> None:
   Raises:
     UserModuleError: with what is wrong and what to do.
   """
-  import ast  # pylint: disable=g-import-not-at-top
   if '://' in path:
     return
-  if not os.path.isfile(path):
-    raise _missing_file_error(path)
-  with open(path, 'rb') as f:
-    source = f.read()
-  try:
-    tree = ast.parse(source, filename=path)
-  except SyntaxError as e:
-    raise _syntax_error(path, e) from e
-  names = set()
-  for node in tree.body:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-      names.add(node.name)
-    elif isinstance(node, (ast.Import, ast.ImportFrom)):
-      if any(a.name == '*' for a in node.names):
-        return  # Cannot know statically.
-      names.update((a.asname or a.name).split('.')[0] for a in node.names)
-    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-      targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-      names.update(t.id for t in targets if isinstance(t, ast.Name))
-  has_class = any(isinstance(node, ast.ClassDef) for node in tree.body)
-  if RUN_FN_KEY not in names and not has_class:
-    hint = _TRAINER_FN_MIGRATION if 'trainer_fn' in names else (
+  kinds = top_level_names(path)
+  if kinds is None:
+    return  # Cannot know statically.
+  if RUN_FN_KEY not in kinds and 'class' not in kinds.values():
+    hint = _TRAINER_FN_MIGRATION if 'trainer_fn' in kinds else (
         'Define a top-level `def run_fn(fn_args):` or a subclass of '
         '`generic_trainer.TrainSpec` in it.')
-    public = sorted(n for n in names if not n.startswith('_'))
+    public = sorted(n for n in kinds if not n.startswith('_'))
     raise UserModuleError(
         f'The module file {path!r} has no top-level `run_fn` and no '
         f"TrainSpec. It defines: {', '.join(public) or 'nothing public'}. "

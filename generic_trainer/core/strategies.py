@@ -17,7 +17,11 @@ from typing import Dict
 
 import tensorflow as tf
 
-from generic_trainer.core import distribution
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keys import DEFAULT_STRATEGY
+from generic_trainer.keys import MIRRORED
+from generic_trainer.keys import MULTI_WORKER_MIRRORED
+from generic_trainer.keys import STRATEGIES
 
 _created: Dict[str, tf.distribute.Strategy] = {}
 
@@ -37,17 +41,17 @@ class KerasCompatibleMultiWorkerMirroredStrategy(
 
 
 def get(name: str) -> tf.distribute.Strategy:
-  """The strategy named `name` (see `distribution.STRATEGIES`) for this process."""
-  if name == distribution.DEFAULT:
+  """The strategy named `name` (one of `keys.STRATEGIES`) for this process."""
+  if name == DEFAULT_STRATEGY:
     return tf.distribute.get_strategy()
   if name not in _created:
-    if name == distribution.MIRRORED:
+    if name == MIRRORED:
       _created[name] = tf.distribute.MirroredStrategy()
-    elif name == distribution.MULTI_WORKER_MIRRORED:
+    elif name == MULTI_WORKER_MIRRORED:
       _created[name] = KerasCompatibleMultiWorkerMirroredStrategy()
     else:
-      raise distribution.InvalidArgumentError(
-          f"'strategy' must be one of {distribution.STRATEGIES}. Received: "
+      raise InvalidArgumentError(
+          f"'strategy' must be one of {STRATEGIES}. Received: "
           f'strategy={name!r}.')
   return _created[name]
 

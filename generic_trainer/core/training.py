@@ -1,35 +1,36 @@
-"""One training attempt: load the user's run_fn, build FnArgs, call it."""
+"""One training attempt in this process: load the entry point, build
+FnArgs, call it."""
 
 import contextlib
-from typing import Any, Dict, List, Optional
 
 from generic_trainer.core import module_loader
+from generic_trainer.core.request import TrainingRequest
 from generic_trainer.errors import GenericTrainerError, RunFnError
+from generic_trainer.keys import RUN_FN_KEY
 
 
-def train(input_dict: Dict[str, List[Any]],
-          output_dict: Dict[str, List[Any]],
-          exec_properties: Dict[str, Any],
-          serving_dir: str,
-          eval_dir: str,
-          checkpoint_dir: Optional[str] = None) -> None:
-  """Runs the user's `run_fn`, which exports into `serving_dir`.
+def train(request: TrainingRequest) -> None:
+  """Runs the user's `run_fn` (or TrainSpec), which exports into
+  `request.serving_dir`.
 
   The module is loaded before FnArgs are built, so a broken module fails in
-  seconds instead of after the data accessors are set up.
+  seconds instead of after the data accessors are set up. Where to train
+  (here, a child process, local workers) is `launch.dispatch`'s decision.
 
   Raises:
     UserModuleError, InvalidArgumentError, InputArtifactError: see their docs.
     RunFnError: `run_fn` raised; the user's exception is its `__cause__` and
       its traceback is in the message.
   """
-  run_fn = module_loader.load_run_fn(exec_properties)
-  source = module_loader.describe_source(exec_properties)
+  run_fn = module_loader.load_run_fn(request.exec_properties)
+  source = module_loader.describe_source(request.exec_properties)
   from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
-  fn_args = fn_args_lib.build_fn_args(input_dict, output_dict, exec_properties,
-                                      serving_dir, eval_dir, checkpoint_dir)
+  fn_args = fn_args_lib.build_fn_args(
+      request.input_dict, request.output_dict, request.exec_properties,
+      request.serving_dir, request.eval_dir, request.checkpoint_dir)
   spec = getattr(run_fn, 'train_spec', None)
-  with user_code(f'TrainSpec {spec.__name__}' if spec else 'run_fn', source):
+  with user_code(f'TrainSpec {spec.__name__}' if spec else RUN_FN_KEY,
+                 source):
     run_fn(fn_args)
 
 

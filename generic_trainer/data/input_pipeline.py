@@ -27,6 +27,8 @@ rows from gzip files ~2.5 s (benchmarks/README.md has the training numbers).
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from generic_trainer.data.tfrecords import common_compression, compression
+
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
 PREFETCH_BATCHES = 8
@@ -199,7 +201,7 @@ def fits_in_memory(patterns: List[str]) -> bool:
     return False
   size = 0
   for path in tf.io.gfile.glob(patterns):
-    size += tf.io.gfile.stat(path).length * (4 if path.endswith('.gz') else 1)
+    size += tf.io.gfile.stat(path).length * (4 if compression(path) else 1)
   return size <= available * CACHE_MEMORY_FRACTION
 
 
@@ -238,17 +240,9 @@ def _permute_rows(*columns):
 
 
 def _compression(patterns: List[str]) -> str:
-  """'GZIP' when the files end in .gz, as ExampleGen writes them."""
+  """The compression of the files `patterns` match (one kind)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  files = tf.io.gfile.glob(patterns)
-  gz = {f.endswith('.gz') for f in files}
-  if len(gz) > 1:
-    raise InputArtifactError(
-        f'The files of {patterns} mix gzip (.gz) and uncompressed TFRecords. '
-        'Expected one kind, as ExampleGen writes them. Received: '
-        f'{sorted(files)[:5]}.')
-  return 'GZIP' if gz == {True} else ''
+  return common_compression(tf.io.gfile.glob(patterns))
 
 
 def _cores() -> int:

@@ -25,9 +25,9 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
-from generic_trainer.kubeflow import kfp_step
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import NUM_WORKERS_KEY
+from generic_trainer.kubeflow import kfp_step
 
 API_VERSION = 'kubeflow.org/v1'
 KIND = 'TFJob'

@@ -1,10 +1,10 @@
-"""Runs `training.train` in a child Python process, and reads back its result.
+"""Runs a training in a child Python process, and reads back its result.
 
 Used for training under the other Keras (`keras_process`) and for each
 worker of a local multi-worker training (`local_cluster`). The parent writes
-a request JSON (artifacts as TFX serialises them, exec properties, where the
-export goes) and starts `python -m generic_trainer.launch.child_process REQUEST`;
-the child writes a result JSON: `{}` on success, or the name and message of
+a request JSON (a `TrainingRequest`: artifacts as TFX serialises them, exec
+properties, where the export goes) and starts `python -m generic_trainer.launch.child REQUEST`
+(`CHILD_MODULE`); the child writes a result JSON: `{}` on success, or the name and message of
 the error it raised. The child dies with its parent (PR_SET_PDEATHSIG), so no
 training outlives a killed orchestrator.
 """
@@ -14,29 +14,19 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Dict, Optional
 
 from generic_trainer import errors
+from generic_trainer.core.request import TrainingRequest
+
+CHILD_MODULE = 'generic_trainer.launch.child'
 
 
-def write_request(path: str, input_dict: Dict[str, List[Any]],
-                  output_dict: Dict[str, List[Any]],
-                  exec_properties: Dict[str, Any], serving_dir: str,
-                  eval_dir: str, result_path: str,
-                  checkpoint_dir: Optional[str] = None) -> None:
-  """Writes what the child needs to call `training.train`."""
-  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-  from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
+def write_request(path: str, request: TrainingRequest,
+                  result_path: str) -> None:
+  """Writes what the child needs: the request, and where to report."""
   with open(path, 'w') as f:
-    json.dump({
-        'input_dict': artifact_utils.jsonify_artifact_dict(input_dict),
-        'output_dict': artifact_utils.jsonify_artifact_dict(output_dict),
-        'exec_properties': json_utils.dumps(exec_properties),
-        'serving_dir': serving_dir,
-        'eval_dir': eval_dir,
-        'checkpoint_dir': checkpoint_dir,
-        'result_path': result_path,
-    }, f)
+    json.dump({'request': request.to_json(), 'result_path': result_path}, f)
 
 
 def child_env(overrides: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -52,7 +42,7 @@ def start(request_path: str, env: Dict[str, str],
           **popen_kwargs) -> subprocess.Popen:
   """Starts the child on `request_path`; it dies if this process dies."""
   return subprocess.Popen(
-      [sys.executable, '-m', 'generic_trainer.launch.child_process', request_path],
+      [sys.executable, '-m', CHILD_MODULE, request_path],
       env=env, preexec_fn=_die_with_parent_fn(), **popen_kwargs)
 
 
@@ -103,31 +93,3 @@ def _die_with_parent_fn():
   except (OSError, AttributeError):
     return None
   return lambda: prctl(1, signal.SIGKILL)  # 1 is PR_SET_PDEATHSIG.
-
-
-def _main(request_path: str) -> int:
-  with open(request_path) as f:
-    request = json.load(f)
-  result = {}
-  try:
-    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-    from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
-    from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
-    training.train(
-        artifact_utils.parse_artifact_dict(request['input_dict']),
-        artifact_utils.parse_artifact_dict(request['output_dict']),
-        json_utils.loads(request['exec_properties']),
-        request['serving_dir'], request['eval_dir'],
-        request.get('checkpoint_dir'))
-    strategies = sys.modules.get('generic_trainer.core.strategies')
-    if strategies is not None and strategies.replicas_in_sync():
-      result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())
-  except Exception as e:  # pylint: disable=broad-except
-    result = {'error': type(e).__name__, 'message': str(e)}
-  with open(request['result_path'], 'w') as f:
-    json.dump(result, f)
-  return 1 if result.get('error') else 0
-
-
-if __name__ == '__main__':
-  sys.exit(_main(sys.argv[1]))

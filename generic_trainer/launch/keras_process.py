@@ -10,20 +10,20 @@ to 1 if unset, after `tf.keras` may already mean Keras 3. So we read what
   - resolved to the other one: train in a child process with the variable
     set, so one pipeline can mix Keras 3 and legacy module files.
 Validation and publication stay in the parent. The child is run by
-`child_process`, and dies with its parent.
+`child_process`, and dies with its parent. Whether to do so is
+`dispatch`'s decision.
 """
 
 import os
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Dict, Optional
 
-from generic_trainer.launch import child_process
 from generic_trainer import errors
+from generic_trainer.core.request import TrainingRequest
+from generic_trainer.keys import KERAS3, TF_KERAS
+from generic_trainer.launch import child_process
 
-KERAS3 = 'keras3'
-TF_KERAS = 'tf_keras'
-KERAS_VERSIONS = (KERAS3, TF_KERAS)
 _LEGACY_ENV = 'TF_USE_LEGACY_KERAS'
 
 
@@ -59,21 +59,17 @@ def can_train_in_process(keras_version: Optional[str]) -> bool:
   return current == keras_version
 
 
-def run_in_child(keras_version: str, input_dict: Dict[str, List[Any]],
-                 output_dict: Dict[str, List[Any]],
-                 exec_properties: Dict[str, Any], serving_dir: str,
-                 eval_dir: str, checkpoint_dir: Optional[str] = None) -> None:
-  """Runs `training.train` in a child process under `keras_version`.
+def run_in_child(request: TrainingRequest) -> None:
+  """Trains `request` in a child process under `request.keras_version`.
 
   Raises the child's error as the same GenericTrainer error class, with the
   child's message; `TrainingProcessError` if it died without reporting one.
   """
+  keras_version = request.keras_version
   with tempfile.TemporaryDirectory(prefix='generic_trainer_') as tmp:
     request_path = os.path.join(tmp, 'request.json')
     result_path = os.path.join(tmp, 'result.json')
-    child_process.write_request(request_path, input_dict, output_dict,
-                                exec_properties, serving_dir, eval_dir,
-                                result_path, checkpoint_dir)
+    child_process.write_request(request_path, request, result_path)
     returncode = child_process.start(
         request_path, child_process.child_env(keras_env(keras_version))).wait()
     error = child_process.read_error(

@@ -24,11 +24,12 @@ from typing import Any, Dict, List, Optional
 
 from absl import logging
 
-from generic_trainer.launch import child_process
-from generic_trainer.core import distribution
 from generic_trainer import errors
-from generic_trainer.launch import keras_process
+from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import NUM_WORKERS_KEY
+from generic_trainer.keys import TF_CONFIG_ENV
+from generic_trainer.launch import child_process
+from generic_trainer.launch import keras_process
 
 FINISH_GRACE_S = 180.0
 SUMMARY_FILE = 'workers.json'
@@ -95,19 +96,18 @@ class _Worker:
     self.log_thread.join(timeout=5)
 
 
-def run(input_dict: Dict[str, List[Any]], output_dict: Dict[str, List[Any]],
-        exec_properties: Dict[str, Any], serving_dir: str, eval_dir: str,
-        keras_version: Optional[str] = None) -> None:
-  """Trains with `num_workers` local processes; the chief exports to
-  `serving_dir`.
+def run(request: TrainingRequest) -> None:
+  """Trains `request` with `num_workers` local processes; the chief exports
+  to `request.serving_dir`, the others to scratch.
+
+  Every worker gets the same `checkpoint_dir`: the chief writes the resume
+  checkpoints, every worker restores from them.
 
   Raises:
     The failed worker's error (same class, its message, which worker), or
     TrainingProcessError if it died without reporting one or did not finish.
   """
-  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
-  count = exec_properties[NUM_WORKERS_KEY]
+  count = request.exec_properties[NUM_WORKERS_KEY]
   ports = free_ports(count)
   root = tempfile.mkdtemp(prefix='generic_trainer_workers_')
   workers: List[_Worker] = []
@@ -117,25 +117,21 @@ def run(input_dict: Dict[str, List[Any]], output_dict: Dict[str, List[Any]],
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
       os.makedirs(worker_dir)
-      outputs, serving, evaluation = output_dict, serving_dir, eval_dir
-      if index:
-        outputs, serving, evaluation = distribution.scratch_outputs(
-            output_dict, os.path.join(worker_dir, 'outputs'))
-      request = os.path.join(worker_dir, 'request.json')
+      worker_request = request if index == 0 else (
+          request.with_scratch_outputs(os.path.join(worker_dir, 'outputs')))
+      request_path = os.path.join(worker_dir, 'request.json')
       result = os.path.join(worker_dir, 'result.json')
-      child_process.write_request(request, input_dict, outputs,
-                                  exec_properties, serving, evaluation, result)
+      child_process.write_request(request_path, worker_request, result)
       env = child_process.child_env({
-          **keras_process.keras_env(keras_version),
-          distribution.TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
+          **keras_process.keras_env(request.keras_version),
+          TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
       })
       process = child_process.start(
-          request, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+          request_path, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
           text=True, errors='replace')
       workers.append(_Worker(index, process, result))
     _wait(workers)
-    model_run = artifact_utils.get_single_uri(output_dict[keys.MODEL_RUN_KEY])
-    _write_summary(model_run, workers, ports)
+    _write_summary(request.model_run_dir(), workers, ports)
   finally:
     for worker in workers:
       worker.stop()

@@ -46,17 +46,17 @@ def _process_start() -> float:
 _STARTED = _process_start()  # Before any other import.
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-import contextlib
 import os
 import sys
 from typing import Optional, Sequence
 
-from generic_trainer.local import cli_args
-from generic_trainer.local import run as local_run
 from generic_trainer.core import module_loader
-from generic_trainer.local.cli_args import PROG
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.local import cli_args
+from generic_trainer.local import console
+from generic_trainer.local import run as local_run
+from generic_trainer.local.cli_args import PROG
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 
@@ -78,7 +78,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if resuming:
       print(f'Resuming from the checkpoint an earlier run left in '
             f'{checkpoint} (--no-resume starts over).', flush=True)
-    with _log_lines():
+    with console.command_lines():
       outcome = local_run.run(request, checkpoint)
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
@@ -103,54 +103,6 @@ def _resume_hint(request: local_run.Request, checkpoint: Optional[str]) -> str:
     return f' The same command resumes from the checkpoint in {checkpoint}.'
   return (f' The same command without --no-resume resumes from the '
           f'checkpoint in {checkpoint}.')
-
-
-class _OwnInfoLines:
-  """Passes the handlers' INFO lines (LogLines' progress) and everyone's
-  warnings; the other INFO lines (TFX's, Keras's, the executor's) are noise
-  here."""
-
-  def __init__(self):
-    self.package = os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'spec',
-        'handlers', '')
-
-  def filter(self, record) -> bool:
-    import logging  # pylint: disable=g-import-not-at-top
-    return (record.levelno >= logging.WARNING or
-            record.pathname.startswith(self.package))
-
-
-class _Formatter:
-  """The message alone for INFO; with its level for the others."""
-
-  def format(self, record) -> str:
-    import logging  # pylint: disable=g-import-not-at-top
-    message = record.getMessage()
-    if record.levelno == logging.INFO:
-      return message
-    return f'{record.levelname}: {message}'
-
-
-@contextlib.contextmanager
-def _log_lines():
-  """absl's lines go to stderr as plain lines, filtered by `_OwnInfoLines`."""
-  import logging  # pylint: disable=g-import-not-at-top
-  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
-  logger = logging.getLogger('absl')
-  verbosity, propagate = absl_logging.get_verbosity(), logger.propagate
-  handler = logging.StreamHandler(sys.stderr)
-  handler.setFormatter(_Formatter())
-  handler.addFilter(_OwnInfoLines())
-  absl_logging.set_verbosity(absl_logging.INFO)
-  logger.addHandler(handler)
-  logger.propagate = False
-  try:
-    yield
-  finally:  # As it was: main() may be called in a process that goes on.
-    logger.removeHandler(handler)
-    logger.propagate = propagate
-    absl_logging.set_verbosity(verbosity)
 
 
 def _print_outcome(request: local_run.Request,

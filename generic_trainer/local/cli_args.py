@@ -7,19 +7,19 @@ Nothing here imports TensorFlow.
 """
 
 import argparse
-import ast
 import importlib.util
 import json
 import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from generic_trainer.local import data as local_data
-from generic_trainer.local import run as local_run
 from generic_trainer.core import module_loader
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.launch.keras_process import KERAS_VERSIONS
+from generic_trainer.errors import UserModuleError
+from generic_trainer.keys import KERAS_VERSIONS, RUN_FN_KEY
+from generic_trainer.local import data as local_data
+from generic_trainer.local import run as local_run
 
 PROG = 'generic-trainer'
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}
@@ -253,23 +253,12 @@ def _check_run_fn(name: str, module_file: str) -> None:
         '--run-fn must be the name of a top-level function or TrainSpec '
         'class of the module file, such as run_fn or PenguinSpec. Received: '
         f'--run-fn={name!r}. Pass a plain name, without the module.')
-  with open(module_file, 'rb') as f:
-    try:
-      tree = ast.parse(f.read(), filename=module_file)
-    except SyntaxError:
-      return  # Loading the module reports it, with the line.
-  kinds = {}
-  for node in tree.body:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-      kinds[node.name] = type(node).__name__
-    elif isinstance(node, (ast.Import, ast.ImportFrom)):
-      if any(a.name == '*' for a in node.names):
-        return  # Cannot know statically.
-      kinds.update({(a.asname or a.name).split('.')[0]: 'import'
-                    for a in node.names})
-    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-      targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-      kinds.update({t.id: 'assign' for t in targets if isinstance(t, ast.Name)})
+  try:
+    kinds = module_loader.top_level_names(module_file)
+  except UserModuleError:
+    return  # Loading the module reports it, with the line.
+  if kinds is None:
+    return  # A star import: cannot know statically.
   if name not in kinds:
     public = sorted(n for n in kinds if not n.startswith('_'))
     raise InvalidArgumentError(
@@ -277,7 +266,7 @@ def _check_run_fn(name: str, module_file: str) -> None:
         f'top level. Expected a function taking fn_args or a TrainSpec '
         f'class. Received: --run-fn={name!r}; the module defines: '
         f'{", ".join(public) or "nothing public"}. Pass one of those.')
-  if kinds[name] != 'ClassDef' and name != module_loader.RUN_FN_KEY:
+  if kinds[name] != 'class' and name != RUN_FN_KEY:
     _check_importable_as(name, module_file)
 
 

@@ -1,7 +1,8 @@
 """Estimator: train, evaluate, predict and export a TrainSpec outside a pipeline.
 
-For notebooks and tests. It runs the same input pipeline, checks, fit loop,
-handlers and export as GenericTrainer in a pipeline, on local files:
+For notebooks and tests. It runs the same sequence (`spec.runner`: input
+pipeline, checks, fit loop, handlers) and export as GenericTrainer in a
+pipeline, on local files:
 
     est = Estimator(PenguinSpec, model_dir='/tmp/penguin')
     est.train('penguins_train.csv', eval_data='penguins_eval.csv', steps=200)
@@ -13,13 +14,12 @@ handlers and export as GenericTrainer in a pipeline, on local files:
 import os
 from typing import Any, Dict, Optional
 
-from generic_trainer.spec import fit_loop
-from generic_trainer.local import data as local_data
-from generic_trainer.spec import checks as spec_checks
-from generic_trainer.spec import export as spec_export
-from generic_trainer.spec import datasets as spec_input
 from generic_trainer import train_result
 from generic_trainer.errors import SpecError
+from generic_trainer.local import data as local_data
+from generic_trainer.spec import datasets as spec_input
+from generic_trainer.spec import export as spec_export
+from generic_trainer.spec import runner as spec_runner
 
 
 class Estimator:
@@ -65,21 +65,8 @@ class Estimator:
         eval_data, os.path.join(self.model_dir, 'data', 'Split-eval'))
                       if eval_data is not None else splits['train'])
     self._fn_args = self._make_fn_args(splits, steps)
-    spec, fn_args = self.spec, self._fn_args
-    schema = spec_input.load_schema(fn_args)
-    self._keys = spec_input.feature_keys(spec, schema)
-    epochs, steps_per_epoch = spec_input.schedule(spec, steps, None)
-    train = spec_input.make_dataset(
-        spec, fn_args, schema, fn_args.train_files, self._keys,
-        spec.batch_size, num_epochs=None if steps_per_epoch else 1,
-        shuffle=True)
-    model = fit_loop.compile_model(spec, steps_per_epoch=steps_per_epoch)
-    spec_checks.check_model_inputs(model, self._keys)
-    spec_checks.check_batch(spec, model, spec_input.first_batch(
-        spec, fn_args, schema, fn_args.train_files, self._keys))
-    result = fit_loop.fit(spec, train, self._dataset(fn_args.eval_files),
-                          epochs, steps_per_epoch, None, self.run_dir,
-                          checkpoint_dir=self.checkpoint_dir)
+    prepared, result = spec_runner.train(self.spec, self._fn_args)
+    self._keys = prepared.keys
     train_result.write(self.run_dir, result)
     self._trained = True
     return result
@@ -121,7 +108,8 @@ class Estimator:
     return LocalFnArgs(
         train_files=splits['train'], eval_files=splits['eval'],
         train_steps=steps, schema_path=schema_path,
-        model_run_dir=self.run_dir, hyperparameters=self.spec.hparams)
+        model_run_dir=self.run_dir, hyperparameters=self.spec.hparams,
+        checkpoint_dir=self.checkpoint_dir)
 
   def _dataset(self, files, with_label=True):
     spec, fn_args = self.spec, self._fn_args

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 import attr
 
+from generic_trainer.core.fn_args_fields import GenericFnArgsFields
 from generic_trainer.data.input_pipeline import DatasetFactory
 
 
@@ -41,33 +42,9 @@ def tf_example_accessor() -> DataAccessor:
 
 
 @attr.s
-class LocalFnArgs:
-  """Args of a local run, named as in `generic_trainer.FnArgs`.
-
-  Attributes:
-    working_dir: Unused; kept for parity with TFX's FnArgs.
-    train_files: File patterns of the train data (TFRecords of tf.Example).
-    eval_files: File patterns of the eval data.
-    train_steps: Train steps; None reads the train data once per epoch.
-    eval_steps: Eval steps; None evaluates on all the eval data.
-    schema_path: Path of the schema.pbtxt.
-    schema_file: Deprecated, use `schema_path` (filled from it).
-    transform_graph_path: Always None: local runs have no Transform graph.
-    transform_output: Deprecated, use `transform_graph_path`.
-    data_accessor: `DataAccessor` whose `tf_dataset_factory` reads the files.
-    serving_model_dir: Where the serving SavedModel is exported.
-    eval_model_dir: Where an eval SavedModel may go; usually unused.
-    model_run_dir: Where history, TensorBoard summaries and checkpoints go.
-    base_model: Always None locally.
-    hyperparameters: Hyperparameter values, a dict, or None.
-    custom_config: A dict, or None.
-    num_examples: Examples per split, e.g. `{'train': 230}`, or None.
-    strategy: None: the default strategy (one process).
-    is_chief: True: the one process is the chief.
-    worker_index: 0.
-    num_workers: 1.
-    checkpoint_dir: Where a killed training would resume from, or None.
-  """
+class _TfxFnArgsFields:
+  """The fields of TFX's FnArgs (`tfx.components.FnArgs`), without its
+  module's imports."""
   working_dir = attr.ib(type=str, default=None)
   train_files = attr.ib(type=List[str], default=None)
   eval_files = attr.ib(type=List[str], default=None)
@@ -84,12 +61,34 @@ class LocalFnArgs:
   base_model = attr.ib(type=str, default=None)
   hyperparameters = attr.ib(type=Dict[str, Any], default=None)
   custom_config = attr.ib(type=Dict[str, Any], default=None)
-  num_examples = attr.ib(type=Dict[str, int], default=None)
-  strategy = attr.ib(type=Any, default=None)
-  is_chief = attr.ib(type=bool, default=True)
-  worker_index = attr.ib(type=int, default=0)
-  num_workers = attr.ib(type=int, default=1)
-  checkpoint_dir = attr.ib(type=str, default=None)
+
+
+@attr.s
+class LocalFnArgs(_TfxFnArgsFields, GenericFnArgsFields):
+  """Args of a local run, named and ordered as in `generic_trainer.FnArgs`.
+
+  TFX's FnArgs fields, then `GenericFnArgsFields` (num_examples, strategy,
+  is_chief, worker_index, num_workers, checkpoint_dir), with the defaults
+  of a one-process run.
+
+  Attributes:
+    working_dir: Unused; kept for parity with TFX's FnArgs.
+    train_files: File patterns of the train data (TFRecords of tf.Example).
+    eval_files: File patterns of the eval data.
+    train_steps: Train steps; None reads the train data once per epoch.
+    eval_steps: Eval steps; None evaluates on all the eval data.
+    schema_path: Path of the schema.pbtxt.
+    schema_file: Deprecated, use `schema_path` (filled from it).
+    transform_graph_path: Always None: local runs have no Transform graph.
+    transform_output: Deprecated, use `transform_graph_path`.
+    data_accessor: `DataAccessor` whose `tf_dataset_factory` reads the files.
+    serving_model_dir: Where the serving SavedModel is exported.
+    eval_model_dir: Where an eval SavedModel may go; usually unused.
+    model_run_dir: Where history, TensorBoard summaries and checkpoints go.
+    base_model: The base model's SavedModel folder, or None.
+    hyperparameters: Hyperparameter values, a dict, or None.
+    custom_config: A dict, or None.
+  """
 
   def __attrs_post_init__(self):
     if self.schema_file is None:

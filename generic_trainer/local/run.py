@@ -49,8 +49,9 @@ from typing import Any, Dict, List, Optional
 
 import attr
 
-from generic_trainer.local import data as local_data
 from generic_trainer.core import module_loader
+from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
+from generic_trainer.local import data as local_data
 
 
 @attr.s(frozen=True)
@@ -111,7 +112,7 @@ def resume_key(request: Request) -> str:
     return [(p, stat(p)) for p in paths or []]
 
   blob = json.dumps({
-      'module': content(request.module_file), 'run_fn': request.run_fn,
+      'module': content(request.module_file), RUN_FN_KEY: request.run_fn,
       'schema': content(request.schema), 'train': files(request.train_data),
       'eval': files(request.eval_data), 'steps': request.steps,
       'eval_steps': request.eval_steps, 'hparams': request.hparams,
@@ -259,13 +260,13 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
 def _run_spec(request: Request, layout: Layout, spec_class,
               checkpoint_dir: str) -> Outcome:
   """The TrainSpec path: spec_runner on LocalFnArgs; no TFX, no Beam."""
-  from generic_trainer.spec import handlers  # pylint: disable=g-import-not-at-top
   from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
   from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
   from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
   splits = _write_inputs(request, layout)
   staged = StagedExport(layout.publishing, keep_dir=layout.run)
   fn_args = LocalFnArgs(
@@ -274,7 +275,7 @@ def _run_spec(request: Request, layout: Layout, spec_class,
       schema_path=layout.schema, serving_model_dir=staged.serving_dir,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
       hyperparameters=request.hparams, checkpoint_dir=checkpoint_dir)
-  timer = handlers.FirstStepTime(request.started)
+  timer = FirstStepTime(request.started)
   what = f'TrainSpec {spec_class.__name__}'
   with staged.attempt():
     with training.user_code(what, f'module_file={request.module_file!r}'):
@@ -320,7 +321,7 @@ def _run_run_fn(request: Request, layout: Layout,
     exec_properties['keras_version'] = request.keras_version
   GenericExecutor(checkpoint_dir=checkpoint_dir).Do(input_dict, output_dict,
                                                     exec_properties)
-  return Outcome(f'`{request.run_fn or module_loader.RUN_FN_KEY}`',
+  return Outcome(f'`{request.run_fn or RUN_FN_KEY}`',
                  train_result.read(layout.run), None, layout)
 
 
@@ -331,13 +332,13 @@ def _entry_point_properties(request: Request) -> Dict[str, str]:
   function other than `run_fn` is imported by module name, with the module
   file's folder on sys.path (the command checked the name is free).
   """
-  if request.run_fn in (None, module_loader.RUN_FN_KEY):
-    return {module_loader.MODULE_FILE_KEY: request.module_file}
+  if request.run_fn in (None, RUN_FN_KEY):
+    return {MODULE_FILE_KEY: request.module_file}
   import sys  # pylint: disable=g-import-not-at-top
   folder, filename = os.path.split(request.module_file)
   if folder not in sys.path:
     sys.path.insert(0, folder)
-  return {module_loader.RUN_FN_KEY:
+  return {RUN_FN_KEY:
           f'{os.path.splitext(filename)[0]}.{request.run_fn}'}
 
 

@@ -16,6 +16,8 @@ import types
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
+import attr
+
 from generic_trainer.errors import NonFiniteLossError, SpecError
 
 HISTORY_FILE = 'history.json'
@@ -27,9 +29,12 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
                      interactive: bool) -> List[Any]:
   """The built-in handlers, in the order they are called."""
   import keras  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import handlers  # pylint: disable=g-import-not-at-top
-  built_in = [handlers.NaNGuard(),
-              handlers.HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
+  from generic_trainer.spec.handlers.checkpoint import checkpoint_handler  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.log_lines import LogLines  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
+  built_in = [NaNGuard(),
+              HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
               keras.callbacks.TensorBoard(os.path.join(run_dir,
                                                        TENSORBOARD_DIR))]
   if spec.checkpoint is not None:
@@ -38,7 +43,7 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
           'TrainSpec.checkpoint must be a dict such as {"every_epochs": 1} or '
           f'None. Received: checkpoint={spec.checkpoint!r}.')
     try:
-      built_in.append(handlers.checkpoint_handler(
+      built_in.append(checkpoint_handler(
           os.path.join(run_dir, CHECKPOINT_DIR), steps_per_epoch,
           **spec.checkpoint))
     except TypeError as e:
@@ -56,7 +61,7 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
           f'mode, baseline, restore_best_weights, start_from_epoch. '
           f'Received: {spec.early_stopping!r}.') from e
   if not interactive:
-    built_in.append(handlers.LogLines())
+    built_in.append(LogLines())
   return built_in
 
 
@@ -119,7 +124,7 @@ def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
   every_steps = isinstance(spec.checkpoint, dict) and spec.checkpoint.get(
       'every_steps')
   if (distributed or every_steps or
-      any(_has_batch_hooks(h) for h in spec.handlers())):
+      any(_has_batch_hooks(h) for h in spec.user_handlers)):
     return 1
   common = math.gcd(*counts) if counts else AUTO_STEPS_PER_EXECUTION
   return max(d for d in range(1, AUTO_STEPS_PER_EXECUTION + 1)
@@ -136,19 +141,41 @@ def _has_batch_hooks(handler) -> bool:
   return False
 
 
-def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
-        validation_steps: Optional[int], run_dir: str,
-        interactive: Optional[bool] = None,
-        checkpoint_dir: Optional[str] = None,
+@attr.s(frozen=True)
+class FitPlan:
+  """What `fit` trains on, and for how long.
+
+  Attributes:
+    train: The train dataset: (features, label) batches.
+    evaluation: The eval dataset, read to its end (or `validation_steps`)
+      after every epoch.
+    epochs: Number of epochs.
+    steps_per_epoch: Train steps per epoch; None reads `train` once.
+    validation_steps: Eval steps per epoch; None reads all of `evaluation`.
+  """
+  train = attr.ib()
+  evaluation = attr.ib()
+  epochs = attr.ib(type=int)
+  steps_per_epoch = attr.ib(type=Optional[int])
+  validation_steps = attr.ib(type=Optional[int], default=None)
+
+
+def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
         extra_handlers: Sequence[Any] = ()) -> Dict[str, Any]:
   """Trains `spec.model` (compiled by `compile_model`); returns the record.
 
-  `interactive` picks Keras's progress bar (True) or LogLines (False);
-  None means a progress bar when stdout is a terminal. `extra_handlers`
-  are the caller's callbacks, called after the built-in handlers and before
-  the spec's own.
+  Args:
+    spec: The TrainSpec; its handlers run after the built-in ones.
+    plan: The datasets and the schedule.
+    fn_args: Where the run writes (`model_run_dir`) and resumes from
+      (`checkpoint_dir`, None for no resume), and whether this process is
+      the chief (`is_chief`), which alone writes the resume checkpoints.
+    interactive: Keras's progress bar (True) or LogLines (False); None means
+      a progress bar when stdout is a terminal.
+    extra_handlers: The caller's callbacks, called after the built-in
+      handlers and before the spec's own.
 
-  With `checkpoint_dir`, Keras's BackupAndRestore saves the weights, the
+  With a `checkpoint_dir`, Keras's BackupAndRestore saves the weights, the
   optimizer and the epoch there after every epoch and restores them when a
   killed training starts again, which then resumes at the next epoch; the
   record says where it resumed from (`resumed_from_epoch`, `_step`).
@@ -157,30 +184,33 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
     NonFiniteLossError: the loss became NaN/Inf; the message says where.
   """
   import keras  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
   model = spec.model
   if interactive is None:
     interactive = sys.stdout.isatty()
-  handlers = default_handlers(spec, run_dir, steps_per_epoch, interactive)
+  handlers = default_handlers(spec, fn_args.model_run_dir,
+                              plan.steps_per_epoch, interactive)
   resume_point = {}
+  checkpoint_dir = fn_args.checkpoint_dir
   if checkpoint_dir:
-    handlers += [keras.callbacks.BackupAndRestore(
-        checkpoint_dir, save_freq='epoch', delete_checkpoint=False),
+    handlers += [_backup_and_restore(checkpoint_dir, fn_args.is_chief),
                  keras.callbacks.LambdaCallback(
                      on_train_begin=lambda logs: resume_point.update(
-                         _resume_point(model, steps_per_epoch)))]
+                         _resume_point(model)))]
   handlers += list(extra_handlers)
-  handlers += list(spec.handlers())
+  handlers += list(spec.user_handlers)
   started = time.monotonic()
   with warnings.catch_warnings():
     # The eval split is read to its end each epoch, on purpose; Keras warns
     # when a dataset of unknown length runs out.
     warnings.filterwarnings('ignore', message='Your input ran out of data')
-    history = model.fit(train, validation_data=evaluation, epochs=epochs,
-                        steps_per_epoch=steps_per_epoch,
-                        validation_steps=validation_steps, callbacks=handlers,
-                        verbose=1 if interactive else 0)
+    history = model.fit(plan.train, validation_data=plan.evaluation,
+                        epochs=plan.epochs,
+                        steps_per_epoch=plan.steps_per_epoch,
+                        validation_steps=plan.validation_steps,
+                        callbacks=handlers, verbose=1 if interactive else 0)
   elapsed = time.monotonic() - started
-  guard = handlers[0]
+  guard = next(h for h in handlers if isinstance(h, NaNGuard))
   if guard.failure:
     if checkpoint_dir:  # Keras saved the diverged weights at epoch end.
       from generic_trainer import resume  # pylint: disable=g-import-not-at-top
@@ -200,7 +230,25 @@ def fit(spec, train, evaluation, epochs: int, steps_per_epoch: Optional[int],
   }
 
 
-def _resume_point(model, steps_per_epoch) -> Dict[str, int]:
+def _backup_and_restore(checkpoint_dir: str, is_chief: bool):
+  """Keras's BackupAndRestore on `checkpoint_dir`; only the chief writes.
+
+  Every worker of a multi-worker training restores from the same folder
+  (so all resume at the same epoch); two writers would corrupt it.
+  """
+  import keras  # pylint: disable=g-import-not-at-top
+
+  class ChiefBackupAndRestore(keras.callbacks.BackupAndRestore):
+
+    def _save_model(self):
+      if is_chief:
+        super()._save_model()
+
+  return ChiefBackupAndRestore(checkpoint_dir, save_freq='epoch',
+                               delete_checkpoint=False)
+
+
+def _resume_point(model) -> Dict[str, int]:
   """Where BackupAndRestore put the training back (epoch 0: a fresh start)."""
   from absl import logging  # pylint: disable=g-import-not-at-top
   epoch = int(getattr(model, '_initial_epoch', None) or 0)

@@ -1,17 +1,80 @@
-"""Trains, evaluates and exports a TrainSpec: the run_fn of TrainSpec modules."""
+"""Trains, evaluates and exports a TrainSpec: the run_fn of TrainSpec modules.
+
+One sequence, used by pipelines, the `generic-trainer` command and the
+notebook `Estimator` alike: `prepare` (schema, features, schedule,
+datasets, compiled model, the checks against a real batch), `train` (the
+fit loop), `run` (both, then the export and the result record).
+"""
 
 import os
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-from generic_trainer.spec import fit_loop
-from generic_trainer.spec import checks as spec_checks
-from generic_trainer.spec import export as spec_export
-from generic_trainer.spec import datasets as spec_input
+import attr
+
 from generic_trainer import train_result
+from generic_trainer.spec import checks
+from generic_trainer.spec import datasets
+from generic_trainer.spec import export
+from generic_trainer.spec import fit_loop
+
+
+@attr.s(frozen=True)
+class Prepared:
+  """A spec ready to train: what `prepare` found and built.
+
+  Attributes:
+    schema: The schema of the examples the model reads.
+    keys: The features the model reads.
+    plan: The datasets and the schedule (`fit_loop.FitPlan`).
+    model: The compiled model (`spec.model`).
+  """
+  schema = attr.ib()
+  keys = attr.ib(type=List[str])
+  plan = attr.ib(type=fit_loop.FitPlan)
+  model = attr.ib()
+
+
+def prepare(spec, fn_args) -> Prepared:
+  """Builds the datasets and the compiled model, and checks the spec
+  against the data, before any training step.
+
+  Raises:
+    SpecError: the spec does not fit the data; the message says how.
+  """
+  schema = datasets.load_schema(fn_args)
+  keys = datasets.feature_keys(spec, schema)
+  epochs, steps_per_epoch = datasets.schedule(
+      spec, fn_args.train_steps, _num_train_examples(fn_args))
+  train = datasets.make_dataset(
+      spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
+      num_epochs=None if steps_per_epoch else 1, shuffle=True)
+  evaluation = datasets.make_dataset(
+      spec, fn_args, schema, fn_args.eval_files, keys,
+      spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
+  model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None),
+                                 steps_per_epoch, fn_args.eval_steps)
+  checks.check_model_inputs(model, keys)
+  checks.check_batch(spec, model, datasets.first_batch(
+      spec, fn_args, schema, fn_args.train_files, keys))
+  plan = fit_loop.FitPlan(train, evaluation, epochs, steps_per_epoch,
+                          fn_args.eval_steps)
+  return Prepared(schema, keys, plan, model)
+
+
+def train(spec, fn_args, interactive: Optional[bool] = None,
+          extra_handlers: Sequence[Any] = ()):
+  """`prepare`, then the fit loop. Returns (Prepared, result record).
+
+  `interactive` and `extra_handlers` go to `fit_loop.fit`.
+  """
+  prepared = prepare(spec, fn_args)
+  result = fit_loop.fit(spec, prepared.plan, fn_args, interactive=interactive,
+                        extra_handlers=extra_handlers)
+  return prepared, result
 
 
 def run(spec_class, fn_args, interactive: Optional[bool] = None,
-        extra_handlers: Sequence[Any] = ()) -> dict:
+        extra_handlers: Sequence[Any] = ()) -> Dict[str, Any]:
   """Builds the spec from fn_args, checks it, trains it, exports it.
 
   `interactive` and `extra_handlers` go to `fit_loop.fit` (the local
@@ -19,28 +82,10 @@ def run(spec_class, fn_args, interactive: Optional[bool] = None,
   record, also written to model_run/train_result.json.
   """
   spec = spec_class(fn_args)
-  schema = spec_input.load_schema(fn_args)
-  keys = spec_input.feature_keys(spec, schema)
-  epochs, steps_per_epoch = spec_input.schedule(
-      spec, fn_args.train_steps, _num_train_examples(fn_args))
-  train = spec_input.make_dataset(
-      spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
-      num_epochs=None if steps_per_epoch else 1, shuffle=True)
-  evaluation = spec_input.make_dataset(
-      spec, fn_args, schema, fn_args.eval_files, keys,
-      spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
-  model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None),
-                                 steps_per_epoch, fn_args.eval_steps)
-  spec_checks.check_model_inputs(model, keys)
-  spec_checks.check_batch(spec, model, spec_input.first_batch(
-      spec, fn_args, schema, fn_args.train_files, keys))
-  result = fit_loop.fit(spec, train, evaluation, epochs, steps_per_epoch,
-                        fn_args.eval_steps, fn_args.model_run_dir,
-                        interactive=interactive,
-                        checkpoint_dir=fn_args.checkpoint_dir,
-                        extra_handlers=extra_handlers)
-  spec_export.export(spec, model, keys, fn_args.serving_model_dir,
-                     fn_args.schema_path, fn_args.transform_graph_path)
+  prepared, result = train(spec, fn_args, interactive, extra_handlers)
+  export.export(spec, prepared.model, prepared.keys,
+                fn_args.serving_model_dir, fn_args.schema_path,
+                fn_args.transform_graph_path)
   train_result.write(fn_args.model_run_dir, result)
   return result
 

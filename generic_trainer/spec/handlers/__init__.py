@@ -5,14 +5,10 @@ Handlers use Keras's hook names throughout: `on_train_begin/end`,
 eval pass), each taking `(index, logs=None)`. Any `keras.callbacks.Callback`
 is a handler; a TrainSpec adds its own with `handlers()`. Keras's own
 EarlyStopping, ModelCheckpoint, TensorBoard and ProgbarLogger are used as
-they are; the classes here are the ones Keras lacks.
+they are; the classes here are the ones Keras lacks:
+`nan_guard.NaNGuard`, `history_file.HistoryFile`, `log_lines.LogLines`,
+`first_step.FirstStepTime`, and `checkpoint.checkpoint_handler` (Keras's
+ModelCheckpoint configured from a spec).
+
+May import: `keras` and the top-level base modules.
 """
-
-from generic_trainer.spec.handlers.checkpoint import checkpoint_handler
-from generic_trainer.spec.handlers.first_step import FirstStepTime
-from generic_trainer.spec.handlers.history_file import HistoryFile
-from generic_trainer.spec.handlers.log_lines import LogLines
-from generic_trainer.spec.handlers.nan_guard import NaNGuard
-
-__all__ = ['FirstStepTime', 'HistoryFile', 'LogLines', 'NaNGuard',
-           'checkpoint_handler']

@@ -3,14 +3,16 @@
 import time
 
 import keras
-from absl import logging
+
+from generic_trainer import progress
 
 
 class LogLines(keras.callbacks.Callback):
   """Logs one line every `every_steps` batches and one per epoch.
 
   On a terminal the fit loop uses Keras's progress bar instead; in a
-  pipeline's log file a progress bar is noise, a line is readable.
+  pipeline's log file a progress bar is noise, a line is readable. The
+  lines go to the progress log (`generic_trainer.progress`).
   """
 
   def __init__(self, every_steps: int = 100):
@@ -32,12 +34,12 @@ class LogLines(keras.callbacks.Callback):
     last, self._last_batch = self._last_batch, batch
     if self.every_steps and ((batch + 1) // self.every_steps >
                              (last + 1) // self.every_steps):
-      logging.info('epoch %d batch %d: %s', self._epoch + 1, batch + 1,
-                   _format(logs))
+      progress.log().info('epoch %d batch %d: %s', self._epoch + 1,
+                          batch + 1, _format(logs))
 
   def on_epoch_end(self, epoch, logs=None):
-    logging.info('epoch %d done after %.1fs: %s', epoch + 1,
-                 time.monotonic() - self._started, _format(logs))
+    progress.log().info('epoch %d done after %.1fs: %s', epoch + 1,
+                        time.monotonic() - self._started, _format(logs))
 
 
 def _format(logs) -> str:

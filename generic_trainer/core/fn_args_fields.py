@@ -1,0 +1,41 @@
+"""The fields GenericTrainer adds to TFX's FnArgs, defined once.
+
+Both what `run_fn` gets in a pipeline (`core.fn_args.FnArgs`, a subclass of
+TFX's FnArgs) and what a local run gets (`local.fn_args.LocalFnArgs`,
+which must not import TFX's FnArgs: its module imports Apache Beam) inherit
+them from here. Importing this module is cheap.
+"""
+
+from typing import Any, Dict
+
+import attr
+
+
+@attr.s
+class GenericFnArgsFields:
+  """GenericTrainer's additions to TFX's FnArgs.
+
+  Attributes:
+    num_examples: Examples per split, e.g. `{'train': 230, 'eval': 104}`,
+      read from the `statistics` input; None without that input.
+    strategy: The `tf.distribute.Strategy` to build and compile the model
+      under (`with fn_args.strategy.scope(): model = ...`):
+      MultiWorkerMirroredStrategy when several workers train, else the
+      default strategy (or MirroredStrategy with `strategy='mirrored'`);
+      None in a local run (the default strategy).
+    is_chief: Whether this process is the chief, whose export is validated
+      and published. Other workers must export too (to `serving_model_dir`,
+      a scratch folder for them); what they write is removed.
+    worker_index: This process's index among the workers; the chief is 0.
+    num_workers: How many processes train together (1 for one process).
+    checkpoint_dir: Where to keep what a killed training resumes from; the
+      same for a retry on the same inputs, and for every worker of a
+      multi-worker training; deleted once the model is published. See
+      `generic_trainer.resume`.
+  """
+  num_examples = attr.ib(type=Dict[str, int], default=None)
+  strategy = attr.ib(type=Any, default=None)
+  is_chief = attr.ib(type=bool, default=True)
+  worker_index = attr.ib(type=int, default=0)
+  num_workers = attr.ib(type=int, default=1)
+  checkpoint_dir = attr.ib(type=str, default=None)
