@@ -7,8 +7,10 @@ CsvExampleGen -> StatisticsGen -> SchemaGen -> GenericTrainer -> Evaluator
 
 (add `--num-workers 2` to train with two local worker processes)
 
-and it prints the eval metrics, whether the model was blessed, where the
-pushed model is and where the metadata store is.
+and it prints a line as each component starts and ends, the trainer's
+progress, then the eval metrics, whether the model was blessed, where the
+pushed model, the metadata store and the full log (`OUTPUT_DIR/pipeline.log`;
+`--verbose` shows everything instead) are.
 """
 
 import argparse
@@ -20,6 +22,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODULE_FILE = os.path.join(os.path.dirname(_HERE), 'module_files',
                                    'penguin_keras.py')
 PIPELINE_NAME = 'penguin_generic_trainer'
+LOG_FILE = 'pipeline.log'
 
 
 def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
@@ -131,9 +134,10 @@ def summarize(metadata_path: str) -> dict:
     def latest(type_name):
       artifacts = m.store.get_artifacts_by_type(type_name)
       return max(artifacts, key=lambda a: a.id) if artifacts else None
-    evaluation, blessing, pushed = (latest('ModelEvaluation'),
-                                    latest('ModelBlessing'),
-                                    latest('PushedModel'))
+    evaluation, blessing, pushed, model = (latest('ModelEvaluation'),
+                                           latest('ModelBlessing'),
+                                           latest('PushedModel'),
+                                           latest('Model'))
   metrics = {}
   if evaluation is not None:
     result = tfma.load_eval_result(evaluation.uri)
@@ -146,30 +150,61 @@ def summarize(metadata_path: str) -> dict:
   pushed_dir = None
   if pushed is not None and pushed.custom_properties['pushed'].int_value:
     pushed_dir = pushed.custom_properties['pushed_destination'].string_value
-  return {'metrics': metrics, 'blessed': blessed, 'pushed_model': pushed_dir}
+  trainer = {}
+  if model is not None:  # GenericTrainer's record of the training.
+    for name, value in model.custom_properties.items():
+      if name.startswith(('train_', 'eval_')) and name != 'train_steps':
+        trainer[name] = value.double_value or float(value.int_value)
+  return {'metrics': metrics, 'blessed': blessed, 'pushed_model': pushed_dir,
+          'trainer': trainer}
 
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--output-dir', default='tfx_pipeline_output',
-                      help='Folder for data, artifacts, metadata and the '
-                      'pushed model (default: %(default)s).')
+                      help='Folder for data, artifacts, metadata, the log and '
+                      'the pushed model (default: %(default)s).')
   parser.add_argument('--train-steps', type=int, default=100)
   parser.add_argument('--eval-steps', type=int, default=5)
   parser.add_argument('--module-file', default=DEFAULT_MODULE_FILE)
   parser.add_argument('--num-workers', type=int, default=None,
                       help='Train with this many local worker processes '
                       '(MultiWorkerMirroredStrategy); default: one process.')
+  parser.add_argument('--verbose', action='store_true',
+                      help='Show every line (TensorFlow, TFX, absl...) '
+                      'instead of writing them to OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
-  result = run(args.output_dir, args.train_steps, args.eval_steps,
-               args.module_file, num_workers=args.num_workers)
-  print('\n== Penguin pipeline finished')
-  for name, value in sorted(result['metrics'].items()):
-    print(f'  eval {name}: {value}')
-  print(f"  blessed by Evaluator: {result['blessed']}")
-  print(f"  pushed model: {result['pushed_model'] or 'not pushed'}")
-  print(f"  metadata store (SQLite): {result['metadata_path']}")
+  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
+  log_path = None if args.verbose else os.path.join(
+      os.path.abspath(args.output_dir), LOG_FILE)
+  try:
+    with console.pipeline_console(log_path, args.verbose) as say:
+      say(f'== Penguin pipeline ({os.path.relpath(args.module_file)})'
+          + (f'; full log: {log_path}' if log_path else ''))
+      result = run(args.output_dir, args.train_steps, args.eval_steps,
+                   args.module_file, num_workers=args.num_workers)
+      for line in summary_lines('Penguin pipeline', result, log_path):
+        say(line)
+  except Exception as e:  # pylint: disable=broad-except
+    print(console.failure_message(e, log_path), file=sys.stderr)
+    return 1
   return 0 if result['pushed_model'] else 1
+
+
+def summary_lines(title: str, result: dict, log_path: Optional[str]):
+  """The lines that end a run: metrics, blessing, where things are."""
+  lines = [f'== {title} finished']
+  if result.get('trainer'):
+    lines.append('  trainer: ' + ', '.join(
+        f'{k}={v:.4g}' for k, v in sorted(result['trainer'].items())))
+  for name, value in sorted(result['metrics'].items()):
+    lines.append(f'  eval {name}: {value}')
+  lines.append(f"  blessed by Evaluator: {result['blessed']}")
+  lines.append(f"  pushed model: {result['pushed_model'] or 'not pushed'}")
+  lines.append(f"  metadata store (SQLite): {result['metadata_path']}")
+  if log_path:
+    lines.append(f'  full log: {log_path}')
+  return lines
 
 
 if __name__ == '__main__':

@@ -97,12 +97,28 @@ def main(argv=None) -> int:
                       'instead of module_files/taxi_spec.py')
   parser.add_argument('--rows', type=int, default=None)
   parser.add_argument('--train-steps', type=int, default=100)
+  parser.add_argument('--verbose', action='store_true',
+                      help='Show every line instead of writing them to '
+                      'OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
+  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
   module, keras_version = ((tfx_module_file(), 'tf_keras') if args.tfx_module
                            else (SPEC_MODULE_FILE, None))
-  paths = run(args.output_dir, module, args.rows, args.train_steps,
-              keras_version=keras_version)
-  print(f"\n== Taxi pipeline finished; metadata: {paths['metadata_path']}")
+  log_path = None if args.verbose else os.path.join(
+      os.path.abspath(args.output_dir), 'pipeline.log')
+  try:
+    with console.pipeline_console(log_path, args.verbose) as say:
+      say(f'== Taxi pipeline ({os.path.basename(module)})'
+          + (f'; full log: {log_path}' if log_path else ''))
+      paths = run(args.output_dir, module, args.rows, args.train_steps,
+                  keras_version=keras_version)
+      say('== Taxi pipeline finished')
+      say(f"  metadata store (SQLite): {paths['metadata_path']}")
+      if log_path:
+        say(f'  full log: {log_path}')
+  except Exception as e:  # pylint: disable=broad-except
+    print(console.failure_message(e, log_path), file=sys.stderr)
+    return 1
   return 0
 
 

@@ -77,3 +77,33 @@ def test_failed_export_stops_the_pipeline_before_pusher(tmp_path):
                        / 'stateful_working_dir' / '*' / 'rejected_export'))
   assert kept, 'the rejected export should be kept for inspection'
 
+
+
+@pytest.mark.slow
+def test_pipeline_command_shows_what_runs_and_logs_the_rest(tmp_path):
+  """`python -m pipelines.penguin_pipeline_local` prints a line as each
+  component starts and ends, the trainer's epochs and the summary, about 30
+  lines; the TensorFlow/absl/TFX lines are in the log it names."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from conftest import command_env  # pylint: disable=g-import-not-at-top
+  out = subprocess.run(
+      [sys.executable, '-m', 'pipelines.penguin_pipeline_local',
+       '--output-dir', str(tmp_path), '--train-steps', '100',
+       '--module-file', os.path.join(REPO, 'module_files', 'penguin_spec.py')],
+      cwd=REPO, env=command_env(), capture_output=True, text=True,
+      timeout=600)
+  lines = (out.stdout + out.stderr).splitlines()
+  assert out.returncode == 0, '\n'.join(lines)
+  assert len(lines) <= 30, '\n'.join(lines)
+  for component in ('CsvExampleGen', 'GenericTrainer', 'Evaluator', 'Pusher'):
+    assert f'  {component} ...' in lines
+    assert any(l.startswith(f'  {component} done in ') for l in lines)
+  assert sum(l.strip().startswith('epoch ') for l in lines) == 5  # Spec's.
+  assert any(l.startswith('  trainer: ') and 'eval_loss=' in l for l in lines)
+  log = str(tmp_path / 'pipeline.log')
+  assert f'  full log: {log}' in lines
+  with open(log) as f:
+    text = f.read()
+  assert 'Component GenericTrainer is running.' in text
+  assert 'tensorflow' in text.lower()
