@@ -208,4 +208,7 @@ def summary_lines(title: str, result: dict, log_path: Optional[str]):
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
+  _status = main()
+  console.exit_despite_threads(_status)  # Even if a module left threads.
+  sys.exit(_status)

@@ -123,4 +123,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
+  _status = main()
+  console.exit_despite_threads(_status)  # Even if a module left threads.
+  sys.exit(_status)

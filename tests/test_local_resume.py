@@ -47,19 +47,21 @@ def test_resume_key_follows_module_data_and_flags(tmp_path):
 
 
 def test_a_new_run_keeps_only_its_own_checkpoint(tmp_path):
-  """clear(keep=its resume folder) removes the others and the outputs."""
+  """clear(keep=its resume folder) removes the others and the outputs but
+  the published model, which stays until a new one is validated."""
   from generic_trainer.local.run import Layout  # pylint: disable=g-import-not-at-top
   layout = Layout(str(tmp_path / 'out'))
   layout.clear()
   for key in ('aaaa', 'bbbb'):
     os.makedirs(os.path.join(layout.resume_dir(key), 'chkpt'))
   os.makedirs(layout.model)
+  os.makedirs(layout.run)
   layout.clear(keep=layout.resume_dir('aaaa'))
   assert sorted(os.listdir(layout.root)) == ['.generic-trainer',
-                                             '.resume-aaaa']
+                                             '.resume-aaaa', 'model']
   assert os.listdir(layout.resume_dir('aaaa')) == ['chkpt']
   layout.clear()
-  assert os.listdir(layout.root) == ['.generic-trainer']
+  assert sorted(os.listdir(layout.root)) == ['.generic-trainer', 'model']
 
 
 def test_no_resume_flag(tmp_path, penguin_csvs):

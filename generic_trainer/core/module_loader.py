@@ -23,10 +23,11 @@ import inspect
 import itertools
 import os
 import sys
-import traceback
 import types
 from typing import Any, Callable, Dict, Optional
 
+from generic_trainer.core import user_code
+from generic_trainer.core.user_code import user_traceback
 from generic_trainer.errors import UserModuleError
 from generic_trainer.keys import MODULE_FILE_KEY
 from generic_trainer.keys import MODULE_PATH_KEY
@@ -34,8 +35,6 @@ from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.keys import SOURCE_KEYS
 
 _counter = itertools.count()
-# Frames of GenericTrainer's own code are left out of a user's traceback.
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _TRAINER_FN_MIGRATION = (
     'This module defines `trainer_fn`, the tf.estimator API that TFX removed. '
@@ -196,6 +195,15 @@ def _syntax_error(path: str, e: SyntaxError) -> UserModuleError:
       'error.')
 
 
+def _exit_at_import(what: str, e: BaseException) -> UserModuleError:
+  return UserModuleError(
+      f'Importing {what} called {user_code.describe_exit(e)}: the module '
+      'ended the process while it was being imported. A module file runs at '
+      'import time; code that parses the command line or runs a script '
+      "belongs under `if __name__ == '__main__':`. Where it was called:\n"
+      f'{user_traceback(e)}')
+
+
 def _load_source_file(path: str) -> types.ModuleType:
   """Imports a Python source file under a fresh module name."""
   local_path = path
@@ -218,10 +226,14 @@ def _load_source_file(path: str) -> types.ModuleType:
   module = importlib.util.module_from_spec(spec)
   sys.modules[name] = module
   try:
-    spec.loader.exec_module(module)
+    with user_code.guarded(argv0=local_path):
+      spec.loader.exec_module(module)
   except SyntaxError as e:
     del sys.modules[name]
     raise _syntax_error(path, e) from e
+  except (SystemExit, user_code.ExitCalled) as e:
+    del sys.modules[name]
+    raise _exit_at_import(f'the module file {path!r}', e) from e
   except Exception as e:  # pylint: disable=broad-except
     del sys.modules[name]
     raise UserModuleError(
@@ -236,10 +248,13 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
   from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
   name, wheels = udf_utils.decode_user_module_key(module_path)
   try:
-    with udf_utils.TempPipInstallContext(wheels):
+    with udf_utils.TempPipInstallContext(wheels), user_code.guarded(
+        argv0=name):
       if name in sys.modules:
         return importlib.reload(sys.modules[name])
       return importlib.import_module(name)
+  except (SystemExit, user_code.ExitCalled) as e:
+    raise _exit_at_import(f'the module {name!r} ({source})', e) from e
   except ModuleNotFoundError as e:
     if e.name and (e.name == name or name.startswith(e.name + '.')):
       raise UserModuleError(
@@ -259,15 +274,6 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
     raise UserModuleError(
         f'Importing {name!r} ({source}) raised {type(e).__name__}: {e}\n'
         f'{user_traceback(e)}') from e
-
-
-def user_traceback(e: BaseException) -> str:
-  """The traceback of `e` without the frames of the loader itself."""
-  frames = traceback.extract_tb(e.__traceback__)
-  frames = [f for f in frames if not f.filename.startswith(
-      (_PACKAGE_DIR, '<frozen'))]
-  return ''.join(traceback.format_list(frames)) + f'{type(e).__name__}: {e}'
-
 
 
 def top_level_names(path: str) -> Optional[Dict[str, str]]:

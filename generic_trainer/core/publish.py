@@ -38,12 +38,30 @@ class StagedExport:
     self.final_eval_dir = os.path.join(model_uri, EVAL_MODEL_DIR)
 
   def prepare(self) -> None:
-    """Clears what an earlier, killed attempt left and creates staging."""
+    """Clears what an earlier, killed attempt left and creates staging.
+
+    Raises:
+      InvalidArgumentError: the Model artifact's folder cannot be written,
+        found before any training.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     gfile = _gfile()
-    for path in (self.root, self.final_serving_dir, self.final_eval_dir):
-      if gfile.exists(path):
-        gfile.rmtree(path)
-    gfile.makedirs(self.root)
+    try:
+      for path in (self.root, self.final_serving_dir, self.final_eval_dir):
+        if gfile.exists(path):
+          gfile.rmtree(path)
+      gfile.makedirs(self.root)
+      probe = os.path.join(self.root, '.writable')
+      with gfile.GFile(probe, 'w') as f:
+        f.write('')
+      gfile.remove(probe)
+    except (OSError, tf.errors.OpError) as e:
+      from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+      raise InvalidArgumentError(
+          f"Cannot write the model's folder {self.model_uri}: "
+          f'{type(e).__name__}: {e}. Expected a folder this process can '
+          'write (the pipeline root, or --output-dir). Check its permissions '
+          'and free space. Nothing was trained.') from e
 
   @contextlib.contextmanager
   def attempt(self):

@@ -1,11 +1,12 @@
 """One training attempt in this process: load the entry point, build
 FnArgs, call it."""
 
-import contextlib
+import threading
 
+from generic_trainer import progress
 from generic_trainer.core import module_loader
 from generic_trainer.core.request import TrainingRequest
-from generic_trainer.errors import GenericTrainerError, RunFnError
+from generic_trainer.core.user_code import user_code
 from generic_trainer.keys import RUN_FN_KEY
 
 
@@ -19,8 +20,9 @@ def train(request: TrainingRequest) -> None:
 
   Raises:
     UserModuleError, InvalidArgumentError, InputArtifactError: see their docs.
-    RunFnError: `run_fn` raised; the user's exception is its `__cause__` and
-      its traceback is in the message.
+    RunFnError: `run_fn` raised, or tried to end the process (see
+      `core.user_code`); the user's exception is its `__cause__` and its
+      traceback is in the message.
   """
   run_fn = module_loader.load_run_fn(request.exec_properties)
   source = module_loader.describe_source(request.exec_properties)
@@ -29,24 +31,15 @@ def train(request: TrainingRequest) -> None:
       request.input_dict, request.output_dict, request.exec_properties,
       request.serving_dir, request.eval_dir, request.checkpoint_dir)
   spec = getattr(run_fn, 'train_spec', None)
+  threads = set(threading.enumerate())
   with user_code(f'TrainSpec {spec.__name__}' if spec else RUN_FN_KEY,
                  source):
     run_fn(fn_args)
-
-
-@contextlib.contextmanager
-def user_code(what: str, source: str):
-  """Raises what the block raises as a RunFnError with the user's traceback.
-
-  Our own errors pass unchanged: they already say what is wrong (a
-  TrainSpec check, a NaN loss...).
-  """
-  try:
-    yield
-  except GenericTrainerError:
-    raise
-  except Exception as e:  # pylint: disable=broad-except
-    raise RunFnError(
-        f'{what} ({source}) raised {type(e).__name__}: {e}\n'
-        f'Its traceback:\n{module_loader.user_traceback(e)}\n'
-        'Nothing was published.') from e
+  stray = [t.name for t in threading.enumerate()
+           if t not in threads and t.is_alive() and not t.daemon]
+  if stray:
+    progress.log().warning(
+        '%s left %d thread(s) running (%s): they keep a process from exiting '
+        'until they end. generic-trainer and the local pipelines exit anyway; '
+        'make them daemon threads, or join them before returning.',
+        source, len(stray), ', '.join(sorted(stray)))

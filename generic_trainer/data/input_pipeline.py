@@ -24,9 +24,9 @@ TFXIO's dataset ~20-25k rows/s, `DatasetFactory` ~130k rows/s; parsing 1M
 rows from gzip files ~2.5 s (benchmarks/README.md has the training numbers).
 """
 
-import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from generic_trainer import machine
 from generic_trainer.data.tfrecords import common_compression, compression
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
@@ -141,7 +141,7 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
     blocks = blocks.prefetch(READ_AHEAD_BLOCKS).cache()
   if shuffle:
     blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
-        _permute_rows, num_parallel_calls=_cores())
+        _permute_rows, num_parallel_calls=machine.cores())
   if num_epochs != 1:
     blocks = blocks.repeat(num_epochs)
   batches = blocks.rebatch(batch_size, drop_remainder=num_epochs is None)
@@ -161,7 +161,7 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
   files = sorted(tf.io.gfile.glob(patterns) if any(
       c in p for p in patterns for c in '*?[') else patterns)
   compression = _compression(files)
-  cores = _cores()
+  cores = machine.cores()
   readers = max(1, min(len(files), cores))
 
   def read(path):
@@ -196,24 +196,13 @@ def fits_in_memory(patterns: List[str]) -> bool:
   memory available now (serialized size, gzip counted as 4x; False when
   unknown)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  available = _available_memory()
+  available = machine.available_memory()
   if available is None:
     return False
   size = 0
   for path in tf.io.gfile.glob(patterns):
     size += tf.io.gfile.stat(path).length * (4 if compression(path) else 1)
   return size <= available * CACHE_MEMORY_FRACTION
-
-
-def _available_memory() -> Optional[int]:
-  try:
-    with open('/proc/meminfo') as f:
-      for line in f:
-        if line.startswith('MemAvailable:'):
-          return int(line.split()[1]) * 1024
-  except OSError:
-    pass
-  return None
 
 
 def _parse_fn(config, names, label_key):
@@ -243,10 +232,3 @@ def _compression(patterns: List[str]) -> str:
   """The compression of the files `patterns` match (one kind)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return common_compression(tf.io.gfile.glob(patterns))
-
-
-def _cores() -> int:
-  try:
-    return len(os.sched_getaffinity(0))
-  except AttributeError:
-    return os.cpu_count() or 1

@@ -8,12 +8,27 @@ and the Estimator read schemas on their way to the first training step.
 
 
 def read(path: str):
-  """The Schema in `path`."""
+  """The Schema in `path`.
+
+  Raises:
+    InputArtifactError: the file is not a Schema in text format; the message
+      names the file and the line.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
   from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'r') as f:
-    return text_format.Parse(f.read(), schema_pb2.Schema())
+    text = f.read()
+  try:
+    return text_format.Parse(text, schema_pb2.Schema())
+  except text_format.ParseError as e:
+    raise InputArtifactError(
+        f'The schema file {path} does not parse, at line {e.GetLine()}, '
+        f'column {e.GetColumn()}: {str(e).split(" : ", 1)[-1].rstrip(".")}. '
+        'Expected a TFMD Schema in protobuf text format, as SchemaGen '
+        'writes it (feature { name: "..." type: FLOAT ... }). Fix that line, '
+        'or leave the schema out to infer one (generic-trainer).') from e
 
 
 def write(path: str, schema) -> str:

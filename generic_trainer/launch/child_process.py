@@ -67,6 +67,12 @@ def read_error(result_path: str, where: str) -> Optional[Exception]:
   return cls(f"{result['message']}\n({where})")
 
 
+def reported(result_path: str) -> bool:
+  """Whether the child wrote its result (it always does unless something
+  ended the process under it: a signal, or `os._exit` outside user code)."""
+  return os.path.exists(result_path)
+
+
 def describe_exit(returncode: int) -> str:
   """'was killed by signal 9' or 'exited with code 1'."""
   if returncode < 0:

@@ -76,7 +76,7 @@ def run_in_child(request: TrainingRequest) -> None:
         result_path, f'raised in the {keras_version} training process')
     if error is not None:
       raise error
-    if returncode != 0:
+    if returncode != 0 or not child_process.reported(result_path):
       raise errors.TrainingProcessError(
           f'The {keras_version} training process '
           f'{child_process.describe_exit(returncode)} without reporting an '

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional
 from absl import logging
 
 from generic_trainer import errors
+from generic_trainer import machine
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import TF_CONFIG_ENV
@@ -32,8 +33,32 @@ from generic_trainer.launch import child_process
 from generic_trainer.launch import keras_process
 
 FINISH_GRACE_S = 180.0
+WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
 SUMMARY_FILE = 'workers.json'
 _POLL_S = 0.2
+
+
+def capacity(cores: int, memory: Optional[int]) -> int:
+  """How many local workers a machine with `cores` and `memory` bytes free
+  can run: two per core (they wait on each other much of the time) and one
+  per WORKER_MEMORY."""
+  by_memory = memory // WORKER_MEMORY if memory is not None else cores * 2
+  return max(1, min(cores * 2, by_memory))
+
+
+def check_capacity(count: int) -> None:
+  """Raises InvalidArgumentError when `count` workers exceed `capacity`."""
+  cores, memory = machine.cores(), machine.available_memory()
+  limit = capacity(cores, memory)
+  if count > limit:
+    free = f'{memory / (1 << 30):.1f} GiB' if memory is not None else 'unknown'
+    raise errors.InvalidArgumentError(
+        f'num_workers={count} would start {count} TensorFlow processes on '
+        f'this machine, which can run about {limit}: {cores} core(s) and '
+        f'{free} of free memory, at two workers a core and '
+        f'{WORKER_MEMORY >> 30} GiB each. Use num_workers <= {limit} here, or '
+        'run the trainer in a cluster that sets TF_CONFIG, one worker a '
+        'replica (README.md, "Scaling out"). Nothing was started.')
 
 
 def tf_config(ports: List[int], index: int) -> Dict[str, Any]:
@@ -108,6 +133,7 @@ def run(request: TrainingRequest) -> None:
     TrainingProcessError if it died without reporting one or did not finish.
   """
   count = request.exec_properties[NUM_WORKERS_KEY]
+  check_capacity(count)
   ports = free_ports(count)
   root = tempfile.mkdtemp(prefix='generic_trainer_workers_')
   workers: List[_Worker] = []
@@ -144,7 +170,8 @@ def _wait(workers: List[_Worker]) -> None:
   first_done = None
   while True:
     codes = [w.poll() for w in workers]
-    failed = [w for w, code in zip(workers, codes) if code not in (None, 0)]
+    failed = [w for w, code in zip(workers, codes) if code not in (None, 0) or
+              (code == 0 and not child_process.reported(w.result_path))]
     if failed:
       _raise_for(_first_failure(failed), count)
     if all(code == 0 for code in codes):

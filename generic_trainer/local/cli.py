@@ -6,7 +6,7 @@
 (or `python -m generic_trainer ...`). It runs the module (a TrainSpec or a
 `run_fn`) on local CSV or TFRecord files as GenericTrainer runs it in a
 pipeline, validates the export with the component's checks, publishes it to
-`OUTPUT_DIR/model/` and prints the final metrics (layout: `local_run`).
+`OUTPUT_DIR/model/` and prints the final metrics (layout: `local.layout`).
 
 The command line is checked before TensorFlow is imported; a TrainSpec
 module then trains without importing TFX's pipeline code or Apache Beam, so
@@ -61,7 +61,19 @@ from generic_trainer.local.cli_args import PROG
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  """Runs the command; returns the exit status."""
+  """Runs the command; returns the exit status.
+
+  Called as the program (`argv` None), it ends the process once done even
+  if user code left threads running, which would otherwise keep it alive
+  (see `console.exit_despite_threads`).
+  """
+  status = _main(argv)
+  if argv is None:
+    console.exit_despite_threads(status)
+  return status
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
   try:
     request = cli_args.parse(argv, started=_STARTED)
   except InvalidArgumentError as e:
@@ -82,6 +94,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       outcome = local_run.run(request, checkpoint)
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
+    _say_earlier_model_kept(request)
     if resuming:
       print(f'{PROG}: this run resumed from the checkpoint in {checkpoint}. '
             'If the error comes from it (a module that this one imports '
@@ -91,9 +104,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   except KeyboardInterrupt:
     print(f'{PROG}: interrupted; nothing was published.' +
           _resume_hint(request, checkpoint), file=sys.stderr)
+    _say_earlier_model_kept(request)
     return 130
   _print_outcome(request, outcome)
   return 0
+
+
+def _say_earlier_model_kept(request: local_run.Request) -> None:
+  model = local_run.Layout(request.output_dir).model
+  if os.path.isdir(model):
+    print(f'{PROG}: the model an earlier run published in {model} is '
+          'unchanged.', file=sys.stderr)
 
 
 def _resume_hint(request: local_run.Request, checkpoint: Optional[str]) -> str:

@@ -152,6 +152,11 @@ def _module_file(path: str) -> str:
 
 
 def _output_dir(path: str) -> str:
+  if not path.strip():
+    raise InvalidArgumentError(
+        '--output-dir is empty. Expected a folder for the model and the run '
+        "outputs (created if missing). Received: --output-dir=''. Pass a "
+        'path, e.g. --output-dir=out.')
   if '://' in path:
     raise InvalidArgumentError(
         '--output-dir must be a local folder. Received: '
@@ -161,6 +166,7 @@ def _output_dir(path: str) -> str:
     raise InvalidArgumentError(
         '--output-dir is a file. Expected a folder (created if missing). '
         f'Received: --output-dir={path!r}. Choose another path.')
+  _check_writable(path)
   foreign = local_run.Layout(os.path.abspath(path)).foreign()
   if foreign:
     names = ', '.join(os.path.basename(p) + '/' for p in foreign)
@@ -170,6 +176,21 @@ def _output_dir(path: str) -> str:
         f'one an earlier run wrote. Received: --output-dir={path!r}. Choose '
         'another --output-dir.')
   return os.path.abspath(path)
+
+
+def _check_writable(path: str) -> None:
+  """The folder, or the nearest existing folder above it, can be written."""
+  existing = os.path.abspath(path)
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if not os.access(existing, os.W_OK | os.X_OK):
+    where = ('it' if existing == os.path.abspath(path) else
+             f'{existing}, where it would be created,')
+    raise InvalidArgumentError(
+        f'--output-dir cannot be written: {where} is not writable by this '
+        'user. Expected a folder the command can write the model and the run '
+        f'outputs to. Received: --output-dir={path!r}. Choose another '
+        'folder, or change its permissions.')
 
 
 def _data_files(flag: str, patterns: List[str]) -> List[str]:

@@ -208,3 +208,19 @@ def failure_message(error: BaseException, log_path: Optional[str]) -> str:
     text = f'{type(error).__name__}: {summarize(error)}'
   where = f'\nThe full log: {log_path}' if log_path else ''
   return f'The pipeline failed. {text}{where}'
+
+
+def exit_despite_threads(status: int) -> None:
+  """Ends the process with `status` now if user code left non-daemon
+  threads running, which would keep Python from exiting; says so first.
+  Returns when there are none."""
+  stray = [t for t in threading.enumerate()
+           if t is not threading.main_thread() and t.is_alive() and
+           not t.daemon]
+  if not stray:
+    return
+  print(f'Note: user code left {len(stray)} thread(s) running '
+        f'({", ".join(sorted(t.name for t in stray))}); exiting without '
+        'waiting for them.', file=sys.stderr, flush=True)
+  sys.stdout.flush()
+  os._exit(status)  # pylint: disable=protected-access

@@ -3,17 +3,20 @@
 Used by the Estimator and the local command so that a TrainSpec or a
 `run_fn` trained outside a pipeline reads its data as a pipeline does. Each
 split gets a folder as ExampleGen writes it: CSV files are converted once to
-gzip TFRecords of tf.Example, TFRecord files are linked. A schema is inferred
-(int, float or bytes per column; one value per example) unless one is given.
+gzip TFRecords of tf.Example (`csv_data`: every mistake named by file and
+line), TFRecord files are linked after a check. A schema is inferred (int,
+float or bytes per column; one value per example) unless one is given; the
+data converted or linked after it (the eval data, or all of it with a given
+schema) is checked against it.
 """
 
-import csv
 import glob
 import os
 from typing import List, Optional
 
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
+from generic_trainer.local import csv_data
 
 
 def resolve_files(data) -> List[str]:
@@ -28,11 +31,18 @@ def resolve_files(data) -> List[str]:
   return files
 
 
-def to_split(data, split_dir: str) -> List[str]:
+def to_split(data, split_dir: str, schema=None,
+             schema_source: str = 'the schema') -> List[str]:
   """Makes `split_dir` a split folder of the data; returns its TFRecord files.
 
   CSV files become one gzip TFRecord file, `data.gz`; TFRecord files are
-  linked. What the folder held before is removed.
+  linked. What the folder held before is removed. With `schema` (described
+  by `schema_source` in messages), the data must follow it: CSV columns and
+  kinds, tf.Example features.
+
+  Raises:
+    InputArtifactError: the data is unreadable or does not follow the
+      schema; the message names the file (and line or record).
   """
   files = resolve_files(data)
   if any(f.endswith('.csv') for f in files) and not all(
@@ -45,25 +55,39 @@ def to_split(data, split_dir: str) -> List[str]:
         f'The data files {inside} lie in {split_dir}, the folder they would '
         'be written to. Move them elsewhere first.')
   if files[0].endswith('.csv'):
+    tables = [csv_data.read(f) for f in files]
+    if schema is not None:
+      kinds = csv_data.kinds_from_schema(schema)
+      for table in tables:
+        csv_data.check_against(table, kinds, schema_source)
+    else:
+      kinds = csv_data.infer_kinds(tables)
     _clear(split_dir)
     out = os.path.join(split_dir, 'data.gz')
-    _csv_to_tfrecord(files, out)
+    csv_data.write(tables, kinds, out)
     return [out]
   check_tfrecords(files)
+  if schema is not None:
+    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
+    from generic_trainer.data import validation  # pylint: disable=g-import-not-at-top
+    config, _ = tf_example_dataset.parser_config(schema)
+    validation.check_examples(files, config, os.path.basename(split_dir),
+                              schema_source)
   return link_split(files, split_dir)
 
 
 def check_tfrecords(files: List[str]) -> None:
-  """Reads the first record of each file, so a wrong file fails early."""
+  """Reads each file (all of it when small, else its first record), so a
+  wrong, damaged or truncated file fails before training."""
   from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   for path in files:
-    error = tfrecords.first_record_error(path)
+    error = tfrecords.check_error(path)
     if error is not None:
       raise InputArtifactError(
           f'{path} is not a readable {tfrecords.describe(path)} file: '
-          f'{summarize(error)}. Expected TFRecord files of '
-          'tf.Example (gzip when the name ends in .gz) or CSV files (named '
-          '*.csv). Check the file, or convert it.') from error
+          f'{summarize(error)}. Expected TFRecord files of tf.Example (gzip '
+          'when the name ends in .gz) or CSV files (named *.csv). Check the '
+          'file, or convert it.') from error
 
 
 def link_split(files: List[str], split_dir: str) -> List[str]:
@@ -94,62 +118,32 @@ def _is_within(path: str, folder: str) -> bool:
   return os.path.commonpath([path, folder]) == folder
 
 
-def _csv_to_tfrecord(files: List[str], out: str) -> None:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  rows = []
-  for path in files:
-    with open(path, newline='') as f:
-      rows.extend(csv.DictReader(f))
-  if not rows:
-    raise InputArtifactError(f'The CSV file(s) {files} have no rows.')
-  kinds = {c: _column_kind([r[c] for r in rows]) for c in rows[0]}
-  with tf.io.TFRecordWriter(out, options=tfrecords.compression(out)) as writer:
-    for row in rows:
-      feature = {}
-      for name, kind in kinds.items():
-        value = row[name]
-        if value in ('', 'NA'):
-          continue
-        if kind == 'int':
-          feature[name] = tf.train.Feature(
-              int64_list=tf.train.Int64List(value=[int(value)]))
-        elif kind == 'float':
-          feature[name] = tf.train.Feature(
-              float_list=tf.train.FloatList(value=[float(value)]))
-        else:
-          feature[name] = tf.train.Feature(
-              bytes_list=tf.train.BytesList(value=[value.encode()]))
-      writer.write(tf.train.Example(features=tf.train.Features(
-          feature=feature)).SerializeToString())
-
-
-def _column_kind(values) -> str:
-  present = [v for v in values if v not in ('', 'NA')]
-  for kind, parse in (('int', int), ('float', float)):
-    try:
-      for v in present:
-        parse(v)
-      return kind
-    except ValueError:
-      continue
-  return 'bytes'
-
-
 def infer_schema(files: List[str], limit: int = 1000):
   """A Schema from the first `limit` tf.Examples of `files`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   kinds, counts, present, seen = {}, {}, {}, 0
   for path in files:
-    for record in tf.data.TFRecordDataset(
-        path, tfrecords.compression(path)).take(limit - seen):
-      example = tf.train.Example.FromString(record.numpy())
-      for name, feature in example.features.feature.items():
-        kind = feature.WhichOneof('kind')
-        kinds[name] = kind
-        counts.setdefault(name, set()).add(len(getattr(feature, kind).value))
-        present[name] = present.get(name, 0) + 1
-      seen += 1
+    read = 0  # Records of this file read so far.
+    shown = os.path.realpath(path)  # The user's file, not the link to it.
+    try:
+      for record in tf.data.TFRecordDataset(
+          path, tfrecords.compression(path)).take(limit - seen):
+        example = tf.train.Example.FromString(record.numpy())
+        _count_features(example, kinds, counts, present)
+        read += 1
+    except tf.errors.OpError as e:
+      raise InputArtifactError(
+          f'{shown} is not a readable {tfrecords.describe(path)} file: '
+          f'{summarize(e)} (after {read} records). It is damaged or cut '
+          'short; re-write it.') from e
+    except Exception as e:  # pylint: disable=broad-except
+      raise InputArtifactError(
+          f'{shown}, record {read}, is not a tf.Example ({type(e).__name__}'
+          f': {e}). Expected TFRecord files of serialized tf.Example, as '
+          'ExampleGen writes them, or CSV files.') from e
+    seen += read
     if seen >= limit:
       break
   if not seen:
@@ -163,6 +157,16 @@ def infer_schema(files: List[str], limit: int = 1000):
       feature.shape.dim.add(size=1)
       feature.presence.min_fraction = 1.0
   return schema
+
+
+def _count_features(example, kinds, counts, present) -> None:
+  for name, feature in example.features.feature.items():
+    kind = feature.WhichOneof('kind')
+    if kind is None:
+      continue
+    kinds[name] = kind
+    counts.setdefault(name, set()).add(len(getattr(feature, kind).value))
+    present[name] = present.get(name, 0) + 1
 
 
 def examples_artifact(root: str, splits: dict):

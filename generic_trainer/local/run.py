@@ -1,18 +1,10 @@
 """Runs a module file on local data into one folder, as GenericTrainer would.
 
 What the `generic-trainer` command does once its arguments are checked
-(`generic_trainer.local.cli`). The output folder holds:
+(`generic_trainer.local.cli`), into the output folder `local.layout`
+describes.
 
-    model/                  the SavedModel, there only once it is validated
-    run/                    history.json, tensorboard/, checkpoints/,
-                            train_result.json; rejected_export/ after a
-                            rejected export
-    .resume-<key>/          an interrupted training's checkpoint (below)
-    data/Split-train, data/Split-eval   the data as ExampleGen lays it out
-    schema/schema.pbtxt     the schema used (inferred or given)
-    hyperparameters/        the --hparams JSON, when given
-
-A TrainSpec module runs the pipeline's TrainSpec path (`spec_runner`: the
+A TrainSpec module runs the pipeline's TrainSpec path (`spec.runner`: the
 same checks, fit loop, handlers and export) on `LocalFnArgs`, without
 importing TFX's pipeline code or Apache Beam, so it starts training soon
 after TensorFlow is imported. A `run_fn` module imports TFX itself; it runs
@@ -21,10 +13,11 @@ component's FnArgs, checks, Keras choice and resume, unchanged.
 
 Either way the export is staged in `.publishing/` (a Model artifact:
 `StagedExport`, as in the executor), validated with `validate_export`, and
-only then renamed to `model/`. A failed run leaves no `model/`. A new run
-into the same folder starts by removing what an earlier run wrote there
-(`.generic-trainer` marks a folder a run wrote; the command refuses a folder
-whose `data/`, `run/`... no run wrote).
+only then put in place of `model/`. A failed run leaves `model/` as an
+earlier run published it. A new run into the same folder starts by removing
+the rest of what an earlier run wrote there (`.generic-trainer` marks a
+folder a run wrote; the command refuses a folder whose `data/`, `run/`...
+no run wrote).
 
 A training that did not finish (killed, interrupted, or failed after a
 checkpoint) resumes as in a pipeline: the same command again continues
@@ -52,6 +45,7 @@ import attr
 from generic_trainer.core import module_loader
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
 from generic_trainer.local import data as local_data
+from generic_trainer.local.layout import Layout
 
 
 @attr.s(frozen=True)
@@ -130,61 +124,6 @@ def holds_checkpoint(path: str) -> bool:
   return os.path.isdir(path) and bool(os.listdir(path))
 
 
-class Layout:
-  """The paths of the output folder."""
-
-  MARKER = '.generic-trainer'  # Says a run wrote the folders below.
-  CHECKPOINT_PREFIX = '.resume-'  # + resume_key: one training's checkpoint.
-
-  def __init__(self, output_dir: str):
-    self.root = output_dir
-    self.marker = os.path.join(output_dir, self.MARKER)
-    self.model = os.path.join(output_dir, 'model')
-    self.eval_model = os.path.join(output_dir, 'eval_model')
-    self.run = os.path.join(output_dir, 'run')
-    self.data = os.path.join(output_dir, 'data')
-    self.schema_dir = os.path.join(output_dir, 'schema')
-    self.schema = os.path.join(self.schema_dir, 'schema.pbtxt')
-    self.hparams_dir = os.path.join(output_dir, 'hyperparameters')
-    self.publishing = os.path.join(output_dir, '.publishing')
-    self.rejected = os.path.join(self.run, 'rejected_export')
-
-  def managed(self) -> List[str]:
-    """What a run writes, and so what a new run starts by removing."""
-    return [self.model, self.eval_model, self.run, self.data,
-            self.schema_dir, self.hparams_dir, self.publishing]
-
-  def resume_dir(self, key: str) -> str:
-    """The checkpoint folder of the training with `resume_key` `key`."""
-    return os.path.join(self.root, self.CHECKPOINT_PREFIX + key)
-
-  def foreign(self) -> List[str]:
-    """The folders a run writes that exist but no earlier run wrote."""
-    if os.path.exists(self.marker):
-      return []
-    return [p for p in self.managed() if os.path.lexists(p)]
-
-  def clear(self, keep: Optional[str] = None) -> None:
-    """Removes what an earlier run wrote, except the checkpoint folder
-    `keep`; marks the folder as a run's."""
-    if self.foreign():  # The command checks it first, with its flag name.
-      from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
-      raise InvalidArgumentError(
-          f'{self.root} already holds {self.foreign()}, which no run wrote '
-          'and a run would replace. Expected a new or empty folder, or one '
-          'an earlier run wrote. Choose another output folder.')
-    stale = [os.path.join(self.root, name) for name in (
-        os.listdir(self.root) if os.path.isdir(self.root) else ())
-             if name.startswith(self.CHECKPOINT_PREFIX)]
-    for path in self.managed() + stale:
-      if os.path.lexists(path) and path != keep:
-        shutil.rmtree(path)
-    os.makedirs(self.root, exist_ok=True)
-    with open(self.marker, 'w') as f:
-      f.write('Written by generic-trainer; a new run replaces model/, run/, '
-              'data/, schema/ and hyperparameters/.\n')
-
-
 @attr.s
 class Outcome:
   """What a finished run produced.
@@ -210,7 +149,7 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
 
   Raises:
     GenericTrainerError: the module, the data, the training or the export
-      failed; nothing is in `model/`.
+      failed; `model/` is as an earlier run left it (or absent).
   """
   from generic_trainer.launch import keras_process  # pylint: disable=g-import-not-at-top
   # Before TensorFlow is imported (by the module, usually): tf.keras is
@@ -226,7 +165,7 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
       outcome = _run_spec(request, layout, spec_class, checkpoint)
     else:
       outcome = _run_run_fn(request, layout, checkpoint)
-    _take_model(layout)
+    layout.take_model()
     if os.path.lexists(checkpoint):  # The run_fn path removed its own.
       shutil.rmtree(checkpoint)
   finally:
@@ -236,19 +175,30 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
 
 
 def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
-  """The split folders, the schema and the hyperparameters file."""
-  splits = {'train': local_data.to_split(
-      request.train_data, os.path.join(layout.data, 'Split-train'))}
-  eval_dir = os.path.join(layout.data, 'Split-eval')
-  splits['eval'] = (local_data.to_split(request.eval_data, eval_dir)
-                    if request.eval_data else
-                    local_data.link_split(splits['train'], eval_dir))
+  """The split folders, the schema and the hyperparameters file.
+
+  The data after the schema (all of it with --schema; the eval data when
+  the schema is inferred from the train data) is checked against it.
+  """
+  from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
+  schema, source = None, 'the schema inferred from the train data'
   if request.schema:
+    schema, source = schema_file.read(request.schema), (
+        f'the schema {request.schema}')
+  splits = {'train': local_data.to_split(
+      request.train_data, os.path.join(layout.data, 'Split-train'), schema,
+      source)}
+  if schema is None:
+    schema = local_data.infer_schema(splits['train'])
+    schema_file.write(layout.schema, schema)
+  else:
     os.makedirs(layout.schema_dir)
     shutil.copyfile(request.schema, layout.schema)
-  else:
-    local_data.write_schema(local_data.infer_schema(splits['train']),
-                            layout.schema)
+  eval_dir = os.path.join(layout.data, 'Split-eval')
+  splits['eval'] = (local_data.to_split(request.eval_data, eval_dir, schema,
+                                        source)
+                    if request.eval_data else
+                    local_data.link_split(splits['train'], eval_dir))
   if request.hparams is not None:
     os.makedirs(layout.hparams_dir)
     with open(os.path.join(layout.hparams_dir, 'hyperparameters.json'),
@@ -259,10 +209,10 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
 
 def _run_spec(request: Request, layout: Layout, spec_class,
               checkpoint_dir: str) -> Outcome:
-  """The TrainSpec path: spec_runner on LocalFnArgs; no TFX, no Beam."""
+  """The TrainSpec path: spec.runner on LocalFnArgs; no TFX, no Beam."""
   from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import training  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.user_code import user_code  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
   from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
@@ -278,7 +228,7 @@ def _run_spec(request: Request, layout: Layout, spec_class,
   timer = FirstStepTime(request.started)
   what = f'TrainSpec {spec_class.__name__}'
   with staged.attempt():
-    with training.user_code(what, f'module_file={request.module_file!r}'):
+    with user_code(what, f'module_file={request.module_file!r}'):
       result = spec_runner.run(spec_class, fn_args,
                                interactive=request.interactive,
                                extra_handlers=[timer])
@@ -346,12 +296,3 @@ def _artifact(artifact_class, uri: str):
   artifact = artifact_class()
   artifact.uri = uri
   return artifact
-
-
-def _take_model(layout: Layout) -> None:
-  """Renames the published export to model/ (the commit point)."""
-  from generic_trainer.core.publish import EVAL_MODEL_DIR, SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
-  eval_dir = os.path.join(layout.publishing, EVAL_MODEL_DIR)
-  if os.path.isdir(eval_dir):
-    os.rename(eval_dir, layout.eval_model)
-  os.rename(os.path.join(layout.publishing, SERVING_MODEL_DIR), layout.model)

@@ -78,3 +78,37 @@ def _shape(tensor) -> str:
   dtype = getattr(tensor, 'dtype', '')
   return f'{getattr(dtype, "name", dtype)}{list(shape) if shape is not None else "?"}'
 
+
+
+def monitors(spec) -> dict:
+  """{'early_stopping' | 'checkpoint': metric name} the spec's handlers
+  watch (the best-only checkpoint's, early stopping's)."""
+  watched = {}
+  if isinstance(spec.early_stopping, dict):
+    watched['early_stopping'] = spec.early_stopping.get('monitor', 'val_loss')
+  if isinstance(spec.checkpoint, dict) and spec.checkpoint.get('best_only'):
+    watched['checkpoint'] = spec.checkpoint.get('monitor', 'val_loss')
+  return watched
+
+
+def check_monitors(spec, model) -> None:
+  """A monitored metric must be one the training logs: the loss or a
+  metric, on train or (with 'val_') on eval data.
+
+  Only for models with one output, whose log names are the metrics' own;
+  `handlers.monitor_check` checks the others after the first epoch.
+  """
+  watched = monitors(spec)
+  if not watched or len(getattr(model, 'outputs', None) or []) != 1:
+    return
+  names = ['loss'] + [m if isinstance(m, str) else getattr(m, 'name', '')
+                      for m in spec.metrics]
+  logged = names + ['val_' + n for n in names]
+  for who, name in sorted(watched.items()):
+    if name not in logged:
+      raise SpecError(
+          f'TrainSpec.{who} monitors {name!r}, which the training does not '
+          f'log. Expected one of: {", ".join(logged)} (the loss and '
+          "build_metrics()'s metrics by name; 'val_' on the eval data). "
+          f"Received: monitor={name!r}. Set monitor to one of those, or add "
+          'the metric in build_metrics().')

@@ -24,6 +24,24 @@ def load_schema(fn_args):
   return schema_file.read(fn_args.schema_path)
 
 
+def check_data(fn_args, schema) -> None:
+  """The first records of every train and eval file parse with the schema;
+  else an InputArtifactError names the file, record and feature (see
+  `data.validation`). tf.Example data read by our factory only."""
+  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import validation  # pylint: disable=g-import-not-at-top
+  factory = fn_args.data_accessor.tf_dataset_factory
+  if not isinstance(factory, input_pipeline.DatasetFactory):
+    return
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  config, _ = factory.parser(schema)
+  source = fn_args.transform_graph_path or fn_args.schema_path
+  for what, patterns in (('train', fn_args.train_files),
+                         ('eval', fn_args.eval_files)):
+    files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+    validation.check_examples(files, config, what, source)
+
+
 def feature_keys(spec, schema) -> List[str]:
   """The spec's feature_keys, or every schema feature but the label."""
   names = [f.name for f in schema.feature]

@@ -7,6 +7,7 @@ model override `train_step`. What we add is the set of handlers every run
 gets, a clear error on a non-finite loss, and a result record.
 """
 
+import collections.abc
 import contextlib
 import math
 import os
@@ -33,6 +34,8 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
   from generic_trainer.spec.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
   from generic_trainer.spec.handlers.log_lines import LogLines  # pylint: disable=g-import-not-at-top
   from generic_trainer.spec.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.checks import monitors  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.monitor_check import MonitorCheck  # pylint: disable=g-import-not-at-top
   built_in = [NaNGuard(),
               HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
               keras.callbacks.TensorBoard(os.path.join(run_dir,
@@ -60,6 +63,8 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
           f'take: {e}. Expected keys among monitor, min_delta, patience, '
           f'mode, baseline, restore_best_weights, start_from_epoch. '
           f'Received: {spec.early_stopping!r}.') from e
+  if monitors(spec):
+    built_in.insert(1, MonitorCheck(monitors(spec)))
   if not interactive:
     built_in.append(LogLines())
   return built_in
@@ -80,13 +85,29 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
   with scope:
     model = spec.model
     if spec.train_step is not None:
-      model.train_step = types.MethodType(
-          lambda m, data: spec.train_step(m, data), model)
+      model.train_step = types.MethodType(_checked_train_step(spec), model)
     model.compile(optimizer=spec.optimizer, loss=spec.loss,
                   metrics=spec.metrics,
                   steps_per_execution=steps_per_execution(
                       spec, steps_per_epoch, validation_steps, distributed))
   return model
+
+
+def _checked_train_step(spec):
+  """The spec's train_step, refusing (when Keras traces it) a step that
+  returns no logs: Keras would fail deep inside its loop."""
+
+  def train_step(model, data):
+    logs = spec.train_step(model, data)
+    if not isinstance(logs, collections.abc.Mapping) or not logs:
+      raise SpecError(
+          'TrainSpec.train_step must return the logs dict, e.g. '
+          "{'loss': loss} (or {m.name: m.result() for m in model.metrics}). "
+          f'Received: {type(logs).__name__} {logs!r:.100}. Return the dict '
+          'at the end of train_step.')
+    return logs
+
+  return train_step
 
 
 AUTO_STEPS_PER_EXECUTION = 32

@@ -43,6 +43,7 @@ def prepare(spec, fn_args) -> Prepared:
   """
   schema = datasets.load_schema(fn_args)
   keys = datasets.feature_keys(spec, schema)
+  datasets.check_data(fn_args, schema)
   epochs, steps_per_epoch = datasets.schedule(
       spec, fn_args.train_steps, _num_train_examples(fn_args))
   train = datasets.make_dataset(
@@ -56,6 +57,7 @@ def prepare(spec, fn_args) -> Prepared:
   checks.check_model_inputs(model, keys)
   checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
+  checks.check_monitors(spec, model)
   plan = fit_loop.FitPlan(train, evaluation, epochs, steps_per_epoch,
                           fn_args.eval_steps)
   return Prepared(schema, keys, plan, model)
