@@ -91,10 +91,11 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
 
 
 def _check_tfrecord(path: str, split: str) -> None:
-  """Reads the first record of a TFRecord file, so corruption fails early."""
+  """Reads a TFRecord file (all of it when small, else its first record),
+  so corruption fails early."""
   from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
-  error = tfrecords.first_record_error(path)
+  error = tfrecords.check_error(path)
   if error is not None:
     raise InputArtifactError(
         f'The {split!r} split file {path} is not a readable '

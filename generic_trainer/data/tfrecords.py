@@ -39,12 +39,6 @@ def describe(path: str) -> str:
 FULL_CHECK_BYTES = 16 << 20
 
 
-def first_record_error(path: str):
-  """The error reading the first record of a TFRecord file raises, or None
-  when it reads."""
-  return read_error(path, whole=False)
-
-
 def read_error(path: str, whole: bool = True):
   """The error reading a TFRecord file (its first record, or all of it with
   `whole`) raises, or None when it reads."""
@@ -63,6 +57,37 @@ def read_error(path: str, whole: bool = True):
         next(records, None)
   except tf.errors.OpError as e:
     return e
+  if whole and compression(path):
+    return _gzip_end_error(path)
+  return None
+
+
+class TruncatedFile(Exception):
+  """A gzip file that ends before its stream does."""
+
+
+def _gzip_end_error(path: str):
+  """TensorFlow's gzip reader takes a stream cut at a record boundary for
+  the file's end; zlib tells whether the stream really ended."""
+  import zlib  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  stream = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+          break
+        while chunk:
+          stream.decompress(chunk)
+          chunk = stream.unused_data  # The next member of the file, if any.
+          if chunk:
+            stream = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+  except zlib.error as e:
+    return TruncatedFile(f'its gzip stream is damaged ({e})')
+  if not stream.eof:
+    return TruncatedFile('its gzip stream ends before its end marker: the '
+                         'file was cut short (corrupt or truncated)')
   return None
 
 
