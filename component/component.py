@@ -57,7 +57,8 @@ class GenericTrainer(base_component.BaseComponent):
                                     data_types.RuntimeParameter]] = None,
       keras_version: Optional[str] = None,
       num_workers: Optional[int] = None,
-      strategy: Optional[str] = None):
+      strategy: Optional[str] = None,
+      allow_signature_change: Optional[bool] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -91,6 +92,10 @@ class GenericTrainer(base_component.BaseComponent):
       strategy: 'multi_worker_mirrored' (picked when several workers train),
         'mirrored' (one process, all its devices) or 'default'. run_fn
         gets it as `fn_args.strategy`.
+      allow_signature_change: With a `base_model`, the new model must keep
+        the signatures the base serves (names, inputs, dtypes, shapes,
+        outputs), or nothing is published; True publishes it anyway, when
+        the serving clients change with the model.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -107,6 +112,7 @@ class GenericTrainer(base_component.BaseComponent):
       module_loader.check_module_source(module_file)
     args.check_keras_version(keras_version)
     distribution.check_settings(num_workers, strategy)
+    args.check_flag('allow_signature_change', allow_signature_change)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     spec = GenericTrainerSpec(
@@ -125,6 +131,7 @@ class GenericTrainer(base_component.BaseComponent):
         keras_version=keras_version,
         num_workers=num_workers,
         strategy=strategy,
+        allow_signature_change=allow_signature_change,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun))
     super().__init__(spec=spec)

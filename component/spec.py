@@ -7,7 +7,9 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
     training runs under (see `generic_trainer.launch.keras_process`);
   - parameters `num_workers` and `strategy`: how many processes train
     together, with which tf.distribute strategy (see
-    `generic_trainer.core.distribution`).
+    `generic_trainer.core.distribution`);
+  - parameter `allow_signature_change`: publish a model whose signatures
+    differ from the base model's (see `generic_trainer.core.signature_gate`).
 """
 
 from tfx.types import standard_artifacts
@@ -17,6 +19,7 @@ from tfx.types.component_spec import ComponentSpec
 from tfx.types.component_spec import ExecutionParameter
 from tfx.types.system_executions import Train
 
+from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STATISTICS_KEY
@@ -33,6 +36,8 @@ class GenericTrainerSpec(ComponentSpec):
       KERAS_VERSION_KEY: ExecutionParameter(type=str, optional=True),
       NUM_WORKERS_KEY: ExecutionParameter(type=int, optional=True),
       STRATEGY_KEY: ExecutionParameter(type=str, optional=True),
+      ALLOW_SIGNATURE_CHANGE_KEY: ExecutionParameter(type=(bool, int),
+                                                     optional=True),
   }
   INPUTS = {
       **_TRAINER.INPUTS,

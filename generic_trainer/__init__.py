@@ -10,6 +10,7 @@ from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import NonFiniteLossError
 from generic_trainer.errors import RunFnError
+from generic_trainer.errors import SignatureChangeError
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UserModuleError
@@ -32,5 +33,6 @@ def __getattr__(name):
 
 __all__ = ['Estimator', 'ExportValidationError', 'FnArgs', 'GenericExecutor',
            'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
-           'NonFiniteLossError', 'RunFnError', 'SpecError', 'TrainSpec',
+           'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
+           'SpecError', 'TrainSpec',
            'TrainingProcessError', 'UserModuleError', 'validate_export']

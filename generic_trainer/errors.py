@@ -30,6 +30,11 @@ class ExportValidationError(GenericTrainerError, RuntimeError):
   """What `run_fn` exported is not a usable SavedModel; nothing was published."""
 
 
+class SignatureChangeError(ExportValidationError):
+  """The new export would break the clients of the base model's signatures;
+  nothing was published."""
+
+
 class TrainingProcessError(GenericTrainerError, RuntimeError):
   """The child process that ran training died without reporting an error."""
 

@@ -12,9 +12,12 @@ from generic_trainer import resume
 from generic_trainer import train_result
 from generic_trainer.core import args
 from generic_trainer.core import distribution
+from generic_trainer.core import inputs
+from generic_trainer.core import signature_gate
 from generic_trainer.core.export_validation import validate_export
 from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
+from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.launch import dispatch
 
@@ -25,8 +28,9 @@ class GenericExecutor(base_executor.BaseExecutor):
   Steps: load the user module (`module_file`, `module_path` or `run_fn`),
   build `FnArgs` from the input artifacts, call `run_fn` with
   `serving_model_dir` pointing into a staging directory, validate the export
-  (`export_validation.validate_export`), then move it into the Model
-  artifact. Any failure leaves no model in the Model artifact; a rejected
+  (`export_validation.validate_export`), check that it keeps the base
+  model's signatures (`signature_gate`, when `base_model` is connected),
+  then move it into the Model artifact. Any failure leaves no model in the Model artifact; a rejected
   export is kept in the node's stateful working dir for inspection.
 
   Where the training runs (here, a child process under the other Keras,
@@ -74,6 +78,9 @@ class GenericExecutor(base_executor.BaseExecutor):
           schema_path=_schema_path(input_dict),
           transform_graph_path=_single_uri_or_none(
               input_dict.get(keys.TRANSFORM_GRAPH_KEY)))
+      base = inputs.base_model_path(input_dict.get(keys.BASE_MODEL_KEY))
+      if base and not exec_properties.get(ALLOW_SIGNATURE_CHANGE_KEY):
+        signature_gate.check(base, staged.serving_dir)
       result = train_result.read(model_run_uri)
     serving_dir = staged.publish()
     resume.remove(checkpoint_dir)

@@ -17,6 +17,7 @@ STATISTICS_KEY = 'statistics'
 KERAS_VERSION_KEY = 'keras_version'
 NUM_WORKERS_KEY = 'num_workers'
 STRATEGY_KEY = 'strategy'
+ALLOW_SIGNATURE_CHANGE_KEY = 'allow_signature_change'
 
 # Values of `keras_version`: what `tf.keras` means for the training.
 KERAS3 = 'keras3'

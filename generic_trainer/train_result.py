@@ -4,13 +4,16 @@ The record, `model_run/train_result.json`, is a JSON object:
     {"train": {"loss": 0.3, ...},          # final train metrics, numbers
      "eval": {"loss": 0.28, ...},          # final eval metrics, numbers
      "steps": 100, "epochs": 5, "training_time_s": 12.5,
-     "resumed_from_epoch": 0, "resumed_from_step": 0}   # optional
+     "resumed_from_epoch": 0, "resumed_from_step": 0,   # optional
+     "warm_start": {"base": "...", "loaded": ["dense", ...],
+                    "not_loaded": {"layer": "why"}}}   # optional
 
 The fit loop writes `train_result.json` into model_run; after publication
 the executor copies it onto the Model and ModelRun artifacts as custom
 properties (`train_loss`, `eval_sparse_categorical_accuracy`, ...,
-`train_steps`, `epochs`, `training_time_s`), so runs can be compared with an
-MLMD query and no file reading. A `run_fn` module may write the same file.
+`train_steps`, `epochs`, `training_time_s`, `warm_start_layers`), so runs
+can be compared with an MLMD query and no file reading. A `run_fn` module
+may write the same file.
 """
 
 import json
@@ -60,6 +63,8 @@ def custom_properties(result: Dict[str, Any]) -> Dict[str, Any]:
   properties['train_steps'] = int(result.get('steps', 0))
   properties['epochs'] = int(result.get('epochs', 0))
   properties['training_time_s'] = float(result.get('training_time_s', 0.0))
+  if result.get('warm_start'):
+    properties['warm_start_layers'] = len(result['warm_start']['loaded'])
   return properties
 
 

@@ -72,6 +72,11 @@ class TrainSpec(abc.ABC):
       epoch: True, False, or None (default) to cache when the data likely
       fits in a quarter of the free memory. Applies when every feature the
       model reads is dense (fixed shape in the schema).
+    warm_start: When a base model is connected (`base_model`), start from
+      its weights: True (default) loads every layer that matches by name and
+      shape, 'strict' fails unless all do, False trains from scratch; or
+      define `warm_start(self, model, base_model_dir)` to do it your way.
+      Optimizer state is not carried over. See `spec.warm_start`.
     steps_per_execution: Train steps run per call into TensorFlow (Keras's
       `compile(steps_per_execution=...)`); it must divide the steps per
       epoch and the eval steps. None (default) picks the largest such value
@@ -96,6 +101,7 @@ class TrainSpec(abc.ABC):
   checkpoint: Optional[Dict[str, Any]] = {'every_epochs': 1}
   cache: Optional[bool] = None
   steps_per_execution: Optional[int] = None
+  warm_start: Any = True
 
   def __init__(self, fn_args=None, hparams: Optional[Dict[str, Any]] = None):
     self.fn_args = fn_args

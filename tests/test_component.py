@@ -31,7 +31,7 @@ def test_spec_matches_tfx_trainer_spec():
       assert ours[key].type == parameter.type, key
       assert ours[key].optional == parameter.optional, key
   assert set(GenericTrainerSpec.PARAMETERS) - set(TrainerSpec.PARAMETERS) == {
-      'keras_version', 'num_workers', 'strategy'}
+      'keras_version', 'num_workers', 'strategy', 'allow_signature_change'}
   assert set(GenericTrainerSpec.INPUTS) - set(TrainerSpec.INPUTS) == {
       'statistics'}
   assert GenericTrainerSpec.OUTPUTS.keys() == TrainerSpec.OUTPUTS.keys()

@@ -34,6 +34,14 @@ def check_keras_version(keras_version: Optional[str]) -> None:
         f'Received: keras_version={keras_version!r}.')
 
 
+def check_flag(name: str, value: Any) -> None:
+  """A True/False setting, or None."""
+  if value is not None and not isinstance(value, bool):
+    raise InvalidArgumentError(
+        f"'{name}' must be True, False or None. Received: {name}={value!r} "
+        f'that is a {type(value).__name__}.')
+
+
 def check_num_steps(name: str, num_steps: int) -> None:
   if num_steps < 0:
     raise InvalidArgumentError(

@@ -5,8 +5,6 @@ for `tfx.components.Trainer` gets every field it expects (and
 `isinstance(fn_args, tfx.components.FnArgs)` holds).
 """
 
-import json
-import os
 from typing import Any, Dict, List, Optional
 
 import attr
@@ -15,12 +13,12 @@ from tfx.components.trainer import fn_args_utils
 from tfx.proto import trainer_pb2
 from tfx.types import artifact_utils
 from tfx.types import standard_component_specs as keys
-from tfx.utils import io_utils
 from tfx.utils import json_utils
 from tfx.utils import proto_utils
 
 from generic_trainer.core import args
 from generic_trainer.core import distribution
+from generic_trainer.core import inputs
 from generic_trainer.core.fn_args_fields import GenericFnArgsFields
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 from generic_trainer.keys import STATISTICS_KEY
@@ -65,114 +63,6 @@ def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
   return proto
 
 
-def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
-  """Raises if a split named in train/eval args is not in the examples."""
-  available = artifact_utils.decode_split_names(examples.split_names)
-  for name, split_args, default in (('train_args', train_args, 'train'),
-                                    ('eval_args', eval_args, 'eval')):
-    for split in list(split_args.splits) or [default]:
-      if split not in available:
-        raise InputArtifactError(
-            f"The examples have no split {split!r} (asked for by {name}"
-            f"{'' if split_args.splits else ' by default'}). The examples "
-            f'({examples.uri}) have the splits {available}. Set '
-            f'{name}.splits to some of those.')
-      uri = artifact_utils.get_split_uri([examples], split)
-      files = sorted(f for f in _list_files(uri)
-                     if not os.path.basename(f).startswith('.'))
-      if not files:
-        raise InputArtifactError(
-            f'The {split!r} split of the examples is empty: no files in '
-            f'{uri}. Check the component that produced the examples.')
-      if examples.get_string_custom_property('payload_format') in (
-          '', 'FORMAT_TF_EXAMPLE', 'FORMAT_TF_SEQUENCE_EXAMPLE'):
-        for filename in files:
-          _check_tfrecord(os.path.join(uri, filename), split)
-
-
-def _check_tfrecord(path: str, split: str) -> None:
-  """Reads a TFRecord file (all of it when small, else its first record),
-  so corruption fails early."""
-  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
-  error = tfrecords.check_error(path)
-  if error is not None:
-    raise InputArtifactError(
-        f'The {split!r} split file {path} is not a readable '
-        f'{tfrecords.describe(path)} file: '
-        f'{summarize(error)}. It is corrupt or truncated: re-run the '
-        'component that produced the examples.') from error
-
-
-def check_base_model(artifacts: List[types.Artifact]) -> None:
-  """Raises unless the base_model artifact holds a serving SavedModel."""
-  if not artifacts:
-    return
-  from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
-  model = artifact_utils.get_single_instance(artifacts)
-  path = path_utils.serving_model_path(
-      model.uri, path_utils.is_old_model_artifact(model))
-  if not os.path.isfile(os.path.join(path, 'saved_model.pb')) and (
-      '://' not in path):
-    raise InputArtifactError(
-        f'The base_model artifact ({model.uri}) holds no SavedModel: '
-        f'{path}/saved_model.pb does not exist. Expected the `model` output '
-        'of a trainer that finished; connect that channel, or drop '
-        'base_model.')
-
-
-def _list_files(uri: str) -> List[str]:
-  from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
-  return fileio.listdir(uri) if fileio.isdir(uri) else []
-
-
-def read_hyperparameters(artifacts: List[types.Artifact]) -> Optional[dict]:
-  """The HyperParameters artifact's JSON as a dict, or None."""
-  if not artifacts:
-    return None
-  uri = artifact_utils.get_single_uri(artifacts)
-  try:
-    path = io_utils.get_only_uri_in_dir(uri)
-  except Exception as e:  # pylint: disable=broad-except
-    raise InputArtifactError(
-        f'The hyperparameters artifact ({uri}) must hold exactly one JSON '
-        f'file (as Tuner writes it). {e}') from e
-  try:
-    value = json.loads(io_utils.read_string_file(path))
-  except ValueError as e:
-    raise InputArtifactError(
-        f'The hyperparameters file {path} is not valid JSON: {e}. Expected '
-        'the `keras_tuner.HyperParameters.get_config()` JSON that Tuner '
-        'writes.') from e
-  if not isinstance(value, dict):
-    raise InputArtifactError(
-        f'The hyperparameters file {path} must hold a JSON object. Received: '
-        f'a {type(value).__name__}.')
-  return value
-
-
-def read_num_examples(artifacts: List[types.Artifact]) -> Optional[Dict[str,
-                                                                       int]]:
-  """Examples per split from an ExampleStatistics artifact, or None."""
-  if not artifacts:
-    return None
-  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
-  stats = artifact_utils.get_single_instance(artifacts)
-  counts = {}
-  for split in artifact_utils.decode_split_names(stats.split_names):
-    path = os.path.join(artifact_utils.get_split_uri([stats], split),
-                        'FeatureStats.pb')
-    proto = statistics_pb2.DatasetFeatureStatisticsList()
-    try:
-      proto.ParseFromString(io_utils.read_bytes_file(path))
-    except Exception as e:  # pylint: disable=broad-except
-      raise InputArtifactError(
-          f'Cannot read statistics for split {split!r} from {path}: {e}. '
-          'Expected the FeatureStats.pb that StatisticsGen writes.') from e
-    counts[split] = sum(d.num_examples for d in proto.datasets)
-  return counts
-
-
 def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
                   output_dict: Dict[str, List[types.Artifact]],
                   exec_properties: Dict[str, Any],
@@ -185,15 +75,15 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
   distributed = distribution.fn_args_fields(exec_properties)
   if not input_dict.get(keys.EXAMPLES_KEY):
     raise InputArtifactError(
-        "The trainer needs an 'examples' input with one Examples artifact. "
-        'Received none.')
+        "The trainer needs an 'examples' input with at least one Examples "
+        'artifact. Received none.')
   train_args = _parse_args(exec_properties, keys.TRAIN_ARGS_KEY,
                            trainer_pb2.TrainArgs())
   eval_args = _parse_args(exec_properties, keys.EVAL_ARGS_KEY,
                           trainer_pb2.EvalArgs())
-  check_splits(artifact_utils.get_single_instance(
-      input_dict[keys.EXAMPLES_KEY]), train_args, eval_args)
-  check_base_model(input_dict.get(keys.BASE_MODEL_KEY))
+  for examples in input_dict[keys.EXAMPLES_KEY]:
+    inputs.check_splits(examples, train_args, eval_args)
+  inputs.check_base_model(input_dict.get(keys.BASE_MODEL_KEY))
   custom_config = json_utils.loads(
       exec_properties.get(keys.CUSTOM_CONFIG_KEY) or 'null')
   args.check_custom_config(custom_config)
@@ -209,10 +99,11 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
       eval_model_dir=eval_model_dir,
       model_run_dir=artifact_utils.get_single_uri(
           output_dict[keys.MODEL_RUN_KEY]),
-      hyperparameters=read_hyperparameters(
+      hyperparameters=inputs.read_hyperparameters(
           input_dict.get(keys.HYPERPARAMETERS_KEY)),
       custom_config=custom_config,
-      num_examples=read_num_examples(input_dict.get(STATISTICS_KEY)),
+      num_examples=inputs.read_num_examples(
+          input_dict.get(STATISTICS_KEY), input_dict[keys.EXAMPLES_KEY]),
       checkpoint_dir=checkpoint_dir,
       **distributed)
   return FnArgs(**fields)

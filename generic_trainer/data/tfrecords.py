@@ -62,6 +62,15 @@ def read_error(path: str, whole: bool = True):
   return None
 
 
+def first_record(path: str):
+  """The first record of a TFRecord file (bytes), or None when it has none."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  options = tf.io.TFRecordOptions(compression_type=compression(path))
+  with deprecation.silence():
+    return next(tf.compat.v1.io.tf_record_iterator(path, options), None)
+
+
 class TruncatedFile(Exception):
   """A gzip file that ends before its stream does."""
 

@@ -74,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
       help='what tf.keras means (default: as TensorFlow decides)')
   add('--progress', default='auto', metavar='{auto,bar,lines}',
       help='a progress bar or log lines (default auto: a bar on a terminal)')
+  add('--base-model', metavar='DIR',
+      help='a SavedModel folder (an earlier run\'s OUTPUT_DIR/model) to '
+      'warm-start from (fn_args.base_model); the new model must keep its '
+      'signatures')
+  add('--allow-signature-change', action='store_true',
+      help='publish even if the signatures differ from --base-model\'s')
   add('--no-resume', action='store_true',
       help='start over, even where an unfinished run of the same module, '
       'data and flags left a checkpoint in OUTPUT_DIR (default: resume '
@@ -98,6 +104,7 @@ def parse(argv: Optional[Sequence[str]],
                      'text format, as SchemaGen writes it)', ', or leave '
                      '--schema out to infer the schema from the train data'
                      ) if ns.schema else None
+  base_model = _base_model(ns.base_model) if ns.base_model else None
   inputs = {'--module-file': [module_file], '--train-data': train_data,
             '--eval-data': eval_data or [], '--schema': [schema] if schema
             else []}
@@ -124,7 +131,8 @@ def parse(argv: Optional[Sequence[str]],
                                'data'),
       hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
       keras_version=ns.keras_version, interactive=PROGRESS[ns.progress],
-      resume=not ns.no_resume, started=started)
+      resume=not ns.no_resume, started=started, base_model=base_model,
+      allow_signature_change=ns.allow_signature_change)
 
 
 def _where(path: str) -> str:
@@ -137,6 +145,18 @@ def _existing(flag: str, path: str, expected: str, todo: str) -> str:
     raise InvalidArgumentError(
         f'{flag} {what}. Expected {expected}. Received: '
         f'{flag}={path!r}{_where(path)}. Check the path{todo}.')
+  return os.path.abspath(path)
+
+
+def _base_model(path: str) -> str:
+  if not os.path.isfile(os.path.join(path, 'saved_model.pb')):
+    what = ('does not exist' if not os.path.exists(path) else
+            'holds no saved_model.pb')
+    raise InvalidArgumentError(
+        f'--base-model {what}. Expected a SavedModel folder, such as the '
+        f'model/ of an earlier run. Received: --base-model={path!r}'
+        f'{_where(path)}. Check the path, or leave --base-model out to '
+        'train from scratch.')
   return os.path.abspath(path)
 
 

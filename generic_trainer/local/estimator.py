@@ -27,13 +27,16 @@ class Estimator:
 
   def __init__(self, spec_class: type, model_dir: str,
                hparams: Optional[Dict[str, Any]] = None,
-               schema_path: Optional[str] = None):
+               schema_path: Optional[str] = None,
+               base_model: Optional[str] = None):
     """Args:
       spec_class: A complete TrainSpec subclass.
       model_dir: Where data, run outputs (history, checkpoints, TensorBoard)
         and exports go.
       hparams: Hyperparameter values, available as `spec.hparams`.
       schema_path: A schema.pbtxt; inferred from the train data if None.
+      base_model: A SavedModel folder to warm-start from (as the component's
+        base_model input; see `TrainSpec.warm_start`).
     """
     from generic_trainer.train_spec import missing_members  # pylint: disable=g-import-not-at-top
     missing = missing_members(spec_class)
@@ -43,6 +46,7 @@ class Estimator:
     self.model_dir = os.path.abspath(model_dir)
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
+    self._base_model = base_model
     self.checkpoint_dir: Optional[str] = None  # Set to resume when killed.
     self._fn_args = None
     self._keys = None
@@ -109,7 +113,7 @@ class Estimator:
         train_files=splits['train'], eval_files=splits['eval'],
         train_steps=steps, schema_path=schema_path,
         model_run_dir=self.run_dir, hyperparameters=self.spec.hparams,
-        checkpoint_dir=self.checkpoint_dir)
+        checkpoint_dir=self.checkpoint_dir, base_model=self._base_model)
 
   def _dataset(self, files, with_label=True):
     spec, fn_args = self.spec, self._fn_args

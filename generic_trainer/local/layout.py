@@ -39,6 +39,7 @@ class Layout:
     self.schema_dir = os.path.join(output_dir, 'schema')
     self.schema = os.path.join(self.schema_dir, 'schema.pbtxt')
     self.hparams_dir = os.path.join(output_dir, 'hyperparameters')
+    self.base_model = os.path.join(output_dir, '.base-model')
     self.publishing = os.path.join(output_dir, '.publishing')
     # The earlier model, for the moment between two renames (take_model).
     self.previous_model = os.path.join(output_dir, '.previous-model')
@@ -53,7 +54,7 @@ class Layout:
   def replaced(self) -> List[str]:
     """What a new run replaces as it starts: all it writes but the model."""
     return [self.run, self.data, self.schema_dir, self.hparams_dir,
-            self.publishing]
+            self.publishing, self.base_model]
 
   def resume_dir(self, key: str) -> str:
     """The checkpoint folder of the training with `resume_key` `key`."""
@@ -86,6 +87,15 @@ class Layout:
       f.write('Written by generic-trainer; a new run replaces run/, data/, '
               'schema/ and hyperparameters/ as it starts, and model/ once '
               'its own model is validated.\n')
+
+  def link_base_model(self, saved_model_dir: str) -> str:
+    """A Model artifact folder whose Format-Serving is `saved_model_dir`
+    (a link), for the executor's base_model input; returns the folder."""
+    from generic_trainer.core.publish import SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
+    os.makedirs(self.base_model, exist_ok=True)
+    os.symlink(saved_model_dir, os.path.join(self.base_model,
+                                             SERVING_MODEL_DIR))
+    return self.base_model
 
   def take_model(self) -> None:
     """Puts the validated export in `publishing` in place of model/ (and

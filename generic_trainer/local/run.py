@@ -43,6 +43,7 @@ from typing import Any, Dict, List, Optional
 import attr
 
 from generic_trainer.core import module_loader
+from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
 from generic_trainer.local import data as local_data
 from generic_trainer.local.layout import Layout
@@ -67,6 +68,10 @@ class Request:
       bar on a terminal.
     resume: Whether to resume from the checkpoint an unfinished run with
       the same `resume_key` left (False: remove it and start over).
+    base_model: A SavedModel folder to warm-start from, or None; the new
+      model must keep its signatures unless `allow_signature_change`.
+    allow_signature_change: Publish even if the signatures differ from the
+      base model's.
     started: `time.monotonic()` when the process started.
   """
   module_file = attr.ib(type=str)
@@ -82,6 +87,8 @@ class Request:
   keras_version = attr.ib(type=Optional[str], default=None)
   interactive = attr.ib(type=Optional[bool], default=None)
   resume = attr.ib(type=bool, default=True)
+  base_model = attr.ib(type=Optional[str], default=None)
+  allow_signature_change = attr.ib(type=bool, default=False)
 
 
 def resume_key(request: Request) -> str:
@@ -110,7 +117,9 @@ def resume_key(request: Request) -> str:
       'schema': content(request.schema), 'train': files(request.train_data),
       'eval': files(request.eval_data), 'steps': request.steps,
       'eval_steps': request.eval_steps, 'hparams': request.hparams,
-      'keras_version': request.keras_version}, sort_keys=True)
+      'keras_version': request.keras_version,
+      'base_model': files([os.path.join(request.base_model, 'saved_model.pb')]
+                          if request.base_model else [])}, sort_keys=True)
   return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -210,12 +219,13 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
 def _run_spec(request: Request, layout: Layout, spec_class,
               checkpoint_dir: str) -> Outcome:
   """The TrainSpec path: spec.runner on LocalFnArgs; no TFX, no Beam."""
-  from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.user_code import user_code  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import signature_gate  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.user_code import user_code  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer.spec.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
   splits = _write_inputs(request, layout)
   staged = StagedExport(layout.publishing, keep_dir=layout.run)
@@ -224,7 +234,8 @@ def _run_spec(request: Request, layout: Layout, spec_class,
       train_steps=request.steps, eval_steps=request.eval_steps,
       schema_path=layout.schema, serving_model_dir=staged.serving_dir,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
-      hyperparameters=request.hparams, checkpoint_dir=checkpoint_dir)
+      hyperparameters=request.hparams, checkpoint_dir=checkpoint_dir,
+      base_model=request.base_model)
   timer = FirstStepTime(request.started)
   what = f'TrainSpec {spec_class.__name__}'
   with staged.attempt():
@@ -234,6 +245,8 @@ def _run_spec(request: Request, layout: Layout, spec_class,
                                extra_handlers=[timer])
     report = validate_export(staged.serving_dir, fn_args.eval_files,
                              layout.schema)
+    if request.base_model and not request.allow_signature_change:
+      signature_gate.check(request.base_model, staged.serving_dir)
   staged.publish()
   if timer.seconds is not None:
     result['time_to_first_step_s'] = round(timer.seconds, 3)
@@ -269,6 +282,11 @@ def _run_run_fn(request: Request, layout: Layout,
       **_entry_point_properties(request)}
   if request.keras_version:
     exec_properties['keras_version'] = request.keras_version
+  if request.base_model:
+    input_dict[keys.BASE_MODEL_KEY] = [_artifact(
+        standard_artifacts.Model, layout.link_base_model(request.base_model))]
+  if request.allow_signature_change:
+    exec_properties[ALLOW_SIGNATURE_CHANGE_KEY] = True
   GenericExecutor(checkpoint_dir=checkpoint_dir).Do(input_dict, output_dict,
                                                     exec_properties)
   return Outcome(f'`{request.run_fn or RUN_FN_KEY}`',

@@ -2,8 +2,9 @@
 
 One sequence, used by pipelines, the `generic-trainer` command and the
 notebook `Estimator` alike: `prepare` (schema, features, schedule,
-datasets, compiled model, the checks against a real batch), `train` (the
-fit loop), `run` (both, then the export and the result record).
+datasets, compiled model, the checks against a real batch, the warm start
+from the base model), `train` (the fit loop), `run` (both, then the export
+and the result record).
 """
 
 import os
@@ -16,6 +17,7 @@ from generic_trainer.spec import checks
 from generic_trainer.spec import datasets
 from generic_trainer.spec import export
 from generic_trainer.spec import fit_loop
+from generic_trainer.spec import warm_start
 
 
 @attr.s(frozen=True)
@@ -26,12 +28,15 @@ class Prepared:
     schema: The schema of the examples the model reads.
     keys: The features the model reads.
     plan: The datasets and the schedule (`fit_loop.FitPlan`).
-    model: The compiled model (`spec.model`).
+    model: The compiled model (`spec.model`), warm-started from the base
+      model when there is one (`warm_start`).
+    warm_start: What the warm start loaded, or None.
   """
   schema = attr.ib()
   keys = attr.ib(type=List[str])
   plan = attr.ib(type=fit_loop.FitPlan)
   model = attr.ib()
+  warm_start = attr.ib(default=None)
 
 
 def prepare(spec, fn_args) -> Prepared:
@@ -58,9 +63,10 @@ def prepare(spec, fn_args) -> Prepared:
   checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
   checks.check_monitors(spec, model)
+  warm = warm_start.apply(spec, model, fn_args.base_model)
   plan = fit_loop.FitPlan(train, evaluation, epochs, steps_per_epoch,
                           fn_args.eval_steps)
-  return Prepared(schema, keys, plan, model)
+  return Prepared(schema, keys, plan, model, warm)
 
 
 def train(spec, fn_args, interactive: Optional[bool] = None,
@@ -72,6 +78,8 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
   prepared = prepare(spec, fn_args)
   result = fit_loop.fit(spec, prepared.plan, fn_args, interactive=interactive,
                         extra_handlers=extra_handlers)
+  if prepared.warm_start:
+    result['warm_start'] = prepared.warm_start
   return prepared, result
 
 
@@ -93,10 +101,11 @@ def run(spec_class, fn_args, interactive: Optional[bool] = None,
 
 
 def _num_train_examples(fn_args):
-  """Train examples from fn_args.num_examples (the statistics input)."""
+  """Train examples from fn_args.num_examples (the statistics input, summed
+  over the Examples artifacts): the train splits' counts, each split once."""
   if not fn_args.num_examples:
     return None
-  splits = [os.path.basename(os.path.dirname(p))[len('Split-'):]
-            for p in fn_args.train_files]
-  counts = [fn_args.num_examples.get(s) for s in splits]
+  splits = {os.path.basename(os.path.dirname(p))[len('Split-'):]
+            for p in fn_args.train_files}
+  counts = [fn_args.num_examples.get(s) for s in sorted(splits)]
   return sum(counts) if counts and None not in counts else None

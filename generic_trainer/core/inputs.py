@@ -1,0 +1,183 @@
+"""Checks and readers of the trainer's input artifacts, before training.
+
+Each check names the artifact it is about (its URI, and span and version
+when it has them): with a rolling window of spans, `examples` holds several
+Examples artifacts, and every one is checked on its own.
+"""
+
+import json
+import os
+from typing import Dict, List, Optional
+
+from tfx import types
+from tfx.types import artifact_utils
+from tfx.utils import io_utils
+
+from generic_trainer import progress
+from generic_trainer.errors import InputArtifactError
+
+
+def describe(artifact: types.Artifact) -> str:
+  """'<type> artifact <uri> (span 3, version 0)', span and version when it
+  has them."""
+  details = [artifact.uri]
+  for name in ('span', 'version'):
+    if artifact.has_property(name) and getattr(artifact, name) is not None:
+      details.append(f'{name} {getattr(artifact, name)}')
+  return f'{artifact.type_name} artifact ' + ', '.join(details)
+
+
+def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
+  """Raises if a split named in train/eval args is not in `examples`, is
+  empty, or holds a file that is not readable tf.Example TFRecords."""
+  available = artifact_utils.decode_split_names(examples.split_names)
+  for name, split_args, default in (('train_args', train_args, 'train'),
+                                    ('eval_args', eval_args, 'eval')):
+    for split in list(split_args.splits) or [default]:
+      if split not in available:
+        raise InputArtifactError(
+            f"The examples have no split {split!r} (asked for by {name}"
+            f"{'' if split_args.splits else ' by default'}). The examples "
+            f'({describe(examples)}) have the splits {available}. Set '
+            f'{name}.splits to some of those, or leave these examples out.')
+      uri = artifact_utils.get_split_uri([examples], split)
+      files = sorted(f for f in _list_files(uri)
+                     if not os.path.basename(f).startswith('.'))
+      if not files:
+        raise InputArtifactError(
+            f'The {split!r} split of the examples is empty: no files in '
+            f'{uri} ({describe(examples)}). Check the component that '
+            'produced the examples.')
+      payload = examples.get_string_custom_property('payload_format')
+      if payload in ('', 'FORMAT_TF_EXAMPLE', 'FORMAT_TF_SEQUENCE_EXAMPLE'):
+        for filename in files:
+          _check_tfrecord(os.path.join(uri, filename), split, examples,
+                          tf_example=payload != 'FORMAT_TF_SEQUENCE_EXAMPLE')
+
+
+def _check_tfrecord(path: str, split: str, examples: types.Artifact,
+                    tf_example: bool) -> None:
+  """Reads a TFRecord file (all of it when small, else its first record),
+  so corruption fails early; with `tf_example`, its first record must be a
+  tf.Example."""
+  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import validation  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  error = tfrecords.check_error(path)
+  if error is not None:
+    raise InputArtifactError(
+        f'The {split!r} split file {path} is not a readable '
+        f'{tfrecords.describe(path)} file: {summarize(error)}. It is corrupt '
+        'or truncated: re-run the component that produced the examples '
+        f'({describe(examples)}).') from error
+  record = tfrecords.first_record(path) if tf_example else None
+  problem = validation.record_problem(record, {}) if record else ''
+  if problem:
+    raise InputArtifactError(
+        f'The {split!r} split file {path} ({describe(examples)}), record 0: '
+        f'{problem}')
+
+
+def base_model_path(artifacts: List[types.Artifact]) -> Optional[str]:
+  """The serving SavedModel folder of the base_model input, or None."""
+  if not artifacts:
+    return None
+  from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
+  model = artifact_utils.get_single_instance(artifacts)
+  return path_utils.serving_model_path(
+      model.uri, path_utils.is_old_model_artifact(model))
+
+
+def check_base_model(artifacts: List[types.Artifact]) -> None:
+  """Raises unless the base_model artifact holds a serving SavedModel."""
+  path = base_model_path(artifacts)
+  if path is None:
+    return
+  if not os.path.isfile(os.path.join(path, 'saved_model.pb')) and (
+      '://' not in path):
+    raise InputArtifactError(
+        f'The base_model artifact ({artifacts[0].uri}) holds no SavedModel: '
+        f'{path}/saved_model.pb does not exist. Expected the `model` output '
+        'of a trainer that finished; connect that channel, or drop '
+        'base_model.')
+
+
+def _list_files(uri: str) -> List[str]:
+  from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
+  return fileio.listdir(uri) if fileio.isdir(uri) else []
+
+
+def read_hyperparameters(artifacts: List[types.Artifact]) -> Optional[dict]:
+  """The HyperParameters artifact's JSON as a dict, or None."""
+  if not artifacts:
+    return None
+  uri = artifact_utils.get_single_uri(artifacts)
+  try:
+    path = io_utils.get_only_uri_in_dir(uri)
+  except Exception as e:  # pylint: disable=broad-except
+    raise InputArtifactError(
+        f'The hyperparameters artifact ({uri}) must hold exactly one JSON '
+        f'file (as Tuner writes it). {e}') from e
+  try:
+    value = json.loads(io_utils.read_string_file(path))
+  except ValueError as e:
+    raise InputArtifactError(
+        f'The hyperparameters file {path} is not valid JSON: {e}. Expected '
+        'the `keras_tuner.HyperParameters.get_config()` JSON that Tuner '
+        'writes.') from e
+  if not isinstance(value, dict):
+    raise InputArtifactError(
+        f'The hyperparameters file {path} must hold a JSON object. Received: '
+        f'a {type(value).__name__}.')
+  return value
+
+
+def read_num_examples(statistics: List[types.Artifact],
+                      examples: List[types.Artifact]
+                      ) -> Optional[Dict[str, int]]:
+  """Examples per split, summed over the Examples artifacts, from their
+  statistics; None without statistics, or when some Examples artifact has
+  none (matched by span and version; one of each is matched as it is)."""
+  if not statistics:
+    return None
+  if len(statistics) == 1 and len(examples) == 1:
+    return _count(statistics[0])
+  matched = []
+  for artifact in examples:
+    same = [s for s in statistics if _span_version(s) == _span_version(
+        artifact)]
+    if not same:
+      progress.log().info(
+          'fn_args.num_examples is None: no statistics artifact of the span '
+          'and version of the examples %s (statistics of %s).',
+          describe(artifact), ', '.join(describe(s) for s in statistics))
+      return None
+    matched.append(same[0])
+  counts = {}
+  for stats in matched:
+    for split, count in _count(stats).items():
+      counts[split] = counts.get(split, 0) + count
+  return counts
+
+
+def _span_version(artifact: types.Artifact):
+  return tuple(getattr(artifact, name) if artifact.has_property(name)
+               else None for name in ('span', 'version'))
+
+
+def _count(stats: types.Artifact) -> Dict[str, int]:
+  """Examples per split of one ExampleStatistics artifact."""
+  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
+  counts = {}
+  for split in artifact_utils.decode_split_names(stats.split_names):
+    path = os.path.join(artifact_utils.get_split_uri([stats], split),
+                        'FeatureStats.pb')
+    proto = statistics_pb2.DatasetFeatureStatisticsList()
+    try:
+      proto.ParseFromString(io_utils.read_bytes_file(path))
+    except Exception as e:  # pylint: disable=broad-except
+      raise InputArtifactError(
+          f'Cannot read statistics for split {split!r} from {path}: {e}. '
+          'Expected the FeatureStats.pb that StatisticsGen writes.') from e
+    counts[split] = sum(d.num_examples for d in proto.datasets)
+  return counts
