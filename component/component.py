@@ -26,7 +26,8 @@ class GenericTrainer(base_component.BaseComponent):
   `serving_default` signature and predicts on eval examples) before anything
   downstream can see it, fills `fn_args.num_examples` from an optional
   `statistics` input, and can run the training under Keras 3 or tf.keras 2
-  per component (`keras_version`), and on several workers (`num_workers`).
+  per component (`keras_version`), on TensorFlow or JAX (`backend`), and
+  on several workers (`num_workers`).
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
   `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
@@ -58,7 +59,8 @@ class GenericTrainer(base_component.BaseComponent):
       keras_version: Optional[str] = None,
       num_workers: Optional[int] = None,
       strategy: Optional[str] = None,
-      allow_signature_change: Optional[bool] = None):
+      allow_signature_change: Optional[bool] = None,
+      backend: Optional[str] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -96,6 +98,12 @@ class GenericTrainer(base_component.BaseComponent):
         the signatures the base serves (names, inputs, dtypes, shapes,
         outputs), or nothing is published; True publishes it anyway, when
         the serving clients change with the model.
+      backend: The Keras 3 backend the training computes with: 'tensorflow'
+        or 'jax'. None: the TrainSpec's `backend`, else TensorFlow. A JAX
+        training runs in a child process with KERAS_BACKEND=jax; its
+        export is a TensorFlow SavedModel (see README.md, "JAX"). JAX
+        trains in one process only: not with tf_keras, several workers or
+        a tf.distribute strategy.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -112,6 +120,9 @@ class GenericTrainer(base_component.BaseComponent):
       module_loader.check_module_source(module_file)
     args.check_keras_version(keras_version)
     distribution.check_settings(num_workers, strategy)
+    args.check_backend(backend)
+    args.check_backend_fits(backend, f'backend={backend!r}', keras_version,
+                            num_workers, strategy=strategy)
     args.check_flag('allow_signature_change', allow_signature_change)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
@@ -132,6 +143,7 @@ class GenericTrainer(base_component.BaseComponent):
         num_workers=num_workers,
         strategy=strategy,
         allow_signature_change=allow_signature_change,
+        backend=backend,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun))
     super().__init__(spec=spec)

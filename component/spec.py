@@ -9,7 +9,9 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
     together, with which tf.distribute strategy (see
     `generic_trainer.core.distribution`);
   - parameter `allow_signature_change`: publish a model whose signatures
-    differ from the base model's (see `generic_trainer.core.signature_gate`).
+    differ from the base model's (see `generic_trainer.core.signature_gate`);
+  - parameter `backend` ('tensorflow' or 'jax'): the Keras 3 backend the
+    training computes with (see `generic_trainer.launch.backend_process`).
 """
 
 from tfx.types import standard_artifacts
@@ -20,6 +22,7 @@ from tfx.types.component_spec import ExecutionParameter
 from tfx.types.system_executions import Train
 
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
+from generic_trainer.keys import BACKEND_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STATISTICS_KEY
@@ -38,6 +41,7 @@ class GenericTrainerSpec(ComponentSpec):
       STRATEGY_KEY: ExecutionParameter(type=str, optional=True),
       ALLOW_SIGNATURE_CHANGE_KEY: ExecutionParameter(type=(bool, int),
                                                      optional=True),
+      BACKEND_KEY: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       **_TRAINER.INPUTS,

@@ -18,6 +18,7 @@ from generic_trainer.core.export_validation import validate_export
 from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
+from generic_trainer.keys import BACKEND_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.launch import dispatch
 
@@ -33,8 +34,9 @@ class GenericExecutor(base_executor.BaseExecutor):
   then move it into the Model artifact. Any failure leaves no model in the Model artifact; a rejected
   export is kept in the node's stateful working dir for inspection.
 
-  Where the training runs (here, a child process under the other Keras,
-  `num_workers` local processes) is `launch.dispatch`'s decision. Under a
+  Where the training runs (here, a child process under the other Keras or
+  on another Keras backend, `num_workers` local processes) is
+  `launch.dispatch`'s decision. Under a
   TF_CONFIG that makes this process a non-chief worker, it trains and
   publishes nothing.
   """
@@ -55,6 +57,7 @@ class GenericExecutor(base_executor.BaseExecutor):
     from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     self._log_startup(input_dict, output_dict, exec_properties)
     args.check_keras_version(exec_properties.get(KERAS_VERSION_KEY) or None)
+    args.check_backend(exec_properties.get(BACKEND_KEY) or None)
     role = distribution.current_role(exec_properties)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])

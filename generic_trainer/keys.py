@@ -18,11 +18,19 @@ KERAS_VERSION_KEY = 'keras_version'
 NUM_WORKERS_KEY = 'num_workers'
 STRATEGY_KEY = 'strategy'
 ALLOW_SIGNATURE_CHANGE_KEY = 'allow_signature_change'
+BACKEND_KEY = 'backend'
 
 # Values of `keras_version`: what `tf.keras` means for the training.
 KERAS3 = 'keras3'
 TF_KERAS = 'tf_keras'
 KERAS_VERSIONS = (KERAS3, TF_KERAS)
+
+# Values of `backend` (and of TrainSpec.backend): what Keras 3 computes with.
+TENSORFLOW_BACKEND = 'tensorflow'
+JAX_BACKEND = 'jax'
+BACKENDS = (TENSORFLOW_BACKEND, JAX_BACKEND)
+# The environment variable Keras 3 reads its backend from, once per process.
+KERAS_BACKEND_ENV = 'KERAS_BACKEND'
 
 # Values of `strategy`.
 DEFAULT_STRATEGY = 'default'

@@ -63,11 +63,22 @@ class TrainSpec(abc.ABC):
       `monitor` and `mode`. None disables checkpoints.
     handlers(): Your own `keras.callbacks.Callback`s, called after the
       built-in ones.
+    backend: The Keras 3 backend to train on: 'tensorflow' or 'jax'; None
+      (default) means the component's `backend` (--backend for the
+      command), else TensorFlow. A setting that differs from the spec's is
+      refused. On JAX the training runs in a process with KERAS_BACKEND=jax
+      and the export is still a TensorFlow SavedModel (README.md, "JAX").
     train_step(model, data): A custom train step for what `model.fit`'s
       default cannot express; see `keras.Model.train_step`. Return the
-      logs dict.
+      logs dict. On JAX it is `train_step(model, state, data)` and returns
+      `(logs, state)`: state is the tuple of (trainable, non-trainable,
+      optimizer, metrics) variable values, and the gradient comes from
+      `jax.value_and_grad` over `model.stateless_call` (a step written with
+      tf.GradientTape is refused before training).
     preprocess(features): A function of the feature dict applied in the
-      input pipeline and at serving time (default: identity).
+      input pipeline and at serving time (default: identity). On JAX it
+      is converted with jax2tf to run in the tf.data pipeline, so write it
+      with `keras.ops` (not `tf.*`).
     cache: Keep the parsed train and eval rows in memory after the first
       epoch: True, False, or None (default) to cache when the data likely
       fits in a quarter of the free memory. Applies when every feature the
@@ -102,6 +113,7 @@ class TrainSpec(abc.ABC):
   cache: Optional[bool] = None
   steps_per_execution: Optional[int] = None
   warm_start: Any = True
+  backend: Optional[str] = None
 
   def __init__(self, fn_args=None, hparams: Optional[Dict[str, Any]] = None):
     self.fn_args = fn_args

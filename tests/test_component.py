@@ -31,7 +31,8 @@ def test_spec_matches_tfx_trainer_spec():
       assert ours[key].type == parameter.type, key
       assert ours[key].optional == parameter.optional, key
   assert set(GenericTrainerSpec.PARAMETERS) - set(TrainerSpec.PARAMETERS) == {
-      'keras_version', 'num_workers', 'strategy', 'allow_signature_change'}
+      'keras_version', 'num_workers', 'strategy', 'allow_signature_change',
+      'backend'}
   assert set(GenericTrainerSpec.INPUTS) - set(TrainerSpec.INPUTS) == {
       'statistics'}
   assert GenericTrainerSpec.OUTPUTS.keys() == TrainerSpec.OUTPUTS.keys()

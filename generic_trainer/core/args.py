@@ -4,8 +4,17 @@ pipeline or another orchestrator may hand over anything)."""
 
 from typing import Any, Optional
 
-from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import InvalidArgumentError, SpecError
+from generic_trainer.keys import BACKENDS, DEFAULT_STRATEGY, JAX_BACKEND
 from generic_trainer.keys import KERAS_VERSIONS, RUN_FN_KEY, SOURCE_KEYS
+from generic_trainer.keys import TF_KERAS
+
+# For several devices of one machine on JAX (tested in
+# tests/test_jax_backend.py): Keras's own data parallelism.
+_JAX_DEVICES_HINT = (
+    'for several devices of one machine, call keras.distribution.'
+    'set_distribution(keras.distribution.DataParallel()) at the start of '
+    'build_model')
 
 
 def check_one_source(**sources: Any) -> str:
@@ -32,6 +41,90 @@ def check_keras_version(keras_version: Optional[str]) -> None:
     raise InvalidArgumentError(
         f"'keras_version' must be one of {KERAS_VERSIONS} or None. "
         f'Received: keras_version={keras_version!r}.')
+
+
+def check_backend(backend: Optional[str]) -> None:
+  if backend is not None and backend not in BACKENDS:
+    raise InvalidArgumentError(
+        f"'backend' must be one of {BACKENDS} or None (the TrainSpec's own "
+        f'backend, else TensorFlow). Received: backend={backend!r}.')
+
+
+def resolve_backend(setting: Optional[str],
+                    spec_class: Optional[type]) -> Optional[str]:
+  """The backend a training runs on: the component's `backend` (or the
+  command's --backend), else the TrainSpec's `backend`, else None (this
+  process's Keras backend: TensorFlow unless KERAS_BACKEND says otherwise).
+
+  Raises:
+    SpecError: the TrainSpec's `backend` is not one of BACKENDS.
+    InvalidArgumentError: the setting and the TrainSpec's `backend` differ.
+  """
+  spec_backend = getattr(spec_class, 'backend', None)
+  if spec_backend is not None and spec_backend not in BACKENDS:
+    raise SpecError(
+        f'TrainSpec.backend must be one of {BACKENDS} or None (TensorFlow '
+        f'unless the component says otherwise). Received: '
+        f'{spec_class.__name__}.backend={spec_backend!r}.')
+  if setting and spec_backend and setting != spec_backend:
+    raise InvalidArgumentError(
+        f"The component's backend and the TrainSpec's disagree. Expected "
+        'one of them, or the same backend in both. Received: '
+        f'backend={setting!r}, {spec_class.__name__}.backend='
+        f'{spec_backend!r}. Remove backend from the component (or '
+        '--backend), or change the TrainSpec.')
+  return setting or spec_backend
+
+
+def check_backend_fits(backend: Optional[str], source: str,
+                       keras_version: Optional[str] = None,
+                       num_workers: Optional[int] = None,
+                       cluster_size: int = 1,
+                       strategy: Optional[str] = None) -> None:
+  """Refuses what cannot train on JAX: tf.keras 2, several workers, a
+  tf.distribute strategy. Nothing to refuse on another backend.
+
+  Args:
+    backend: The backend the training runs on.
+    source: Where it was set, for the message: "backend='jax'" or
+      "PenguinSpec.backend='jax'".
+    keras_version: The component's `keras_version`.
+    num_workers: The component's `num_workers`.
+    cluster_size: The processes of this process's TF_CONFIG cluster (1
+      without one).
+    strategy: The component's `strategy`.
+
+  Raises:
+    InvalidArgumentError: saying why and what to do.
+  """
+  if backend != JAX_BACKEND:
+    return
+  if keras_version == TF_KERAS:
+    raise InvalidArgumentError(
+        f"{source} trains with Keras 3 on JAX, but keras_version='tf_keras' "
+        'asks for tf.keras 2, which runs on TensorFlow only. Received: '
+        f"{source}, keras_version='tf_keras'. Leave keras_version unset (or "
+        "'keras3') to train on JAX, or train on TensorFlow "
+        "(backend='tensorflow').")
+  workers = max(num_workers or 1, cluster_size)
+  if workers > 1:
+    what = (f'num_workers={num_workers}' if (num_workers or 1) > 1 else
+            f'a TF_CONFIG cluster of {cluster_size}')
+    raise InvalidArgumentError(
+        f'{source} cannot train with {workers} workers: GenericTrainer\'s '
+        'workers train together through tf.distribute\'s '
+        "MultiWorkerMirroredStrategy, which Keras's JAX trainer ignores, so "
+        'each worker would train alone on its share of the data, without a '
+        f'word. Received: {source}, {what}. Train on JAX in one process '
+        f'({_JAX_DEVICES_HINT}), or with several workers on TensorFlow '
+        "(backend='tensorflow').")
+  if strategy not in (None, DEFAULT_STRATEGY):
+    raise InvalidArgumentError(
+        f'{source} cannot train under strategy={strategy!r}: that is a '
+        "tf.distribute strategy, which Keras's JAX trainer ignores (the "
+        f'model would train on one device). Received: {source}, '
+        f"strategy={strategy!r}. Leave strategy unset on JAX "
+        f"({_JAX_DEVICES_HINT}), or use backend='tensorflow'.")
 
 
 def check_flag(name: str, value: Any) -> None:

@@ -39,6 +39,12 @@ class TrainingRequest:
     from generic_trainer.keys import KERAS_VERSION_KEY  # pylint: disable=g-import-not-at-top
     return self.exec_properties.get(KERAS_VERSION_KEY) or None
 
+  @property
+  def backend(self) -> Optional[str]:
+    """'tensorflow', 'jax', or None (the TrainSpec's, else the process's)."""
+    from generic_trainer.keys import BACKEND_KEY  # pylint: disable=g-import-not-at-top
+    return self.exec_properties.get(BACKEND_KEY) or None
+
   def with_scratch_outputs(self, root: str) -> 'TrainingRequest':
     """This request with Model and ModelRun copies under `root`, for a
     worker whose export and logs are thrown away (see

@@ -1,6 +1,7 @@
 """Runs a training in a child Python process, and reads back its result.
 
-Used for training under the other Keras (`keras_process`) and for each
+Used for training under the other Keras (`keras_process`) or on another
+Keras backend (`backend_process`), through `train_in_child`, and for each
 worker of a local multi-worker training (`local_cluster`). The parent writes
 a request JSON (a `TrainingRequest`: artifacts as TFX serialises them, exec
 properties, where the export goes) and starts `python -m generic_trainer.launch.child REQUEST`
@@ -14,12 +15,38 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import Dict, Optional
 
 from generic_trainer import errors
 from generic_trainer.core.request import TrainingRequest
 
 CHILD_MODULE = 'generic_trainer.launch.child'
+
+
+def train_in_child(request: TrainingRequest, env: Dict[str, str],
+                   what: str) -> None:
+  """Trains `request` in one child process whose environment is this one's
+  plus `env`, and waits for it.
+
+  `what` names the child in messages: 'tf_keras', 'jax backend'.
+
+  Raises:
+    The child's error as the same GenericTrainer error class, with the
+    child's message; `TrainingProcessError` if it died without reporting one.
+  """
+  with tempfile.TemporaryDirectory(prefix='generic_trainer_') as tmp:
+    request_path = os.path.join(tmp, 'request.json')
+    result_path = os.path.join(tmp, 'result.json')
+    write_request(request_path, request, result_path)
+    returncode = start(request_path, child_env(env)).wait()
+    error = read_error(result_path, f'raised in the {what} training process')
+    if error is not None:
+      raise error
+    if returncode != 0 or not reported(result_path):
+      raise errors.TrainingProcessError(
+          f'The {what} training process {describe_exit(returncode)} without '
+          'reporting an error; its output is above. Nothing was published.')
 
 
 def write_request(path: str, request: TrainingRequest,

@@ -16,10 +16,8 @@ Validation and publication stay in the parent. The child is run by
 
 import os
 import sys
-import tempfile
 from typing import Dict, Optional
 
-from generic_trainer import errors
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import KERAS3, TF_KERAS
 from generic_trainer.launch import child_process
@@ -65,22 +63,8 @@ def run_in_child(request: TrainingRequest) -> None:
   Raises the child's error as the same GenericTrainer error class, with the
   child's message; `TrainingProcessError` if it died without reporting one.
   """
-  keras_version = request.keras_version
-  with tempfile.TemporaryDirectory(prefix='generic_trainer_') as tmp:
-    request_path = os.path.join(tmp, 'request.json')
-    result_path = os.path.join(tmp, 'result.json')
-    child_process.write_request(request_path, request, result_path)
-    returncode = child_process.start(
-        request_path, child_process.child_env(keras_env(keras_version))).wait()
-    error = child_process.read_error(
-        result_path, f'raised in the {keras_version} training process')
-    if error is not None:
-      raise error
-    if returncode != 0 or not child_process.reported(result_path):
-      raise errors.TrainingProcessError(
-          f'The {keras_version} training process '
-          f'{child_process.describe_exit(returncode)} without reporting an '
-          'error; its output is above. Nothing was published.')
+  child_process.train_in_child(request, keras_env(request.keras_version),
+                               request.keras_version)
 
 
 def keras_env(keras_version: Optional[str]) -> Dict[str, str]:

@@ -13,11 +13,12 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+from generic_trainer.core import args
 from generic_trainer.core import module_loader
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import UserModuleError
-from generic_trainer.keys import KERAS_VERSIONS, RUN_FN_KEY
+from generic_trainer.keys import BACKENDS, KERAS_VERSIONS, RUN_FN_KEY
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
 
@@ -72,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
       'its TrainSpec)')
   add('--keras-version', metavar='{keras3,tf_keras}',
       help='what tf.keras means (default: as TensorFlow decides)')
+  add('--backend', metavar='{tensorflow,jax}',
+      help="the Keras backend to train on (default: the TrainSpec's "
+      'backend, else tensorflow)')
   add('--progress', default='auto', metavar='{auto,bar,lines}',
       help='a progress bar or log lines (default auto: a bar on a terminal)')
   add('--base-model', metavar='DIR',
@@ -114,6 +118,13 @@ def parse(argv: Optional[Sequence[str]],
         '--keras-version must be keras3 or tf_keras. Received: '
         f'--keras-version={ns.keras_version!r}. Use tf_keras for module '
         'files written for tf.keras 2.')
+  if ns.backend is not None and ns.backend not in BACKENDS:
+    raise InvalidArgumentError(
+        '--backend must be tensorflow or jax. Received: '
+        f'--backend={ns.backend!r}. Leave it out to train on the TrainSpec\'s '
+        'backend (TensorFlow unless it says otherwise).')
+  args.check_backend_fits(ns.backend, f'--backend={ns.backend}',
+                          ns.keras_version)
   if ns.progress not in PROGRESS:
     raise InvalidArgumentError(
         '--progress must be auto, bar or lines. Received: '
@@ -130,7 +141,7 @@ def parse(argv: Optional[Sequence[str]],
                                'of eval batches', 'evaluate on all the eval '
                                'data'),
       hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
-      keras_version=ns.keras_version, interactive=PROGRESS[ns.progress],
+      keras_version=ns.keras_version, backend=ns.backend, interactive=PROGRESS[ns.progress],
       resume=not ns.no_resume, started=started, base_model=base_model,
       allow_signature_change=ns.allow_signature_change)
 

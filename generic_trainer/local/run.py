@@ -32,6 +32,10 @@ the artifacts' URIs as in a pipeline. A run with another key, or with
 
 The module is loaded here first, to find out which path it takes; a
 `run_fn` module is then loaded again by the executor, as in a pipeline.
+A TrainSpec takes the executor's path too when it trains on another Keras
+backend than this process's (a spec whose `backend = 'jax'`, where
+--backend did not set KERAS_BACKEND before Keras was imported): the
+executor trains it in a child process on that backend (`launch.dispatch`).
 """
 
 import hashlib
@@ -43,7 +47,7 @@ from typing import Any, Dict, List, Optional
 import attr
 
 from generic_trainer.core import module_loader
-from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
+from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY, BACKEND_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
 from generic_trainer.local import data as local_data
 from generic_trainer.local.layout import Layout
@@ -64,6 +68,8 @@ class Request:
     hparams: Hyperparameters (a dict), or None.
     run_fn: The module's entry point by name, or None to find it.
     keras_version: 'keras3', 'tf_keras', or None.
+    backend: 'tensorflow', 'jax', or None (the TrainSpec's, else
+      TensorFlow).
     interactive: True for a progress bar, False for log lines, None for a
       bar on a terminal.
     resume: Whether to resume from the checkpoint an unfinished run with
@@ -85,6 +91,7 @@ class Request:
   hparams = attr.ib(type=Optional[Dict[str, Any]], default=None)
   run_fn = attr.ib(type=Optional[str], default=None)
   keras_version = attr.ib(type=Optional[str], default=None)
+  backend = attr.ib(type=Optional[str], default=None)
   interactive = attr.ib(type=Optional[bool], default=None)
   resume = attr.ib(type=bool, default=True)
   base_model = attr.ib(type=Optional[str], default=None)
@@ -117,7 +124,7 @@ def resume_key(request: Request) -> str:
       'schema': content(request.schema), 'train': files(request.train_data),
       'eval': files(request.eval_data), 'steps': request.steps,
       'eval_steps': request.eval_steps, 'hparams': request.hparams,
-      'keras_version': request.keras_version,
+      'keras_version': request.keras_version, 'backend': request.backend,
       'base_model': files([os.path.join(request.base_model, 'saved_model.pb')]
                           if request.base_model else [])}, sort_keys=True)
   return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -160,17 +167,28 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
     GenericTrainerError: the module, the data, the training or the export
       failed; `model/` is as an earlier run left it (or absent).
   """
+  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import backend_process  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import keras_process  # pylint: disable=g-import-not-at-top
-  # Before TensorFlow is imported (by the module, usually): tf.keras is
-  # decided once per process.
+  # Before TensorFlow and Keras are imported (by the module, usually):
+  # tf.keras and Keras's backend are decided once per process.
   os.environ.update(keras_process.keras_env(request.keras_version))
+  os.environ.update(backend_process.choose_before_import(request.backend))
   entry = module_loader.load_from_file(request.module_file, request.run_fn)
+  spec_class = getattr(entry, 'train_spec', None)
+  backend = args.resolve_backend(request.backend, spec_class)
+  args.check_backend_fits(
+      backend, f'{spec_class.__name__}.backend={backend!r}'
+      if spec_class is not None and not request.backend else
+      f'--backend={backend}', request.keras_version)
   layout = Layout(request.output_dir)
   checkpoint = checkpoint or layout.resume_dir(resume_key(request))
   layout.clear(keep=checkpoint if request.resume else None)
   try:
-    spec_class = getattr(entry, 'train_spec', None)
-    if spec_class is not None:
+    # A TrainSpec on another backend than this process's trains as a
+    # run_fn does: through the executor, in a child process.
+    if spec_class is not None and dispatch.trains_here(backend):
       outcome = _run_spec(request, layout, spec_class, checkpoint)
     else:
       outcome = _run_run_fn(request, layout, checkpoint)
@@ -282,6 +300,8 @@ def _run_run_fn(request: Request, layout: Layout,
       **_entry_point_properties(request)}
   if request.keras_version:
     exec_properties['keras_version'] = request.keras_version
+  if request.backend:
+    exec_properties[BACKEND_KEY] = request.backend
   if request.base_model:
     input_dict[keys.BASE_MODEL_KEY] = [_artifact(
         standard_artifacts.Model, layout.link_base_model(request.base_model))]

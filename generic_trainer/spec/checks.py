@@ -3,6 +3,43 @@
 from typing import List
 
 from generic_trainer.errors import SpecError, summarize
+from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
+
+
+def check_train_step(spec, backend: str) -> None:
+  """A custom train_step has the form of the backend that runs it:
+  `(model, data)` returning logs on TensorFlow; `(model, state, data)`
+  returning `(logs, state)`, without tf.GradientTape, on JAX."""
+  import inspect  # pylint: disable=g-import-not-at-top
+  step = spec.train_step
+  if step is None:
+    return
+  signature = inspect.signature(step)
+  jax_form = len(signature.parameters) == 3
+  try:
+    tape = 'GradientTape' in inspect.getsource(step)
+  except (OSError, TypeError):
+    tape = False
+  where = f'{type(spec).__name__}.train_step{signature}'
+  if backend == JAX_BACKEND and (tape or not jax_form):
+    why = 'it uses tf.GradientTape' if tape else 'it takes (model, data)'
+    raise SpecError(
+        f'TrainSpec.train_step is written for TensorFlow ({why}), and '
+        "Keras's JAX backend cannot run it: JAX takes gradients of pure "
+        'functions, so its trainer passes the variables\' values in and '
+        'expects them back, and a tf.GradientTape sees no variable change. '
+        f"Received: {where} on backend 'jax'. Write it as `def "
+        'train_step(self, model, state, data)` returning (logs, state), '
+        'with the gradient from jax.value_and_grad over '
+        'model.stateless_call(...) (as Keras\'s own JAX train_step in '
+        "keras/src/backend/jax/trainer.py), or set backend='tensorflow'.")
+  if backend == TENSORFLOW_BACKEND and jax_form:
+    raise SpecError(
+        'TrainSpec.train_step takes (model, state, data), the JAX form, but '
+        "this training runs on TensorFlow, whose Keras calls "
+        'train_step(model, data) and expects the logs dict. Received: '
+        f"{where} on backend 'tensorflow'. Set backend='jax', or write "
+        '`def train_step(self, model, data)` returning the logs dict.')
 
 
 def check_model_inputs(model, keys: List[str]) -> None:

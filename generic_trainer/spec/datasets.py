@@ -83,24 +83,43 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
           files, config, names, label, batch_size, num_epochs, shuffle,
           cache=bool(cache)))
       # Blocks hold exactly `keys` (and the label): only preprocess is left.
-      if type(spec).preprocess is TrainSpec.preprocess:
-        return dataset
-      if not with_label:
-        return dataset.map(spec.preprocess)
-      return dataset.map(lambda f, label: (spec.preprocess(f), label))
+      return _preprocessed(spec, dataset, keys, with_label, select=False)
   # Not tfx_bsl.public.tfxio, which imports Apache Beam: the same class.
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
   options = TensorFlowDatasetOptions(
       batch_size=batch_size, label_key=label, num_epochs=num_epochs,
       shuffle=shuffle)
   dataset = _shard_by_data(factory(files, options, schema))
+  return _preprocessed(spec, dataset, keys, with_label, select=True)
+
+
+def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
+                  select: bool):
+  """`dataset` mapped by the spec's `preprocess`, after keeping only `keys`
+  of each batch's features when `select`.
+
+  On JAX the features are checked first (dense numbers only), and
+  `preprocess` is its jax2tf conversion (see `on_jax`).
+  """
+  from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
+  features_spec = dataset.element_spec[0] if with_label else (
+      dataset.element_spec)
+  features_spec = {k: features_spec[k] for k in keys}
+  own = type(spec).preprocess is not TrainSpec.preprocess
+  preprocess = spec.preprocess
+  if on_jax.active():
+    on_jax.check_features(features_spec)
+    if own:
+      preprocess = on_jax.tf_preprocess(spec, features_spec)
+  if not (own or select):
+    return dataset
+
+  def features_of(features):
+    return preprocess({k: features[k] for k in keys} if select else features)
+
   if not with_label:
-    return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
-
-  def select(features, label):
-    return spec.preprocess({k: features[k] for k in keys}), label
-
-  return dataset.map(select)
+    return dataset.map(features_of)
+  return dataset.map(lambda features, label: (features_of(features), label))
 
 
 def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):

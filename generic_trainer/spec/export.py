@@ -6,6 +6,10 @@
   Evaluator (TFMA), Pusher and TF Serving use it with no user code.
 - `serving_raw`: takes the raw (dense) features as tensors by name.
 Both return `{'outputs': model_output}`.
+
+On the JAX backend the parsing and the Transform graph stay TensorFlow ops,
+and `preprocess` with the model become one jax2tf function (`on_jax`): the
+same signatures, served by TensorFlow with XLA.
 """
 
 from typing import List, Optional
@@ -18,14 +22,25 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
            Optional[str], transform_graph_path: Optional[str]) -> None:
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
   raw_spec, names, transform_layer = _raw_feature_spec(
       spec, schema_path, transform_graph_path)
+  if on_jax.active():
+    archive = on_jax.export_archive()
+    archive.track(model)
+    model_fn = on_jax.model_function(archive, spec, model, _model_feature_spec(
+        keys, raw_spec, names, transform_graph_path))
+  else:
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+
+    def model_fn(features):
+      return model(spec.preprocess(features), training=False)
 
   def predict(raw_features):
     features = (transform_layer(raw_features) if transform_layer is not None
                 else raw_features)
-    features = spec.preprocess({k: features[k] for k in keys})
-    return {'outputs': model(features, training=False)}
+    return {'outputs': model_fn({k: features[k] for k in keys})}
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, 'examples')])
   def serve_examples(examples):
@@ -34,8 +49,6 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
 
   dense = {names[k]: v for k, v in raw_spec.items()
            if isinstance(v, tf.io.FixedLenFeature)}
-  archive = keras.export.ExportArchive()
-  archive.track(model)
   if transform_layer is not None:
     archive.track(transform_layer)  # A TF Trackable: saved with its assets.
   archive.add_endpoint(SERVING_DEFAULT, serve_examples)
@@ -47,6 +60,20 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
       return predict(features)
     archive.add_endpoint(SERVING_RAW, serve_raw)
   archive.write_out(export_dir, verbose=False)
+
+
+def _model_feature_spec(keys, raw_spec, names, transform_graph_path):
+  """{feature: tf.TensorSpec} of what the model reads (after Transform,
+  before `preprocess`), batch first; dense features only, as on JAX."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if transform_graph_path:
+    import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+    parsed = tft.TFTransformOutput(
+        transform_graph_path).transformed_feature_spec()
+  else:
+    parsed = {names[k]: v for k, v in raw_spec.items()}
+  return {k: tf.TensorSpec([None] + list(parsed[k].shape), parsed[k].dtype, k)
+          for k in keys}
 
 
 def _raw_feature_spec(spec, schema_path, transform_graph_path):

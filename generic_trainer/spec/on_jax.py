@@ -1,0 +1,148 @@
+"""What a TrainSpec does differently when Keras computes with JAX.
+
+The input pipeline stays tf.data and the export stays a TensorFlow
+SavedModel; in between, Keras 3.12's JAX trainer takes over `model.fit`.
+Three things cannot stay as on TensorFlow:
+
+  - `preprocess`, which runs in the tf.data pipeline: its `keras.ops` are
+    JAX's, and JAX cannot take tf.data's symbolic tensors. It is converted
+    with jax2tf into a TensorFlow function (lowered for CPU, where tf.data
+    runs), with autograph off: tf.data's autograph would otherwise walk
+    jax's own code (15-20 s measured, instead of 0.02 s).
+  - The export. A tf.function calling a JAX model fails ("Cannot convert a
+    symbolic tf.Tensor to a numpy array"), so Keras's ExportArchive
+    converts `model(preprocess(features))` with jax2tf (native
+    serialization: one XlaCallModule op holding StableHLO, which the
+    serving TensorFlow runs with XLA), lowered for CPU and CUDA; the
+    TensorFlow signatures parse tf.Example and apply Transform, then call
+    it. Its variables are named by their Keras path, as the TensorFlow
+    backend names them, so warm start reads a JAX export as a TensorFlow
+    one, and the signatures are those of a TensorFlow export, so the
+    signature gate lets a model change backends.
+  - A custom `train_step`: Keras's JAX trainer calls
+    `train_step(state, data)` and expects `(logs, state)` back (pure
+    functions: a tf.GradientTape over the variables sees nothing). See
+    `checks.check_train_step`, which refuses a TensorFlow step on JAX.
+
+Features must be dense numbers (JAX has no strings and no sparse or ragged
+arrays): `check_features` refuses others before training. Several steps
+per execution gain nothing on JAX (Keras loops over them in Python;
+2.6k against 3.0k steps/s with 1, measured), so the automatic choice is 1
+(`fit_loop.steps_per_execution`).
+"""
+
+import collections.abc
+from typing import Any, Callable, Dict
+
+from generic_trainer.errors import SpecError
+from generic_trainer.keys import JAX_BACKEND
+
+# Where the exported model may be served: the serving TensorFlow runs the
+# module XLA lowered for its device (README.md, "JAX").
+SERVING_PLATFORMS = ('cpu', 'cuda')
+
+
+def active() -> bool:
+  """Whether Keras in this process computes with JAX."""
+  import keras  # pylint: disable=g-import-not-at-top
+  return keras.backend.backend() == JAX_BACKEND
+
+
+def check_features(features_spec: Dict[str, Any]) -> None:
+  """Every feature the model gets is a dense number tensor.
+
+  `features_spec`: {name: tf.TypeSpec} of a dataset's features.
+
+  Raises:
+    SpecError: naming the first feature that is not.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  for name, type_spec in sorted(features_spec.items()):
+    if not isinstance(type_spec, tf.TensorSpec):
+      kind = type(type_spec).__name__.replace('Spec', '')
+    elif type_spec.dtype == tf.string:
+      kind = 'string Tensor'
+    else:
+      continue
+    raise SpecError(
+        f'On the JAX backend every feature the model reads must be a dense '
+        f'tensor of numbers: JAX has no strings and no sparse or ragged '
+        f'arrays. Received: {name!r}, a {kind}. Make it '
+        'a fixed-length number (in the schema, or with Transform, e.g. '
+        'tft.compute_and_apply_vocabulary), leave it out of '
+        "feature_keys, or train on TensorFlow (backend='tensorflow').")
+
+
+def tf_preprocess(spec, features_spec: Dict[str, Any]) -> Callable:
+  """`spec.preprocess` as a TensorFlow function of feature dicts shaped as
+  `features_spec` (batch first), for tf.data on the JAX backend."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
+  converted = jax2tf.convert(
+      spec.preprocess, polymorphic_shapes=[_polymorphic(features_spec)],
+      with_gradient=False, native_serialization_platforms=('cpu',))
+  return tf.autograph.experimental.do_not_convert(converted)
+
+
+def _polymorphic(features_spec: Dict[str, Any]) -> Dict[str, str]:
+  """jax2tf's polymorphic shapes: 'b' for the batch, shared by all
+  features; a name of its own for every other unknown dimension."""
+  names = iter(f'd{i}' for i in range(10**6))
+  return {k: '(' + ', '.join(
+      ['b'] + [str(d) if d is not None else next(names)
+               for d in list(s.shape)[1:]]) + ')'
+          for k, s in features_spec.items()}
+
+
+def export_archive():
+  """A `keras.export.ExportArchive` that also gives the jax2tf function of
+  an endpoint without making it a signature (`jax2tf_function`), and names
+  its variables by their Keras path ('dense_1/kernel', as on TensorFlow;
+  Keras 3.12's JAX archive names them 'kernel')."""
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  class Archive(keras.export.ExportArchive):
+
+    def _convert_to_tf_variable(self, backend_variable):
+      return tf.Variable(backend_variable.value, dtype=backend_variable.dtype,
+                         trainable=backend_variable.trainable,
+                         name=backend_variable.path)
+
+    def jax2tf_function(self, fn, input_signature):
+      """`fn` (of the tracked variables) as a TensorFlow function: the JAX
+      archive's conversion, which ExportArchive.add_endpoint would also
+      register as a signature."""
+      return super(keras.export.ExportArchive, self).add_endpoint(
+          'model', fn, input_signature, jax2tf_kwargs={
+              'with_gradient': False,
+              'native_serialization_platforms': SERVING_PLATFORMS})
+
+  return Archive()
+
+
+def model_function(archive, spec, model, features_spec: Dict[str, Any]):
+  """`model(spec.preprocess(features))` in inference mode, as a TensorFlow
+  function of feature dicts shaped as `features_spec`; `archive` has
+  tracked `model`."""
+  return archive.jax2tf_function(
+      lambda features: model(spec.preprocess(features), training=False),
+      [features_spec])
+
+
+def train_step(spec) -> Callable:
+  """The spec's JAX `train_step(model, state, data)`, refusing (when JAX
+  traces it) one that does not return `(logs, state)`."""
+
+  def step(model, state, data):
+    result = spec.train_step(model, state, data)
+    if not (isinstance(result, tuple) and len(result) == 2 and
+            isinstance(result[0], collections.abc.Mapping) and result[0]):
+      raise SpecError(
+          'TrainSpec.train_step must return (logs, state) on JAX: the logs '
+          "dict, e.g. {'loss': loss}, and the new state tuple. Received: "
+          f'{type(result).__name__} {result!r:.100}. Return both at the end '
+          'of train_step.')
+    return result
+
+  return step
