@@ -9,8 +9,13 @@ logger's name rather than by where the code lives.
 """
 
 import logging
+import re
+import sys
 
 LOGGER = 'generic_trainer.progress'
+# The epoch lines of `LogLines`, as a child training process prints them
+# (`print_plain`), for a console that reads the child's output.
+EPOCH_LINE = re.compile(r'^(\[worker \d+\] )?epoch \d+ (done after|batch \d+:) ')
 
 
 def log() -> logging.Logger:
@@ -19,3 +24,14 @@ def log() -> logging.Logger:
   if logger.level == logging.NOTSET:
     logger.setLevel(logging.INFO)
   return logger
+
+
+def print_plain() -> None:
+  """In a child training process: the progress log's lines go to stderr
+  as they are, without a level or logger name, as the parent would show
+  them."""
+  handler = logging.StreamHandler(sys.stderr)
+  handler.setFormatter(logging.Formatter('%(message)s'))
+  logger = log()
+  logger.addHandler(handler)
+  logger.propagate = False

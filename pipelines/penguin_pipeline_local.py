@@ -5,7 +5,9 @@ CsvExampleGen -> StatisticsGen -> SchemaGen -> GenericTrainer -> Evaluator
 
     python -m pipelines.penguin_pipeline_local --output-dir tfx_pipeline_output
 
-(add `--num-workers 2` to train with two local worker processes)
+(add `--num-workers 2` to train with two local worker processes, or
+`--module-file module_files/penguin_spec.py --backend jax` to train the
+TrainSpec on Keras's JAX backend, in a child process)
 
 and it prints a line as each component starts and ends, the trainer's
 progress, then the eval metrics, whether the model was blessed, where the
@@ -32,14 +34,15 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
                     keras_version: Optional[str] = None,
                     num_workers: Optional[int] = None,
                     module_path: Optional[str] = None,
-                    baseline: bool = True):
+                    baseline: bool = True, backend: Optional[str] = None):
   """Returns the TFX pipeline (a `tfx.dsl.Pipeline`).
 
   `module_path` (an importable module) replaces `module_file` when given, as
   in the Kubeflow variant, whose image carries the module. Without
   `metadata_path` the orchestrator brings the metadata store (Kubeflow).
   `baseline=False` leaves out the latest-blessed-model Resolver: Evaluator
-  then checks the accuracy threshold alone.
+  then checks the accuracy threshold alone. `backend` is GenericTrainer's
+  ('tensorflow' or 'jax').
   """
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   from tfx.components import CsvExampleGen, Evaluator, Pusher, SchemaGen, StatisticsGen  # pylint: disable=g-import-not-at-top,g-multiple-import
@@ -63,7 +66,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
       train_args=trainer_pb2.TrainArgs(num_steps=train_steps),
       eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
       keras_version=keras_version,
-      num_workers=num_workers)
+      num_workers=num_workers,
+      backend=backend)
   model_resolver = resolver.Resolver(
       strategy_class=latest_blessed_model_strategy.LatestBlessedModelStrategy,
       model=Channel(type=standard_artifacts.Model),
@@ -105,7 +109,8 @@ def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
         module_file: str = DEFAULT_MODULE_FILE,
         accuracy_threshold: float = 0.6,
         keras_version: Optional[str] = None,
-        num_workers: Optional[int] = None) -> dict:
+        num_workers: Optional[int] = None,
+        backend: Optional[str] = None) -> dict:
   """Builds the data, runs the pipeline, returns what it produced."""
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
 
@@ -121,7 +126,8 @@ def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
   LocalDagRunner().run(create_pipeline(
       PIPELINE_NAME, paths['pipeline_root'], data_root, module_file,
       paths['serving_model_dir'], paths['metadata_path'], train_steps,
-      eval_steps, accuracy_threshold, keras_version, num_workers))
+      eval_steps, accuracy_threshold, keras_version, num_workers,
+      backend=backend))
   return {**paths, **summarize(paths['metadata_path'])}
 
 
@@ -170,6 +176,10 @@ def main(argv=None) -> int:
   parser.add_argument('--num-workers', type=int, default=None,
                       help='Train with this many local worker processes '
                       '(MultiWorkerMirroredStrategy); default: one process.')
+  parser.add_argument('--backend', default=None,
+                      choices=['tensorflow', 'jax'],
+                      help="GenericTrainer's Keras backend (default: the "
+                      "TrainSpec's, else tensorflow).")
   parser.add_argument('--verbose', action='store_true',
                       help='Show every line (TensorFlow, TFX, absl...) '
                       'instead of writing them to OUTPUT_DIR/pipeline.log.')
@@ -182,7 +192,8 @@ def main(argv=None) -> int:
       say(f'== Penguin pipeline ({os.path.relpath(args.module_file)})'
           + (f'; full log: {log_path}' if log_path else ''))
       result = run(args.output_dir, args.train_steps, args.eval_steps,
-                   args.module_file, num_workers=args.num_workers)
+                   args.module_file, num_workers=args.num_workers,
+                   backend=args.backend)
       for line in summary_lines('Penguin pipeline', result, log_path):
         say(line)
   except Exception as e:  # pylint: disable=broad-except

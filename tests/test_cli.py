@@ -96,6 +96,16 @@ def _parse_fresh(argv, cwd):
      "--keras-version must be keras3 or tf_keras. Received: "
      "--keras-version='2'. Use tf_keras for module files written for "
      'tf.keras 2.'),
+    ({'--backend': ['torch']},
+     "--backend must be tensorflow or jax. Received: --backend='torch'. "
+     "Leave it out to train on the TrainSpec's backend (TensorFlow unless "
+     'it says otherwise).'),
+    ({'--backend': ['jax'], '--keras-version': ['tf_keras']},
+     '--backend=jax trains with Keras 3 on JAX, but keras_version='
+     "'tf_keras' asks for tf.keras 2, which runs on TensorFlow only. "
+     "Received: --backend=jax, keras_version='tf_keras'. Leave keras_version "
+     "unset (or 'keras3') to train on JAX, or train on TensorFlow "
+     "(backend='tensorflow')."),
     ({'--progress': ['fancy']},
      "--progress must be auto, bar or lines. Received: --progress='fancy'. "
      "Use bar for Keras's progress bar, lines for a log line per epoch."),
@@ -117,7 +127,7 @@ def _parse_fresh(argv, cwd):
 ], ids=['missing-module', 'module-not-py', 'no-data', 'mixed-data',
         'missing-schema', 'output-is-a-file', 'bad-steps', 'bad-eval-steps',
         'hparams-not-json', 'hparams-not-an-object', 'bad-keras-version',
-        'bad-progress', 'dotted-run-fn', 'unknown-run-fn',
+        'bad-backend', 'jax-with-tf-keras', 'bad-progress', 'dotted-run-fn', 'unknown-run-fn',
         'run-fn-module-name-taken'])
 def test_bad_argument_exits_2_before_tensorflow(tmp_path, penguin_csvs, flags,
                                                 message):

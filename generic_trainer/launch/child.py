@@ -15,6 +15,8 @@ def main(request_path: str) -> int:
   with open(request_path) as f:
     request = json.load(f)
   result = {}
+  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+  progress.print_plain()
   try:
     from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
     from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top

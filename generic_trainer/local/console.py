@@ -76,11 +76,14 @@ def progress_line(line: str) -> Optional[str]:
   """The line to show for a line of captured output, or None to hide it.
 
   Keras's end-of-epoch progress lines are shown without the bar; the
-  progress log's own lines reach the console as records, not through here.
+  progress log's own lines reach the console as records, not through here,
+  except a child training process's epoch lines (`progress.print_plain`).
   """
   line = _ANSI.sub('', line).strip()
   if _KERAS_EPOCH_END.match(line):
     return '    ' + _BAR.sub(' ', line)
+  if progress.EPOCH_LINE.match(line):  # A child training's LogLines.
+    return '    ' + line
   return None
 
 

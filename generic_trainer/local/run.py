@@ -191,7 +191,7 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
     if spec_class is not None and dispatch.trains_here(backend):
       outcome = _run_spec(request, layout, spec_class, checkpoint)
     else:
-      outcome = _run_run_fn(request, layout, checkpoint)
+      outcome = _run_run_fn(request, layout, checkpoint, spec_class)
     layout.take_model()
     if os.path.lexists(checkpoint):  # The run_fn path removed its own.
       shutil.rmtree(checkpoint)
@@ -272,9 +272,10 @@ def _run_spec(request: Request, layout: Layout, spec_class,
   return Outcome(what, result, report, layout)
 
 
-def _run_run_fn(request: Request, layout: Layout,
-                checkpoint_dir: str) -> Outcome:
-  """The run_fn path: GenericExecutor.Do on artifacts in the output folder."""
+def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
+                spec_class=None) -> Outcome:
+  """The run_fn path: GenericExecutor.Do on artifacts in the output folder
+  (also a TrainSpec's, `spec_class`, when it trains in a child process)."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
@@ -309,7 +310,8 @@ def _run_run_fn(request: Request, layout: Layout,
     exec_properties[ALLOW_SIGNATURE_CHANGE_KEY] = True
   GenericExecutor(checkpoint_dir=checkpoint_dir).Do(input_dict, output_dict,
                                                     exec_properties)
-  return Outcome(f'`{request.run_fn or RUN_FN_KEY}`',
+  return Outcome(f'TrainSpec {spec_class.__name__}' if spec_class else
+                 f'`{request.run_fn or RUN_FN_KEY}`',
                  train_result.read(layout.run), None, layout)
 
 

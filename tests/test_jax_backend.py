@@ -1,0 +1,232 @@
+"""Keras 3 on JAX: what is refused before training, and (slow) what trains.
+
+The refusals are checked here in the test process (TensorFlow's Keras):
+they are decided from the settings and the spec before any JAX code runs.
+What works on JAX runs in real JAX processes: the pipeline
+(`test_jax_pipeline.py`), the command, and `testdata/jax_features.py`,
+one JAX process that trains several specs with the notebook Estimator.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, TESTDATA
+from conftest import command_env as _env
+from generic_trainer.errors import InvalidArgumentError, SpecError
+
+JAX_SPEC_MODULE = os.path.join(TESTDATA, 'jax_penguin_spec.py')
+SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+_DEVICES_HINT = (
+    'for several devices of one machine, call keras.distribution.'
+    'set_distribution(keras.distribution.DataParallel()) at the start of '
+    'build_model')
+
+
+def _trainer(**kwargs):
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  return GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
+                        module_file=SPEC_MODULE, **kwargs)
+
+
+def test_backend_must_be_tensorflow_or_jax():
+  """An unknown backend fails at construction."""
+  with pytest.raises(InvalidArgumentError) as info:
+    _trainer(backend='torch')
+  assert str(info.value) == (
+      "'backend' must be one of ('tensorflow', 'jax') or None (the "
+      "TrainSpec's own backend, else TensorFlow). Received: "
+      "backend='torch'.")
+
+
+def test_jax_with_tf_keras_is_refused():
+  """JAX needs Keras 3: keras_version='tf_keras' with it is refused."""
+  with pytest.raises(InvalidArgumentError) as info:
+    _trainer(backend='jax', keras_version='tf_keras')
+  assert str(info.value) == (
+      "backend='jax' trains with Keras 3 on JAX, but keras_version="
+      "'tf_keras' asks for tf.keras 2, which runs on TensorFlow only. "
+      "Received: backend='jax', keras_version='tf_keras'. Leave "
+      "keras_version unset (or 'keras3') to train on JAX, or train on "
+      "TensorFlow (backend='tensorflow').")
+
+
+def test_jax_with_several_workers_is_refused():
+  """Workers sync through tf.distribute, which JAX ignores: refused."""
+  with pytest.raises(InvalidArgumentError) as info:
+    _trainer(backend='jax', num_workers=2)
+  assert str(info.value) == (
+      "backend='jax' cannot train with 2 workers: GenericTrainer's workers "
+      "train together through tf.distribute's MultiWorkerMirroredStrategy, "
+      "which Keras's JAX trainer ignores, so each worker would train alone "
+      'on its share of the data, without a word. Received: '
+      "backend='jax', num_workers=2. Train on JAX in one process "
+      f'({_DEVICES_HINT}), or with several workers on TensorFlow '
+      "(backend='tensorflow').")
+
+
+def test_jax_under_a_tf_distribute_strategy_is_refused():
+  """strategy='mirrored' would train on one device on JAX: refused."""
+  with pytest.raises(InvalidArgumentError) as info:
+    _trainer(backend='jax', strategy='mirrored')
+  assert str(info.value) == (
+      "backend='jax' cannot train under strategy='mirrored': that is a "
+      "tf.distribute strategy, which Keras's JAX trainer ignores (the model "
+      "would train on one device). Received: backend='jax', "
+      "strategy='mirrored'. Leave strategy unset on JAX "
+      f"({_DEVICES_HINT}), or use backend='tensorflow'.")
+
+
+def test_spec_on_jax_in_a_tf_config_cluster_is_refused_before_training(
+    trainer_io, monkeypatch):
+  """A TrainSpec whose own backend is JAX, run as the chief of a TF_CONFIG
+  cluster: refused once the module is loaded, nothing trained or
+  published."""
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv('TF_CONFIG', json.dumps({
+      'cluster': {'worker': ['localhost:1', 'localhost:2']},
+      'task': {'type': 'worker', 'index': 0}}))
+  io = trainer_io(module_file=JAX_SPEC_MODULE)
+  with pytest.raises(InvalidArgumentError) as info:
+    GenericExecutor().Do(*io)
+  assert str(info.value) == (
+      "JaxPenguinSpec.backend='jax' cannot train with 2 workers: "
+      "GenericTrainer's workers train together through tf.distribute's "
+      "MultiWorkerMirroredStrategy, which Keras's JAX trainer ignores, so "
+      'each worker would train alone on its share of the data, without a '
+      "word. Received: JaxPenguinSpec.backend='jax', a TF_CONFIG cluster of "
+      f'2. Train on JAX in one process ({_DEVICES_HINT}), or with several '
+      "workers on TensorFlow (backend='tensorflow').")
+  assert not os.path.exists(os.path.join(io[1]['model_run'][0].uri,
+                                         'history.json'))
+  assert not os.listdir(io[1]['model'][0].uri)
+
+
+def test_component_and_spec_backends_must_agree(trainer_io):
+  """backend='tensorflow' on the component, 'jax' in the spec: refused."""
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  io = trainer_io(module_file=JAX_SPEC_MODULE, backend='tensorflow')
+  with pytest.raises(InvalidArgumentError) as info:
+    GenericExecutor().Do(*io)
+  assert str(info.value) == (
+      "The component's backend and the TrainSpec's disagree. Expected one "
+      "of them, or the same backend in both. Received: backend='tensorflow', "
+      "JaxPenguinSpec.backend='jax'. Remove backend from the component (or "
+      '--backend), or change the TrainSpec.')
+
+
+def test_spec_backend_must_be_tensorflow_or_jax():
+  """A TrainSpec's unknown backend is a SpecError naming the class."""
+  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
+
+  class TorchSpec:
+    backend = 'torch'
+
+  with pytest.raises(SpecError) as info:
+    args.resolve_backend(None, TorchSpec)
+  assert str(info.value) == (
+      "TrainSpec.backend must be one of ('tensorflow', 'jax') or None "
+      '(TensorFlow unless the component says otherwise). Received: '
+      "TorchSpec.backend='torch'.")
+
+
+class _TapeStepSpec:
+  """A TensorFlow train step, as Keras's guide writes one."""
+
+  def train_step(self, model, data):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    x, y = data
+    with tf.GradientTape() as tape:
+      loss = model.compute_loss(x, y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    model.optimizer.apply(grads, model.trainable_variables)
+    return {'loss': loss}
+
+
+class _TwoArgumentStepSpec:
+
+  def train_step(self, model, data):
+    return {'loss': 0.0}
+
+
+class _JaxStepSpec:
+
+  def train_step(self, model, state, data):
+    return {'loss': 0.0}, state
+
+
+_JAX_STEP_TODO = (
+    "Keras's JAX backend cannot run it: JAX takes gradients of pure "
+    "functions, so its trainer passes the variables' values in and expects "
+    'them back, and a tf.GradientTape sees no variable change. Received: '
+    '{where} on backend \'jax\'. Write it as `def train_step(self, model, '
+    'state, data)` returning (logs, state), with the gradient from '
+    'jax.value_and_grad over model.stateless_call(...) (as Keras\'s own JAX '
+    "train_step in keras/src/backend/jax/trainer.py), or set "
+    "backend='tensorflow'.")
+
+
+def test_gradient_tape_train_step_is_refused_on_jax():
+  """A train_step written with tf.GradientTape cannot train on JAX."""
+  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError) as info:
+    checks.check_train_step(_TapeStepSpec(), 'jax')
+  assert str(info.value) == (
+      'TrainSpec.train_step is written for TensorFlow (it uses '
+      'tf.GradientTape), and ' + _JAX_STEP_TODO.format(
+          where='_TapeStepSpec.train_step(model, data)'))
+
+
+def test_two_argument_train_step_is_refused_on_jax():
+  """JAX calls train_step(model, state, data): a (model, data) step is a
+  TensorFlow one."""
+  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError) as info:
+    checks.check_train_step(_TwoArgumentStepSpec(), 'jax')
+  assert str(info.value) == (
+      'TrainSpec.train_step is written for TensorFlow (it takes (model, '
+      'data)), and ' + _JAX_STEP_TODO.format(
+          where='_TwoArgumentStepSpec.train_step(model, data)'))
+
+
+def test_jax_train_step_is_refused_on_tensorflow():
+  """A (model, state, data) step on TensorFlow: refused, saying why."""
+  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  checks.check_train_step(_JaxStepSpec(), 'jax')
+  checks.check_train_step(_TapeStepSpec(), 'tensorflow')
+  with pytest.raises(SpecError) as info:
+    checks.check_train_step(_JaxStepSpec(), 'tensorflow')
+  assert str(info.value) == (
+      'TrainSpec.train_step takes (model, state, data), the JAX form, but '
+      "this training runs on TensorFlow, whose Keras calls "
+      'train_step(model, data) and expects the logs dict. Received: '
+      "_JaxStepSpec.train_step(model, state, data) on backend 'tensorflow'. "
+      "Set backend='jax', or write `def train_step(self, model, data)` "
+      'returning the logs dict.')
+
+
+@pytest.mark.parametrize('spec, kind', [
+    ({'name': 'string'}, 'string Tensor'),
+    ({'name': 'sparse'}, 'SparseTensor'),
+])
+def test_features_jax_cannot_take_are_refused(spec, kind):
+  """On JAX, a string or sparse feature is refused before training."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
+  type_spec = (tf.TensorSpec([None, 1], tf.string) if spec['name'] == 'string'
+               else tf.SparseTensorSpec([None, None], tf.float32))
+  features = {'bill_length_mm': tf.TensorSpec([None, 1], tf.float32),
+              'island': type_spec}
+  with pytest.raises(SpecError) as info:
+    on_jax.check_features(features)
+  assert str(info.value) == (
+      'On the JAX backend every feature the model reads must be a dense '
+      'tensor of numbers: JAX has no strings and no sparse or ragged arrays. '
+      f"Received: 'island', a {kind}. Make it a fixed-length number (in the "
+      'schema, or with Transform, e.g. tft.compute_and_apply_vocabulary), '
+      "leave it out of feature_keys, or train on TensorFlow "
+      "(backend='tensorflow').")
