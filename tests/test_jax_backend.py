@@ -230,3 +230,98 @@ def test_features_jax_cannot_take_are_refused(spec, kind):
       'schema, or with Transform, e.g. tft.compute_and_apply_vocabulary), '
       "leave it out of feature_keys, or train on TensorFlow "
       "(backend='tensorflow').")
+
+
+# What trains on JAX: one JAX process (testdata/jax_features.py), with two
+# host devices for keras.distribution.
+@pytest.fixture(scope='module')
+def on_jax(tmp_path_factory, penguin_csvs):
+  """The results of testdata/jax_features.py, run once."""
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('jax_features')
+  tf_base = Estimator(PenguinSpec, str(root / 'tf_base'))
+  tf_base.train(penguin_csvs[0], steps=4)
+  out = root / 'out'
+  out.mkdir()
+  env = dict(_env(), KERAS_BACKEND='jax',
+             XLA_FLAGS='--xla_force_host_platform_device_count=2')
+  proc = subprocess.run(
+      [sys.executable, os.path.join(TESTDATA, 'jax_features.py'), str(out),
+       *penguin_csvs, tf_base.export()], capture_output=True, text=True,
+      env=env, cwd=REPO, timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  with open(out / 'results.json') as f:
+    return json.load(f)
+
+
+@pytest.mark.slow
+def test_handlers_checkpoints_and_run_outputs_on_jax(on_jax):
+  """On JAX the handlers run at every hook, and the run writes its
+  history, TensorBoard summaries and one checkpoint per epoch."""
+  assert on_jax['backend'] == 'jax'
+  handled = on_jax['handled']
+  assert handled['calls'] == {'on_train_begin': 1, 'on_train_batch_end': 30,
+                              'on_epoch_end': 3, 'on_train_end': 1}
+  assert handled['run'] == ['checkpoints', 'history.json', 'tensorboard',
+                            'train_result.json']
+  assert handled['checkpoints'] == [
+      'epoch-001.weights.h5', 'epoch-002.weights.h5', 'epoch-003.weights.h5']
+  assert handled['tensorboard'] == ['train', 'validation']
+  assert handled['record']['steps'] == 30
+  assert handled['evaluate']['loss'] == pytest.approx(
+      handled['record']['eval']['loss'], rel=1e-5)
+  assert handled['predict_shape'][1] == 3
+
+
+@pytest.mark.slow
+def test_training_on_jax_resumes_after_a_failure(on_jax):
+  """A JAX training that failed after its second epoch resumes there."""
+  assert on_jax['first_failure'] == 'RuntimeError: stopped after epoch 2'
+  resumed = on_jax['resumed']
+  assert (resumed['resumed_from_epoch'], resumed['resumed_from_step'],
+          resumed['epochs'], resumed['steps']) == (2, 10, 4, 20)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('base', ['from_tensorflow', 'from_jax'])
+def test_warm_start_on_jax(on_jax, base):
+  """A JAX model warm-starts, strictly, from a model exported on TensorFlow
+  and from one exported on JAX: both name their weights by Keras path."""
+  report = on_jax[f'warm_{base}']
+  assert len(report['loaded']) == 4 and report['not_loaded'] == {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('case, start', [
+    ('no_such_label', "The label 'penguin_kind' (TrainSpec.label_key) is "
+     'not a feature of the data.'),
+    ('two_units', 'The labels go up to 2 but the model has 2 output unit(s)'),
+    ('tape_step', 'TrainSpec.train_step is written for TensorFlow (it uses '
+     'tf.GradientTape)'),
+])
+def test_checks_before_training_on_jax(on_jax, case, start):
+  """The checks before training run on JAX too; nothing is trained."""
+  refusal = on_jax[case]
+  assert refusal['error'] == 'SpecError'
+  assert refusal['message'].startswith(start)
+  assert not refusal['history']
+
+
+@pytest.mark.slow
+def test_jax_train_step_trains(on_jax):
+  """A train_step(model, state, data) with jax.value_and_grad trains."""
+  losses = [epoch['loss'] for epoch in on_jax['jax_step_history']]
+  assert len(losses) == 3 and losses[2] < losses[0]
+  assert on_jax['jax_step']['steps'] == 30
+
+
+@pytest.mark.slow
+def test_data_parallel_on_two_devices(on_jax):
+  """keras.distribution.DataParallel, set in build_model, trains over the
+  two host devices and exports a model that passes the checks."""
+  assert on_jax['devices'] == ['cpu:0', 'cpu:1']
+  assert "Mesh('batch': 2)" in on_jax['parallel_kernel_sharding']
+  assert on_jax['parallel']['steps'] == 20
+  assert os.path.isfile(os.path.join(on_jax['parallel_export'],
+                                     'saved_model.pb'))
