@@ -18,7 +18,7 @@ from conftest import REPO, TESTDATA
 from conftest import command_env as _env
 from generic_trainer.errors import InvalidArgumentError, SpecError
 
-JAX_SPEC_MODULE = os.path.join(TESTDATA, 'jax_penguin_spec.py')
+JAX_SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec_jax.py')
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 _DEVICES_HINT = (
     'for several devices of one machine, call keras.distribution.'
@@ -94,11 +94,11 @@ def test_spec_on_jax_in_a_tf_config_cluster_is_refused_before_training(
   with pytest.raises(InvalidArgumentError) as info:
     GenericExecutor().Do(*io)
   assert str(info.value) == (
-      "JaxPenguinSpec.backend='jax' cannot train with 2 workers: "
+      "PenguinSpecOnJax.backend='jax' cannot train with 2 workers: "
       "GenericTrainer's workers train together through tf.distribute's "
       "MultiWorkerMirroredStrategy, which Keras's JAX trainer ignores, so "
       'each worker would train alone on its share of the data, without a '
-      "word. Received: JaxPenguinSpec.backend='jax', a TF_CONFIG cluster of "
+      "word. Received: PenguinSpecOnJax.backend='jax', a TF_CONFIG cluster of "
       f'2. Train on JAX in one process ({_DEVICES_HINT}), or with several '
       "workers on TensorFlow (backend='tensorflow').")
   assert not os.path.exists(os.path.join(io[1]['model_run'][0].uri,
@@ -115,7 +115,7 @@ def test_component_and_spec_backends_must_agree(trainer_io):
   assert str(info.value) == (
       "The component's backend and the TrainSpec's disagree. Expected one "
       "of them, or the same backend in both. Received: backend='tensorflow', "
-      "JaxPenguinSpec.backend='jax'. Remove backend from the component (or "
+      "PenguinSpecOnJax.backend='jax'. Remove backend from the component (or "
       '--backend), or change the TrainSpec.')
 
 
@@ -325,3 +325,58 @@ def test_data_parallel_on_two_devices(on_jax):
   assert on_jax['parallel']['steps'] == 20
   assert os.path.isfile(os.path.join(on_jax['parallel_export'],
                                      'saved_model.pb'))
+
+
+def _command(*args):
+  """`python -m generic_trainer ARGS` in a subprocess."""
+  return subprocess.run([sys.executable, '-m', 'generic_trainer', *args],
+                        capture_output=True, text=True, env=_env(), cwd=REPO,
+                        timeout=600, check=False)
+
+
+def _serves_through_xla(model_dir, data_dir):
+  """The model's serving_default runs jax2tf's XlaCallModule and predicts
+  three finite probabilities per eval example."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  serve = tf.saved_model.load(str(model_dir)).signatures['serving_default']
+  ops = {node.op for f in serve.graph.as_graph_def().library.function
+         for node in f.node_def}
+  records = [r.numpy() for r in tf.data.TFRecordDataset(
+      str(data_dir / 'Split-eval' / 'data.gz'), 'GZIP').take(5)]
+  outputs = serve(examples=tf.constant(records))['outputs'].numpy()
+  return ('XlaCallModule' in ops and outputs.shape == (5, 3) and
+          bool(np.isfinite(outputs).all()) and
+          np.allclose(outputs.sum(axis=1), 1, atol=1e-5))
+
+
+@pytest.mark.slow
+def test_command_trains_the_penguin_spec_with_backend_jax(tmp_path,
+                                                          penguin_csvs):
+  """`generic-trainer --backend jax`: the command's own process trains on
+  JAX (the first-step line says when), validates and publishes."""
+  out = tmp_path / 'out'
+  proc = _command('--module-file', SPEC_MODULE, '--train-data',
+                  penguin_csvs[0], '--output-dir', str(out), '--steps', '20',
+                  '--progress', 'lines', '--backend', 'jax')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert proc.stdout.count('first training step after ') == 1
+  assert ('== Trained TrainSpec PenguinSpec of ' + SPEC_MODULE +
+          ': 20 steps, 5 epochs') in proc.stdout
+  assert _serves_through_xla(out / 'model', out / 'data')
+
+
+@pytest.mark.slow
+def test_command_trains_a_spec_whose_backend_is_jax(tmp_path, penguin_csvs):
+  """A spec whose own backend is 'jax', without --backend: the command's
+  process has TensorFlow's Keras, so the executor trains it in a JAX child
+  process; the command validates and publishes, and prints its epochs."""
+  out = tmp_path / 'out'
+  proc = _command('--module-file', JAX_SPEC_MODULE, '--train-data',
+                  penguin_csvs[0], '--output-dir', str(out), '--steps', '10',
+                  '--progress', 'lines')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert ('== Trained TrainSpec PenguinSpecOnJax of ' + JAX_SPEC_MODULE +
+          ': 10 steps, 5 epochs') in proc.stdout
+  assert '\nepoch 5 done after ' in proc.stderr
+  assert _serves_through_xla(out / 'model', out / 'data')

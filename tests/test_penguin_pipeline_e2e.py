@@ -52,6 +52,49 @@ def test_pipeline_pushes_a_blessed_model_that_predicts(tmp_path, module):
 
 
 @pytest.mark.slow
+def test_jax_spec_is_trained_blessed_pushed_and_predicts_as_on_jax(tmp_path):
+  """The penguin TrainSpec with backend='jax' trains in a JAX child process;
+  its export passes the checks in this TensorFlow process, Evaluator
+  blesses it, Pusher pushes it, and the pushed SavedModel (jax2tf, served
+  by TensorFlow) predicts what the model predicts on JAX, within 1e-5."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from conftest import command_env  # pylint: disable=g-import-not-at-top
+  from pipelines import penguin_pipeline_local  # pylint: disable=g-import-not-at-top
+  module = os.path.join(REPO, 'module_files', 'penguin_spec_jax.py')
+  result = penguin_pipeline_local.run(str(tmp_path), train_steps=60,
+                                      module_file=module)
+  assert result['blessed']
+  assert result['metrics']['sparse_categorical_accuracy'] >= 0.6
+  pushed = result['pushed_model']
+  assert pushed and pushed.startswith(result['serving_model_dir'])
+  assert 'XlaCallModule' in {
+      node.op for f in tf.saved_model.load(pushed).signatures[
+          'serving_default'].graph.as_graph_def().library.function
+      for node in f.node_def}
+
+  records, _ = _serialized_penguins(
+      os.path.join(tmp_path, 'data', 'penguins.csv'), limit=342)
+  served = tf.saved_model.load(pushed).signatures['serving_default'](
+      examples=tf.constant(records))['outputs'].numpy()
+  [weights] = glob.glob(str(tmp_path / 'pipeline_root' / 'GenericTrainer' /
+                            'model_run' / '*' / 'checkpoints' /
+                            'epoch-005.weights.h5'))
+  np.save(tmp_path / 'records.npy', np.array(records, dtype=object))
+  proc = subprocess.run(
+      [sys.executable, os.path.join(TESTDATA, 'jax_predict.py'), module,
+       weights, str(tmp_path / 'records.npy'), str(tmp_path / 'jax.npy')],
+      env=dict(command_env(), KERAS_BACKEND='jax'), capture_output=True,
+      text=True, timeout=300, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  on_jax = np.load(tmp_path / 'jax.npy')
+  assert served.shape == on_jax.shape == (len(records), 3)
+  np.testing.assert_allclose(served, on_jax, rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow
 def test_failed_export_stops_the_pipeline_before_pusher(tmp_path):
   """A module whose export is invalid fails the run; nothing is pushed."""
   from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
