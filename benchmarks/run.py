@@ -11,7 +11,10 @@ On the same synthetic data (`synthetic_data`, 1M train rows by default):
       memory; TrainSpec / bound (target >= 0.85);
   (d) the standalone command's time to first training step / the wall
       time of `python -c "import tensorflow"` (target <= 1.5);
-  (e) the peak memory (max RSS) of each variant's process.
+  (e) the peak memory (max RSS) of each variant's process;
+  (f) the TrainSpec's throughput on Keras's JAX backend / on TensorFlow,
+      the same spec, data and epochs (no target: which is faster, and why,
+      is in benchmarks/README.md).
 Each variant runs in a process of its own, once per round, `--repeats`
 rounds; the two variants of a ratio run one after the other, in turns
 first. Medians are reported, and ratios of medians from this one run,
@@ -40,7 +43,11 @@ TARGETS = {
     'b_over_c_train_spec_over_compute_bound': ('>=', 0.85),
     'd_cli_first_step_over_tensorflow_import': ('<=', 1.5),
 }
-VARIANTS = ['tfx_trainer', 'generic_trainer', 'train_spec', 'compute_bound']
+# The two variants of a ratio next to each other: (a) tfx_trainer and
+# generic_trainer, (b)/(c) compute_bound and train_spec, (f) train_spec and
+# train_spec_jax.
+VARIANTS = ['tfx_trainer', 'generic_trainer', 'compute_bound', 'train_spec',
+            'train_spec_jax']
 FIRST_STEP = re.compile(r'first training step after ([0-9.]+) s')
 
 
@@ -212,6 +219,9 @@ def _report(args, argv, runs, steps, eval_steps):
       'd_cli_first_step_over_tensorflow_import':
           m('cli_first_step', 'first_step_s') / m('tensorflow_import',
                                                   'wall_s'),
+      'f_train_spec_jax_over_tensorflow_throughput':
+          m('train_spec_jax', 'examples_per_s') / m('train_spec',
+                                                    'examples_per_s'),
   }
   return {
       'date': datetime.datetime.now().isoformat(timespec='seconds'),
@@ -232,6 +242,10 @@ def _report(args, argv, runs, steps, eval_steps):
           'tutorial_run_fn_under_generic_trainer_examples_per_s': m(
               'generic_trainer', 'examples_per_s'),
           'train_spec_examples_per_s': m('train_spec', 'examples_per_s'),
+          'train_spec_jax_examples_per_s': m('train_spec_jax',
+                                             'examples_per_s'),
+          'train_spec_jax_execution_s': m('train_spec_jax', 'execution_s'),
+          'train_spec_execution_s': m('train_spec', 'execution_s'),
           'compute_bound_examples_per_s': m('compute_bound',
                                             'examples_per_s'),
           'tensorflow_import_s': m('tensorflow_import', 'wall_s'),
@@ -268,6 +282,10 @@ def markdown(report) -> str:
       ('(d) CLI time to first step / `import tensorflow`',
        f"{med['cli_first_step_s']:.1f} s / {med['tensorflow_import_s']:.1f} s",
        'd_cli_first_step_over_tensorflow_import'),
+      ('(f) throughput, TrainSpec on JAX / on TensorFlow',
+       f"{med['train_spec_jax_examples_per_s']:,.0f} / "
+       f"{med['train_spec_examples_per_s']:,.0f} ex/s",
+       'f_train_spec_jax_over_tensorflow_throughput'),
   ]
   s = report['settings']
   lines = [
@@ -282,10 +300,16 @@ def markdown(report) -> str:
       '|---|---|---|---|---|',
   ]
   for name, values, key in rows:
-    t = targets[key]
-    lines.append(f"| {name} | {values} | {ratios[key]:.2f} | {t['op']} "
-                 f"{t['value']} | {'yes' if t['met'] else 'no'} |")
+    t = targets.get(key)
+    target, met = (f"{t['op']} {t['value']}", 'yes' if t['met'] else 'no'
+                   ) if t else ('none', '-')
+    lines.append(f'| {name} | {values} | {ratios[key]:.2f} | {target} | '
+                 f'{met} |')
   lines += [
+      '',
+      'TrainSpec execution (`Do()`, start-up and export included): '
+      f"{med['train_spec_jax_execution_s']:.1f} s on JAX (a child process) "
+      f"/ {med['train_spec_execution_s']:.1f} s on TensorFlow.",
       '',
       f"Tutorial run_fn under GenericTrainer: "
       f"{med['tutorial_run_fn_under_generic_trainer_examples_per_s']:,.0f} "

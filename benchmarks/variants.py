@@ -7,6 +7,8 @@ imports, so that import time is not counted except in `first_step`):
   tfx_trainer       tfx.components.Trainer's executor, tutorial run_fn.
   generic_trainer   GenericExecutor, the same tutorial run_fn.
   train_spec        GenericExecutor, the TrainSpec module, `--epochs`.
+  train_spec_jax    The same, with backend='jax': trained in a child
+                    process on Keras's JAX backend.
   compute_bound     The TrainSpec's model and compile settings, fed from
                     tensors already in memory, `--epochs`.
 The result file gets a list of per-repeat records and the device.
@@ -21,6 +23,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TUTORIAL_MODULE = os.path.join(HERE, 'modules', 'tutorial_run_fn.py')
 SPEC_MODULE = os.path.join(HERE, 'modules', 'synthetic_spec.py')
+SPEC_VARIANTS = ('train_spec', 'train_spec_jax')
+VARIANTS = ('tfx_trainer', 'generic_trainer', 'train_spec', 'train_spec_jax',
+            'compute_bound')
 
 
 def trainer_io(data_root, work_dir, module_file, train_steps, eval_steps,
@@ -55,9 +60,11 @@ def run_executor(kind, args, work_dir):
     from tfx.components.trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
   else:
     from generic_trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
-  if kind == 'train_spec':
+  if kind in SPEC_VARIANTS:
     io = trainer_io(args.data, work_dir, SPEC_MODULE, None, None,
                     {'epochs': args.epochs})
+    if kind == 'train_spec_jax':
+      io[2]['backend'] = 'jax'
   else:
     io = trainer_io(args.data, work_dir, TUTORIAL_MODULE, args.steps,
                     args.eval_steps)
@@ -65,7 +72,7 @@ def run_executor(kind, args, work_dir):
   Executor().Do(*io)
   record = {'execution_s': time.monotonic() - started}
   run_dir = io[1]['model_run'][0].uri
-  if kind == 'train_spec':
+  if kind in SPEC_VARIANTS:
     with open(os.path.join(run_dir, 'train_result.json')) as f:
       result = json.load(f)
     record['fit_s'] = result['training_time_s']
@@ -182,8 +189,7 @@ def _cpu_name() -> str:
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('variant', choices=['tfx_trainer', 'generic_trainer',
-                                          'train_spec', 'compute_bound'])
+  parser.add_argument('variant', choices=VARIANTS)
   parser.add_argument('--data', required=True)
   parser.add_argument('--work', required=True)
   parser.add_argument('--result', required=True)

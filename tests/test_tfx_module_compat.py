@@ -128,3 +128,38 @@ def test_taxi_train_spec_with_transform_serves_raw_examples(tmp_path):
   probabilities = outputs['outputs'].numpy()
   assert probabilities.shape == (8, 1)
   assert np.all((probabilities >= 0) & (probabilities <= 1))
+
+
+@pytest.mark.slow
+def test_tfx_flax_penguin_module_trains_and_serves_unchanged(tmp_path):
+  """TFX's experimental Flax penguin module (pure Flax and jax2tf, no Keras)
+  runs unchanged after Transform: GenericTrainer validates and publishes
+  its SavedModel, whose serving_default classifies raw examples."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tfx  # pylint: disable=g-import-not-at-top
+  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
+  from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  module_file = os.path.join(os.path.dirname(tfx.__file__), 'examples',
+                             'penguin', 'penguin_utils_flax_experimental.py')
+  data_root = os.path.dirname(write_penguin_csv(str(tmp_path / 'data'),
+                                                tfx_names=True))
+  # The Transform pipeline of the taxi example: CsvExampleGen ->
+  # StatisticsGen -> SchemaGen -> Transform -> GenericTrainer.
+  LocalDagRunner().run(taxi_pipeline_local.create_pipeline(
+      'flax_penguin', str(tmp_path / 'pipeline_root'), data_root,
+      module_file, str(tmp_path / 'metadata.sqlite'), train_steps=40,
+      eval_steps=5))
+
+  model, examples, states = _read_metadata(tmp_path)
+  assert states == [metadata_store_pb2.Execution.COMPLETE] * 5
+  serve = tf.saved_model.load(os.path.join(
+      model.uri, 'Format-Serving')).signatures['serving_default']
+  records = _raw_eval_records(examples.uri, count=40)
+  logits = serve(examples=tf.constant(records))['outputs'].numpy()
+  labels = [tf.train.Example.FromString(r).features.feature['species']
+            .int64_list.value[0] for r in records]
+  assert logits.shape == (40, 3)
+  assert (logits.argmax(axis=1) == np.array(labels)).mean() > 0.6
