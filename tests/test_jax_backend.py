@@ -309,6 +309,18 @@ def test_checks_before_training_on_jax(on_jax, case, start):
 
 
 @pytest.mark.slow
+def test_jax_train_step_must_return_logs_and_state(on_jax):
+  """A JAX train_step that returns the logs alone fails at its first trace,
+  saying what to return."""
+  refusal = on_jax['logs_only_step']
+  assert refusal['error'] == 'SpecError'
+  assert refusal['message'].startswith(
+      "TrainSpec.train_step must return (logs, state) on JAX: the logs dict, "
+      "e.g. {'loss': loss}, and the new state tuple. Received: dict "
+      "{'loss': 0.0}. Return both at the end of train_step.")
+
+
+@pytest.mark.slow
 def test_jax_train_step_trains(on_jax):
   """A train_step(model, state, data) with jax.value_and_grad trains."""
   losses = [epoch['loss'] for epoch in on_jax['jax_step_history']]

@@ -95,8 +95,7 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
     model.compile(optimizer=spec.optimizer, loss=spec.loss,
                   metrics=spec.metrics,
                   steps_per_execution=steps_per_execution(
-                      spec, steps_per_epoch, validation_steps, distributed,
-                      jax))
+                      spec, steps_per_epoch, validation_steps, distributed))
   return model
 
 
@@ -125,16 +124,15 @@ _BATCH_HOOKS = ('on_batch_begin', 'on_batch_end', 'on_train_batch_begin',
 
 def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
                         validation_steps: Optional[int] = None,
-                        distributed: bool = False, jax: bool = False) -> int:
+                        distributed: bool = False) -> int:
   """The spec's steps_per_execution, or the automatic choice for None.
 
   Keras 3.12 runs whole executions past `steps_per_epoch` and
   `validation_steps` (with 32 per execution, 5 steps train 32), so the value
   must divide both: a given one is checked, the automatic one is the largest
   divisor of both up to 32. Under a distribution strategy the automatic one
-  is 1: Keras 3.12's multi-step loop fails on distributed iterators. On JAX
-  (`jax`) it is 1 too: Keras's JAX trainer runs the steps of an execution
-  in a Python loop, so more per execution save no dispatch (see `on_jax`).
+  is 1: Keras 3.12's multi-step loop fails on distributed iterators. The
+  same rule holds on JAX (see `on_jax` for what it saves there).
   """
   counts = [n for n in (steps_per_epoch, validation_steps) if n]
   value = spec.steps_per_execution
@@ -153,7 +151,7 @@ def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
   # from batch 0, not -1), so step checkpoints need one step per execution.
   every_steps = isinstance(spec.checkpoint, dict) and spec.checkpoint.get(
       'every_steps')
-  if (distributed or jax or every_steps or
+  if (distributed or every_steps or
       any(_has_batch_hooks(h) for h in spec.user_handlers)):
     return 1
   common = math.gcd(*counts) if counts else AUTO_STEPS_PER_EXECUTION

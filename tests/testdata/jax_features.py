@@ -8,7 +8,8 @@ tests/test_jax_backend.py.
 Each part is independent: handlers and checkpoints, resume after a failure,
 warm start (from a model exported on TensorFlow and from one exported on
 JAX), the checks before training, a JAX train_step, a TensorFlow
-train_step (refused), and keras.distribution.DataParallel over the two
+train_step (refused), a JAX train_step that returns no state (refused when
+JAX traces it), and keras.distribution.DataParallel over the two
 host devices (last: it sets the process's distribution).
 """
 
@@ -113,6 +114,13 @@ class JaxStepSpec(PenguinSpec):
                             metrics_variables)
 
 
+class LogsOnlyStepSpec(PenguinSpec):
+  """A JAX train step that forgets to return the state."""
+
+  def train_step(self, model, state, data):
+    return {'loss': 0.0}
+
+
 class TapeStepSpec(PenguinSpec):
 
   def train_step(self, model, data):
@@ -179,6 +187,7 @@ def main():
   results['no_such_label'] = _refusal(NoSuchLabelSpec, 'no_such_label')
   results['two_units'] = _refusal(TwoUnitsSpec, 'two_units')
   results['tape_step'] = _refusal(TapeStepSpec, 'tape_step')
+  results['logs_only_step'] = _refusal(LogsOnlyStepSpec, 'logs_only_step')
 
   jax_step = Estimator(JaxStepSpec, os.path.join(OUT, 'jax_step'))
   results['jax_step'] = jax_step.train(TRAIN, EVAL, steps=30)
