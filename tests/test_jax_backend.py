@@ -2,9 +2,11 @@
 
 The refusals are checked here in the test process (TensorFlow's Keras):
 they are decided from the settings and the spec before any JAX code runs.
-What works on JAX runs in real JAX processes: the pipeline
-(`test_jax_pipeline.py`), the command, and `testdata/jax_features.py`,
-one JAX process that trains several specs with the notebook Estimator.
+What works on JAX runs in real JAX processes: the command (here),
+`testdata/jax_features.py` (one JAX process that trains several specs with
+the notebook Estimator), the local pipeline
+(`test_penguin_pipeline_e2e.py`) and TFX's Flax module
+(`test_tfx_module_compat.py`).
 """
 
 import json

@@ -6,6 +6,9 @@ The module is TFX's own Chicago taxi native-Keras example
 `fn_args.transform_output`, `train_files`, `data_accessor`, `train_steps`,
 `model_run_dir` and `serving_model_dir`. It builds its model with tf.keras 2
 idioms that Keras 3 rejects, so it runs with `keras_version='tf_keras'`.
+TFX's experimental Flax penguin module
+(`tfx/examples/penguin/penguin_utils_flax_experimental.py`: Flax, optax
+and jax2tf, after Transform) runs unchanged too.
 """
 
 import glob
