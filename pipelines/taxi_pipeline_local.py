@@ -44,8 +44,10 @@ def write_taxi_csv(data_root: str, rows: Optional[int] = None) -> str:
 def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
                     module_file: str, metadata_path: str,
                     train_steps: int = 100, eval_steps: int = 10,
-                    keras_version: Optional[str] = None):
-  """Returns the TFX pipeline; `module_file` serves Transform and trainer."""
+                    keras_version: Optional[str] = None,
+                    backend: Optional[str] = None):
+  """Returns the TFX pipeline; `module_file` serves Transform and trainer;
+  `keras_version` and `backend` are GenericTrainer's."""
   from tfx.components import CsvExampleGen, SchemaGen, StatisticsGen, Transform  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
@@ -65,7 +67,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
       schema=schema_gen.outputs['schema'],
       train_args=trainer_pb2.TrainArgs(num_steps=train_steps),
       eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
-      keras_version=keras_version)
+      keras_version=keras_version,
+      backend=backend)
   return pipeline.Pipeline(
       pipeline_name=pipeline_name, pipeline_root=pipeline_root,
       components=[example_gen, statistics_gen, schema_gen, transform,
@@ -76,7 +79,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
 
 def run(output_dir: str, module_file: str = SPEC_MODULE_FILE,
         rows: Optional[int] = None, train_steps: int = 100,
-        eval_steps: int = 10, keras_version: Optional[str] = None) -> dict:
+        eval_steps: int = 10, keras_version: Optional[str] = None,
+        backend: Optional[str] = None) -> dict:
   """Writes the data, runs the pipeline; returns the output paths."""
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(output_dir)
@@ -85,7 +89,8 @@ def run(output_dir: str, module_file: str = SPEC_MODULE_FILE,
   LocalDagRunner().run(create_pipeline(
       'taxi_generic_trainer', paths['pipeline_root'],
       write_taxi_csv(os.path.join(output_dir, 'data'), rows), module_file,
-      paths['metadata_path'], train_steps, eval_steps, keras_version))
+      paths['metadata_path'], train_steps, eval_steps, keras_version,
+      backend))
   return paths
 
 

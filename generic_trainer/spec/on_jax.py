@@ -24,6 +24,13 @@ Three things cannot stay as on TensorFlow:
     functions: a tf.GradientTape over the variables sees nothing). See
     `checks.check_train_step`, which refuses a TensorFlow step on JAX.
 
+Both jax2tf functions are serialized for the StableHLO version the
+installed TensorFlow reads (`_stablehlo_for_tensorflow`): jax 0.4.34 writes
+StableHLO 1.5.0 (a version 4 weeks older than itself), TensorFlow 2.16's
+XlaCallModule reads up to 0.17.7 and fails on newer ops ("unregistered
+operation 'vhlo.gather_v2'", from an Embedding layer; the same failure:
+google-research/perch-hoplite#35).
+
 Features must be dense numbers (JAX has no strings and no sparse or ragged
 arrays): `check_features` refuses others before training.
 
@@ -36,7 +43,8 @@ the 32 steps inside one graph call, 360-690k).
 """
 
 import collections.abc
-from typing import Any, Callable, Dict
+import contextlib
+from typing import Any, Callable, Dict, Iterator
 
 from generic_trainer.errors import SpecError
 from generic_trainer.keys import JAX_BACKEND
@@ -85,7 +93,36 @@ def tf_preprocess(spec, features_spec: Dict[str, Any]) -> Callable:
   converted = jax2tf.convert(
       spec.preprocess, polymorphic_shapes=[_polymorphic(features_spec)],
       with_gradient=False, native_serialization_platforms=('cpu',))
-  return tf.autograph.experimental.do_not_convert(converted)
+  return tf.autograph.experimental.do_not_convert(_for_tensorflow(converted))
+
+
+def _for_tensorflow(fn: Callable) -> Callable:
+  """`fn`, serializing what jax2tf lowers while it runs (it lowers when
+  TensorFlow traces it) for the installed TensorFlow."""
+
+  def call(*args):
+    with _stablehlo_for_tensorflow():
+      return fn(*args)
+
+  return call
+
+
+@contextlib.contextmanager
+def _stablehlo_for_tensorflow() -> Iterator[None]:
+  """While in it, jax serializes StableHLO no newer than the version the
+  installed TensorFlow's XLA reads (see the module docstring)."""
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  from tensorflow.compiler.mlir.stablehlo import stablehlo  # pylint: disable=g-import-not-at-top
+  hlo = _export.hlo
+  jax_choice = hlo.get_version_from_compatibility_requirement
+  target = min(jax_choice(hlo.StablehloCompatibilityRequirement.WEEK_4),
+               stablehlo.get_current_version(),
+               key=lambda v: tuple(int(p) for p in v.split('.')))
+  hlo.get_version_from_compatibility_requirement = lambda _: target
+  try:
+    yield
+  finally:
+    hlo.get_version_from_compatibility_requirement = jax_choice
 
 
 def _polymorphic(features_spec: Dict[str, Any]) -> Dict[str, str]:
@@ -129,9 +166,9 @@ def model_function(archive, spec, model, features_spec: Dict[str, Any]):
   """`model(spec.preprocess(features))` in inference mode, as a TensorFlow
   function of feature dicts shaped as `features_spec`; `archive` has
   tracked `model`."""
-  return archive.jax2tf_function(
+  return _for_tensorflow(archive.jax2tf_function(
       lambda features: model(spec.preprocess(features), training=False),
-      [features_spec])
+      [features_spec]))
 
 
 def train_step(spec) -> Callable:
