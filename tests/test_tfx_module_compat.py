@@ -133,36 +133,79 @@ def test_taxi_train_spec_with_transform_serves_raw_examples(tmp_path):
   assert np.all((probabilities >= 0) & (probabilities <= 1))
 
 
+def _flax_and_jax_pipeline(tmp_path):
+  """Penguins (TFX's column names) -> Transform with TFX's Flax module's
+  preprocessing_fn -> two GenericTrainers on its output: the Flax module's
+  run_fn, and a TrainSpec on Keras's JAX backend."""
+  import tfx  # pylint: disable=g-import-not-at-top
+  from tfx.components import CsvExampleGen, SchemaGen, StatisticsGen, Transform  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from conftest import TESTDATA  # pylint: disable=g-import-not-at-top
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  flax_module = os.path.join(os.path.dirname(tfx.__file__), 'examples',
+                             'penguin', 'penguin_utils_flax_experimental.py')
+  example_gen = CsvExampleGen(input_base=os.path.dirname(write_penguin_csv(
+      str(tmp_path / 'data'), tfx_names=True)))
+  statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])
+  schema_gen = SchemaGen(statistics=statistics_gen.outputs['statistics'])
+  transform = Transform(examples=example_gen.outputs['examples'],
+                        schema=schema_gen.outputs['schema'],
+                        module_file=flax_module)
+  trainers = [
+      GenericTrainer(
+          module_file=module_file,
+          examples=transform.outputs['transformed_examples'],
+          transform_graph=transform.outputs['transform_graph'],
+          schema=schema_gen.outputs['schema'],
+          train_args=trainer_pb2.TrainArgs(num_steps=40),
+          eval_args=trainer_pb2.EvalArgs(num_steps=5)).with_id(name)
+      for name, module_file in (
+          ('FlaxTrainer', flax_module),
+          ('JaxSpecTrainer', os.path.join(
+              TESTDATA, 'penguin_transformed_jax_spec.py')))]
+  return pipeline.Pipeline(
+      pipeline_name='flax_penguin', pipeline_root=str(tmp_path / 'root'),
+      components=[example_gen, statistics_gen, schema_gen, transform,
+                  *trainers],
+      metadata_connection_config=metadata.sqlite_metadata_connection_config(
+          str(tmp_path / 'metadata.sqlite')))
+
+
 @pytest.mark.slow
-def test_tfx_flax_penguin_module_trains_and_serves_unchanged(tmp_path):
-  """TFX's experimental Flax penguin module (pure Flax and jax2tf, no Keras)
-  runs unchanged after Transform: GenericTrainer validates and publishes
-  its SavedModel, whose serving_default classifies raw examples."""
+def test_flax_module_and_a_jax_spec_after_transform(tmp_path):
+  """TFX's experimental Flax penguin module (pure Flax and jax2tf, no
+  Keras) runs unchanged after Transform, and so does a TrainSpec on JAX:
+  GenericTrainer validates and publishes both, and each serving_default
+  classifies raw examples (the JAX one through XlaCallModule, with the
+  Transform graph in TensorFlow)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tfx  # pylint: disable=g-import-not-at-top
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
-  from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
-  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
-  module_file = os.path.join(os.path.dirname(tfx.__file__), 'examples',
-                             'penguin', 'penguin_utils_flax_experimental.py')
-  data_root = os.path.dirname(write_penguin_csv(str(tmp_path / 'data'),
-                                                tfx_names=True))
-  # The Transform pipeline of the taxi example: CsvExampleGen ->
-  # StatisticsGen -> SchemaGen -> Transform -> GenericTrainer.
-  LocalDagRunner().run(taxi_pipeline_local.create_pipeline(
-      'flax_penguin', str(tmp_path / 'pipeline_root'), data_root,
-      module_file, str(tmp_path / 'metadata.sqlite'), train_steps=40,
-      eval_steps=5))
+  LocalDagRunner().run(_flax_and_jax_pipeline(tmp_path))
 
-  model, examples, states = _read_metadata(tmp_path)
-  assert states == [metadata_store_pb2.Execution.COMPLETE] * 5
-  serve = tf.saved_model.load(os.path.join(
-      model.uri, 'Format-Serving')).signatures['serving_default']
-  records = _raw_eval_records(examples.uri, count=40)
-  logits = serve(examples=tf.constant(records))['outputs'].numpy()
-  labels = [tf.train.Example.FromString(r).features.feature['species']
-            .int64_list.value[0] for r in records]
-  assert logits.shape == (40, 3)
-  assert (logits.argmax(axis=1) == np.array(labels)).mean() > 0.6
+  config = metadata.sqlite_metadata_connection_config(
+      str(tmp_path / 'metadata.sqlite'))
+  with metadata.Metadata(config) as m:
+    models = {a.uri.split(os.sep)[-3]: a.uri
+              for a in m.store.get_artifacts_by_type('Model')}
+    [raw_examples] = [
+        a.uri for a in m.store.get_artifacts_by_type('Examples')
+        if a.uri.startswith(str(tmp_path / 'root' / 'CsvExampleGen'))]
+    states = [e.last_known_state for e in m.store.get_executions()]
+  assert states == [metadata_store_pb2.Execution.COMPLETE] * 6
+  records = _raw_eval_records(raw_examples, count=40)
+  labels = np.array([tf.train.Example.FromString(r).features.feature[
+      'species'].int64_list.value[0] for r in records])
+  for name in ('FlaxTrainer', 'JaxSpecTrainer'):
+    serve = tf.saved_model.load(os.path.join(
+        models[name], 'Format-Serving')).signatures['serving_default']
+    ops = {node.op for f in serve.graph.as_graph_def().library.function
+           for node in f.node_def}
+    assert 'XlaCallModule' in ops, name
+    predicted = serve(examples=tf.constant(records))['outputs'].numpy()
+    assert predicted.shape == (40, 3), name
+    assert (predicted.argmax(axis=1) == labels).mean() > 0.6, name
