@@ -1,6 +1,6 @@
 """Starting other processes to train: a child under the other Keras
-(`keras_process`), or N local workers (`local_cluster`), both through
-`child_process`.
+(`keras_process`) or on another Keras backend (`backend_process`), or N
+local workers (`local_cluster`), all through `child_process`.
 
 May import: `core` and the top-level base modules. Never `local`,
 `kubeflow` or `executor`.
