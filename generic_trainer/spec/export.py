@@ -19,7 +19,7 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   raw_spec, names, transform_layer = _raw_feature_spec(
-      spec, schema_path, transform_graph_path)
+      spec, keys, schema_path, transform_graph_path)
 
   def predict(raw_features):
     features = (transform_layer(raw_features) if transform_layer is not None
@@ -49,13 +49,15 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
   archive.write_out(export_dir, verbose=False)
 
 
-def _raw_feature_spec(spec, schema_path, transform_graph_path):
+def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
   """(parsing spec of the raw features, label removed; {parsing key:
   tensor name}; the TFT layer or None).
 
   Without a Transform graph it is the parse config the training input used
-  (TFXIO's, `tf_example_dataset.parser_config`), so serving parses as
-  training did, and TensorFlow Transform (~1.3 s to import) is not loaded.
+  (TFXIO's, `tf_example_dataset.parser_config`) of the features the model
+  reads (`keys`): serving parses as training did, a client sends those
+  features and no others, and TensorFlow Transform (~1.3 s to import) is not
+  loaded. With one, it is every raw feature the Transform graph takes.
   """
   if transform_graph_path:
     import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
@@ -68,6 +70,7 @@ def _raw_feature_spec(spec, schema_path, transform_graph_path):
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     raw_spec, names = tf_example_dataset.parser_config(
         schema_file.read(schema_path))
+    raw_spec = {k: v for k, v in raw_spec.items() if names[k] in keys}
     layer = None
   label = spec.raw_label_key or spec.label_key
   raw_spec = {k: v for k, v in raw_spec.items() if names[k] != label}
