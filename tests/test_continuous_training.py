@@ -355,3 +355,31 @@ def test_gate_in_the_component(trainer_io, published_spec_model, tmp_path):
   GenericExecutor().Do(*io)
   assert os.path.exists(os.path.join(model_uri, 'Format-Serving',
                                      'saved_model.pb'))
+
+
+def test_base_model_flag_must_be_a_saved_model(tmp_path, penguin_csvs,
+                                               capsys):
+  """--base-model of a folder without saved_model.pb: exit 2, at once."""
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  assert cli.main(['--module-file', SPEC_MODULE, '--train-data',
+                   penguin_csvs[0], '--output-dir', str(tmp_path / 'out'),
+                   '--base-model', str(tmp_path)]) == 2
+  assert ('--base-model holds no saved_model.pb. Expected a SavedModel '
+          'folder, such as the model/ of an earlier run.') in (
+              capsys.readouterr().err)
+
+
+def test_allow_signature_change_must_be_a_flag(tmp_path):
+  """allow_signature_change='yes' is refused at pipeline construction."""
+  from tfx.types import channel_utils, standard_artifacts  # pylint: disable=g-import-not-at-top
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  examples = channel_utils.as_channel([standard_artifacts.Examples()])
+  with pytest.raises(InvalidArgumentError, match=(
+      r"'allow_signature_change' must be True, False or None. Received: "
+      r"allow_signature_change='yes' that is a str.")):
+    GenericTrainer(module_file=SPEC_MODULE, examples=examples,
+                   allow_signature_change='yes')
+  assert GenericTrainer(module_file=SPEC_MODULE, examples=examples,
+                        allow_signature_change=True).exec_properties[
+                            'allow_signature_change']
