@@ -2,6 +2,7 @@
 caching and shuffling for TrainSpecs; steps per execution."""
 
 import os
+import re
 import types
 
 import keras
@@ -132,11 +133,54 @@ def test_blocks_unshuffled_keep_every_row_and_a_short_last_batch(data):
   assert set(sizes[:-1]) == {128}
 
 
-def test_cache_only_when_the_data_fits(data, monkeypatch):
-  """Small data fits in memory; with no memory to spare it does not."""
-  assert input_pipeline.fits_in_memory(data[0])
+def _config(data):
+  config, _ = input_pipeline.DatasetFactory().parser(data[1])
+  return config
+
+
+def test_cache_only_when_the_parsed_rows_fit(data, monkeypatch):
+  """Small data fits in memory; with no memory to spare it does not; the
+  reason names the sizes weighed."""
+  fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9)
+  assert fit.fits and re.fullmatch(
+      r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) fit in a quarter of the '
+      r'1\.0 GB available', fit.reason)
   monkeypatch.setattr(input_pipeline, 'CACHE_MEMORY_FRACTION', 0.0)
-  assert not input_pipeline.fits_in_memory(data[0])
+  fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9)
+  assert not fit.fits and re.fullmatch(
+      r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) do not fit in 0% of the '
+      r'1\.0 GB available', fit.reason)
+
+
+def test_parsed_size_is_estimated_from_the_first_records(data, monkeypatch):
+  """A sample of the first file's start gives the rows and a row's bytes
+  (12 floats and an int64 label: 56), within a few percent."""
+  from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
+  files = sorted(tf.io.gfile.glob(data[0][0]))
+  size = parsed_size.estimate(files, _config(data))
+  assert size.row_bytes == 56 and abs(size.rows - ROWS) < 0.01 * ROWS
+  monkeypatch.setattr(parsed_size, 'SAMPLE_BYTES', 4096)
+  size = parsed_size.estimate(files, _config(data))
+  assert abs(size.rows - ROWS) < 0.05 * ROWS
+  assert size.parsed_bytes == int(size.rows * 56)
+
+
+def test_cache_unknown_size_is_off(tmp_path, data):
+  """A file whose start holds no complete record: no cache, and why."""
+  path = tmp_path / 'cut.tfrecord'
+  path.write_bytes(b'\x10' * 8)
+  fit = input_pipeline.cache_fit([str(path)], _config(data), available=10**9)
+  assert fit == (False, 'the size of the parsed rows is unknown: the start '
+                 'of the first file holds no complete record')
+
+
+def test_uncached_blocks_parse_ahead_within_a_fixed_memory(data):
+  """16 blocks of narrow rows ahead of training; fewer of wide ones."""
+  assert input_pipeline.parse_ahead_blocks(_config(data)) == 16
+  wide = {f'f{i}': tf.io.FixedLenFeature([1], tf.string) for i in range(20)}
+  assert input_pipeline.parse_ahead_blocks(wide) == 12
+  huge = {'image': tf.io.FixedLenFeature([256, 256, 3], tf.float32)}
+  assert input_pipeline.parse_ahead_blocks(huge) == 2
 
 
 def _spec(value=None, checkpoint=None, handlers=()):
@@ -238,3 +282,33 @@ def test_spec_preprocess_applies_on_blocks(data, with_label):
   assert set(plain) == {'f00', 'f01'} and set(doubled) == {'f00'}
   np.testing.assert_allclose(doubled['f00'].numpy(),
                              2.0 * plain['f00'].numpy())
+
+
+@pytest.mark.parametrize('cache, expected', [
+    (None, r'cache: on for Split-train \(36 kB of parsed rows \(~(2,9|3,0)\d\d '
+     r'rows\) fit in a quarter of the [0-9.]+ GB available\)'),
+    (False, r'cache: off for Split-train \(TrainSpec.cache=False\); every '
+     r'epoch reads and parses the files'),
+])
+def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
+                                                      expected):
+  """Without the cache every epoch reads the files: the log says which,
+  and why."""
+  import logging  # pylint: disable=g-import-not-at-top
+  from generic_trainer import TrainSpec, progress  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import datasets as spec_input  # pylint: disable=g-import-not-at-top
+  patterns, schema = data
+
+  class Spec(TrainSpec):
+    label_key = 'label'
+    build_model = build_optimizer = build_loss = lambda self: None
+
+  Spec.cache = cache
+  fn_args = types.SimpleNamespace(data_accessor=types.SimpleNamespace(
+      tf_dataset_factory=input_pipeline.DatasetFactory()))
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  spec_input.make_dataset(Spec(), fn_args, schema, patterns, ['f00'], 50,
+                          num_epochs=1, shuffle=True)
+  lines = [r.getMessage() for r in caplog.records
+           if r.getMessage().startswith('cache: ')]
+  assert len(lines) == 1 and re.fullmatch(expected, lines[0]), lines

@@ -24,7 +24,7 @@ TFXIO's dataset ~20-25k rows/s, `DatasetFactory` ~130k rows/s; parsing 1M
 rows from gzip files ~2.5 s (benchmarks/README.md has the training numbers).
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from generic_trainer import machine
 from generic_trainer.data.tfrecords import common_compression, compression
@@ -33,6 +33,7 @@ PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
 PREFETCH_BATCHES = 8
 READ_AHEAD_BLOCKS = 1 << 20  # When cached: parse ahead of training, all.
+PARSE_AHEAD_BYTES = 32 << 20  # Not cached: parsed blocks held ahead, at most.
 SHUFFLE_BLOCKS = 16  # Blocks held for shuffling: 64k rows (TFXIO: 10k).
 CACHE_MEMORY_FRACTION = 0.25
 
@@ -139,6 +140,9 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
     # Read ahead without bound: the blocks are all kept anyway, and the
     # parse goes on on idle cores, also while Keras traces the model.
     blocks = blocks.prefetch(READ_AHEAD_BLOCKS).cache()
+  else:
+    # Parse ahead of training, within a fixed memory: flat as rows grow.
+    blocks = blocks.prefetch(parse_ahead_blocks(config))
   if shuffle:
     blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
         _permute_rows, num_parallel_calls=machine.cores())
@@ -176,6 +180,16 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
                      num_parallel_calls=cores, deterministic=deterministic)
 
 
+def parse_ahead_blocks(config: Dict[str, Any]) -> int:
+  """Parsed blocks the uncached pipeline holds ahead of training: as many
+  as fit in `PARSE_AHEAD_BYTES` (strings counted as 32 bytes), 2 to 16."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  row = sum(int(np.prod(c.shape)) * (32 if c.dtype == tf.string else
+                                     c.dtype.size) for c in config.values())
+  return int(min(16, max(2, PARSE_AHEAD_BYTES // max(1, row * PARSE_ROWS))))
+
+
 def without_autotuning(dataset):
   """`dataset` with tf.data's autotuning off (our parallelism is fixed).
 
@@ -191,18 +205,59 @@ def without_autotuning(dataset):
   return dataset.with_options(options)
 
 
-def fits_in_memory(patterns: List[str]) -> bool:
-  """Whether the parsed rows of `patterns` likely fit in a quarter of the
-  memory available now (serialized size, gzip counted as 4x; False when
-  unknown)."""
+class CacheFit(NamedTuple):
+  """Whether the parsed rows of some files fit in the memory set aside for
+  the cache (`CACHE_MEMORY_FRACTION` of what is available), and why.
+
+  Attributes:
+    fits: Whether they fit.
+    reason: The sizes weighed, for the log: '58 MB of parsed rows (~1.0M
+      rows) fit in a quarter of the 20.1 GB available'.
+  """
+  fits: bool
+  reason: str
+
+
+def cache_fit(patterns: List[str], config: Dict[str, Any],
+              available: Optional[int] = None) -> CacheFit:
+  """Whether the rows of `patterns` parsed with `config` (dense features)
+  fit in `CACHE_MEMORY_FRACTION` of `available` bytes (default: the
+  memory available now); see `parsed_size.estimate`. No when either size
+  is unknown."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  available = machine.available_memory()
+  from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
   if available is None:
-    return False
-  size = 0
-  for path in tf.io.gfile.glob(patterns):
-    size += tf.io.gfile.stat(path).length * (4 if compression(path) else 1)
-  return size <= available * CACHE_MEMORY_FRACTION
+    available = machine.available_memory()
+  if available is None:
+    return CacheFit(False, 'the memory available is unknown')
+  files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+  size = parsed_size.estimate(files, config)
+  if size is None:
+    return CacheFit(False, 'the size of the parsed rows is unknown: the '
+                    'start of the first file holds no complete record')
+  share = ('a quarter' if CACHE_MEMORY_FRACTION == 0.25 else
+           f'{CACHE_MEMORY_FRACTION:.0%}')
+  fits = size.parsed_bytes <= available * CACHE_MEMORY_FRACTION
+  return CacheFit(fits, (
+      f'{_size(size.parsed_bytes)} of parsed rows (~{_count(size.rows)} '
+      f'rows) {"fit" if fits else "do not fit"} in {share} of the '
+      f'{_size(available)} available'))
+
+
+def _size(n: float) -> str:
+  """'58 MB', '1.2 GB': bytes as a person reads them."""
+  for unit in ('B', 'kB', 'MB', 'GB'):
+    if n < 999.5 or unit == 'GB':
+      break
+    n /= 1000
+  return f'{n:.0f} {unit}' if unit == 'B' or n >= 9.95 else f'{n:.1f} {unit}'
+
+
+def _count(n: int) -> str:
+  """'1.0M', '250k', '7,500': a row count as a person reads it."""
+  if n < 10_000:
+    return f'{n:,}'
+  return f'{n / 1e6:.1f}M' if n >= 999_500 else f'{n / 1e3:.0f}k'
 
 
 def _parse_fn(config, names, label_key):

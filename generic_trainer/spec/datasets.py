@@ -3,8 +3,10 @@
 Parsed with the schema's TFXIO config; see `input_pipeline` for how.
 """
 
+import os
 from typing import List, Optional, Tuple
 
+from generic_trainer import progress
 from generic_trainer.errors import SpecError
 from generic_trainer.train_spec import TrainSpec
 
@@ -67,8 +69,8 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   Without `with_label`, batches of features alone (the label may be absent).
   When every feature read is dense and the data is local tf.Example (the
   factory is `input_pipeline.DatasetFactory`), rows are parsed in blocks and
-  kept in memory per `cache` (default: `spec.cache`, None meaning when they
-  fit); otherwise the dataset comes from the factory, row by row.
+  kept in memory per `cache` (default: `cache_decision`, which logs it);
+  otherwise the dataset comes from the factory, row by row.
   """
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
   label = spec.label_key if with_label else None
@@ -76,9 +78,8 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   if isinstance(factory, input_pipeline.DatasetFactory):
     config, names = factory.parser(schema, keys + ([label] if label else []))
     if input_pipeline.dense_only(config):
-      cache = spec.cache if cache is None else cache
       if cache is None:
-        cache = input_pipeline.fits_in_memory(files)
+        cache = cache_decision(spec, files, config)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
           cache=bool(cache)))
@@ -101,6 +102,32 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
     return spec.preprocess({k: features[k] for k in keys}), label
 
   return dataset.map(select)
+
+
+def cache_decision(spec, files: List[str], config) -> bool:
+  """Whether to keep the parsed rows of `files` in memory: `spec.cache`, or
+  when None, whether they fit (`input_pipeline.cache_fit`). The decision
+  and its reason go to the progress log: without the cache every epoch
+  reads and parses the files again, which a user should know."""
+  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
+  if spec.cache is None:
+    fit = input_pipeline.cache_fit(files, config)
+    cache, reason = fit.fits, fit.reason
+  else:
+    cache, reason = bool(spec.cache), f'TrainSpec.cache={spec.cache!r}'
+  what = _describe(files)
+  progress.log().info(
+      'cache: %s for %s (%s)%s', 'on' if cache else 'off', what, reason,
+      '' if cache else '; every epoch reads and parses the files')
+  return cache
+
+
+def _describe(files: List[str]) -> str:
+  """'Split-train', the folder the files are in, or 'N files'."""
+  folders = {os.path.basename(os.path.dirname(f.rstrip('/'))) for f in files}
+  if len(folders) == 1 and folders != {''}:
+    return folders.pop()
+  return f'{len(files)} file patterns'
 
 
 def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
