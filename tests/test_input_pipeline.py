@@ -174,15 +174,6 @@ def test_cache_unknown_size_is_off(tmp_path, data):
                  'of the first file holds no complete record')
 
 
-def test_uncached_blocks_parse_ahead_within_a_fixed_memory(data):
-  """16 blocks of narrow rows ahead of training; fewer of wide ones."""
-  assert input_pipeline.parse_ahead_blocks(_config(data)) == 16
-  wide = {f'f{i}': tf.io.FixedLenFeature([1], tf.string) for i in range(20)}
-  assert input_pipeline.parse_ahead_blocks(wide) == 12
-  huge = {'image': tf.io.FixedLenFeature([256, 256, 3], tf.float32)}
-  assert input_pipeline.parse_ahead_blocks(huge) == 2
-
-
 def _spec(value=None, checkpoint=None, handlers=()):
   return types.SimpleNamespace(steps_per_execution=value,
                                checkpoint=checkpoint,

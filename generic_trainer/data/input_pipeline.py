@@ -33,7 +33,6 @@ PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
 PREFETCH_BATCHES = 8
 READ_AHEAD_BLOCKS = 1 << 20  # When cached: parse ahead of training, all.
-PARSE_AHEAD_BYTES = 32 << 20  # Not cached: parsed blocks held ahead, at most.
 SHUFFLE_BLOCKS = 16  # Blocks held for shuffling: 64k rows (TFXIO: 10k).
 CACHE_MEMORY_FRACTION = 0.25
 
@@ -140,9 +139,6 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
     # Read ahead without bound: the blocks are all kept anyway, and the
     # parse goes on on idle cores, also while Keras traces the model.
     blocks = blocks.prefetch(READ_AHEAD_BLOCKS).cache()
-  else:
-    # Parse ahead of training, within a fixed memory: flat as rows grow.
-    blocks = blocks.prefetch(parse_ahead_blocks(config))
   if shuffle:
     blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
         _permute_rows, num_parallel_calls=machine.cores())
@@ -178,16 +174,6 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
       deterministic=deterministic)
   return records.map(_parse_fn(config, names, label_key),
                      num_parallel_calls=cores, deterministic=deterministic)
-
-
-def parse_ahead_blocks(config: Dict[str, Any]) -> int:
-  """Parsed blocks the uncached pipeline holds ahead of training: as many
-  as fit in `PARSE_AHEAD_BYTES` (strings counted as 32 bytes), 2 to 16."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  row = sum(int(np.prod(c.shape)) * (32 if c.dtype == tf.string else
-                                     c.dtype.size) for c in config.values())
-  return int(min(16, max(2, PARSE_AHEAD_BYTES // max(1, row * PARSE_ROWS))))
 
 
 def without_autotuning(dataset):
