@@ -15,14 +15,12 @@ pushed model, the metadata store and the full log (`OUTPUT_DIR/pipeline.log`;
 
 import argparse
 import os
-import sys
 from typing import Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODULE_FILE = os.path.join(os.path.dirname(_HERE), 'module_files',
                                    'penguin_keras.py')
 PIPELINE_NAME = 'penguin_generic_trainer'
-LOG_FILE = 'pipeline.log'
 
 
 def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
@@ -175,20 +173,18 @@ def main(argv=None) -> int:
                       'instead of writing them to OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  log_path = None if args.verbose else os.path.join(
-      os.path.abspath(args.output_dir), LOG_FILE)
-  try:
-    with console.pipeline_console(log_path, args.verbose) as say:
-      say(f'== Penguin pipeline ({os.path.relpath(args.module_file)})'
-          + (f'; full log: {log_path}' if log_path else ''))
-      result = run(args.output_dir, args.train_steps, args.eval_steps,
-                   args.module_file, num_workers=args.num_workers)
-      for line in summary_lines('Penguin pipeline', result, log_path):
-        say(line)
-  except Exception as e:  # pylint: disable=broad-except
-    print(console.failure_message(e, log_path), file=sys.stderr)
-    return 1
-  return 0 if result['pushed_model'] else 1
+  result = {}
+
+  def body(say, log_path):
+    result.update(run(args.output_dir, args.train_steps, args.eval_steps,
+                      args.module_file, num_workers=args.num_workers))
+    for line in summary_lines('Penguin pipeline', result, log_path):
+      say(line)
+
+  ok = console.run_pipeline(
+      f'Penguin pipeline ({os.path.relpath(args.module_file)})',
+      args.output_dir, args.verbose, body)
+  return 0 if ok and result['pushed_model'] else 1
 
 
 def summary_lines(title: str, result: dict, log_path: Optional[str]):
@@ -209,6 +205,4 @@ def summary_lines(title: str, result: dict, log_path: Optional[str]):
 
 if __name__ == '__main__':
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  _status = main()
-  console.exit_despite_threads(_status)  # Even if a module left threads.
-  sys.exit(_status)
+  console.end_process(main())

@@ -12,7 +12,6 @@ and our TrainSpec module `module_files/taxi_spec.py`:
 import argparse
 import itertools
 import os
-import sys
 from typing import Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -104,26 +103,20 @@ def main(argv=None) -> int:
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
   module, keras_version = ((tfx_module_file(), 'tf_keras') if args.tfx_module
                            else (SPEC_MODULE_FILE, None))
-  log_path = None if args.verbose else os.path.join(
-      os.path.abspath(args.output_dir), 'pipeline.log')
-  try:
-    with console.pipeline_console(log_path, args.verbose) as say:
-      say(f'== Taxi pipeline ({os.path.basename(module)})'
-          + (f'; full log: {log_path}' if log_path else ''))
-      paths = run(args.output_dir, module, args.rows, args.train_steps,
-                  keras_version=keras_version)
-      say('== Taxi pipeline finished')
-      say(f"  metadata store (SQLite): {paths['metadata_path']}")
-      if log_path:
-        say(f'  full log: {log_path}')
-  except Exception as e:  # pylint: disable=broad-except
-    print(console.failure_message(e, log_path), file=sys.stderr)
-    return 1
-  return 0
+  title = f'Taxi pipeline ({os.path.basename(module)})'
+
+  def body(say, log_path):
+    paths = run(args.output_dir, module, args.rows, args.train_steps,
+                keras_version=keras_version)
+    say('== Taxi pipeline finished')
+    say(f"  metadata store (SQLite): {paths['metadata_path']}")
+    if log_path:
+      say(f'  full log: {log_path}')
+
+  return 0 if console.run_pipeline(title, args.output_dir, args.verbose,
+                                   body) else 1
 
 
 if __name__ == '__main__':
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  _status = main()
-  console.exit_despite_threads(_status)  # Even if a module left threads.
-  sys.exit(_status)
+  console.end_process(main())
