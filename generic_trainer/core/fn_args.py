@@ -30,7 +30,7 @@ from generic_trainer.keys import STATISTICS_KEY
 class FnArgs(fn_args_utils.FnArgs, GenericFnArgsFields):
   """Args passed to the user's `run_fn`: TFX's FnArgs, plus
   `GenericFnArgsFields` (num_examples, strategy, is_chief, worker_index,
-  num_workers, checkpoint_dir; see there).
+  num_workers, checkpoint_dir, statistics_path; see there).
 
   Attributes:
     working_dir: Working dir (unused by the trainer; kept for TFX parity).
@@ -212,6 +212,9 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
           input_dict.get(keys.HYPERPARAMETERS_KEY)),
       custom_config=custom_config,
       num_examples=read_num_examples(input_dict.get(STATISTICS_KEY)),
+      statistics_path=(artifact_utils.get_single_uri(
+          input_dict[STATISTICS_KEY]) if input_dict.get(STATISTICS_KEY)
+                       else None),
       checkpoint_dir=checkpoint_dir,
       **distributed)
   return FnArgs(**fields)

@@ -35,11 +35,13 @@ class Estimator:
       hparams: Hyperparameter values, available as `spec.hparams`.
       schema_path: A schema.pbtxt; inferred from the train data if None.
     """
-    from generic_trainer.train_spec import missing_members  # pylint: disable=g-import-not-at-top
+    from generic_trainer.train_spec import conflicting_members, missing_members  # pylint: disable=g-import-not-at-top,g-multiple-import
     missing = missing_members(spec_class)
     if missing:
       raise SpecError(f'The TrainSpec {spec_class.__name__} does not define '
                       f'the required member(s): {", ".join(missing)}.')
+    if conflicting_members(spec_class):
+      raise SpecError(conflicting_members(spec_class))
     self.model_dir = os.path.abspath(model_dir)
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
@@ -65,6 +67,7 @@ class Estimator:
         eval_data, os.path.join(self.model_dir, 'data', 'Split-eval'))
                       if eval_data is not None else splits['train'])
     self._fn_args = self._make_fn_args(splits, steps)
+    self.spec.fn_args = self._fn_args  # What canned specs read the data from.
     prepared, result = spec_runner.train(self.spec, self._fn_args)
     self._keys = prepared.keys
     train_result.write(self.run_dir, result)

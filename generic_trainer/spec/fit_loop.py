@@ -83,7 +83,7 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
       model.train_step = types.MethodType(
           lambda m, data: spec.train_step(m, data), model)
     model.compile(optimizer=spec.optimizer, loss=spec.loss,
-                  metrics=spec.metrics,
+                  loss_weights=spec.loss_weights, metrics=spec.metrics,
                   steps_per_execution=steps_per_execution(
                       spec, steps_per_epoch, validation_steps, distributed))
   return model
