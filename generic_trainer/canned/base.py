@@ -173,10 +173,11 @@ class CannedSpec(TrainSpec):
 
 
 def concatenate(parts: List[Any], name: str):
+  """`parts` side by side, as float32, in a layer named `name`."""
   import keras  # pylint: disable=g-import-not-at-top
   parts = [keras.ops.cast(p, 'float32') for p in parts]
   if len(parts) == 1:
-    return parts[0]
+    return keras.layers.Identity(name=name)(parts[0])
   return keras.layers.Concatenate(name=name)(parts)
 
 

@@ -5,12 +5,19 @@ from typing import List
 from generic_trainer.errors import SpecError, summarize
 
 
-def check_model_inputs(model, keys: List[str]) -> None:
-  """Every input the model names must be a feature the data provides."""
+def model_features(model, keys: List[str]) -> List[str]:
+  """The features the model reads: those of `keys` its inputs are named
+  after (all of `keys` for a model that names no inputs). Features it does
+  not read are neither parsed nor fed (Keras would match a dict with extra
+  keys to the inputs by position).
+
+  Raises:
+    SpecError: an input the model names is not one of `keys`.
+  """
   try:
     inputs = model.inputs or []
   except (AttributeError, ValueError):
-    return  # A subclassed model names no inputs; check_batch runs it.
+    return keys  # A subclassed model names no inputs; check_batch runs it.
   names = [getattr(t, 'name', None) for t in inputs]
   names = [n.split(':')[0] for n in names if n]
   missing = [n for n in names if n not in keys]
@@ -20,6 +27,7 @@ def check_model_inputs(model, keys: List[str]) -> None:
         f'The features given to the model are: {", ".join(keys)}. Name each '
         "keras.Input after a feature (keras.Input(shape=(1,), name='...')), "
         'or set TrainSpec.feature_keys.')
+  return [k for k in keys if k in names] if names else keys
 
 
 def check_batch(spec, model, batch) -> None:

@@ -40,7 +40,7 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   raw_spec, names, transform_layer = _raw_feature_spec(
-      spec, schema_path, transform_graph_path)
+      spec, keys, schema_path, transform_graph_path)
 
   def features_of(raw_features):
     features = (transform_layer(raw_features) if transform_layer is not None
@@ -155,13 +155,15 @@ def _add_transform_features(archive, transform_graph_path: str) -> None:
   archive.add_endpoint(TRANSFORM_FEATURES, transform_features)
 
 
-def _raw_feature_spec(spec, schema_path, transform_graph_path):
+def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
   """(parsing spec of the raw features, labels and weights removed;
   {parsing key: tensor name}; the TFT layer or None).
 
   Without a Transform graph it is the parse config the training input used
-  (TFXIO's, `tf_example_dataset.parser_config`), so serving parses as
-  training did, and TensorFlow Transform (~1.3 s to import) is not loaded.
+  (TFXIO's, `tf_example_dataset.parser_config`) for the features the model
+  reads (`keys`), so serving parses as training did and needs no other
+  feature, and TensorFlow Transform (~1.3 s to import) is not loaded. With
+  one, every raw feature Transform reads.
   """
   from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   if transform_graph_path:
@@ -175,6 +177,7 @@ def _raw_feature_spec(spec, schema_path, transform_graph_path):
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     raw_spec, names = tf_example_dataset.parser_config(
         schema_file.read(schema_path))
+    raw_spec = {k: v for k, v in raw_spec.items() if names[k] in keys}
     layer = None
   absent = set(outputs.target_keys(spec.outputs)) | (
       {spec.raw_label_key} if spec.raw_label_key else set())
