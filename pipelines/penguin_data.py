@@ -12,6 +12,7 @@ import importlib.resources
 import os
 
 SPECIES = ('Adelie', 'Chinstrap', 'Gentoo')
+SEXES = ('female', 'male')
 COLUMNS = ('species', 'bill_length_mm', 'bill_depth_mm', 'flipper_length_mm',
            'body_mass_g')
 
@@ -20,8 +21,8 @@ def write_penguin_csv(data_dir: str, string_labels: bool = False,
                       sex: bool = False) -> str:
   """Writes `penguins.csv` into `data_dir` (alone: ExampleGen reads the dir);
   the species as 0/1/2, or as 'Adelie'/'Chinstrap'/'Gentoo'; with `sex`,
-  also the `sex` column ('female'/'male'; rows without it dropped), a
-  second label for multi-task models."""
+  also the `sex` column (0/1, or 'female'/'male'; rows without it
+  dropped), a second label for multi-task models."""
   source = importlib.resources.files('palmerpenguins') / 'data/penguins.csv'
   os.makedirs(data_dir, exist_ok=True)
   path = os.path.join(data_dir, 'penguins.csv')
@@ -33,5 +34,7 @@ def write_penguin_csv(data_dir: str, string_labels: bool = False,
       if row['species'] in SPECIES and all(v not in ('', 'NA') for v in values):
         label = row['species'] if string_labels else SPECIES.index(
             row['species'])
+        if sex and not string_labels:
+          values[-1] = SEXES.index(values[-1])
         writer.writerow([label] + values)
   return path
