@@ -276,7 +276,8 @@ def test_wide_and_deep_sums_a_linear_part_and_a_dnn(tmp_path,
     ({'hidden_units': [16, 0]},
      r'PenguinDNN hidden units must be a list of positive ints, one per '
      r'layer, e.g. \[64, 32\]. Received: \[16, 0\].'),
-])
+], ids=['unknown-column', 'unknown-feature-key', 'label-not-in-vocabulary',
+        'float-label', 'unknown-optimizer', 'bad-hidden-units'])
 def test_canned_mistakes_are_named(tmp_path, named_penguin_csvs, attrs,
                                    message):
   """Unknown features, labels outside the vocabulary, a float label for a

@@ -95,6 +95,30 @@ def test_multi_class_head_counts_classes_from_the_vocabulary():
     heads.MultiClassHead()
 
 
+@pytest.mark.parametrize('make, message', [
+    (lambda: heads.BinaryClassHead(label_vocabulary=['yes', 'yes']),
+     r"BinaryClassHead label_vocabulary names \['yes'\] more than once; each "
+     r"class needs one name. Received: label_vocabulary=\['yes', 'yes'\]."),
+    (lambda: heads.BinaryClassHead(label_vocabulary='yes'),
+     r'BinaryClassHead label_vocabulary must be a list of strings, the class '
+     r"names in class id order. Received: label_vocabulary='yes'."),
+    (lambda: heads.BinaryClassHead(threshold=1.5),
+     r'BinaryClassHead threshold must be between 0 and 1. Received: '
+     r'threshold=1.5.'),
+    (lambda: heads.MultiLabelHead(n_classes=1),
+     r'MultiLabelHead needs n_classes, an int of at least 2, or a '
+     r'label_vocabulary of that many class names'),
+    (lambda: heads.RegressionHead(label_dimension=0),
+     r'RegressionHead label_dimension must be a positive int. Received: '
+     r'label_dimension=0.'),
+], ids=['repeated-name', 'vocabulary-not-a-list', 'threshold',
+        'one-label-class', 'label-dimension'])
+def test_head_arguments_are_checked(make, message):
+  """A head's arguments are checked when it is made (the module's import)."""
+  with pytest.raises(SpecError, match=message):
+    make()
+
+
 def test_multi_class_head_maps_names_to_ids():
   """Names become their index in the vocabulary, in the input pipeline."""
   head = heads.MultiClassHead(label_vocabulary=SPECIES)

@@ -65,9 +65,9 @@ def test_trainer_fn_module_explains_migration():
 
 _TAXI_ADVICE = (
     r'It builds a tf.estimator.DNNLinearCombinedClassifier: the canned spec '
-    r'DNNLinearCombinedClassifierSpec replaces it \(the same model, with '
-    r'Keras preprocessing layers for the feature columns, read from the '
-    r'schema\). Keep `preprocessing_fn` for Transform and replace '
+    r'DNNLinearCombinedClassifierSpec replaces it \(the same kind of model, '
+    r'Keras preprocessing layers in place of the feature columns, read from '
+    r'the schema\). Keep `preprocessing_fn` for Transform and replace '
     r'`trainer_fn` and the Estimator code with:\n\n'
     r'from generic_trainer.canned import DNNLinearCombinedClassifierSpec\n\n'
     r'class Spec\(DNNLinearCombinedClassifierSpec\):\n'

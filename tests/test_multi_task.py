@@ -94,7 +94,9 @@ def test_two_outputs_train_with_a_loss_and_metrics_each(tmp_path,
     ({'weight_key': 'weight'},
      r"The weight column 'weight' \(weight_key\) is not a feature of the "
      r'data. The schema has: bill_depth_mm, '),
-])
+], ids=['outputs-not-a-dict', 'loss-missing-an-output', 'unknown-loss-weight',
+        'metrics-not-a-dict', 'labels-beyond-units', 'metric-does-not-fit',
+        'unknown-weight-key'])
 def test_each_output_is_checked_before_training(tmp_path, penguin_csvs,
                                                 attrs, message):
   """A model output, loss, weight or metric that does not fit an output is
@@ -113,7 +115,7 @@ def test_each_output_is_checked_before_training(tmp_path, penguin_csvs,
      r"TrainSpec.head has a head for the labels \['sex'\] but label_key is "
      r"\['species'\]. With a head per output, the labels are the head "
      r"dict's keys: leave label_key unset, or make them agree."),
-])
+], ids=['one-head-two-labels', 'heads-not-the-labels'])
 def test_heads_and_labels_must_agree(tmp_path, named_penguin_csvs, attrs,
                                      message):
   """A head per label, named as the labels."""

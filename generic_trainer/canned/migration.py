@@ -63,8 +63,8 @@ def advice(source: str) -> str:
   also = ''.join(f' {e} becomes {REPLACEMENTS[e]}.' for e in found[1:])
   return (
       f'{_INTRO} It builds a tf.estimator.{estimator}: the canned spec '
-      f'{spec} replaces it (the same model, with Keras preprocessing layers '
-      'for the feature columns, read from the schema). Keep '
+      f'{spec} replaces it (the same kind of model, Keras preprocessing '
+      'layers in place of the feature columns, read from the schema). Keep '
       '`preprocessing_fn` for Transform and replace `trainer_fn` and the '
       'Estimator code with:\n\n'
       f'from generic_trainer.canned import {spec}\n\n'
