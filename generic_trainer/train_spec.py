@@ -65,7 +65,8 @@ class TrainSpec(abc.ABC):
       split every epoch (default: none besides the loss; with a head, the
       head's, followed by these; {label: [metrics]} for several outputs).
     feature_keys: Features the model reads; None means every feature in the
-      schema except the label.
+      schema except the labels and weights. Of these, only those the
+      model's inputs are named after are read.
     raw_label_key: With Transform, the label's name in the raw data, which
       serving does not receive (default: label_key).
     batch_size: Train batch size (default 32); eval_batch_size defaults to it.
@@ -208,8 +209,8 @@ def conflicting_members(spec_class: type) -> Optional[str]:
   if spec_class.head is not None and (
       spec_class.build_loss is not TrainSpec.build_loss):
     return (f'The TrainSpec {spec_class.__name__} declares both a head and '
-            'build_loss(): the head brings the loss of its kind of problem '
-            'and would silently replace yours. Remove build_loss() to use '
-            "the head's loss, or remove head and give the output layer, "
-            'loss and metrics yourself.')
+            'build_loss(): a head brings the loss of its kind of problem, '
+            'so one of the two losses would be silently ignored. Remove '
+            "build_loss() to use the head's loss, or remove head and give "
+            'the output layer, loss and metrics yourself.')
   return None

@@ -314,3 +314,15 @@ def test_optional_features_are_filled_in(tmp_path):
   est.train(path, steps=10)
   assert est.predict(path).shape == (90, 1)
   assert 'predict' in tf.saved_model.load(est.export()).signatures
+
+
+def test_wide_and_deep_parts_name_features_of_the_data(tmp_path,
+                                                       named_penguin_csvs):
+  """linear_feature_keys and dnn_feature_keys name features, like columns."""
+  class Spec(DNNLinearCombinedClassifierSpec):
+    label_key = 'species'
+    dnn_feature_keys = ['bill_length_mm', 'wing_span']
+  with pytest.raises(SpecError, match=(
+      r"Spec.dnn_feature_keys names \['wing_span'\], which the data lacks "
+      r'\(unknown feature\).')):
+    Estimator(Spec, str(tmp_path)).train(named_penguin_csvs[0], steps=2)

@@ -269,10 +269,11 @@ def test_head_and_build_loss_both_given_is_refused(tmp_path):
         head = heads.MultiClassHead(3)
   '''))
   message = (
-      r'The TrainSpec (Spec|Both) declares both a head and build_loss\(\): the head '
-      r'brings the loss of its kind of problem and would silently replace '
-      r"yours. Remove build_loss\(\) to use the head's loss, or remove head "
-      r'and give the output layer, loss and metrics yourself.')
+      r'The TrainSpec (Spec|Both) declares both a head and build_loss\(\): a '
+      r'head brings the loss of its kind of problem, so one of the two losses '
+      r"would be silently ignored. Remove build_loss\(\) to use the head's "
+      r'loss, or remove head and give the output layer, loss and metrics '
+      r'yourself.')
   with pytest.raises(SpecError, match=message):
     module_loader.load_run_fn({'module_file': str(path)})
 

@@ -144,12 +144,13 @@ class CannedSpec(TrainSpec):
           f'Received: optimizer_name={self.optimizer_name!r}.') from e
 
   # Helpers of the bodies.
-  def parts(self, encoded, keys: Optional[List[str]], part: str) -> List[Any]:
-    """The `part` ('wide' or 'deep') of the encodings of `keys` (None: all)."""
+  def parts(self, encoded, keys: Optional[List[str]], part: str,
+            member: str = 'feature_keys') -> List[Any]:
+    """The `part` ('wide' or 'deep') of the encodings of `keys` (None: all),
+    which the spec's attribute `member` names."""
     if keys is None:
       keys = list(encoded)
-    self._check_known(part == 'wide' and 'linear_feature_keys' or
-                      'dnn_feature_keys', keys, list(encoded))
+    self._check_known(member, keys, list(encoded))
     return [getattr(encoded[k], part) for k in keys]
 
   def tower(self, inputs: List[Any], hidden_units, activation: str,

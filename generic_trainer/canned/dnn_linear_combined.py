@@ -45,9 +45,10 @@ class DNNLinearCombinedSpec(CannedSpec):
     if linear_keys is None:
       linear_keys = [k for k, c in self.feature_columns.items()
                      if isinstance(c, (Categorical, Bucketized))]
-    wide = self.parts(encoded, linear_keys, 'wide') + cross_parts(
-        self, encoded)
-    deep = self.tower(self.parts(encoded, self.dnn_feature_keys, 'deep'),
+    wide = self.parts(encoded, linear_keys, 'wide',
+                      'linear_feature_keys') + cross_parts(self, encoded)
+    deep = self.tower(self.parts(encoded, self.dnn_feature_keys, 'deep',
+                                 'dnn_feature_keys'),
                       list(self.dnn_hidden_units), self.dnn_activation,
                       self.dnn_dropout, self.dnn_batch_norm, 'dnn')
     if not wide:
