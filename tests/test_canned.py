@@ -107,24 +107,32 @@ def test_the_model_is_built_from_the_schema(tmp_path):
 
 
 def test_columns_override_the_default_per_feature(tmp_path, named_penguin_csvs):
-  """A feature can be bucketized, given a vocabulary, left unnormalised,
-  or left out (None)."""
+  """A feature can be bucketized, an int made a category (its most frequent
+  values), a number left unnormalised, a string given its vocabulary, or a
+  feature left out (None)."""
   class Spec(PenguinDNN):
     feature_keys = None
     columns = {'bill_length_mm': Bucketized(num_buckets=4),
                'bill_depth_mm': Bucketized(boundaries=[15.0, 18.0]),
-               'flipper_length_mm': Numeric(normalize=False),
-               'sex': Categorical(vocabulary=['female']),
-               'body_mass_g': None}
+               'flipper_length_mm': Categorical(top_k=5),
+               'body_mass_g': Numeric(normalize=False),
+               'sex': Categorical(vocabulary=['female'])}
+
+  class WithoutSex(Spec):
+    columns = {**Spec.columns, 'sex': None}
   est = Estimator(Spec, str(tmp_path))
   est.train(named_penguin_csvs[0], steps=2)
   model = est.spec.model
   assert len(model.get_layer('bill_length_mm_bucket').bin_boundaries) == 3
   assert model.get_layer('bill_depth_mm_bucket').bin_boundaries == [15., 18.]
-  names = [layer.name for layer in model.layers]
-  assert 'flipper_length_mm_normalized' not in names
+  flipper = model.get_layer('flipper_length_mm_lookup')
+  assert isinstance(flipper, keras.layers.IntegerLookup)
+  assert len(flipper.get_vocabulary()) == 5 + 1  # The top 5 and the OOV.
+  assert 'body_mass_g_normalized' not in [layer.name for layer in model.layers]
   assert model.get_layer('sex_lookup').get_vocabulary() == ['[UNK]', 'female']
-  assert 'body_mass_g' not in model.input
+  without = Estimator(WithoutSex, str(tmp_path / 'without'))
+  without.train(named_penguin_csvs[0], steps=2)
+  assert 'sex' not in without.spec.model.input
 
 
 def test_hparams_override_attributes_of_the_same_name(tmp_path,
