@@ -30,8 +30,12 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
                     keras_version: Optional[str] = None,
                     num_workers: Optional[int] = None,
                     module_path: Optional[str] = None,
-                    baseline: bool = True):
+                    baseline: bool = True,
+                    evaluate_output: Optional[str] = None):
   """Returns the TFX pipeline (a `tfx.dsl.Pipeline`).
+
+  `evaluate_output` names the output Evaluator evaluates in a model with
+  several (each output is named after its label, `species` here).
 
   `module_path` (an importable module) replaces `module_file` when given, as
   in the Kubeflow variant, whose image carries the module. Without
@@ -67,10 +71,13 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
       model=Channel(type=standard_artifacts.Model),
       model_blessing=Channel(type=standard_artifacts.ModelBlessing)).with_id(
           'latest_blessed_model_resolver')
+  model_spec = (tfma.ModelSpec(label_keys={evaluate_output: 'species'})
+                if evaluate_output else tfma.ModelSpec(label_key='species'))
   eval_config = tfma.EvalConfig(
-      model_specs=[tfma.ModelSpec(label_key='species')],
+      model_specs=[model_spec],
       slicing_specs=[tfma.SlicingSpec()],
-      metrics_specs=[tfma.MetricsSpec(metrics=[
+      metrics_specs=[tfma.MetricsSpec(output_names=(
+          [evaluate_output] if evaluate_output else []), metrics=[
           tfma.MetricConfig(
               class_name='SparseCategoricalAccuracy',
               threshold=tfma.MetricThreshold(
@@ -103,14 +110,18 @@ def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
         module_file: str = DEFAULT_MODULE_FILE,
         accuracy_threshold: float = 0.6,
         keras_version: Optional[str] = None,
-        num_workers: Optional[int] = None) -> dict:
-  """Builds the data, runs the pipeline, returns what it produced."""
+        num_workers: Optional[int] = None,
+        string_labels: bool = False,
+        sex: bool = False,
+        evaluate_output: Optional[str] = None) -> dict:
+  """Builds the data (species by name with `string_labels`; with `sex`,
+  a second label), runs the pipeline, returns what it produced."""
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
 
   from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(output_dir)
-  data_root = os.path.dirname(write_penguin_csv(os.path.join(output_dir,
-                                                             'data')))
+  data_root = os.path.dirname(write_penguin_csv(
+      os.path.join(output_dir, 'data'), string_labels=string_labels, sex=sex))
   paths = {
       'pipeline_root': os.path.join(output_dir, 'pipeline_root'),
       'metadata_path': os.path.join(output_dir, 'metadata.sqlite'),
@@ -119,7 +130,8 @@ def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
   LocalDagRunner().run(create_pipeline(
       PIPELINE_NAME, paths['pipeline_root'], data_root, module_file,
       paths['serving_model_dir'], paths['metadata_path'], train_steps,
-      eval_steps, accuracy_threshold, keras_version, num_workers))
+      eval_steps, accuracy_threshold, keras_version, num_workers,
+      evaluate_output=evaluate_output))
   return {**paths, **summarize(paths['metadata_path'])}
 
 
@@ -165,6 +177,9 @@ def main(argv=None) -> int:
   parser.add_argument('--train-steps', type=int, default=100)
   parser.add_argument('--eval-steps', type=int, default=5)
   parser.add_argument('--module-file', default=DEFAULT_MODULE_FILE)
+  parser.add_argument('--string-labels', action='store_true',
+                      help="The species by name ('Adelie'...), for modules "
+                      'whose head reads names (module_files/penguin_canned.py).')
   parser.add_argument('--num-workers', type=int, default=None,
                       help='Train with this many local worker processes '
                       '(MultiWorkerMirroredStrategy); default: one process.')
@@ -177,7 +192,8 @@ def main(argv=None) -> int:
 
   def body(say, log_path):
     result.update(run(args.output_dir, args.train_steps, args.eval_steps,
-                      args.module_file, num_workers=args.num_workers))
+                      args.module_file, num_workers=args.num_workers,
+                      string_labels=args.string_labels))
     for line in summary_lines('Penguin pipeline', result, log_path):
       say(line)
 

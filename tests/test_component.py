@@ -98,7 +98,7 @@ def test_module_file_checked_at_construction(examples):
 
 def test_trainer_fn_module_rejected_at_construction(examples):
   """A tf.estimator module fails at construction with the migration hint."""
-  with pytest.raises(UserModuleError, match=r'Add a `run_fn\(fn_args\)`'):
+  with pytest.raises(UserModuleError, match=r'add a `run_fn\(fn_args\)`'):
     _trainer(examples=examples,
              module_file=os.path.join(TESTDATA, 'trainer_fn_only.py'))
 

@@ -87,7 +87,7 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
     if spec.train_step is not None:
       model.train_step = types.MethodType(_checked_train_step(spec), model)
     model.compile(optimizer=spec.optimizer, loss=spec.loss,
-                  metrics=spec.metrics,
+                  loss_weights=spec.loss_weights, metrics=spec.metrics,
                   steps_per_execution=steps_per_execution(
                       spec, steps_per_epoch, validation_steps, distributed))
   return model
