@@ -43,10 +43,13 @@ def feature_keys(spec, schema) -> List[str]:
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                 with_label: bool = True, cache: Optional[bool] = None):
+                 with_label: bool = True, cache: Optional[bool] = None,
+                 seed: Optional[int] = None):
   """(features, label) batches of `files`, features restricted to `keys`.
 
   Without `with_label`, batches of features alone (the label may be absent).
+  With `shuffle` and a `seed`, the order is the seed's, the same in every
+  process (see `input_pipeline.block_dataset`); without, each run's own.
   When every feature read is dense and the data is local tf.Example (the
   factory is `input_pipeline.DatasetFactory`), rows are parsed in blocks and
   kept in memory per `cache` (default: `spec.cache`, None meaning when they
@@ -63,7 +66,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
         cache = input_pipeline.fits_in_memory(files)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
-          cache=bool(cache)))
+          cache=bool(cache), seed=seed))
       # Blocks hold exactly `keys` (and the label): only preprocess is left.
       if type(spec).preprocess is TrainSpec.preprocess:
         return dataset
@@ -74,7 +77,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
   options = TensorFlowDatasetOptions(
       batch_size=batch_size, label_key=label, num_epochs=num_epochs,
-      shuffle=shuffle)
+      shuffle=shuffle, shuffle_seed=seed)
   dataset = _shard_by_data(factory(files, options, schema))
   if not with_label:
     return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
