@@ -26,7 +26,8 @@ class GenericTrainer(base_component.BaseComponent):
   `serving_default` signature and predicts on eval examples) before anything
   downstream can see it, fills `fn_args.num_examples` from an optional
   `statistics` input, and can run the training under Keras 3 or tf.keras 2
-  per component (`keras_version`), and on several workers (`num_workers`).
+  per component (`keras_version`), and on several workers (`num_workers`),
+  which restart from the last checkpoint when one dies (`max_restarts`).
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
   `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
@@ -57,7 +58,8 @@ class GenericTrainer(base_component.BaseComponent):
                                     data_types.RuntimeParameter]] = None,
       keras_version: Optional[str] = None,
       num_workers: Optional[int] = None,
-      strategy: Optional[str] = None):
+      strategy: Optional[str] = None,
+      max_restarts: Optional[int] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -91,6 +93,11 @@ class GenericTrainer(base_component.BaseComponent):
       strategy: 'multi_worker_mirrored' (picked when several workers train),
         'mirrored' (one process, all its devices) or 'default'. run_fn
         gets it as `fn_args.strategy`.
+      max_restarts: How many times a multi-worker training restarts its
+        workers from the last checkpoint after one died without an error
+        (SIGKILL, OOM): the local workers, or the TFJob's pods
+        (`to_tfjob`). 0 fails the execution at the first death; None
+        means 2. A worker that raises an error is never restarted.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -107,6 +114,7 @@ class GenericTrainer(base_component.BaseComponent):
       module_loader.check_module_source(module_file)
     args.check_keras_version(keras_version)
     distribution.check_settings(num_workers, strategy)
+    args.check_max_restarts(max_restarts)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     spec = GenericTrainerSpec(
@@ -125,6 +133,7 @@ class GenericTrainer(base_component.BaseComponent):
         keras_version=keras_version,
         num_workers=num_workers,
         strategy=strategy,
+        max_restarts=max_restarts,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun))
     super().__init__(spec=spec)

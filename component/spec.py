@@ -7,7 +7,10 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
     training runs under (see `generic_trainer.launch.keras_process`);
   - parameters `num_workers` and `strategy`: how many processes train
     together, with which tf.distribute strategy (see
-    `generic_trainer.core.distribution`).
+    `generic_trainer.core.distribution`);
+  - parameter `max_restarts`: how many times a multi-worker training
+    restarts its workers from the last checkpoint after one died (see
+    `generic_trainer.launch.restarts`).
 """
 
 from tfx.types import standard_artifacts
@@ -18,6 +21,7 @@ from tfx.types.component_spec import ExecutionParameter
 from tfx.types.system_executions import Train
 
 from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STATISTICS_KEY
 from generic_trainer.keys import STRATEGY_KEY
@@ -33,6 +37,7 @@ class GenericTrainerSpec(ComponentSpec):
       KERAS_VERSION_KEY: ExecutionParameter(type=str, optional=True),
       NUM_WORKERS_KEY: ExecutionParameter(type=int, optional=True),
       STRATEGY_KEY: ExecutionParameter(type=str, optional=True),
+      MAX_RESTARTS_KEY: ExecutionParameter(type=int, optional=True),
   }
   INPUTS = {
       **_TRAINER.INPUTS,

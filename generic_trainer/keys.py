@@ -17,6 +17,10 @@ STATISTICS_KEY = 'statistics'
 KERAS_VERSION_KEY = 'keras_version'
 NUM_WORKERS_KEY = 'num_workers'
 STRATEGY_KEY = 'strategy'
+MAX_RESTARTS_KEY = 'max_restarts'
+
+# Restarts of a local worker group after a worker died, when unset.
+DEFAULT_MAX_RESTARTS = 2
 
 # Values of `keras_version`: what `tf.keras` means for the training.
 KERAS3 = 'keras3'

@@ -35,8 +35,9 @@ class ResumeCheckpoint(keras.callbacks.Callback):
 
   It must be the last handler: it restores the others' state after they
   reset themselves in their own `on_train_begin`, and saves it after they
-  updated it in `on_epoch_end`. Only the chief writes (two writers would
-  corrupt the folder); every worker restores from the same checkpoint.
+  updated it in `on_epoch_end`. Only the chief writes into `directory`
+  (two writers would corrupt it; the others write to scratch, see `_save`);
+  every worker restores from the same checkpoint.
 
   Args:
     directory: `fn_args.checkpoint_dir`.
@@ -96,8 +97,10 @@ class ResumeCheckpoint(keras.callbacks.Callback):
     self._save(epoch + 1, 0)
 
   def _save(self, epoch: int, batch: int) -> None:
-    if not self.is_chief:
-      return
+    """Writes a checkpoint: the chief into `directory`, every other worker
+    into a scratch folder it removes. All must read the same variables in
+    the same order: under MultiWorkerMirroredStrategy reading a metric
+    (an on-read variable) is a collective op every worker joins."""
     point = {'epoch': epoch, 'batch': batch, 'step': self._step,
              'stopped': bool(self.model.stop_training)}
     states = {key: handler_state.get_state(h)
@@ -112,7 +115,14 @@ class ResumeCheckpoint(keras.callbacks.Callback):
         json.dump({**point, **document}, f, sort_keys=True)
       np.savez(os.path.join(folder, ARRAYS_FILE), **arrays)
 
-    resume.write_checkpoint(self.directory, self._step, write_files, point)
+    if self.is_chief:
+      resume.write_checkpoint(self.directory, self._step, write_files, point)
+      return
+    scratch = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
+    try:
+      write_files(scratch)
+    finally:
+      shutil.rmtree(scratch, ignore_errors=True)
 
   def _restore(self, point: Dict[str, Any]) -> None:
     folder = os.path.join(self.directory, point['checkpoint'])
