@@ -7,7 +7,7 @@ test_a_killed_worker_restarts_the_group_from_the_checkpoint`.
 
 import pytest
 
-from generic_trainer.errors import RunFnError
+from generic_trainer.errors import RunFnError, TrainingProcessError
 from generic_trainer.launch import restarts
 from generic_trainer.launch.child_process import describe_exit
 
@@ -80,3 +80,27 @@ def test_a_restart_is_recorded_in_workers_json_as_json():
   assert restarts.Restart(KILLED, 'step 14 (epoch 3, batch 4)').to_json() == {
       'worker': 1, 'how': 'was killed by signal 9 (SIGKILL)', 'after_s': 31.2,
       'resumed_from': 'step 14 (epoch 3, batch 4)'}
+
+
+def test_a_death_beyond_max_restarts_fails_with_every_restart():
+  """The third death with max_restarts=2 fails the execution as the first
+  one did without restarts, and lists both restarts."""
+  done = [restarts.Restart(KILLED, 'step 14 (epoch 3, batch 4)'),
+          restarts.Restart(KILLED, 'step 20 (the end of epoch 4)')]
+  error = restarts.final_error(KILLED, 2, done, 2)
+  assert isinstance(error, TrainingProcessError)
+  assert str(error) == (
+      'Worker 1 of the local 2-worker training was killed by signal 9 '
+      "(SIGKILL) without reporting an error; its output is above, prefixed "
+      "'[worker 1]'. The other workers were stopped. Nothing was published. "
+      'The workers had been restarted 2 time(s) (max_restarts=2): restart 1: '
+      'worker 1 was killed by signal 9 (SIGKILL) after 31.2 s, resumed from '
+      'step 14 (epoch 3, batch 4); restart 2: worker 1 was killed by signal '
+      '9 (SIGKILL) after 31.2 s, resumed from step 20 (the end of epoch 4).')
+
+
+def test_a_reported_error_fails_with_its_own_class_and_message():
+  """A worker's error ends the execution as that error, naming the worker."""
+  error = restarts.final_error(RAISED, 2, [], 2)
+  assert isinstance(error, RunFnError)
+  assert str(error) == 'Worker 1 failed: run_fn raised'

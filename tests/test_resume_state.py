@@ -310,3 +310,22 @@ def test_handler_state_that_cannot_be_saved_fails_before_training(
       r'those\.$')):
     est.train(penguin_csvs[0], steps=4)
   assert int(est.spec.optimizer.iterations.numpy()) == 0
+
+
+def test_a_missing_checkpoint_folder_is_refused_with_what_to_do(
+    tmp_path, penguin_csvs):
+  """A pointer whose folder is gone: CheckpointError before training."""
+  checkpoint = tmp_path / 'resume'
+  checkpoint.mkdir()
+  (checkpoint / 'latest.json').write_text(json.dumps(
+      {'checkpoint': 'checkpoint-000000004', 'epoch': 1, 'batch': 0,
+       'step': 4}))
+  est = Estimator(PenguinSpec, str(tmp_path / 'run'))
+  est.checkpoint_dir = str(checkpoint)
+  with pytest.raises(CheckpointError, match=(
+      rf'^The resume checkpoint {checkpoint}/checkpoint-000000004 cannot be '
+      r'read \(FileNotFoundError.*\); it should hold model.weights.h5, '
+      r'state.json and arrays.npz written for this model. Delete '
+      rf'{checkpoint} to start the training over \(with the generic-trainer '
+      r'command: --no-resume\).$')):
+    est.train(penguin_csvs[0], steps=4)

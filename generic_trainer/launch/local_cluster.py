@@ -123,7 +123,7 @@ def run(request: TrainingRequest) -> None:
       _write_summary(request.model_run_dir(), workers, ports, done)
       return
     if not restarts_lib.should_restart(failure, len(done), limit):
-      _raise_for(failure, count, restarts_lib.history(failure, done, limit))
+      raise restarts_lib.final_error(failure, count, done, limit)
     resumed_from = resume.describe(request.checkpoint_dir)
     logging.warning(restarts_lib.restart_line(failure, count, len(done) + 1,
                                               limit, resumed_from))
@@ -213,18 +213,6 @@ def _failure(worker: _Worker, count: int) -> restarts_lib.WorkerFailure:
       how=child_process.describe_exit(worker.process.returncode),
       error=child_process.read_error(worker.result_path, where),
       after_s=worker.seconds or 0.0)
-
-
-def _raise_for(failure: restarts_lib.WorkerFailure, count: int,
-               history: str) -> None:
-  if failure.error is not None:
-    raise type(failure.error)(
-        f'Worker {failure.worker} failed: {failure.error}{history}')
-  raise errors.TrainingProcessError(
-      f'Worker {failure.worker} of the local {count}-worker training '
-      f"{failure.how} without reporting an error; its output is above, "
-      f"prefixed '[worker {failure.worker}]'. The other workers were "
-      f'stopped. Nothing was published.{history}')
 
 
 def _clear(directory: str) -> None:

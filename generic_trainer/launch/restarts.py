@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import attr
 
+from generic_trainer import errors
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS, MAX_RESTARTS_KEY
 
 
@@ -83,3 +84,18 @@ def history(failure: WorkerFailure, restarts: List[Restart],
       for i, r in enumerate(restarts, 1))
   return (f' The workers had been restarted {len(restarts)} time(s) '
           f'(max_restarts={limit}): {done}.')
+
+
+def final_error(failure: WorkerFailure, count: int, restarts: List[Restart],
+                limit: int) -> Exception:
+  """The error that ends the execution: the worker's own error (same
+  class), or TrainingProcessError for a death; with the restarts before."""
+  suffix = history(failure, restarts, limit)
+  if failure.error is not None:
+    return type(failure.error)(
+        f'Worker {failure.worker} failed: {failure.error}{suffix}')
+  return errors.TrainingProcessError(
+      f'Worker {failure.worker} of the local {count}-worker training '
+      f"{failure.how} without reporting an error; its output is above, "
+      f"prefixed '[worker {failure.worker}]'. The other workers were "
+      f'stopped. Nothing was published.{suffix}')
