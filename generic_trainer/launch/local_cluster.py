@@ -118,9 +118,9 @@ def run(request: TrainingRequest) -> None:
   limit = restarts_lib.max_restarts(request.exec_properties)
   done: List[restarts_lib.Restart] = []
   while True:
-    workers, ports, failure = _run_group(request, count)
+    entries, failure = _run_group(request, count)
     if failure is None:
-      _write_summary(request.model_run_dir(), workers, ports, done)
+      _write_summary(request.model_run_dir(), entries, done)
       return
     if not restarts_lib.should_restart(failure, len(done), limit):
       raise restarts_lib.final_error(failure, count, done, limit)
@@ -133,8 +133,8 @@ def run(request: TrainingRequest) -> None:
 
 
 def _run_group(request: TrainingRequest, count: int):
-  """Starts the `count` workers, waits, stops them all; returns (workers,
-  ports, the first failure or None)."""
+  """Starts the `count` workers, waits, stops them all; returns (their
+  `workers.json` entries, the first failure or None)."""
   ports = free_ports(count)
   root = tempfile.mkdtemp(prefix='generic_trainer_workers_')
   workers: List[_Worker] = []
@@ -157,7 +157,14 @@ def _run_group(request: TrainingRequest, count: int):
           request_path, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
           text=True, errors='replace')
       workers.append(_Worker(index, process, result))
-    return workers, ports, _wait(workers)
+    failure = _wait(workers)
+    return [{
+        'index': w.index,
+        'chief': w.index == 0,
+        'address': f'localhost:{ports[w.index]}',
+        'seconds': w.seconds,
+        'replicas_in_sync': w.report().get('replicas_in_sync'),
+    } for w in workers], failure
   finally:
     for worker in workers:
       worker.stop()
@@ -222,23 +229,13 @@ def _clear(directory: str) -> None:
     tf.io.gfile.rmtree(directory)
 
 
-def _write_summary(model_run: str, workers: List[_Worker],
-                   ports: List[int],
+def _write_summary(model_run: str, entries: List[Dict[str, Any]],
                    restarts: List[restarts_lib.Restart]) -> None:
   """Writes `workers.json` into the ModelRun: who trained, how long (the
   group that finished), and every restart before it."""
   from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
-  summary = {
-      'num_workers': len(workers),
-      'workers': [{
-          'index': w.index,
-          'chief': w.index == 0,
-          'address': f'localhost:{ports[w.index]}',
-          'seconds': w.seconds,
-          'replicas_in_sync': w.report().get('replicas_in_sync'),
-      } for w in workers],
-      'restarts': [r.to_json() for r in restarts],
-  }
+  summary = {'num_workers': len(entries), 'workers': entries,
+             'restarts': [r.to_json() for r in restarts]}
   fileio.makedirs(model_run)
   with fileio.open(os.path.join(model_run, SUMMARY_FILE), 'w') as f:
     f.write(json.dumps(summary, indent=2))

@@ -206,7 +206,8 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
     handlers.append(ResumeCheckpoint(
         checkpoint_dir, handlers, fn_args.is_chief,
         every_steps=(spec.checkpoint or {}).get('every_steps'),
-        steps_per_epoch=plan.steps_per_epoch, resume_from=point))
+        steps_per_epoch=plan.steps_per_epoch, resume_from=point,
+        scratch_dir=os.path.join(fn_args.model_run_dir, '.resume-scratch')))
   calls = fit_schedule.fit_calls(plan.epochs, plan.steps_per_epoch, point)
   if point:
     from absl import logging  # pylint: disable=g-import-not-at-top

@@ -36,7 +36,8 @@ class ResumeCheckpoint(keras.callbacks.Callback):
   It must be the last handler: it restores the others' state after they
   reset themselves in their own `on_train_begin`, and saves it after they
   updated it in `on_epoch_end`. Only the chief writes into `directory`
-  (two writers would corrupt it; the others write to scratch, see `_save`);
+  (two writers would corrupt it; the others write to `scratch_dir`, see
+  `_save`);
   every worker restores from the same checkpoint.
 
   Args:
@@ -48,15 +49,20 @@ class ResumeCheckpoint(keras.callbacks.Callback):
       written on an epoch's last step: the epoch's end writes one).
     resume_from: `resume.latest(directory)`, read before `fit` (the fit
       calls depend on it); None starts fresh.
+    scratch_dir: Where a worker that is not the chief writes its copy (in
+      its model_run, which is scratch for it: removed when it ends, even
+      when it is killed).
   """
 
   def __init__(self, directory: str, handlers: List[Any], is_chief: bool,
                every_steps: Optional[int] = None,
                steps_per_epoch: Optional[int] = None,
-               resume_from: Optional[Dict[str, Any]] = None):
+               resume_from: Optional[Dict[str, Any]] = None,
+               scratch_dir: Optional[str] = None):
     super().__init__()
     self.directory = directory
     self.is_chief = is_chief
+    self.scratch_dir = scratch_dir
     self.every_steps = every_steps
     self.steps_per_epoch = steps_per_epoch
     self.resume_from = resume_from
@@ -98,7 +104,7 @@ class ResumeCheckpoint(keras.callbacks.Callback):
 
   def _save(self, epoch: int, batch: int) -> None:
     """Writes a checkpoint: the chief into `directory`, every other worker
-    into a scratch folder it removes. All must read the same variables in
+    into `scratch_dir`. All must read the same variables in
     the same order: under MultiWorkerMirroredStrategy reading a metric
     (an on-read variable) is a collective op every worker joins."""
     point = {'epoch': epoch, 'batch': batch, 'step': self._step,
@@ -118,11 +124,9 @@ class ResumeCheckpoint(keras.callbacks.Callback):
     if self.is_chief:
       resume.write_checkpoint(self.directory, self._step, write_files, point)
       return
-    scratch = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
-    try:
-      write_files(scratch)
-    finally:
-      shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(self.scratch_dir, ignore_errors=True)
+    os.makedirs(self.scratch_dir)
+    write_files(self.scratch_dir)
 
   def _restore(self, point: Dict[str, Any]) -> None:
     folder = os.path.join(self.directory, point['checkpoint'])
