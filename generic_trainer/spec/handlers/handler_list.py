@@ -27,10 +27,6 @@ class HandlerList(keras.callbacks.CallbackList):
     self.batch_offset = 0
     self._last_logs = None
 
-  @property
-  def history(self) -> keras.callbacks.History:
-    return self._history
-
   def begin(self) -> None:
     """Begins the training: every handler's `on_train_begin`."""
     super().on_train_begin()

@@ -130,8 +130,8 @@ class ResumeCheckpoint(keras.callbacks.Callback):
 
   def _restore(self, point: Dict[str, Any]) -> None:
     folder = os.path.join(self.directory, point['checkpoint'])
-    with _readable(folder) as local:
-      try:
+    try:
+      with _readable(folder) as local:
         with open(os.path.join(local, STATE_FILE)) as f:
           document = json.load(f)
         with np.load(os.path.join(local, ARRAYS_FILE),
@@ -142,13 +142,13 @@ class ResumeCheckpoint(keras.callbacks.Callback):
           with self.model.distribute_strategy.scope():
             optimizer.build(self.model.trainable_variables)
         self.model.load_weights(os.path.join(local, WEIGHTS_FILE))
-      except (OSError, ValueError, KeyError) as e:
-        raise CheckpointError(
-            f'The resume checkpoint {folder} cannot be read ({e!r}); it '
-            f'should hold {WEIGHTS_FILE}, {STATE_FILE} and {ARRAYS_FILE} '
-            'written for this model. Delete ' + self.directory + ' to '
-            'start the training over (with the generic-trainer command: '
-            '--no-resume).') from e
+    except (OSError, ValueError, KeyError) as e:
+      raise CheckpointError(
+          f'The resume checkpoint {folder} cannot be read ({e!r}); it '
+          f'should hold {WEIGHTS_FILE}, {STATE_FILE} and {ARRAYS_FILE} '
+          'written for this model. Delete ' + self.directory + ' to '
+          'start the training over (with the generic-trainer command: '
+          '--no-resume).') from e
     for key, handler in self._stateful.items():
       if key in saved['handlers']:
         handler_state.set_state(handler, saved['handlers'][key])
@@ -212,8 +212,12 @@ class _readable:  # pylint: disable=invalid-name
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     self._copy = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
     for name in (WEIGHTS_FILE, STATE_FILE, ARRAYS_FILE):
-      tf.io.gfile.copy(os.path.join(self.folder, name),
-                       os.path.join(self._copy, name), overwrite=True)
+      try:
+        tf.io.gfile.copy(os.path.join(self.folder, name),
+                         os.path.join(self._copy, name), overwrite=True)
+      except tf.errors.OpError as e:
+        self.__exit__()
+        raise OSError(f'{e.message} ({name})') from e
     return self._copy
 
   def __exit__(self, *exc):
