@@ -168,6 +168,34 @@ def test_step_resume_trains_the_remaining_steps_to_the_same_weights(
   assert _history(resumed) == _history(reference)
 
 
+def test_epochs_of_unknown_length_resume_at_the_step_too(tmp_path,
+                                                        penguin_csvs):
+  """Without num_steps (each epoch reads the split once: 12 batches of the
+  228 rows), a resume inside epoch 2 trains the rest of it, then epoch 3.
+  (Keras counts one optimizer iteration more per such epoch, the call that
+  finds the data exhausted: Killer's step 17 is batch 4 of epoch 2.)"""
+  batches = []
+
+  class Batches(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+      batches.append(batch)
+
+  class Spec(PenguinSpec):
+    epochs = 3
+    checkpoint = {'every_steps': 3}
+
+    def handlers(self):
+      return [Killer(), Batches()]
+
+  resumed, result, left = _interrupted_then_resumed(
+      Spec, tmp_path, (penguin_csvs[0],), None, at_step=17)
+  assert (left['epoch'], left['batch'], left['step']) == (1, 3, 15)
+  assert batches == list(range(12)) + list(range(3)) + list(
+      range(3, 12)) + list(range(12))
+  assert (result['resumed_from_step'], result['epochs']) == (15, 3)
+  assert [e['epoch'] for e in _history(resumed)] == [1, 2, 3]
+
+
 def test_early_stopping_resumed_stops_at_the_same_epoch(tmp_path,
                                                         penguin_csvs):
   """Patience counts on after a resume: a frozen model stops after 3 epochs
