@@ -73,7 +73,8 @@ def feature_keys(spec, schema) -> List[str]:
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
                  with_label: bool = True, cache: Optional[bool] = None,
-                 encode_labels: bool = True):
+                 encode_labels: bool = True,
+                 seed: Optional[int] = None):
   """(features, labels) batches of `files`, features restricted to `keys`;
   (features, labels, weights) when the spec has weight columns.
 
@@ -81,11 +82,12 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   `generic_trainer.outputs`); a head's labels are encoded as its loss takes
   them, unless `encode_labels` is False (the checks look at them raw).
   Without `with_label`, batches of features alone (the labels may be
-  absent). When every column read is dense and the data is local
-  tf.Example (the factory is `input_pipeline.DatasetFactory`), rows are
-  parsed in blocks and kept in memory per `cache` (default: `spec.cache`,
-  None meaning when they fit); otherwise the dataset comes from the
-  factory, row by row.
+  absent). With `shuffle` and a `seed`, the order is the seed's, the same in
+  every process (see `input_pipeline.block_dataset`); without, each run's
+  own. When every column read is dense and the data is local tf.Example
+  (the factory is `input_pipeline.DatasetFactory`), rows are parsed in
+  blocks and kept in memory per `cache` (default: `spec.cache`, None meaning
+  when they fit); otherwise the dataset comes from the factory, row by row.
   """
   from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
@@ -106,7 +108,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
         cache = input_pipeline.fits_in_memory(files)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
-          cache=bool(cache)))
+          cache=bool(cache), seed=seed))
       # Blocks hold exactly the columns (and the label): only preprocess and
       # the targets are left.
       if plain and type(spec).preprocess is TrainSpec.preprocess:
@@ -120,7 +122,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
   options = TensorFlowDatasetOptions(
       batch_size=batch_size, label_key=label, num_epochs=num_epochs,
-      shuffle=shuffle)
+      shuffle=shuffle, shuffle_seed=seed)
   dataset = _shard_by_data(factory(files, options, schema))
   if not with_label:
     return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))

@@ -56,7 +56,8 @@ def prepare(spec, fn_args) -> Prepared:
   keys = checks.model_features(model, keys)
   train = datasets.make_dataset(
       spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
-      num_epochs=None if steps_per_epoch else 1, shuffle=True)
+      num_epochs=None if steps_per_epoch else 1, shuffle=True,
+      seed=spec.shuffle_seed)
   evaluation = datasets.make_dataset(
       spec, fn_args, schema, fn_args.eval_files, keys,
       spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
