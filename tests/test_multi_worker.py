@@ -202,19 +202,6 @@ def test_two_workers_train_a_train_spec_unchanged(trainer_io, scratch_tmp):
   assert _ours(scratch_tmp) == []
 
 
-def test_every_worker_gets_the_checkpoint_dir(trainer_io, scratch_tmp):
-  """Local workers train with fn_args.checkpoint_dir, as one process does:
-  the same training decision passes the same request everywhere."""
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  io = trainer_io(module_file=os.path.join(TESTDATA, 'records_fn_args.py'),
-                  num_workers=2)
-  GenericExecutor().Do(*io)
-  with open(os.path.join(io[1]['model_run'][0].uri, 'fn_args.json')) as f:
-    fields = json.load(f)
-  assert fields['checkpoint_dir'], fields
-  assert os.path.basename(fields['checkpoint_dir']).startswith('resume-')
-
-
 def test_a_killed_worker_restarts_the_group_from_the_checkpoint(
     trainer_io, scratch_tmp, tmp_path, caplog):
   """SIGKILL worker 1 mid-training: the group restarts from the last
