@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline pipeline-spec test test-fast soak bench lock clean
+.PHONY: setup pipeline pipeline-spec pipeline-canned test test-fast soak bench lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -12,6 +12,9 @@ pipeline: setup
 
 pipeline-spec: setup
 	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-spec --module-file module_files/penguin_spec.py
+
+pipeline-canned: setup
+	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-canned --string-labels --module-file module_files/penguin_canned.py
 
 test: setup
 	$(PY) -m pytest tests

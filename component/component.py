@@ -26,7 +26,8 @@ class GenericTrainer(base_component.BaseComponent):
   `serving_default` signature and predicts on eval examples) before anything
   downstream can see it, fills `fn_args.num_examples` from an optional
   `statistics` input, and can run the training under Keras 3 or tf.keras 2
-  per component (`keras_version`), and on several workers (`num_workers`).
+  per component (`keras_version`), and on several workers (`num_workers`),
+  which restart from the last checkpoint when one dies (`max_restarts`).
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
   `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
@@ -58,7 +59,8 @@ class GenericTrainer(base_component.BaseComponent):
       keras_version: Optional[str] = None,
       num_workers: Optional[int] = None,
       strategy: Optional[str] = None,
-      allow_signature_change: Optional[bool] = None):
+      allow_signature_change: Optional[bool] = None,
+      max_restarts: Optional[int] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -96,6 +98,11 @@ class GenericTrainer(base_component.BaseComponent):
         the signatures the base serves (names, inputs, dtypes, shapes,
         outputs), or nothing is published; True publishes it anyway, when
         the serving clients change with the model.
+      max_restarts: How many times a multi-worker training restarts its
+        workers from the last checkpoint after one died without an error
+        (SIGKILL, OOM): the local workers, or the TFJob's pods
+        (`to_tfjob`). 0 fails the execution at the first death; None
+        means 2. A worker that raises an error is never restarted.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -113,6 +120,7 @@ class GenericTrainer(base_component.BaseComponent):
     args.check_keras_version(keras_version)
     distribution.check_settings(num_workers, strategy)
     args.check_flag('allow_signature_change', allow_signature_change)
+    args.check_max_restarts(max_restarts)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     spec = GenericTrainerSpec(
@@ -132,6 +140,7 @@ class GenericTrainer(base_component.BaseComponent):
         num_workers=num_workers,
         strategy=strategy,
         allow_signature_change=allow_signature_change,
+        max_restarts=max_restarts,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun))
     super().__init__(spec=spec)

@@ -19,6 +19,7 @@ from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.launch import dispatch
 
 
@@ -55,6 +56,7 @@ class GenericExecutor(base_executor.BaseExecutor):
     from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     self._log_startup(input_dict, output_dict, exec_properties)
     args.check_keras_version(exec_properties.get(KERAS_VERSION_KEY) or None)
+    args.check_max_restarts(exec_properties.get(MAX_RESTARTS_KEY))
     role = distribution.current_role(exec_properties)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])

@@ -26,7 +26,6 @@ as a scheduler's daily runs would.
 import argparse
 import csv
 import os
-import sys
 from typing import Optional
 
 from pipelines import penguin_pipeline_local
@@ -170,24 +169,17 @@ def main(argv=None) -> int:
                       'OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  log_path = None if args.verbose else os.path.join(
-      os.path.abspath(args.output_dir), 'pipeline.log')
   title = f'Penguin continuous training, day {args.day}'
-  try:
-    with console.pipeline_console(log_path, args.verbose) as say:
-      say(f'== {title}' + (f'; full log: {log_path}' if log_path else ''))
-      result = run(args.output_dir, args.day, args.module_file)
-      for line in penguin_pipeline_local.summary_lines(title, result,
-                                                       log_path):
-        say(line)
-  except Exception as e:  # pylint: disable=broad-except
-    print(console.failure_message(e, log_path), file=sys.stderr)
-    return 1
-  return 0
+
+  def body(say, log_path):
+    result = run(args.output_dir, args.day, args.module_file)
+    for line in penguin_pipeline_local.summary_lines(title, result, log_path):
+      say(line)
+
+  return 0 if console.run_pipeline(title, args.output_dir, args.verbose,
+                                   body) else 1
 
 
 if __name__ == '__main__':
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  _status = main()
-  console.exit_despite_threads(_status)  # Even if a module left threads.
-  sys.exit(_status)
+  console.end_process(main())

@@ -112,6 +112,37 @@ def test_blocks_read_every_row_once_per_epoch_in_a_new_order(data, cache):
   assert not np.array_equal(rows[:ROWS], expected)
 
 
+@pytest.mark.parametrize('cache', [True, False])
+def test_seeded_blocks_are_one_stream_a_skip_reads_on(data, cache):
+  """Seeded and repeated: the same batches in every iterator, a new order
+  every pass, and `skip(k)` gives batch k on (what a resume reads)."""
+  def stream(**kwargs):
+    return _block_dataset(data, batch_size=100, num_epochs=None, shuffle=True,
+                          cache=cache, seed=5, **kwargs)
+  rows = _rows(stream().take(2 * ROWS // 100))
+  np.testing.assert_array_equal(rows, _rows(stream().take(2 * ROWS // 100)))
+  np.testing.assert_array_equal(np.sort(rows[:ROWS]), np.sort(rows[ROWS:]))
+  assert not np.array_equal(rows[:ROWS], rows[ROWS:])
+  np.testing.assert_array_equal(
+      _rows(stream().skip(37).take(10)), rows[3700:4700])
+  other_seed = _rows(_block_dataset(
+      data, batch_size=100, num_epochs=None, shuffle=True, cache=cache,
+      seed=6).take(10))
+  assert not np.array_equal(other_seed, rows[:1000])
+
+
+def test_seeded_epochs_of_one_pass_differ_the_same_way_everywhere(data):
+  """Seeded, read once per iteration: iteration i has its own order, the
+  same for every dataset built with the seed."""
+  first, second = [_block_dataset(data, batch_size=100, num_epochs=1,
+                                  shuffle=True, cache=True, seed=5)
+                   for _ in range(2)]
+  epochs = [_rows(first), _rows(first)]
+  assert not np.array_equal(epochs[0], epochs[1])
+  np.testing.assert_array_equal(epochs[0], _rows(second))
+  np.testing.assert_array_equal(epochs[1], _rows(second))
+
+
 def test_blocks_mix_the_shards_within_a_batch(data):
   """A shuffled batch draws rows from several shards, not one file's run."""
   patterns, schema = data

@@ -159,6 +159,17 @@ def read_num_examples(statistics: List[types.Artifact],
   return counts
 
 
+def statistics_path(statistics: List[types.Artifact]) -> Optional[str]:
+  """The URI of the statistics artifact (of the newest span, when there are
+  several), or None."""
+  if not statistics:
+    return None
+  newest = max(statistics, key=lambda s: (
+      (s.span if s.has_property('span') and s.span is not None else -1),
+      s.id))
+  return newest.uri
+
+
 def _same_data(stats: types.Artifact, examples: types.Artifact) -> bool:
   """Same span, and same version where both say one."""
   for name in ('span', 'version'):

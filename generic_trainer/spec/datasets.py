@@ -45,14 +45,25 @@ def check_data(fn_args, schema) -> None:
 
 
 def feature_keys(spec, schema) -> List[str]:
-  """The spec's feature_keys, or every schema feature but the label."""
+  """The spec's feature_keys, or every schema feature but the labels and
+  weights."""
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   names = [f.name for f in schema.feature]
-  if spec.label_key not in names:
-    raise SpecError(
-        f'The label {spec.label_key!r} (TrainSpec.label_key) is not a '
-        f'feature of the data. The schema has: {", ".join(names)}. Set '
-        'label_key to one of them (the transformed name, with Transform).')
-  keys = list(spec.feature_keys or [n for n in names if n != spec.label_key])
+  targets = outputs.target_keys(spec.outputs)
+  for key in outputs.label_keys(spec.outputs):
+    if key not in names:
+      raise SpecError(
+          f'The label {key!r} (TrainSpec.label_key) is not a '
+          f'feature of the data. The schema has: {", ".join(names)}. Set '
+          'label_key to one of them (the transformed name, with Transform).')
+  weights = [k for k in targets if k not in outputs.label_keys(spec.outputs)]
+  for key in weights:
+    if key not in names:
+      raise SpecError(
+          f'The weight column {key!r} (weight_key) is not a feature of the '
+          f'data. The schema has: {", ".join(names)}. Set weight_key to one '
+          'of them, or to None to weigh every example equally.')
+  keys = list(spec.feature_keys or [n for n in names if n not in targets])
   missing = [k for k in keys if k not in names]
   if missing:
     raise SpecError(
@@ -63,40 +74,61 @@ def feature_keys(spec, schema) -> List[str]:
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                 with_label: bool = True, cache: Optional[bool] = None):
-  """(features, label) batches of `files`, features restricted to `keys`.
+                 with_label: bool = True, cache: Optional[bool] = None,
+                 encode_labels: bool = True,
+                 seed: Optional[int] = None):
+  """(features, labels) batches of `files`, features restricted to `keys`;
+  (features, labels, weights) when the spec has weight columns.
 
-  Without `with_label`, batches of features alone (the label may be absent).
-  When every feature read is dense and the data is local tf.Example (the
-  factory is `input_pipeline.DatasetFactory`), rows are parsed in blocks and
-  kept in memory per `cache` (default: `cache_decision`, which logs it);
-  otherwise the dataset comes from the factory, row by row.
+  Labels are one tensor, or {label: tensor} for several outputs (see
+  `generic_trainer.outputs`); a head's labels are encoded as its loss takes
+  them, unless `encode_labels` is False (the checks look at them raw).
+  Without `with_label`, batches of features alone (the labels may be
+  absent). With `shuffle` and a `seed`, the order is the seed's, the same in
+  every process (see `input_pipeline.block_dataset`); without, each run's
+  own. When every column read is dense and the data is local tf.Example
+  (the factory is `input_pipeline.DatasetFactory`), rows are parsed in
+  blocks and kept in memory per `cache` (default: `cache_decision`, which logs
+  it); otherwise the dataset comes from the factory, row by row.
   """
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
-  label = spec.label_key if with_label else None
+  plain = outputs.plain(spec.outputs)
+  # A plain label is popped by the reader; other targets are read as columns
+  # and split off by `targets`.
+  label = spec.outputs[0].name if with_label and plain else None
+  columns = list(keys)
+  if with_label and not plain:
+    columns += [k for k in outputs.target_keys(spec.outputs)
+                if k not in columns]
   factory = fn_args.data_accessor.tf_dataset_factory
   if isinstance(factory, input_pipeline.DatasetFactory):
-    config, names = factory.parser(schema, keys + ([label] if label else []))
+    config, names = factory.parser(schema, columns + ([label] if label else []))
     if input_pipeline.dense_only(config):
       if cache is None:
         cache = cache_decision(spec, files, config)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
-          cache=bool(cache)))
-      # Blocks hold exactly `keys` (and the label): only preprocess is left.
-      if type(spec).preprocess is TrainSpec.preprocess:
+          cache=bool(cache), seed=seed))
+      # Blocks hold exactly the columns (and the label): only preprocess and
+      # the targets are left.
+      if plain and type(spec).preprocess is TrainSpec.preprocess:
         return dataset
       if not with_label:
         return dataset.map(spec.preprocess)
-      return dataset.map(lambda f, label: (spec.preprocess(f), label))
+      if plain:
+        return dataset.map(lambda f, label: (spec.preprocess(f), label))
+      return dataset.map(_example_fn(spec, keys, encode_labels))
   # Not tfx_bsl.public.tfxio, which imports Apache Beam: the same class.
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
   options = TensorFlowDatasetOptions(
       batch_size=batch_size, label_key=label, num_epochs=num_epochs,
-      shuffle=shuffle)
+      shuffle=shuffle, shuffle_seed=seed)
   dataset = _shard_by_data(factory(files, options, schema))
   if not with_label:
     return dataset.map(lambda f: spec.preprocess({k: f[k] for k in keys}))
+  if not plain:
+    return dataset.map(_example_fn(spec, keys, encode_labels))
 
   def select(features, label):
     return spec.preprocess({k: features[k] for k in keys}), label
@@ -130,10 +162,25 @@ def _describe(files: List[str]) -> str:
   return f'{len(files)} file patterns'
 
 
+def _example_fn(spec, keys: List[str], encode_labels: bool):
+  """Maps a batch of columns to (features, labels[, weights])."""
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+
+  def example(columns):
+    labels, weights = outputs.targets(spec.outputs, columns, encode_labels)
+    features = spec.preprocess({k: columns[k] for k in keys})
+    return (features, labels) if weights is None else (
+        features, labels, weights)
+
+  return example
+
+
 def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
-  """One shuffled train batch, read without caching (for the checks)."""
+  """One shuffled train batch, read without caching, labels as read (for
+  the checks)."""
   dataset = make_dataset(spec, fn_args, schema, files, keys, spec.batch_size,
-                         num_epochs=1, shuffle=True, cache=False)
+                         num_epochs=1, shuffle=True, cache=False,
+                         encode_labels=False)
   return next(iter(dataset))
 
 
