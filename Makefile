@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline pipeline-spec pipeline-jax test test-fast soak bench lock clean
+.PHONY: setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -15,6 +15,9 @@ pipeline-spec: setup
 
 pipeline-jax: setup
 	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-jax --module-file module_files/penguin_spec_jax.py
+
+pipeline-canned: setup
+	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-canned --string-labels --module-file module_files/penguin_canned.py
 
 test: setup
 	$(PY) -m pytest tests

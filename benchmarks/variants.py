@@ -1,31 +1,44 @@
-"""One benchmark variant, run in a process of its own by `benchmarks.run`.
+"""Benchmark variants, run in a process of their own by `benchmarks.run`.
 
-    python -m benchmarks.variants VARIANT --data ROOT --work DIR --result F
+    python -m benchmarks.variants VARIANT [VARIANT...] --data ROOT \
+        --work DIR --result F
 
 Variants (each repeated `--repeats` times in this process, after the
 imports, so that import time is not counted except in `first_step`):
-  tfx_trainer       tfx.components.Trainer's executor, tutorial run_fn.
-  generic_trainer   GenericExecutor, the same tutorial run_fn.
-  train_spec        GenericExecutor, the TrainSpec module, `--epochs`.
-  train_spec_jax    The same, with backend='jax': trained in a child
-                    process on Keras's JAX backend.
-  compute_bound     The TrainSpec's model and compile settings, fed from
-                    tensors already in memory, `--epochs`.
-The result file gets a list of per-repeat records and the device.
+  tfx_trainer        tfx.components.Trainer's executor, tutorial run_fn.
+  generic_trainer    GenericExecutor, the same tutorial run_fn.
+  train_spec         GenericExecutor, the TrainSpec module, `--epochs`; the
+                     rows kept in memory when they fit (`TrainSpec.cache`
+                     None, the default).
+  train_spec_stream  The same with `cache=False`: every epoch reads and
+                     parses the gzip files.
+  train_spec_jax     `train_spec` with backend='jax': trained in a child
+                     process on Keras's JAX backend.
+  compute_bound      The TrainSpec's model and compile settings, fed from
+                     tensors already in memory, `--epochs`.
+The model is that of the data's table (`synthetic_data.table_of`). The
+result file gets each variant's per-repeat records, and the device. Several
+variants in one process (smoke runs) share its peak memory.
 """
 
 import argparse
 import json
+import logging
 import os
+import resource
 import shutil
 import time
+
+from benchmarks import synthetic_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TUTORIAL_MODULE = os.path.join(HERE, 'modules', 'tutorial_run_fn.py')
 SPEC_MODULE = os.path.join(HERE, 'modules', 'synthetic_spec.py')
-SPEC_VARIANTS = ('train_spec', 'train_spec_jax')
-VARIANTS = ('tfx_trainer', 'generic_trainer', 'train_spec', 'train_spec_jax',
-            'compute_bound')
+# The TrainSpec variants: their `TrainSpec.cache`, and backend if not
+# TensorFlow.
+SPEC_CACHE = {'train_spec': None, 'train_spec_stream': False,
+              'train_spec_jax': None}
+SPEC_BACKEND = {'train_spec_jax': 'jax'}
 
 
 def trainer_io(data_root, work_dir, module_file, train_steps, eval_steps,
@@ -60,19 +73,25 @@ def run_executor(kind, args, work_dir):
     from tfx.components.trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
   else:
     from generic_trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
-  if kind in SPEC_VARIANTS:
+  table = synthetic_data.table_of(args.data)
+  if kind in SPEC_CACHE:
     io = trainer_io(args.data, work_dir, SPEC_MODULE, None, None,
-                    {'epochs': args.epochs})
-    if kind == 'train_spec_jax':
-      io[2]['backend'] = 'jax'
+                    {'epochs': args.epochs, 'cache': SPEC_CACHE[kind],
+                     'table': table})
+    if kind in SPEC_BACKEND:
+      io[2]['backend'] = SPEC_BACKEND[kind]
   else:
     io = trainer_io(args.data, work_dir, TUTORIAL_MODULE, args.steps,
-                    args.eval_steps)
+                    args.eval_steps, {'table': table})
+  decisions = _CacheLines()
   started = time.monotonic()
-  Executor().Do(*io)
+  with decisions:
+    Executor().Do(*io)
   record = {'execution_s': time.monotonic() - started}
+  if decisions.lines:
+    record['cache'] = decisions.lines
   run_dir = io[1]['model_run'][0].uri
-  if kind in SPEC_VARIANTS:
+  if kind in SPEC_CACHE:
     with open(os.path.join(run_dir, 'train_result.json')) as f:
       result = json.load(f)
     record['fit_s'] = result['training_time_s']
@@ -98,7 +117,8 @@ def run_compute_bound(args, work_dir):
   from generic_trainer.spec import fit_loop  # pylint: disable=g-import-not-at-top
   train = _in_memory(args.data, 'train')
   evaluation = _in_memory(args.data, 'eval')
-  spec = SyntheticSpec(hparams={'epochs': args.epochs})
+  spec = SyntheticSpec(hparams={'epochs': args.epochs,
+                                'table': synthetic_data.table_of(args.data)})
   steps = max(1, int(train[1].shape[0]) // spec.batch_size)
   model = fit_loop.compile_model(spec, steps_per_epoch=steps)
   started = time.monotonic()
@@ -117,15 +137,15 @@ def run_compute_bound(args, work_dir):
 def _in_memory(data_root, split):
   """(features, label) of a split as tensors: all rows, parsed once."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from benchmarks.synthetic_data import FEATURE_KEYS, LABEL_KEY  # pylint: disable=g-import-not-at-top
-  spec = {k: tf.io.FixedLenFeature([1], tf.float32) for k in FEATURE_KEYS}
-  spec[LABEL_KEY] = tf.io.FixedLenFeature([1], tf.int64)
+  from generic_trainer.data import input_pipeline, schema_file  # pylint: disable=g-import-not-at-top
+  spec, _ = input_pipeline.parser_config(
+      schema_file.read(os.path.join(data_root, 'schema.pbtxt')))
   files = sorted(tf.io.gfile.glob(os.path.join(data_root, f'Split-{split}',
                                                '*')))
   blocks = list(tf.data.TFRecordDataset(files, 'GZIP').batch(65536).map(
       lambda s: tf.io.parse_example(s, spec)))
   columns = {k: tf.concat([b[k] for b in blocks], 0) for k in spec}
-  label = columns.pop(LABEL_KEY)
+  label = columns.pop(synthetic_data.LABEL_KEY)
   return columns, label
 
 
@@ -160,6 +180,28 @@ def _shuffled_batches(data, batch_size, epochs, shuffle=True):
       tf.data.Dataset.range(epochs).flat_map(epoch).prefetch(8))
 
 
+class _CacheLines(logging.Handler):
+  """Collects the progress log's cache decisions while it is entered."""
+
+  def __init__(self):
+    super().__init__(logging.INFO)
+    self.lines = []
+
+  def emit(self, record):
+    message = record.getMessage()
+    if message.startswith('cache: '):
+      self.lines.append(message)
+
+  def __enter__(self):
+    from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+    progress.log().addHandler(self)
+    return self
+
+  def __exit__(self, *unused):
+    from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+    progress.log().removeHandler(self)
+
+
 def _rows(data_root, split):
   with open(os.path.join(data_root, 'stamp.json')) as f:
     return json.load(f)[f'{split}_rows']
@@ -189,7 +231,8 @@ def _cpu_name() -> str:
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('variant', choices=VARIANTS)
+  parser.add_argument('variants', nargs='+', choices=[
+      'tfx_trainer', 'generic_trainer', 'compute_bound', *SPEC_CACHE])
   parser.add_argument('--data', required=True)
   parser.add_argument('--work', required=True)
   parser.add_argument('--result', required=True)
@@ -199,27 +242,31 @@ def main(argv=None):
   parser.add_argument('--epochs', type=int, default=3)
   args = parser.parse_args(argv)
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-  from absl import logging  # pylint: disable=g-import-not-at-top
-  logging.set_verbosity(logging.WARNING)
-  if args.variant == 'compute_bound':
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  absl_logging.set_verbosity(absl_logging.WARNING)
+  if set(args.variants) == {'compute_bound'}:
     import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
     import keras  # pylint: disable=g-import-not-at-top,unused-import
   else:  # Both trainers' modules, so neither pays the other's imports.
     import tfx.components.trainer.executor  # pylint: disable=g-import-not-at-top,unused-import
     import generic_trainer.executor  # pylint: disable=g-import-not-at-top,unused-import
-  records = []
-  for repeat in range(args.repeats):
-    work_dir = os.path.join(args.work, f'{args.variant}-{repeat}')
-    shutil.rmtree(work_dir, ignore_errors=True)
-    os.makedirs(work_dir)
-    if args.variant == 'compute_bound':
-      records.append(run_compute_bound(args, work_dir))
-    else:
-      records.append(run_executor(args.variant, args, work_dir))
-    print(f'{args.variant} repeat {repeat + 1}: {records[-1]}', flush=True)
+  results = {}
+  for variant in args.variants:
+    records = results[variant] = []
+    for repeat in range(args.repeats):
+      work_dir = os.path.join(args.work, f'{variant}-{repeat}')
+      shutil.rmtree(work_dir, ignore_errors=True)
+      os.makedirs(work_dir)
+      if variant == 'compute_bound':
+        records.append(run_compute_bound(args, work_dir))
+      else:
+        records.append(run_executor(variant, args, work_dir))
+      # The process's peak so far: a variant's own when it runs alone.
+      records[-1]['process_peak_rss_mb'] = resource.getrusage(
+          resource.RUSAGE_SELF).ru_maxrss / 1024
+      print(f'{variant} repeat {repeat + 1}: {records[-1]}', flush=True)
   with open(args.result, 'w') as f:
-    json.dump({'variant': args.variant, 'device': device(),
-               'records': records}, f, indent=1)
+    json.dump({'device': device(), 'results': results}, f, indent=1)
 
 
 if __name__ == '__main__':

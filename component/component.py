@@ -27,7 +27,8 @@ class GenericTrainer(base_component.BaseComponent):
   downstream can see it, fills `fn_args.num_examples` from an optional
   `statistics` input, and can run the training under Keras 3 or tf.keras 2
   per component (`keras_version`), on TensorFlow or JAX (`backend`), and
-  on several workers (`num_workers`).
+  on several workers (`num_workers`), which restart from the last
+  checkpoint when one dies (`max_restarts`).
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
   `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
@@ -60,6 +61,7 @@ class GenericTrainer(base_component.BaseComponent):
       num_workers: Optional[int] = None,
       strategy: Optional[str] = None,
       allow_signature_change: Optional[bool] = None,
+      max_restarts: Optional[int] = None,
       backend: Optional[str] = None):
     """Constructs a GenericTrainer.
 
@@ -98,6 +100,11 @@ class GenericTrainer(base_component.BaseComponent):
         the signatures the base serves (names, inputs, dtypes, shapes,
         outputs), or nothing is published; True publishes it anyway, when
         the serving clients change with the model.
+      max_restarts: How many times a multi-worker training restarts its
+        workers from the last checkpoint after one died without an error
+        (SIGKILL, OOM): the local workers, or the TFJob's pods
+        (`to_tfjob`). 0 fails the execution at the first death; None
+        means 2. A worker that raises an error is never restarted.
       backend: The Keras 3 backend the training computes with: 'tensorflow'
         or 'jax'. None: the TrainSpec's `backend`, else TensorFlow. A JAX
         training runs in a child process with KERAS_BACKEND=jax; its
@@ -124,6 +131,7 @@ class GenericTrainer(base_component.BaseComponent):
     args.check_backend_fits(backend, f'backend={backend!r}', keras_version,
                             num_workers, strategy=strategy)
     args.check_flag('allow_signature_change', allow_signature_change)
+    args.check_max_restarts(max_restarts)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     spec = GenericTrainerSpec(
@@ -143,6 +151,7 @@ class GenericTrainer(base_component.BaseComponent):
         num_workers=num_workers,
         strategy=strategy,
         allow_signature_change=allow_signature_change,
+        max_restarts=max_restarts,
         backend=backend,
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun))

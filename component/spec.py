@@ -10,6 +10,9 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
     `generic_trainer.core.distribution`);
   - parameter `allow_signature_change`: publish a model whose signatures
     differ from the base model's (see `generic_trainer.core.signature_gate`);
+  - parameter `max_restarts`: how many times a multi-worker training
+    restarts its workers from the last checkpoint after one died (see
+    `generic_trainer.launch.restarts`);
   - parameter `backend` ('tensorflow' or 'jax'): the Keras 3 backend the
     training computes with (see `generic_trainer.launch.backend_process`).
 """
@@ -24,6 +27,7 @@ from tfx.types.system_executions import Train
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import BACKEND_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STATISTICS_KEY
 from generic_trainer.keys import STRATEGY_KEY
@@ -42,6 +46,7 @@ class GenericTrainerSpec(ComponentSpec):
       ALLOW_SIGNATURE_CHANGE_KEY: ExecutionParameter(type=(bool, int),
                                                      optional=True),
       BACKEND_KEY: ExecutionParameter(type=str, optional=True),
+      MAX_RESTARTS_KEY: ExecutionParameter(type=int, optional=True),
   }
   INPUTS = {
       **_TRAINER.INPUTS,

@@ -4,6 +4,7 @@ Importing this package is cheap; TensorFlow and TFX load only when a name
 that needs them is used.
 """
 
+from generic_trainer.errors import CheckpointError
 from generic_trainer.errors import ExportValidationError
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
@@ -31,7 +32,7 @@ def __getattr__(name):
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
-__all__ = ['Estimator', 'ExportValidationError', 'FnArgs', 'GenericExecutor',
+__all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'GenericExecutor',
            'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
            'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
            'SpecError', 'TrainSpec',

@@ -47,6 +47,11 @@ class NonFiniteLossError(GenericTrainerError, ArithmeticError):
   """The training loss became NaN or Inf; training stopped, nothing exported."""
 
 
+class CheckpointError(GenericTrainerError, RuntimeError):
+  """A resume checkpoint cannot be written or read, or does not fit this
+  training (a handler's state that cannot be saved, a damaged file)."""
+
+
 _NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
           '[[', 'File "', 'Traceback', 'Function call stack')
 

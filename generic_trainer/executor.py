@@ -20,6 +20,7 @@ from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import BACKEND_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
+from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.launch import dispatch
 
 
@@ -58,6 +59,7 @@ class GenericExecutor(base_executor.BaseExecutor):
     self._log_startup(input_dict, output_dict, exec_properties)
     args.check_keras_version(exec_properties.get(KERAS_VERSION_KEY) or None)
     args.check_backend(exec_properties.get(BACKEND_KEY) or None)
+    args.check_max_restarts(exec_properties.get(MAX_RESTARTS_KEY))
     role = distribution.current_role(exec_properties)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])

@@ -19,6 +19,10 @@ NUM_WORKERS_KEY = 'num_workers'
 STRATEGY_KEY = 'strategy'
 ALLOW_SIGNATURE_CHANGE_KEY = 'allow_signature_change'
 BACKEND_KEY = 'backend'
+MAX_RESTARTS_KEY = 'max_restarts'
+
+# Restarts of a local worker group after a worker died, when unset.
+DEFAULT_MAX_RESTARTS = 2
 
 # Values of `keras_version`: what `tf.keras` means for the training.
 KERAS3 = 'keras3'

@@ -10,24 +10,45 @@ the same inputs after a crash, finds it; changed inputs or code start fresh.
 It is deleted once the model is published, so a finished training never
 leaks into a later one (warm-start from a previous model with `base_model`).
 
-TrainSpec modules resume automatically, at epoch boundaries. A `run_fn`
-module adds one of:
+TrainSpec modules resume automatically, at the step of their last
+checkpoint, with their handlers' state (`spec.handlers.resume_checkpoint`
+writes it; this module says where and in what layout). A `run_fn` module
+adds one of:
 
     model.fit(..., callbacks=[resume.keras_callback(fn_args)])   # Keras
 
     manager, step = resume.checkpoint_manager(fn_args, tf.train.Checkpoint(
         model=model, optimizer=optimizer))                       # own loop
     ... manager.save(checkpoint_number=step) every N steps ...
+
+A TrainSpec's checkpoints, in `checkpoint_dir`:
+
+    checkpoint-000000120/      one complete checkpoint (written as
+      model.weights.h5         .tmp-checkpoint-...; renamed when complete)
+      state.json               epoch, batch, step, handlers' state
+      arrays.npz               the arrays of that state (best weights...)
+    latest.json                {"checkpoint": "checkpoint-000000120",
+                                "epoch": 3, "batch": 0, "step": 120, ...}
+
+A checkpoint counts once `latest.json` names it: that file is replaced in
+one step (a rename on a file system, an object write on GCS or S3), so a
+kill at any moment leaves the previous checkpoint or the new one, never a
+half-written one. Older checkpoints are deleted after the pointer moved.
 """
 
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import logging
 
 RESUME_PREFIX = 'resume-'
+LATEST_FILE = 'latest.json'
+CHECKPOINT_PREFIX = 'checkpoint-'
+_TMP_PREFIX = '.tmp-'
+# Keras's BackupAndRestore (run_fn modules' `keras_callback`) writes this.
+_KERAS_METADATA_FILE = 'training_metadata.json'
 
 
 def fingerprint(input_dict: Dict[str, List[Any]],
@@ -119,3 +140,105 @@ def checkpoint_manager(fn_args, checkpoint,
     logging.info('Resumed from checkpoint %s (step %d).',
                  manager.latest_checkpoint, step)
   return manager, step
+
+
+def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
+  """What `latest.json` in `directory` says: the last complete checkpoint
+  (`checkpoint`, its folder's name) and where training was (`epoch`: epochs
+  finished, `batch`: batches finished in the next one, `step`, `stopped`:
+  whether a handler had stopped the training); None when there is none.
+
+  Raises:
+    CheckpointError: the file is there but cannot be read.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if not directory:
+    return None
+  path = os.path.join(directory, LATEST_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      point = json.loads(f.read())
+    for key in ('checkpoint', 'epoch', 'batch', 'step'):
+      point[key]  # pylint: disable=pointless-statement
+  except (ValueError, KeyError, TypeError, tf.errors.OpError) as e:
+    from generic_trainer.errors import CheckpointError  # pylint: disable=g-import-not-at-top
+    raise CheckpointError(
+        f'The resume checkpoint pointer {path} cannot be read ({e!r}); it '
+        'should be JSON naming a checkpoint folder, with epoch, batch and '
+        'step. Delete the folder ' + directory + ' to start the training '
+        'over (with the generic-trainer command: --no-resume).') from e
+  return point
+
+
+def describe(directory: Optional[str]) -> Optional[str]:
+  """Where a training restarted now would resume: 'step 40 (epoch 3, batch
+  1)', 'epoch 2' for a run_fn's Keras BackupAndRestore, None for nowhere."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  point = latest(directory)
+  if point is not None:
+    return describe_point(point)
+  path = os.path.join(directory or '', _KERAS_METADATA_FILE)
+  if directory and tf.io.gfile.exists(path):
+    try:
+      with tf.io.gfile.GFile(path) as f:
+        return f"the end of epoch {json.loads(f.read())['epoch']}"
+    except (ValueError, KeyError, tf.errors.OpError):
+      return None
+  return None
+
+
+def describe_point(point: Dict[str, Any]) -> str:
+  """'step 40 (epoch 3, batch 1)' or 'step 40 (the end of epoch 2)'."""
+  if point['batch']:
+    return (f"step {point['step']} (epoch {point['epoch'] + 1}, batch "
+            f"{point['batch']})")
+  return f"step {point['step']} (the end of epoch {point['epoch']})"
+
+
+def write_checkpoint(directory: str, step: int,
+                     write_files: Callable[[str], None],
+                     point: Dict[str, Any]) -> str:
+  """Writes one checkpoint atomically; returns its folder.
+
+  `write_files(folder)` writes the checkpoint's files into a local folder;
+  they are then moved into `directory` under a temporary name, renamed to
+  `checkpoint-<step>`, and `latest.json` (`point` plus the folder's name)
+  replaces the previous pointer. Older checkpoints are deleted last.
+  """
+  import shutil  # pylint: disable=g-import-not-at-top
+  import tempfile  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  gfile = tf.io.gfile
+  name = f'{CHECKPOINT_PREFIX}{step:09d}'
+  final = os.path.join(directory, name)
+  tmp = os.path.join(directory, f'{_TMP_PREFIX}{name}-{os.getpid()}')
+  gfile.makedirs(directory)
+  for stale in (tmp, final):
+    if gfile.exists(stale):
+      gfile.rmtree(stale)
+  if '://' in directory:  # Remote: write locally, then copy.
+    local = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
+    try:
+      write_files(local)
+      gfile.makedirs(tmp)
+      for file_name in os.listdir(local):
+        gfile.copy(os.path.join(local, file_name),
+                   os.path.join(tmp, file_name), overwrite=True)
+    finally:
+      shutil.rmtree(local, ignore_errors=True)
+  else:
+    gfile.makedirs(tmp)
+    write_files(tmp)
+  gfile.rename(tmp, final, overwrite=True)
+  pointer = os.path.join(directory, LATEST_FILE)
+  with gfile.GFile(pointer + f'{_TMP_PREFIX}{os.getpid()}', 'w') as f:
+    f.write(json.dumps({**point, 'checkpoint': name}, sort_keys=True))
+  gfile.rename(pointer + f'{_TMP_PREFIX}{os.getpid()}', pointer,
+               overwrite=True)
+  for entry in gfile.listdir(directory):
+    entry = entry.rstrip('/')
+    if entry != name and entry.startswith((CHECKPOINT_PREFIX, _TMP_PREFIX)):
+      gfile.rmtree(os.path.join(directory, entry))
+  return final

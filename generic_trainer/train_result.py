@@ -4,7 +4,8 @@ The record, `model_run/train_result.json`, is a JSON object:
     {"train": {"loss": 0.3, ...},          # final train metrics, numbers
      "eval": {"loss": 0.28, ...},          # final eval metrics, numbers
      "steps": 100, "epochs": 5, "training_time_s": 12.5,
-     "resumed_from_epoch": 0, "resumed_from_step": 0,   # optional
+     "resumed_from_epoch": 0, "resumed_from_batch": 0,   # optional: where
+     "resumed_from_step": 0,                             # it resumed
      "warm_start": {"base": "...", "loaded": ["dense", ...],
                     "not_loaded": {"layer": "why"}}}   # optional
 

@@ -26,6 +26,12 @@ Each `build_*` runs once: `spec.model`, `spec.optimizer`, `spec.loss` and
 `spec.metrics` are built on first use and the same object is returned after
 (`spec.user_handlers` is `handlers()`, called once, likewise),
 so state shared between them (a vocabulary, a normalizer) lives on the spec.
+
+With a head (`generic_trainer.heads`), `build_model()` returns the body, up
+to the last hidden layer; `spec.model` is the body with the head's output
+layer, and `spec.loss` and `spec.metrics` are the head's (plus the spec's
+own `build_metrics()`). `generic_trainer.outputs` says how label_key, head
+and weight_key make the outputs.
 """
 
 import abc
@@ -38,17 +44,29 @@ class TrainSpec(abc.ABC):
 
   Required members (a subclass missing one is refused when the module is
   loaded, before any training):
-    label_key: Name of the label feature (after Transform, if any).
+    label_key: Name of the label feature (after Transform, if any), or a
+      list of names for a model with several outputs (then its outputs are
+      a dict keyed by them). Not needed with a head per output.
     build_model(): Returns a Keras 3 model. Its inputs are named like the
-      features it reads (a dict of `keras.Input(name=...)`).
+      features it reads (a dict of `keras.Input(name=...)`). With a head,
+      the body: a functional model whose output is the last hidden layer.
     build_optimizer(): Returns a Keras optimizer.
-    build_loss(): Returns a Keras loss.
+    build_loss(): Returns a Keras loss ({label: loss} for several outputs).
+      Not with a head, which brings its own.
 
   Optional members:
+    head: A head of `generic_trainer.heads` (output layer, loss, metrics,
+      predictions, export signatures), or {label: head} for several
+      outputs; None (default) when build_model and build_loss say it all.
+    weight_key: A feature holding each example's weight in the loss (of
+      every output; a head's own weight_key takes precedence).
+    loss_weights: {label: weight} of the outputs' losses in the total.
     build_metrics(): Keras metrics, computed on train and on the whole eval
-      split every epoch (default: none besides the loss).
+      split every epoch (default: none besides the loss; with a head, the
+      head's, followed by these; {label: [metrics]} for several outputs).
     feature_keys: Features the model reads; None means every feature in the
-      schema except the label.
+      schema except the labels and weights. Of these, only those the
+      model's inputs are named after are read.
     raw_label_key: With Transform, the label's name in the raw data, which
       serving does not receive (default: label_key).
     batch_size: Train batch size (default 32); eval_batch_size defaults to it.
@@ -79,6 +97,12 @@ class TrainSpec(abc.ABC):
       input pipeline and at serving time (default: identity). On JAX it
       is converted with jax2tf to run in the tf.data pipeline, so write it
       with `keras.ops` (not `tf.*`).
+    shuffle_seed: The seed of the train data's order (default 0): every
+      epoch is shuffled differently, but the same way in every process, so
+      the workers of a multi-worker training share one order, and a resumed
+      training reads on where the interrupted one stopped (README,
+      "Resuming after a crash"). None: a new order at every run, read and
+      parsed a little faster (files and blocks taken as they come).
     cache: Keep the parsed train and eval rows in memory after the first
       epoch: True, False, or None (default) to cache when the data likely
       fits in a quarter of the free memory. Applies when every feature the
@@ -103,6 +127,10 @@ class TrainSpec(abc.ABC):
       the dict given to the Estimator.
   """
 
+  label_key: Any = None
+  head: Any = None
+  weight_key: Optional[str] = None
+  loss_weights: Optional[Dict[str, float]] = None
   feature_keys: Optional[List[str]] = None
   raw_label_key: Optional[str] = None
   batch_size: int = 32
@@ -110,6 +138,7 @@ class TrainSpec(abc.ABC):
   epochs: int = 1
   early_stopping: Optional[Dict[str, Any]] = None
   checkpoint: Optional[Dict[str, Any]] = {'every_epochs': 1}
+  shuffle_seed: Optional[int] = 0
   cache: Optional[bool] = None
   steps_per_execution: Optional[int] = None
   warm_start: Any = True
@@ -123,11 +152,6 @@ class TrainSpec(abc.ABC):
       hparams = hparams['values']  # keras_tuner.HyperParameters config.
     self.hparams: Dict[str, Any] = dict(hparams or {})
 
-  @property
-  @abc.abstractmethod
-  def label_key(self) -> str:
-    """Name of the label feature."""
-
   @abc.abstractmethod
   def build_model(self):
     """Returns the Keras model."""
@@ -136,12 +160,13 @@ class TrainSpec(abc.ABC):
   def build_optimizer(self):
     """Returns the Keras optimizer."""
 
-  @abc.abstractmethod
   def build_loss(self):
-    """Returns the Keras loss."""
+    """Returns the Keras loss (with a head: the head's)."""
+    from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+    return outputs.head_losses(self.outputs)
 
   def build_metrics(self) -> list:
-    """Returns the Keras metrics (default: none)."""
+    """Returns the Keras metrics (default: none; a head adds its own)."""
     return []
 
   def handlers(self) -> list:
@@ -155,8 +180,18 @@ class TrainSpec(abc.ABC):
   train_step = None  # Override with `def train_step(self, model, data)`.
 
   @functools.cached_property
+  def outputs(self) -> list:
+    """The outputs (`generic_trainer.outputs.Output`: label, head, weight)."""
+    from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+    return outputs.outputs_of(self)
+
+  @functools.cached_property
   def model(self):
-    return self.build_model()
+    model = self.build_model()
+    if self.head is None:
+      return model
+    from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+    return outputs.with_heads(model, self.outputs)
 
   @functools.cached_property
   def optimizer(self):
@@ -167,8 +202,12 @@ class TrainSpec(abc.ABC):
     return self.build_loss()
 
   @functools.cached_property
-  def metrics(self) -> list:
-    return list(self.build_metrics())
+  def metrics(self):
+    metrics = self.build_metrics()
+    if self.head is None:
+      return metrics if isinstance(metrics, dict) else list(metrics)
+    from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+    return outputs.metrics_with_heads(self.outputs, metrics)
 
   @functools.cached_property
   def user_handlers(self) -> list:
@@ -178,4 +217,25 @@ class TrainSpec(abc.ABC):
 
 def missing_members(spec_class: type) -> List[str]:
   """Names of required members a TrainSpec subclass does not define."""
-  return sorted(getattr(spec_class, '__abstractmethods__', ()))
+  missing = set(getattr(spec_class, '__abstractmethods__', ()))
+  if spec_class.head is None:
+    if spec_class.build_loss is TrainSpec.build_loss:
+      missing.add('build_loss (or a head)')
+    if spec_class.label_key is None:
+      missing.add('label_key')
+  elif spec_class.label_key is None and not isinstance(spec_class.head, dict):
+    missing.add('label_key')
+  return sorted(missing)
+
+
+def conflicting_members(spec_class: type) -> Optional[str]:
+  """What a TrainSpec subclass declares twice, said as an error message;
+  None when nothing is."""
+  if spec_class.head is not None and (
+      spec_class.build_loss is not TrainSpec.build_loss):
+    return (f'The TrainSpec {spec_class.__name__} declares both a head and '
+            'build_loss(): a head brings the loss of its kind of problem, '
+            'so one of the two losses would be silently ignored. Remove '
+            "build_loss() to use the head's loss, or remove head and give "
+            'the output layer, loss and metrics yourself.')
+  return None

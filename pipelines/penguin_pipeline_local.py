@@ -17,14 +17,12 @@ pushed model, the metadata store and the full log (`OUTPUT_DIR/pipeline.log`;
 
 import argparse
 import os
-import sys
 from typing import Optional
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODULE_FILE = os.path.join(os.path.dirname(_HERE), 'module_files',
                                    'penguin_keras.py')
 PIPELINE_NAME = 'penguin_generic_trainer'
-LOG_FILE = 'pipeline.log'
 
 
 def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
@@ -34,8 +32,13 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
                     keras_version: Optional[str] = None,
                     num_workers: Optional[int] = None,
                     module_path: Optional[str] = None,
-                    baseline: bool = True, backend: Optional[str] = None):
+                    baseline: bool = True,
+                    evaluate_output: Optional[str] = None,
+                    backend: Optional[str] = None):
   """Returns the TFX pipeline (a `tfx.dsl.Pipeline`).
+
+  `evaluate_output` names the output Evaluator evaluates in a model with
+  several (each output is named after its label, `species` here).
 
   `module_path` (an importable module) replaces `module_file` when given, as
   in the Kubeflow variant, whose image carries the module. Without
@@ -73,10 +76,13 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
       model=Channel(type=standard_artifacts.Model),
       model_blessing=Channel(type=standard_artifacts.ModelBlessing)).with_id(
           'latest_blessed_model_resolver')
+  model_spec = (tfma.ModelSpec(label_keys={evaluate_output: 'species'})
+                if evaluate_output else tfma.ModelSpec(label_key='species'))
   eval_config = tfma.EvalConfig(
-      model_specs=[tfma.ModelSpec(label_key='species')],
+      model_specs=[model_spec],
       slicing_specs=[tfma.SlicingSpec()],
-      metrics_specs=[tfma.MetricsSpec(metrics=[
+      metrics_specs=[tfma.MetricsSpec(output_names=(
+          [evaluate_output] if evaluate_output else []), metrics=[
           tfma.MetricConfig(
               class_name='SparseCategoricalAccuracy',
               threshold=tfma.MetricThreshold(
@@ -110,14 +116,18 @@ def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
         accuracy_threshold: float = 0.6,
         keras_version: Optional[str] = None,
         num_workers: Optional[int] = None,
+        string_labels: bool = False,
+        sex: bool = False,
+        evaluate_output: Optional[str] = None,
         backend: Optional[str] = None) -> dict:
-  """Builds the data, runs the pipeline, returns what it produced."""
+  """Builds the data (species by name with `string_labels`; with `sex`,
+  a second label), runs the pipeline, returns what it produced."""
   from tfx.orchestration.local.local_dag_runner import LocalDagRunner  # pylint: disable=g-import-not-at-top
 
   from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(output_dir)
-  data_root = os.path.dirname(write_penguin_csv(os.path.join(output_dir,
-                                                             'data')))
+  data_root = os.path.dirname(write_penguin_csv(
+      os.path.join(output_dir, 'data'), string_labels=string_labels, sex=sex))
   paths = {
       'pipeline_root': os.path.join(output_dir, 'pipeline_root'),
       'metadata_path': os.path.join(output_dir, 'metadata.sqlite'),
@@ -127,7 +137,7 @@ def run(output_dir: str, train_steps: int = 100, eval_steps: int = 5,
       PIPELINE_NAME, paths['pipeline_root'], data_root, module_file,
       paths['serving_model_dir'], paths['metadata_path'], train_steps,
       eval_steps, accuracy_threshold, keras_version, num_workers,
-      backend=backend))
+      evaluate_output=evaluate_output, backend=backend))
   return {**paths, **summarize(paths['metadata_path'])}
 
 
@@ -173,6 +183,9 @@ def main(argv=None) -> int:
   parser.add_argument('--train-steps', type=int, default=100)
   parser.add_argument('--eval-steps', type=int, default=5)
   parser.add_argument('--module-file', default=DEFAULT_MODULE_FILE)
+  parser.add_argument('--string-labels', action='store_true',
+                      help="The species by name ('Adelie'...), for modules "
+                      'whose head reads names (module_files/penguin_canned.py).')
   parser.add_argument('--num-workers', type=int, default=None,
                       help='Train with this many local worker processes '
                       '(MultiWorkerMirroredStrategy); default: one process.')
@@ -185,21 +198,20 @@ def main(argv=None) -> int:
                       'instead of writing them to OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  log_path = None if args.verbose else os.path.join(
-      os.path.abspath(args.output_dir), LOG_FILE)
-  try:
-    with console.pipeline_console(log_path, args.verbose) as say:
-      say(f'== Penguin pipeline ({os.path.relpath(args.module_file)})'
-          + (f'; full log: {log_path}' if log_path else ''))
-      result = run(args.output_dir, args.train_steps, args.eval_steps,
-                   args.module_file, num_workers=args.num_workers,
-                   backend=args.backend)
-      for line in summary_lines('Penguin pipeline', result, log_path):
-        say(line)
-  except Exception as e:  # pylint: disable=broad-except
-    print(console.failure_message(e, log_path), file=sys.stderr)
-    return 1
-  return 0 if result['pushed_model'] else 1
+  result = {}
+
+  def body(say, log_path):
+    result.update(run(args.output_dir, args.train_steps, args.eval_steps,
+                      args.module_file, num_workers=args.num_workers,
+                      string_labels=args.string_labels,
+                      backend=args.backend))
+    for line in summary_lines('Penguin pipeline', result, log_path):
+      say(line)
+
+  ok = console.run_pipeline(
+      f'Penguin pipeline ({os.path.relpath(args.module_file)})',
+      args.output_dir, args.verbose, body)
+  return 0 if ok and result['pushed_model'] else 1
 
 
 def summary_lines(title: str, result: dict, log_path: Optional[str]):
@@ -220,6 +232,4 @@ def summary_lines(title: str, result: dict, log_path: Optional[str]):
 
 if __name__ == '__main__':
   from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  _status = main()
-  console.exit_despite_threads(_status)  # Even if a module left threads.
-  sys.exit(_status)
+  console.end_process(main())

@@ -25,16 +25,20 @@ def command_env():
   return env
 
 
-def checkpointed_epoch(resume_dirs: str):
-  """The last epoch Keras's BackupAndRestore saved in the folders that
-  match `resume_dirs`, or None (none yet, or being written)."""
-  for path in glob.glob(os.path.join(resume_dirs, 'training_metadata.json')):
-    try:
-      with open(path) as f:
-        return json.load(f)['epoch']
-    except (OSError, ValueError):
-      return None  # Being written.
+def checkpoint_point(resume_dirs: str):
+  """Where the last resume checkpoint in the folders that match
+  `resume_dirs` was written (`latest.json`: epoch, batch, step), or None
+  (none yet)."""
+  for path in glob.glob(os.path.join(resume_dirs, 'latest.json')):
+    with open(path) as f:  # Replaced atomically: never half-written.
+      return json.load(f)
   return None
+
+
+def checkpointed_epoch(resume_dirs: str):
+  """The epochs finished at the last resume checkpoint, or None."""
+  point = checkpoint_point(resume_dirs)
+  return point['epoch'] if point else None
 
 
 def _write_split(rows, path):

@@ -10,46 +10,78 @@ import pytest
 
 from conftest import REPO
 
-VARIANTS = {'tfx_trainer', 'generic_trainer', 'train_spec', 'train_spec_jax',
-            'compute_bound'}
+MAIN = {'tfx_trainer', 'generic_trainer', 'train_spec', 'compute_bound',
+        'train_spec_stream', 'train_spec_jax'}
+GROWTH = {'tfx_trainer', 'train_spec', 'train_spec_stream'}
+WIDE = {'tfx_trainer', 'train_spec', 'compute_bound', 'train_spec_stream'}
+TARGETS = {
+    'a_generic_over_tfx_execution_time',
+    'b_train_spec_over_tutorial_throughput',
+    'b_over_c_train_spec_over_compute_bound',
+    'b_over_c_min_over_quiet_rounds',
+    'd_cli_first_step_over_tensorflow_import',
+    'f_stream_over_compute_bound', 'f_stream_over_tutorial_throughput',
+    'g_train_spec_throughput_growth', 'g_stream_throughput_growth',
+    'g_tutorial_throughput_growth', 'g_stream_peak_memory_growth'}
+REPORTED = {
+    'g_tutorial_peak_memory_growth',
+    'g_train_spec_memory_growth_over_parsed_rows',
+    'h_train_spec_over_tutorial_throughput',
+    'h_stream_over_tutorial_throughput', 'h_train_spec_over_compute_bound',
+    'h_stream_over_compute_bound',
+    'i_train_spec_jax_over_tensorflow_throughput'}
 
 
 @pytest.mark.slow
 def test_benchmark_runs_every_comparison(tmp_path):
-  """One run on tiny data writes every ratio, target and peak memory."""
+  """One run on tiny data writes every ratio, target and peak memory; each
+  data set's variants of the round share a process, to keep it short."""
   out = tmp_path / 'results'
   subprocess.run(
       [sys.executable, '-m', 'benchmarks.run', '--rows', '2000',
-       '--eval-rows', '600', '--repeats', '1', '--epochs', '2',
+       '--growth-rows', '3000', '--wide-rows', '600', '--wide-features', '10',
+       '--eval-rows', '600', '--repeats', '1', '--growth-repeats', '1',
+       '--wide-repeats', '1', '--epochs', '2', '--one-process',
        '--data-dir', str(tmp_path / 'data'), '--out', str(out)],
       cwd=REPO, check=True, timeout=900)
   with open(out / 'results.json') as f:
     report = json.load(f)
-  assert set(report['targets']) == {
-      'a_generic_over_tfx_execution_time',
-      'b_train_spec_over_tutorial_throughput',
-      'b_over_c_train_spec_over_compute_bound',
-      'd_cli_first_step_over_tensorflow_import'}
-  # JAX against TensorFlow is measured, with no target.
-  assert set(report['ratios']) == set(report['targets']) | {
-      'f_train_spec_jax_over_tensorflow_throughput'}
-  for value in report['ratios'].values():
-    assert math.isfinite(value) and value > 0
-  assert set(report['peak_rss_mb']) == VARIANTS | {'tensorflow_import',
-                                                   'cli_first_step'}
-  assert all(v > 50 for v in report['peak_rss_mb'].values())
+  assert set(report['targets']) == TARGETS
+  assert set(report['ratios']) == TARGETS | REPORTED
+  for name, value in report['ratios'].items():
+    if name != 'b_over_c_min_over_quiet_rounds' or value is not None:
+      assert math.isfinite(value), name
+    if not name.endswith('over_parsed_rows'):
+      assert value is None or value > 0, name
+  peaks = report['peak_rss_mb']
+  assert {n: set(p) for n, p in peaks.items()} == {
+      'main': MAIN, 'growth': GROWTH, 'wide': WIDE,
+      'first_step': {'tensorflow_import', 'cli_first_step'}}
+  assert all(v > 50 for p in peaks.values() for v in p.values())
   runs = report['runs']
-  assert runs['train_spec']['records'][0]['train_examples'] == 2 * 2000
-  assert runs['train_spec_jax']['records'][0]['train_examples'] == 2 * 2000
-  assert runs['tfx_trainer']['records'][0]['train_examples'] == (
-      2000 // 256) * 256
+  main = {v: runs['main'][v]['records'][0] for v in MAIN}
+  assert main['train_spec']['train_examples'] == 2 * 2000
+  assert main['train_spec_stream']['train_examples'] == 2 * 2000
+  assert main['train_spec_jax']['train_examples'] == 2 * 2000
+  assert main['tfx_trainer']['train_examples'] == (2000 // 256) * 256
   # The bound trains full batches only, the same steps every epoch.
-  assert runs['compute_bound']['records'][0]['train_examples'] == (
-      2 * (2000 // 256) * 256)
-  assert set(report['cpu_steal']) == VARIANTS
-  assert all(0.0 <= v <= 1.0 for v in report['cpu_steal'].values())
+  assert main['compute_bound']['train_examples'] == 2 * (2000 // 256) * 256
+  assert runs['growth']['train_spec']['records'][0]['train_examples'] == (
+      2 * 3000)
+  # The TrainSpec logs its cache decisions, with their reasons.
+  assert main['train_spec']['cache'][0].startswith(
+      'cache: on for Split-train (112 kB of parsed rows (~2,')
+  assert main['train_spec_stream']['cache'][0] == (
+      'cache: off for Split-train (TrainSpec.cache=False); every epoch reads '
+      'and parses the files')
+  for data_set in ('main', 'growth', 'wide'):
+    for run in runs[data_set].values():
+      record = run['records'][0]
+      assert 0.0 <= record['cpu_steal'] <= 1.0
+      assert 0.0 <= record['cpu_others'] <= os.cpu_count()
+  assert report['rounds']['f_stream_over_compute_bound'][0]['round'] == 1
   assert report['machine']['device'].startswith(('CPU: ', 'GPU: '))
   table = (out / 'results.md').read_text()
   assert '| Comparison | Medians | Ratio | Target | Met |' in table
-  assert table.count('\n| (') == 5
+  assert table.count('\n| (') == len(TARGETS | REPORTED)
   assert os.path.isdir(out / 'work')

@@ -32,7 +32,8 @@ def test_spec_matches_tfx_trainer_spec():
       assert ours[key].optional == parameter.optional, key
   assert set(GenericTrainerSpec.PARAMETERS) - set(TrainerSpec.PARAMETERS) == {
       'keras_version', 'num_workers', 'strategy', 'allow_signature_change',
-      'backend'}
+      'backend',
+      'max_restarts'}
   assert set(GenericTrainerSpec.INPUTS) - set(TrainerSpec.INPUTS) == {
       'statistics'}
   assert GenericTrainerSpec.OUTPUTS.keys() == TrainerSpec.OUTPUTS.keys()
@@ -69,6 +70,11 @@ def test_constructs_with_run_fn_path(examples):
     ({'module_file': PENGUIN_MODULE, 'train_args': {'num_steps': 3}},
      r"'train_args' must be a trainer_pb2.TrainArgs.*Received: train_args "
      r'that is a dict'),
+    ({'module_file': PENGUIN_MODULE, 'max_restarts': -1},
+     r"^'max_restarts' must be a non-negative int: how many times a "
+     r'multi-worker training restarts its workers from the last checkpoint '
+     r'after one died \(0: the execution fails at the first death; None: '
+     r'2\)\. Received: max_restarts=-1\.$'),
 ])
 def test_argument_errors(examples, kwargs, message):
   """Wrong arguments fail at construction with a message naming them."""
@@ -99,7 +105,7 @@ def test_module_file_checked_at_construction(examples):
 
 def test_trainer_fn_module_rejected_at_construction(examples):
   """A tf.estimator module fails at construction with the migration hint."""
-  with pytest.raises(UserModuleError, match=r'Add a `run_fn\(fn_args\)`'):
+  with pytest.raises(UserModuleError, match=r'add a `run_fn\(fn_args\)`'):
     _trainer(examples=examples,
              module_file=os.path.join(TESTDATA, 'trainer_fn_only.py'))
 

@@ -114,6 +114,17 @@ def test_bad_keras_version_property(trainer_io):
     _do(io)
 
 
+def test_bad_max_restarts_property(trainer_io):
+  """A max_restarts that is not a non-negative int is refused at run time,
+  before any worker starts."""
+  io = trainer_io(module_file=_module('records_fn_args'), num_workers=2,
+                  max_restarts='3')
+  with pytest.raises(errors.InvalidArgumentError, match=(
+      r"^'max_restarts' must be a non-negative int: .* Received: "
+      r"max_restarts='3'\.$")):
+    _do(io)
+
+
 @pytest.mark.slow
 def test_tf_keras_module_runs_in_child_when_process_has_keras3(trainer_io):
   """With tf.keras already Keras 3 here, keras_version='tf_keras' uses a child."""

@@ -16,12 +16,13 @@ import time
 import pytest
 
 from conftest import TESTDATA
-from conftest import checkpointed_epoch
+from conftest import checkpoint_point
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'fault_runner.py')
 TRAIN_STEPS = 40  # 8 epochs of 5 steps; ~0.1 s a step (slow_spec.py).
 STEPS_PER_EPOCH = 5
+EVERY_STEPS = 2  # slow_step_spec.py's checkpoint interval.
 TRIALS = 5  # Random kill points; `make test` runs the first, `make soak` all.
 
 
@@ -47,8 +48,19 @@ def _wait_for(predicate, process, timeout=240):
   raise AssertionError('timed out waiting for the point to kill')
 
 
-def _checkpointed_epoch(workdir):
-  return checkpointed_epoch(os.path.join(workdir, 'swd', 'resume-*'))
+def _checkpoint(workdir):
+  return checkpoint_point(os.path.join(workdir, 'swd', 'resume-*'))
+
+
+def _steps_by_attempt(workdir):
+  """[[steps the first process trained], [the second's]...], from the
+  `PID STEP` lines slow_step_spec.py writes."""
+  by_pid = {}
+  with open(os.path.join(workdir, 'model_run', 'steps.log')) as f:
+    for line in f:
+      pid, step = line.split()
+      by_pid.setdefault(pid, []).append(int(step))
+  return list(by_pid.values())
 
 
 def _log(workdir, attempt):
@@ -59,28 +71,35 @@ def _log(workdir, attempt):
 @pytest.mark.slow
 @pytest.mark.parametrize('trial', [0] + [
     pytest.param(t, marks=pytest.mark.soak) for t in range(1, TRIALS)])
-def test_killed_training_resumes_from_its_last_checkpoint(tmp_path, trial):
-  """SIGKILL at a random point of training; the next attempt resumes from
-  the last epoch checkpoint, repeats less than one epoch, and publishes a
-  valid model."""
+def test_killed_training_resumes_at_the_step_of_its_last_checkpoint(
+    tmp_path, trial):
+  """SIGKILL at a random step; the next attempt resumes at the step of the
+  last checkpoint (every 2 steps), trains exactly the remaining steps, and
+  publishes a valid model."""
   rng = random.Random(trial)
   workdir = str(tmp_path)
-  first = _start(workdir, 1, 'slow_spec.py', TRAIN_STEPS)
-  kill_after = rng.randint(1, 4)
-  _wait_for(lambda: (_checkpointed_epoch(workdir) or 0) >= kill_after, first)
+  first = _start(workdir, 1, 'slow_step_spec.py', TRAIN_STEPS)
+  kill_after = rng.randint(4, 30)
+  _wait_for(lambda: (_checkpoint(workdir) or {}).get('step', 0) >= kill_after,
+            first)
   time.sleep(rng.uniform(0.0, 0.4))
   first.send_signal(signal.SIGKILL)
   first.wait()
-  checkpointed = _checkpointed_epoch(workdir)
+  left = _checkpoint(workdir)
   assert not os.path.exists(os.path.join(workdir, 'model', 'Format-Serving'))
 
-  second = _start(workdir, 2, 'slow_spec.py', TRAIN_STEPS)
+  second = _start(workdir, 2, 'slow_step_spec.py', TRAIN_STEPS)
   assert second.wait(timeout=300) == 0, _log(workdir, 2)
   with open(os.path.join(workdir, 'model_run', 'train_result.json')) as f:
     result = json.load(f)
-  assert result['resumed_from_epoch'] == checkpointed >= kill_after
-  assert result['resumed_from_step'] == checkpointed * STEPS_PER_EPOCH
-  assert result['steps'] == TRAIN_STEPS  # The remaining steps only.
+  killed, resumed = _steps_by_attempt(workdir)
+  assert left['step'] >= kill_after
+  assert (result['resumed_from_epoch'], result['resumed_from_batch']) == (
+      divmod(left['step'], STEPS_PER_EPOCH))
+  assert result['resumed_from_step'] == left['step']
+  assert resumed == list(range(left['step'] + 1, TRAIN_STEPS + 1))
+  assert killed[-1] - left['step'] <= EVERY_STEPS  # Repeated: one interval.
+  assert result['steps'] == TRAIN_STEPS
   assert os.path.exists(os.path.join(workdir, 'model', 'Format-Serving',
                                      'saved_model.pb'))
   assert not glob.glob(os.path.join(workdir, 'swd', 'resume-*'))

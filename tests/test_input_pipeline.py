@@ -2,6 +2,7 @@
 caching and shuffling for TrainSpecs; steps per execution."""
 
 import os
+import re
 import types
 
 import keras
@@ -111,6 +112,37 @@ def test_blocks_read_every_row_once_per_epoch_in_a_new_order(data, cache):
   assert not np.array_equal(rows[:ROWS], expected)
 
 
+@pytest.mark.parametrize('cache', [True, False])
+def test_seeded_blocks_are_one_stream_a_skip_reads_on(data, cache):
+  """Seeded and repeated: the same batches in every iterator, a new order
+  every pass, and `skip(k)` gives batch k on (what a resume reads)."""
+  def stream(**kwargs):
+    return _block_dataset(data, batch_size=100, num_epochs=None, shuffle=True,
+                          cache=cache, seed=5, **kwargs)
+  rows = _rows(stream().take(2 * ROWS // 100))
+  np.testing.assert_array_equal(rows, _rows(stream().take(2 * ROWS // 100)))
+  np.testing.assert_array_equal(np.sort(rows[:ROWS]), np.sort(rows[ROWS:]))
+  assert not np.array_equal(rows[:ROWS], rows[ROWS:])
+  np.testing.assert_array_equal(
+      _rows(stream().skip(37).take(10)), rows[3700:4700])
+  other_seed = _rows(_block_dataset(
+      data, batch_size=100, num_epochs=None, shuffle=True, cache=cache,
+      seed=6).take(10))
+  assert not np.array_equal(other_seed, rows[:1000])
+
+
+def test_seeded_epochs_of_one_pass_differ_the_same_way_everywhere(data):
+  """Seeded, read once per iteration: iteration i has its own order, the
+  same for every dataset built with the seed."""
+  first, second = [_block_dataset(data, batch_size=100, num_epochs=1,
+                                  shuffle=True, cache=True, seed=5)
+                   for _ in range(2)]
+  epochs = [_rows(first), _rows(first)]
+  assert not np.array_equal(epochs[0], epochs[1])
+  np.testing.assert_array_equal(epochs[0], _rows(second))
+  np.testing.assert_array_equal(epochs[1], _rows(second))
+
+
 def test_blocks_mix_the_shards_within_a_batch(data):
   """A shuffled batch draws rows from several shards, not one file's run."""
   patterns, schema = data
@@ -132,11 +164,45 @@ def test_blocks_unshuffled_keep_every_row_and_a_short_last_batch(data):
   assert set(sizes[:-1]) == {128}
 
 
-def test_cache_only_when_the_data_fits(data, monkeypatch):
-  """Small data fits in memory; with no memory to spare it does not."""
-  assert input_pipeline.fits_in_memory(data[0])
+def _config(data):
+  config, _ = input_pipeline.DatasetFactory().parser(data[1])
+  return config
+
+
+def test_cache_only_when_the_parsed_rows_fit(data, monkeypatch):
+  """Small data fits in memory; with no memory to spare it does not; the
+  reason names the sizes weighed."""
+  fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9)
+  assert fit.fits and re.fullmatch(
+      r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) fit in a quarter of the '
+      r'1\.0 GB available', fit.reason)
   monkeypatch.setattr(input_pipeline, 'CACHE_MEMORY_FRACTION', 0.0)
-  assert not input_pipeline.fits_in_memory(data[0])
+  fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9)
+  assert not fit.fits and re.fullmatch(
+      r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) do not fit in 0% of the '
+      r'1\.0 GB available', fit.reason)
+
+
+def test_parsed_size_is_estimated_from_the_first_records(data, monkeypatch):
+  """A sample of the first file's start gives the rows and a row's bytes
+  (12 floats and an int64 label: 56), within a few percent."""
+  from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
+  files = sorted(tf.io.gfile.glob(data[0][0]))
+  size = parsed_size.estimate(files, _config(data))
+  assert size.row_bytes == 56 and abs(size.rows - ROWS) < 0.01 * ROWS
+  monkeypatch.setattr(parsed_size, 'SAMPLE_BYTES', 4096)
+  size = parsed_size.estimate(files, _config(data))
+  assert abs(size.rows - ROWS) < 0.05 * ROWS
+  assert size.parsed_bytes == int(size.rows * 56)
+
+
+def test_cache_unknown_size_is_off(tmp_path, data):
+  """A file whose start holds no complete record: no cache, and why."""
+  path = tmp_path / 'cut.tfrecord'
+  path.write_bytes(b'\x10' * 8)
+  fit = input_pipeline.cache_fit([str(path)], _config(data), available=10**9)
+  assert fit == (False, 'the size of the parsed rows is unknown: the start '
+                 'of the first file holds no complete record')
 
 
 def _spec(value=None, checkpoint=None, handlers=()):
@@ -238,3 +304,33 @@ def test_spec_preprocess_applies_on_blocks(data, with_label):
   assert set(plain) == {'f00', 'f01'} and set(doubled) == {'f00'}
   np.testing.assert_allclose(doubled['f00'].numpy(),
                              2.0 * plain['f00'].numpy())
+
+
+@pytest.mark.parametrize('cache, expected', [
+    (None, r'cache: on for Split-train \(36 kB of parsed rows \(~(2,9|3,0)\d\d '
+     r'rows\) fit in a quarter of the [0-9.]+ GB available\)'),
+    (False, r'cache: off for Split-train \(TrainSpec.cache=False\); every '
+     r'epoch reads and parses the files'),
+])
+def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
+                                                      expected):
+  """Without the cache every epoch reads the files: the log says which,
+  and why."""
+  import logging  # pylint: disable=g-import-not-at-top
+  from generic_trainer import TrainSpec, progress  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import datasets as spec_input  # pylint: disable=g-import-not-at-top
+  patterns, schema = data
+
+  class Spec(TrainSpec):
+    label_key = 'label'
+    build_model = build_optimizer = build_loss = lambda self: None
+
+  Spec.cache = cache
+  fn_args = types.SimpleNamespace(data_accessor=types.SimpleNamespace(
+      tf_dataset_factory=input_pipeline.DatasetFactory()))
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  spec_input.make_dataset(Spec(), fn_args, schema, patterns, ['f00'], 50,
+                          num_epochs=1, shuffle=True)
+  lines = [r.getMessage() for r in caplog.records
+           if r.getMessage().startswith('cache: ')]
+  assert len(lines) == 1 and re.fullmatch(expected, lines[0]), lines

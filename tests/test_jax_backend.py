@@ -394,3 +394,34 @@ def test_command_trains_a_spec_whose_backend_is_jax(tmp_path, penguin_csvs):
           ': 10 steps, 5 epochs') in proc.stdout
   assert '\nepoch 5 done after ' in proc.stderr
   assert _serves_through_xla(out / 'model', out / 'data')
+
+
+def test_heads_are_refused_on_jax():
+  """A head's own signatures call the model from TensorFlow: a spec with a
+  head (every canned spec has one) trains on TensorFlow only, and says so
+  before training."""
+  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer import TrainSpec  # pylint: disable=g-import-not-at-top
+  from generic_trainer.heads import MultiClassHead  # pylint: disable=g-import-not-at-top
+
+  class PenguinSpecies(TrainSpec):  # As DNNClassifierSpec's, a head.
+    label_key = 'species'
+    head = MultiClassHead(n_classes=3)
+
+    def build_model(self):
+      raise AssertionError('not built: refused before')
+
+    def build_optimizer(self):
+      raise AssertionError('not built: refused before')
+
+  spec = PenguinSpecies()
+  checks.check_heads(spec, 'tensorflow')
+  with pytest.raises(SpecError) as info:
+    checks.check_heads(spec, 'jax')
+  assert str(info.value) == (
+      'A TrainSpec with a head cannot train on JAX yet: the signatures a '
+      'head exports (predict, classification, regression) call the model '
+      'from TensorFlow, which a JAX model cannot be called from without '
+      "jax2tf. Received: PenguinSpecies with heads for ['species'] on backend "
+      "'jax'. Set backend='tensorflow' (or leave it unset), or drop the head "
+      'and give build_loss and build_metrics.')

@@ -51,11 +51,61 @@ def test_no_run_fn_lists_what_module_defines():
 
 
 def test_trainer_fn_module_explains_migration():
-  """A tf.estimator trainer_fn module is told how to move to run_fn."""
+  """A tf.estimator trainer_fn module is told how to move to a TrainSpec or
+  a run_fn."""
   with pytest.raises(UserModuleError, match=(
-      r'defines `trainer_fn`, the tf.estimator API that TFX removed. Add a '
+      r'defines `trainer_fn`, the tf.estimator API that TF 2.16 and TFX '
+      r'removed. Replace it with a TrainSpec: a canned one '
+      r'\(generic_trainer.canned: LinearClassifierSpec, DNNClassifierSpec, '
+      r'DNNLinearCombinedClassifierSpec and their Regressor twins\) or your '
+      r'own with a head \(generic_trainer.heads\). Or add a '
       r'`run_fn\(fn_args\)`')):
     module_loader.load_run_fn(_file('trainer_fn_only'))
+
+
+_TAXI_ADVICE = (
+    r'It builds a tf.estimator.DNNLinearCombinedClassifier: the canned spec '
+    r'DNNLinearCombinedClassifierSpec replaces it \(the same kind of model, '
+    r'Keras preprocessing layers in place of the feature columns, read from '
+    r'the schema\). Keep `preprocessing_fn` for Transform and replace '
+    r'`trainer_fn` and the Estimator code with:\n\n'
+    r'from generic_trainer.canned import DNNLinearCombinedClassifierSpec\n\n'
+    r'class Spec\(DNNLinearCombinedClassifierSpec\):\n'
+    r"  label_key = '...'  # the label \(its transformed name with "
+    r'Transform\)\n'
+    r'  linear_feature_keys = \[...\]  # linear_feature_columns\n'
+    r'  dnn_feature_keys = \[...\]     # dnn_feature_columns\n'
+    r'  dnn_hidden_units = \[100, 70, 50, 25\]\n')
+
+
+@pytest.mark.parametrize('check', ['construction', 'load'])
+def test_estimator_module_is_told_which_canned_spec_replaces_it(check):
+  """The refusal of a trainer_fn module names the canned spec for the
+  Estimator its source builds, with the lines to write: when the
+  component is built (read without running it) and when it is loaded."""
+  path = _file('taxi_estimator_module')['module_file']
+  with pytest.raises(UserModuleError, match=_TAXI_ADVICE):
+    if check == 'construction':
+      module_loader.check_module_source(path)
+    else:
+      module_loader.load_run_fn({'module_file': path})
+
+
+@pytest.mark.parametrize('estimator, spec', [
+    ('DNNClassifier', 'DNNClassifierSpec'),
+    ('LinearRegressor', 'LinearRegressorSpec'),
+    ('DNNLinearCombinedRegressor', 'DNNLinearCombinedRegressorSpec'),
+    ('DNNEstimator', 'DNNSpec'),
+])
+def test_each_canned_estimator_has_its_spec(tmp_path, estimator, spec):
+  """Each canned Estimator maps to its canned spec."""
+  path = tmp_path / 'm.py'
+  path.write_text(f'def trainer_fn(a, s):\n  return tf.estimator.{estimator}('
+                  ')\n')
+  with pytest.raises(UserModuleError, match=(
+      rf'(?s)It builds a tf.estimator.{estimator}: the canned spec {spec} '
+      rf'replaces it.*class Spec\({spec}\)')):
+    module_loader.check_module_source(str(path))
 
 
 def test_wrong_signature():

@@ -4,10 +4,14 @@ Each test starts real TensorFlow processes that form a MultiWorkerMirroredStrate
 cluster on localhost; they take a minute or two on a 2-core machine.
 """
 
+import glob
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -198,14 +202,57 @@ def test_two_workers_train_a_train_spec_unchanged(trainer_io, scratch_tmp):
   assert _ours(scratch_tmp) == []
 
 
-def test_every_worker_gets_the_checkpoint_dir(trainer_io, scratch_tmp):
-  """Local workers train with fn_args.checkpoint_dir, as one process does:
-  the same training decision passes the same request everywhere."""
+def test_a_killed_worker_restarts_the_group_from_the_checkpoint(
+    trainer_io, scratch_tmp, tmp_path, caplog):
+  """SIGKILL worker 1 mid-training: the group restarts from the last
+  checkpoint (every 2 steps), the execution completes and publishes, the
+  steps add up, at most one checkpoint interval is trained twice, and the
+  log and workers.json say what happened."""
   from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  io = trainer_io(module_file=os.path.join(TESTDATA, 'records_fn_args.py'),
-                  num_workers=2)
-  GenericExecutor().Do(*io)
-  with open(os.path.join(io[1]['model_run'][0].uri, 'fn_args.json')) as f:
-    fields = json.load(f)
-  assert fields['checkpoint_dir'], fields
-  assert os.path.basename(fields['checkpoint_dir']).startswith('resume-')
+  caplog.set_level(logging.INFO, logger='absl')
+  record = tmp_path / 'record'
+  io = trainer_io(train_steps=40, eval_steps=0, num_workers=2,
+                  module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),
+                  custom_config=json.dumps({'record_dir': str(record)}))
+  model, model_run = io[1]['model'][0], io[1]['model_run'][0]
+  outcome = {}
+
+  def execute():
+    try:
+      GenericExecutor().Do(*io)
+    except Exception as e:  # pylint: disable=broad-except
+      outcome['error'] = e
+
+  execution = threading.Thread(target=execute)
+  execution.start()
+  pointer = os.path.join(model_run.uri, 'resume-*', 'latest.json')
+  deadline = time.monotonic() + 240
+  while not any(json.load(open(p))['step'] >= 10 for p in glob.glob(pointer)):
+    assert execution.is_alive() and time.monotonic() < deadline, outcome
+    time.sleep(0.05)
+  os.kill(int((record / 'worker-1.pid').read_text()), signal.SIGKILL)
+  execution.join(timeout=300)
+  assert not execution.is_alive() and 'error' not in outcome, outcome
+
+  assert os.listdir(model.uri) == ['Format-Serving']
+  assert model.get_int_custom_property('train_steps') == 40
+  with open(os.path.join(model_run.uri, 'workers.json')) as f:
+    summary = json.load(f)
+  [restart] = summary['restarts']
+  assert (restart['worker'], restart['how']) == (
+      1, 'was killed by signal 9 (SIGKILL)')
+  resumed_step = int(restart['resumed_from'].split()[1])
+  assert resumed_step >= 10
+  chief_steps = {}
+  for line in (record / 'steps.log').read_text().splitlines():
+    pid, worker, step = line.split()
+    if worker == '0':
+      chief_steps.setdefault(pid, []).append(int(step))
+  killed, restarted = chief_steps.values()
+  assert restarted == list(range(resumed_step + 1, 41))
+  assert killed[-1] - resumed_step <= 2  # At most one interval repeated.
+  assert ('Worker 1 of the local 2-worker training was killed by signal 9 '
+          '(SIGKILL) after ') in caplog.text
+  assert ('restarting all 2 (restart 1 of at most 2) from the checkpoint at '
+          f'{restart["resumed_from"]}.') in caplog.text
+  assert _ours(scratch_tmp) == []

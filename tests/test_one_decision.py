@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import REPO, TESTDATA
+from conftest import TESTDATA
 from test_layout import MODULES
 
 

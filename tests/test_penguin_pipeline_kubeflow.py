@@ -130,6 +130,8 @@ def test_trainer_step_renders_a_tfjob(compiled, tmp_path):
   manifest = yaml.safe_load(out.read_text())
   specs = manifest['spec']['tfReplicaSpecs']
   assert (specs['Chief']['replicas'], specs['Worker']['replicas']) == (1, 2)
+  assert specs['Worker']['restartPolicy'] == 'OnFailure'  # Resumes.
+  assert manifest['spec']['runPolicy']['backoffLimit'] == 6
   container = specs['Chief']['template']['spec']['containers'][0]
   assert container['image'] == IMAGE
   assert container['command'][-1] == (

@@ -61,3 +61,51 @@ def test_checkpoint_manager_restores_the_latest_step(tmp_path):
   _, step = resume.checkpoint_manager(fn_args,
                                       tf.train.Checkpoint(w=restored))
   assert step == 120 and float(restored.numpy()) == 7.0
+
+
+def test_a_checkpoint_counts_once_the_pointer_names_it(tmp_path):
+  """A write that fails half-way leaves the previous checkpoint the latest;
+  the next write removes what the failed one left."""
+  import pytest  # pylint: disable=g-import-not-at-top
+  directory = str(tmp_path / 'resume')
+
+  def files(folder):
+    with open(os.path.join(folder, 'state.json'), 'w') as f:
+      f.write('{}')
+
+  def fails(folder):
+    files(folder)
+    raise OSError('disk full')
+
+  resume.write_checkpoint(directory, 10, files, {'epoch': 1, 'batch': 0,
+                                                 'step': 10})
+  with pytest.raises(OSError):
+    resume.write_checkpoint(directory, 12, fails, {'epoch': 1, 'batch': 2,
+                                                   'step': 12})
+  assert resume.latest(directory)['checkpoint'] == 'checkpoint-000000010'
+  assert any(n.startswith('.tmp-') for n in os.listdir(directory))
+  resume.write_checkpoint(directory, 14, files, {'epoch': 1, 'batch': 4,
+                                                 'step': 14})
+  assert resume.latest(directory) == {
+      'checkpoint': 'checkpoint-000000014', 'epoch': 1, 'batch': 4,
+      'step': 14}
+  assert sorted(os.listdir(directory)) == ['checkpoint-000000014',
+                                           'latest.json']
+  assert resume.describe(directory) == 'step 14 (epoch 2, batch 4)'
+
+
+def test_a_damaged_pointer_is_refused_with_what_to_do(tmp_path):
+  """latest.json that is not the pointer: CheckpointError, saying to delete
+  the folder (or --no-resume)."""
+  import pytest  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import CheckpointError  # pylint: disable=g-import-not-at-top
+  directory = tmp_path / 'resume'
+  directory.mkdir()
+  (directory / 'latest.json').write_text('{"epoch": 2}')
+  with pytest.raises(CheckpointError, match=(
+      rf"^The resume checkpoint pointer {directory}/latest.json cannot be "
+      r"read \(KeyError\('checkpoint'\)\); it should be JSON naming a "
+      r'checkpoint folder, with epoch, batch and step. Delete the folder '
+      rf'{directory} to start the training over \(with the generic-trainer '
+      r'command: --no-resume\).$')):
+    resume.latest(str(directory))

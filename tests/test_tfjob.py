@@ -125,3 +125,32 @@ def test_component_renders_its_tfjob():
   container = specs['Worker']['template']['spec']['containers'][0]
   assert container['command'] == _COMMAND
   assert container['args'][:2] == _ARGS[:2]
+  # max_restarts unset: 2 restarts of both replicas, from the checkpoint.
+  assert [r['restartPolicy'] for r in specs.values()] == ['OnFailure'] * 2
+  assert manifest['spec']['runPolicy']['backoffLimit'] == 4
+
+
+def test_component_without_restarts_renders_a_job_that_fails_fast():
+  """max_restarts=0: a failed pod fails the job, as before restarts."""
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
+  trainer = GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
+                           module_file=PENGUIN_MODULE, num_workers=2,
+                           max_restarts=0)
+  manifest = trainer.to_tfjob('penguin-train', 'example.com/trainer:1',
+                              {'inputs': {}, 'outputs': {}})
+  specs = manifest['spec']['tfReplicaSpecs']
+  assert [r['restartPolicy'] for r in specs.values()] == ['Never'] * 2
+  assert manifest['spec']['runPolicy']['backoffLimit'] == 0
+
+
+@pytest.mark.parametrize('max_restarts, replicas, expected', [
+    (None, 3, {'restart_policy': 'OnFailure', 'backoff_limit': 6}),
+    (1, 2, {'restart_policy': 'OnFailure', 'backoff_limit': 2}),
+    (0, 3, {'restart_policy': 'Never', 'backoff_limit': 0}),
+])
+def test_restart_settings_follow_max_restarts(max_restarts, replicas,
+                                              expected):
+  """Failed pods restart (and resume) max_restarts times per replica."""
+  assert tfjob.restart_settings(max_restarts, replicas) == expected

@@ -4,7 +4,8 @@ Keras model, `model.fit(steps_per_epoch=train_steps)`, and a serving
 signature on serialized tf.Example. The benchmark's baseline.
 
 For the benchmark only, it records how long `model.fit` took in
-`model_run_dir/fit_time.json`.
+`model_run_dir/fit_time.json`. The table (`custom_config['table']`,
+default 'narrow') picks the model's inputs.
 """
 
 import json
@@ -18,7 +19,7 @@ from tfx_bsl.public import tfxio
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from benchmarks.model import BATCH_SIZE, build_model, compile_args
-from benchmarks.synthetic_data import FEATURE_KEYS, LABEL_KEY
+from benchmarks.synthetic_data import LABEL_KEY, feature_keys
 
 
 def _input_fn(file_pattern, data_accessor, schema, batch_size):
@@ -35,7 +36,8 @@ def run_fn(fn_args):
                             schema, BATCH_SIZE)
   eval_dataset = _input_fn(fn_args.eval_files, fn_args.data_accessor, schema,
                            BATCH_SIZE)
-  model = build_model()
+  table = (fn_args.custom_config or {}).get('table', 'narrow')
+  model = build_model(table)
   model.compile(**compile_args())
   started = time.monotonic()
   model.fit(train_dataset, steps_per_epoch=fn_args.train_steps,
@@ -47,8 +49,10 @@ def run_fn(fn_args):
     json.dump({'fit_time_s': elapsed,
                'train_examples': fn_args.train_steps * BATCH_SIZE}, f)
 
-  feature_spec = {k: tf.io.FixedLenFeature([1], tf.float32)
-                  for k in FEATURE_KEYS}
+  dtypes = {'float': tf.float32, 'int': tf.int64, 'string': tf.string}
+  feature_spec = {k: tf.io.FixedLenFeature([1], dtypes[kind])
+                  for kind, names in feature_keys(table).items()
+                  for k in names}
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, 'examples')])
   def serve_tf_examples_fn(serialized):

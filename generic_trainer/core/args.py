@@ -7,7 +7,7 @@ from typing import Any, Optional
 from generic_trainer.errors import InvalidArgumentError, SpecError
 from generic_trainer.keys import BACKENDS, DEFAULT_STRATEGY, JAX_BACKEND
 from generic_trainer.keys import KERAS_VERSIONS, RUN_FN_KEY, SOURCE_KEYS
-from generic_trainer.keys import TF_KERAS
+from generic_trainer.keys import DEFAULT_MAX_RESTARTS, TF_KERAS
 
 # For several devices of one machine on JAX (tested in
 # tests/test_jax_backend.py): Keras's own data parallelism.
@@ -147,3 +147,14 @@ def check_custom_config(custom_config: Any) -> None:
     raise InvalidArgumentError(
         "'custom_config' must be a dict. Received: custom_config that is a "
         f'{type(custom_config).__name__}.')
+
+
+def check_max_restarts(max_restarts: Any) -> None:
+  if max_restarts is not None and (
+      isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or
+      max_restarts < 0):
+    raise InvalidArgumentError(
+        "'max_restarts' must be a non-negative int: how many times a "
+        'multi-worker training restarts its workers from the last checkpoint '
+        'after one died (0: the execution fails at the first death; None: '
+        f'{DEFAULT_MAX_RESTARTS}). Received: max_restarts={max_restarts!r}.')

@@ -14,7 +14,6 @@
      it is fed synthetic raw examples built from the raw feature spec.
 """
 
-import os
 from typing import Any, Dict, List, Optional
 
 from generic_trainer.data import tfrecords

@@ -28,7 +28,7 @@ from generic_trainer.keys import STATISTICS_KEY
 class FnArgs(fn_args_utils.FnArgs, GenericFnArgsFields):
   """Args passed to the user's `run_fn`: TFX's FnArgs, plus
   `GenericFnArgsFields` (num_examples, strategy, is_chief, worker_index,
-  num_workers, checkpoint_dir; see there).
+  num_workers, checkpoint_dir, statistics_path; see there).
 
   Attributes:
     working_dir: Working dir (unused by the trainer; kept for TFX parity).
@@ -104,6 +104,7 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
       custom_config=custom_config,
       num_examples=inputs.read_num_examples(
           input_dict.get(STATISTICS_KEY), input_dict[keys.EXAMPLES_KEY]),
+      statistics_path=inputs.statistics_path(input_dict.get(STATISTICS_KEY)),
       checkpoint_dir=checkpoint_dir,
       **distributed)
   return FnArgs(**fields)

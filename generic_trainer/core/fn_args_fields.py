@@ -18,6 +18,9 @@ class GenericFnArgsFields:
   Attributes:
     num_examples: Examples per split, e.g. `{'train': 230, 'eval': 104}`,
       read from the `statistics` input; None without that input.
+    statistics_path: The folder of the `statistics` input (an
+      ExampleStatistics artifact: `Split-<name>/FeatureStats.pb`), which
+      canned specs read means and vocabularies from; None without it.
     strategy: The `tf.distribute.Strategy` to build and compile the model
       under (`with fn_args.strategy.scope(): model = ...`):
       MultiWorkerMirroredStrategy when several workers train, else the
@@ -39,3 +42,4 @@ class GenericFnArgsFields:
   worker_index = attr.ib(type=int, default=0)
   num_workers = attr.ib(type=int, default=1)
   checkpoint_dir = attr.ib(type=str, default=None)
+  statistics_path = attr.ib(type=str, default=None)

@@ -144,8 +144,7 @@ def read_num_examples(statistics: List[types.Artifact],
     return _count(statistics[0])
   matched = []
   for artifact in examples:
-    same = [s for s in statistics if _span_version(s) == _span_version(
-        artifact)]
+    same = [s for s in statistics if _same_data(s, artifact)]
     if not same:
       progress.log().info(
           'fn_args.num_examples is None: no statistics artifact of the span '
@@ -160,9 +159,27 @@ def read_num_examples(statistics: List[types.Artifact],
   return counts
 
 
-def _span_version(artifact: types.Artifact):
-  return tuple(getattr(artifact, name) if artifact.has_property(name)
-               else None for name in ('span', 'version'))
+def statistics_path(statistics: List[types.Artifact]) -> Optional[str]:
+  """The URI of the statistics artifact (of the newest span, when there are
+  several), or None."""
+  if not statistics:
+    return None
+  newest = max(statistics, key=lambda s: (
+      (s.span if s.has_property('span') and s.span is not None else -1),
+      s.id))
+  return newest.uri
+
+
+def _same_data(stats: types.Artifact, examples: types.Artifact) -> bool:
+  """Same span, and same version where both say one."""
+  for name in ('span', 'version'):
+    values = [getattr(a, name) if a.has_property(name) else None
+              for a in (stats, examples)]
+    if None not in values and values[0] != values[1]:
+      return False
+    if name == 'span' and values[0] != values[1]:
+      return False
+  return True
 
 
 def _count(stats: types.Artifact) -> Dict[str, int]:

@@ -36,10 +36,17 @@ from generic_trainer.keys import SOURCE_KEYS
 
 _counter = itertools.count()
 
-_TRAINER_FN_MIGRATION = (
-    'This module defines `trainer_fn`, the tf.estimator API that TFX removed. '
-    'Add a `run_fn(fn_args)` that builds and trains the model and saves it '
-    'to `fn_args.serving_model_dir` (see README.md, "Module files").')
+
+
+def _trainer_fn_migration(path: Optional[str]) -> str:
+  """What to write instead of a `trainer_fn` module (`path`, its source):
+  the canned spec for the Estimator it builds (`canned.migration`)."""
+  from generic_trainer.canned import migration  # pylint: disable=g-import-not-at-top
+  source = ''
+  if path and os.path.isfile(path):
+    with open(path, errors='replace') as f:
+      source = f.read()
+  return migration.advice(source)
 
 
 def describe_source(exec_properties: Dict[str, Any]) -> str:
@@ -131,7 +138,8 @@ def _module_entry_point(module: types.ModuleType, source: str):
   if leaves:
     return _spec_run_fn(leaves[0], source)
   if run_fn is None:
-    hint = _TRAINER_FN_MIGRATION if hasattr(module, 'trainer_fn') else (
+    hint = _trainer_fn_migration(getattr(module, '__file__', None)) if hasattr(
+        module, 'trainer_fn') else (
         'Define a top-level `def run_fn(fn_args):` or a subclass of '
         '`generic_trainer.TrainSpec` in it.')
     raise UserModuleError(
@@ -142,13 +150,17 @@ def _module_entry_point(module: types.ModuleType, source: str):
 
 def _spec_run_fn(spec_class: type, source: str) -> Callable[[Any], None]:
   """A run_fn that trains and exports `spec_class`, once it is complete."""
-  from generic_trainer.train_spec import missing_members  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.train_spec import conflicting_members, missing_members  # pylint: disable=g-import-not-at-top,g-multiple-import
   missing = missing_members(spec_class)
   if missing:
     raise UserModuleError(
         f'The TrainSpec {spec_class.__name__} ({source}) does not define the '
         f'required member(s): {", ".join(missing)}. Define them in the class '
         '(see `help(generic_trainer.TrainSpec)`).')
+  conflict = conflicting_members(spec_class)
+  if conflict:
+    raise SpecError(conflict)
 
   def run_fn(fn_args):
     from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
@@ -327,7 +339,7 @@ def check_module_source(path: str) -> None:
   if kinds is None:
     return  # Cannot know statically.
   if RUN_FN_KEY not in kinds and 'class' not in kinds.values():
-    hint = _TRAINER_FN_MIGRATION if 'trainer_fn' in kinds else (
+    hint = _trainer_fn_migration(path) if 'trainer_fn' in kinds else (
         'Define a top-level `def run_fn(fn_args):` or a subclass of '
         '`generic_trainer.TrainSpec` in it.')
     public = sorted(n for n in kinds if not n.startswith('_'))

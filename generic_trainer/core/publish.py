@@ -79,8 +79,7 @@ class StagedExport:
       kept = self.reject()
       where = (f'the rejected export is kept in {kept} for inspection' if kept
                else 'nothing was staged')
-      raise ExportValidationError(
-          f'{e}\nNothing was published; {where}.') from e
+      raise type(e)(f'{e}\nNothing was published; {where}.') from e
     except BaseException:
       kept = self.reject()
       if kept:

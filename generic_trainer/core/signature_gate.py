@@ -12,16 +12,28 @@ its clients call it:
     new signatures are fine: no client asks for them yet).
 A difference fails the execution before publication, listing each one (old
 vs new), unless the component sets `allow_signature_change=True`.
+
+A base that is a TF1 SavedModel (a tf.estimator export: no object graph) is
+not gated: no Keras model can keep an Estimator's signatures, so moving off
+tf.estimator changes them whatever the module does; the log says the gate
+did not apply. (TFX's own Trainer tests pass such a base for warm start.)
 """
 
 from typing import Any, Dict, List
 
+from generic_trainer import progress
 from generic_trainer.errors import SignatureChangeError
 
 
 def check(base_dir: str, new_dir: str) -> None:
   """Raises SignatureChangeError listing what would break `base_dir`'s
   clients if `new_dir` replaced it."""
+  if is_tf1(base_dir):
+    progress.log().warning(
+        'The base model %s is a TF1 (tf.estimator) SavedModel: its '
+        'signatures are not compared with the new model\'s. Check that its '
+        'serving clients move to the new signatures.', base_dir)
+    return
   found = changes(base_dir, new_dir)
   if found:
     listed = '\n'.join(f'  - {change}' for change in found)
@@ -33,6 +45,15 @@ def check(base_dir: str, new_dir: str) -> None:
         'outputs), or, when the clients change with the model, set '
         'allow_signature_change=True on GenericTrainer '
         '(--allow-signature-change for generic-trainer).')
+
+
+def is_tf1(saved_model_dir: str) -> bool:
+  """Whether the SavedModel has no object graph (TF1, tf.estimator)."""
+  from tensorflow.python.saved_model import loader_impl  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  saved_model = loader_impl.parse_saved_model(saved_model_dir)
+  return not any(graph.HasField('object_graph_def') and
+                 graph.object_graph_def.nodes
+                 for graph in saved_model.meta_graphs)
 
 
 def changes(base_dir: str, new_dir: str) -> List[str]:

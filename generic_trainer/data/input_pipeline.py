@@ -17,17 +17,17 @@ sparse or ragged, renamed, default values filled):
   kept in memory when they fit (`cache`), shuffled as blocks, mixed into
   pools of `POOL_ROWS` rows that are permuted, then cut into batches. After
   the first epoch no record is read or parsed again; every epoch sees a new
-  order.
+  order, a function of a seed when one is given (TrainSpec.shuffle_seed).
 
 Measured on 2 cores, 200k rows of 12 float features, batch 256: iterating
 TFXIO's dataset ~20-25k rows/s, `DatasetFactory` ~130k rows/s; parsing 1M
 rows from gzip files ~2.5 s (benchmarks/README.md has the training numbers).
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from generic_trainer import machine
-from generic_trainer.data.tfrecords import common_compression, compression
+from generic_trainer.data.tfrecords import common_compression
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
@@ -35,6 +35,7 @@ PREFETCH_BATCHES = 8
 READ_AHEAD_BLOCKS = 1 << 20  # When cached: parse ahead of training, all.
 SHUFFLE_BLOCKS = 16  # Blocks held for shuffling: 64k rows (TFXIO: 10k).
 CACHE_MEMORY_FRACTION = 0.25
+_PASS_SEEDS = 1 << 20  # Pass p of a seeded stream shuffles with seed*this+p.
 
 
 class DatasetFactory:
@@ -115,7 +116,7 @@ def dense_only(config: Dict[str, Any]) -> bool:
 def block_dataset(patterns: List[str], config: Dict[str, Any],
                   names: Dict[str, str], label_key: Optional[str],
                   batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                  cache: bool):
+                  cache: bool, seed: Optional[int] = None):
   """Batches of (features, label) (features alone without `label_key`).
 
   Dense features only (`dense_only`). The blocks of parsed rows
@@ -132,18 +133,47 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
   are the parser's own tensors, never slices of them: TF 2.16 logs an
   error line for every sliced tensor that a later rebatch concatenates
   (~22k lines an epoch on 1M rows, and their CPU).
+
+  With a `seed` the order is a function of it alone, the same in every
+  process (every worker, every attempt of a resumed training): files are
+  read and blocks parsed in order, and the shuffles are seeded. Repeated
+  (`num_epochs` != 1), the dataset is one stream of passes over the data,
+  pass p shuffled with (seed, p) and each pool permuted with the next seed
+  of a seeded sequence: its batch k is the same in every iterator, so a
+  resumed training's `skip(k)` reads on where the interrupted one stopped.
+  Read once (`num_epochs=1`, iterated again every epoch), each iteration
+  of the dataset in a process is shuffled differently, iteration i the same
+  in every process. Without a seed, reading and parsing take blocks as they
+  come, and every run has its own order.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  seeded = seed is not None
   blocks = parsed_blocks(patterns, config, names, label_key,
-                         deterministic=not shuffle)
+                         deterministic=seeded or not shuffle)
   if cache:
     # Read ahead without bound: the blocks are all kept anyway, and the
     # parse goes on on idle cores, also while Keras traces the model.
     blocks = blocks.prefetch(READ_AHEAD_BLOCKS).cache()
-  if shuffle:
-    blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
-        _permute_rows, num_parallel_calls=machine.cores())
-  if num_epochs != 1:
-    blocks = blocks.repeat(num_epochs)
+  if shuffle and seeded:
+    if num_epochs == 1:
+      pools = blocks.shuffle(SHUFFLE_BLOCKS, seed=seed).rebatch(POOL_ROWS)
+    else:
+      passes = (tf.data.Dataset.range(num_epochs) if num_epochs else
+                tf.data.Dataset.counter())
+      one_pass = blocks
+      pools = passes.flat_map(lambda p: one_pass.shuffle(
+          SHUFFLE_BLOCKS, seed=seed * _PASS_SEEDS + p).rebatch(POOL_ROWS))
+    pool_seeds = tf.data.Dataset.random(
+        seed=seed, rerandomize_each_iteration=num_epochs == 1)
+    blocks = tf.data.Dataset.zip((pools, pool_seeds)).map(
+        _permute_rows_seeded, num_parallel_calls=machine.cores(),
+        deterministic=True)
+  else:
+    if shuffle:
+      blocks = blocks.shuffle(SHUFFLE_BLOCKS).rebatch(POOL_ROWS).map(
+          _permute_rows, num_parallel_calls=machine.cores())
+    if num_epochs != 1:
+      blocks = blocks.repeat(num_epochs)
   batches = blocks.rebatch(batch_size, drop_remainder=num_epochs is None)
   return without_autotuning(batches.prefetch(PREFETCH_BATCHES))
 
@@ -171,7 +201,7 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
   records = tf.data.Dataset.from_tensor_slices(files).interleave(
       read, cycle_length=readers,
       num_parallel_calls=readers if readers > 1 else None,
-      deterministic=deterministic)
+      deterministic=deterministic if readers > 1 else None)
   return records.map(_parse_fn(config, names, label_key),
                      num_parallel_calls=cores, deterministic=deterministic)
 
@@ -191,18 +221,59 @@ def without_autotuning(dataset):
   return dataset.with_options(options)
 
 
-def fits_in_memory(patterns: List[str]) -> bool:
-  """Whether the parsed rows of `patterns` likely fit in a quarter of the
-  memory available now (serialized size, gzip counted as 4x; False when
-  unknown)."""
+class CacheFit(NamedTuple):
+  """Whether the parsed rows of some files fit in the memory set aside for
+  the cache (`CACHE_MEMORY_FRACTION` of what is available), and why.
+
+  Attributes:
+    fits: Whether they fit.
+    reason: The sizes weighed, for the log: '58 MB of parsed rows (~1.0M
+      rows) fit in a quarter of the 20.1 GB available'.
+  """
+  fits: bool
+  reason: str
+
+
+def cache_fit(patterns: List[str], config: Dict[str, Any],
+              available: Optional[int] = None) -> CacheFit:
+  """Whether the rows of `patterns` parsed with `config` (dense features)
+  fit in `CACHE_MEMORY_FRACTION` of `available` bytes (default: the
+  memory available now); see `parsed_size.estimate`. No when either size
+  is unknown."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  available = machine.available_memory()
+  from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
   if available is None:
-    return False
-  size = 0
-  for path in tf.io.gfile.glob(patterns):
-    size += tf.io.gfile.stat(path).length * (4 if compression(path) else 1)
-  return size <= available * CACHE_MEMORY_FRACTION
+    available = machine.available_memory()
+  if available is None:
+    return CacheFit(False, 'the memory available is unknown')
+  files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+  size = parsed_size.estimate(files, config)
+  if size is None:
+    return CacheFit(False, 'the size of the parsed rows is unknown: the '
+                    'start of the first file holds no complete record')
+  share = ('a quarter' if CACHE_MEMORY_FRACTION == 0.25 else
+           f'{CACHE_MEMORY_FRACTION:.0%}')
+  fits = size.parsed_bytes <= available * CACHE_MEMORY_FRACTION
+  return CacheFit(fits, (
+      f'{_size(size.parsed_bytes)} of parsed rows (~{_count(size.rows)} '
+      f'rows) {"fit" if fits else "do not fit"} in {share} of the '
+      f'{_size(available)} available'))
+
+
+def _size(n: float) -> str:
+  """'58 MB', '1.2 GB': bytes as a person reads them."""
+  for unit in ('B', 'kB', 'MB', 'GB'):
+    if n < 999.5 or unit == 'GB':
+      break
+    n /= 1000
+  return f'{n:.0f} {unit}' if unit == 'B' or n >= 9.95 else f'{n:.1f} {unit}'
+
+
+def _count(n: int) -> str:
+  """'1.0M', '250k', '7,500': a row count as a person reads it."""
+  if n < 10_000:
+    return f'{n:,}'
+  return f'{n / 1e6:.1f}M' if n >= 999_500 else f'{n / 1e3:.0f}k'
 
 
 def _parse_fn(config, names, label_key):
@@ -226,6 +297,16 @@ def _permute_rows(*columns):
   order = tf.random.shuffle(tf.range(rows))
   permuted = tf.nest.map_structure(lambda t: tf.gather(t, order), columns)
   return permuted if len(permuted) > 1 else permuted[0]
+
+
+def _permute_rows_seeded(columns, seed):
+  """The rows of a block (features, or (features, label)) in the order the
+  int64 `seed` gives."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rows = tf.shape(tf.nest.flatten(columns)[0])[0]
+  order = tf.random.experimental.stateless_shuffle(
+      tf.range(rows), seed=tf.stack([seed, tf.constant(0, tf.int64)]))
+  return tf.nest.map_structure(lambda t: tf.gather(t, order), columns)
 
 
 def _compression(patterns: List[str]) -> str:

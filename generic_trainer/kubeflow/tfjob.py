@@ -10,6 +10,16 @@ The manifest is built with the operator's SDK models (`kubeflow-training`)
 when that package is installed; otherwise as plain data. Either way it is
 checked against `tfjob_schema.TFJOB_SCHEMA` before it is returned.
 
+Restarts follow the component's `max_restarts`, as local workers do
+(`restart_settings`): when a pod dies, the other replicas fail with it (a
+MultiWorkerMirroredStrategy training cannot go on without one of its
+workers), the operator restarts the failed pods (`OnFailure`), and every
+replica resumes from the last checkpoint in the ModelRun artifact, which
+they must all reach (the pipeline root on GCS, S3 or a ReadWriteMany
+volume). `backoffLimit` counts pod restarts, each replica's: it is
+`max_restarts` times the replicas, room for `max_restarts` restarts of
+the whole group.
+
 From a compiled pipeline and the artifacts of one run:
 
     python -m generic_trainer.kubeflow.tfjob --pipeline penguin_kubeflow.json \\
@@ -26,6 +36,8 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keys import DEFAULT_MAX_RESTARTS
+from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.kubeflow import kfp_step
 
@@ -58,8 +70,9 @@ def render(name: str, image: str, command: List[str], args: List[str],
     num_workers: Replicas in all: one Chief and `num_workers - 1` Workers.
     namespace: The namespace, or None for the one `kubectl` uses.
     restart_policy: What the operator does when a replica's pod fails.
-      'Never' (default) fails the job, as a worker cannot rejoin a running
-      MultiWorkerMirroredStrategy training.
+      'Never' (default) fails the job; 'OnFailure' restarts the failed
+      pods, which resume from the checkpoint (see `restart_settings`, what
+      `render_for_step` and `render_for_component` pass).
     active_deadline_seconds: Bound on the job's run time; None: no bound.
     backoff_limit: Retries of the whole job before it is marked failed.
     env: Extra environment variables of every replica.
@@ -111,20 +124,39 @@ def _replica(count: int, restart_policy: str, pod_spec: Dict[str, Any]):
           'template': {'spec': json.loads(json.dumps(pod_spec))}}
 
 
+def restart_settings(max_restarts: Optional[int],
+                     num_workers: int) -> Dict[str, Any]:
+  """`render`'s restart_policy and backoff_limit for `max_restarts`
+  restarts of the whole group (None: the component's default, 2)."""
+  if max_restarts is None:
+    max_restarts = DEFAULT_MAX_RESTARTS
+  if not max_restarts:
+    return {'restart_policy': 'Never', 'backoff_limit': 0}
+  return {'restart_policy': 'OnFailure',
+          'backoff_limit': max_restarts * num_workers}
+
+
 def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
                     name: str, task: Optional[str] = None,
                     num_workers: Optional[int] = None,
+                    max_restarts: Optional[int] = None,
                     **kwargs) -> Dict[str, Any]:
   """The TFJob that runs a compiled pipeline's trainer step on N replicas.
 
   The image, command and arguments are the step's; `{{$}}` becomes
-  `executor_input` (see `kfp_step.executor_input`). `num_workers` defaults
-  to the component's setting, else 1. Other arguments are `render`'s.
+  `executor_input` (see `kfp_step.executor_input`). `num_workers` and
+  `max_restarts` default to the component's settings (else 1 and 2); the
+  restarts give the restart policy and backoff limit (`restart_settings`)
+  unless those are passed. Other arguments are `render`'s.
   """
   task = task or kfp_step.find_task(job)
   container = kfp_step.container(job, task)
+  parameters = kfp_step.parameters(job, task)
   if num_workers is None:
-    num_workers = kfp_step.parameters(job, task).get(NUM_WORKERS_KEY) or 1
+    num_workers = parameters.get(NUM_WORKERS_KEY) or 1
+  if max_restarts is None:
+    max_restarts = parameters.get(MAX_RESTARTS_KEY)
+  kwargs = {**restart_settings(max_restarts, num_workers), **kwargs}
   return render(name, container['image'], container.get('command', []),
                 kfp_step.command_line(job, task, executor_input)[
                     len(container.get('command', [])):],
@@ -138,12 +170,17 @@ def render_for_component(component, name: str, image: str,
 
   Each replica runs TFX's KFP v2 entrypoint on GenericExecutor with
   `executor_input` (the ExecutorInput: artifacts, parameters, output file).
-  Other arguments are `render`'s.
+  The component's `max_restarts` gives the restart policy and backoff limit
+  (`restart_settings`) unless those are passed. Other arguments are
+  `render`'s.
   """
   args = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
           '--json_serialized_invocation_args', json.dumps(executor_input)]
-  return render(name, image, list(KFP_ENTRYPOINT), args,
-                component.exec_properties.get(NUM_WORKERS_KEY) or 1,
+  num_workers = component.exec_properties.get(NUM_WORKERS_KEY) or 1
+  kwargs = {**restart_settings(
+      component.exec_properties.get(MAX_RESTARTS_KEY), num_workers),
+            **kwargs}
+  return render(name, image, list(KFP_ENTRYPOINT), args, num_workers,
                 **kwargs)
 
 
@@ -233,6 +270,10 @@ def main(argv=None) -> int:
                       'GenericExecutor).')
   parser.add_argument('--num-workers', type=int, default=None,
                       help="Replicas (default: the step's num_workers).")
+  parser.add_argument('--max-restarts', type=int, default=None,
+                      help="Restarts of all replicas from the checkpoint "
+                      "after a pod died (default: the step's max_restarts, "
+                      'else 2; 0: a failed pod fails the job).')
   parser.add_argument('--active-deadline-seconds', type=int, default=None)
   parser.add_argument('--service-account', default=None)
   args = parser.parse_args(argv)
@@ -240,7 +281,8 @@ def main(argv=None) -> int:
     executor_input = json.load(f)
   manifest = render_for_step(
       kfp_step.load(args.pipeline), executor_input, args.name, task=args.task,
-      num_workers=args.num_workers, namespace=args.namespace,
+      num_workers=args.num_workers, max_restarts=args.max_restarts,
+      namespace=args.namespace,
       active_deadline_seconds=args.active_deadline_seconds,
       service_account=args.service_account)
   sys.stdout.write(to_yaml(manifest))

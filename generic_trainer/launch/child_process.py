@@ -101,9 +101,13 @@ def reported(result_path: str) -> bool:
 
 
 def describe_exit(returncode: int) -> str:
-  """'was killed by signal 9' or 'exited with code 1'."""
+  """'was killed by signal 9 (SIGKILL)' or 'exited with code 1'."""
   if returncode < 0:
-    return f'was killed by signal {-returncode}'
+    try:
+      name = f' ({signal.Signals(-returncode).name})'
+    except ValueError:
+      name = ''
+    return f'was killed by signal {-returncode}{name}'
   return f'exited with code {returncode}'
 
 

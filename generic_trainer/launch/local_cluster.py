@@ -6,10 +6,13 @@ exports into the staging folder the executor validates and publishes; the
 others export into scratch folders removed afterwards. Every line a worker
 prints is streamed with a `[worker i]` prefix.
 
-Waits are bounded: as soon as one worker fails the others are killed and
-its error is raised; once one worker has finished, the others get
-`FINISH_GRACE_S` to finish. Every process started here is killed before
-`run` returns or raises, and dies with the executor anyway.
+Waits are bounded: as soon as one worker fails the others are killed;
+once one worker has finished, the others get `FINISH_GRACE_S` to finish.
+A worker that died without reporting an error (SIGKILL, OOM) restarts the
+whole group from the last checkpoint, up to `max_restarts` times
+(`restarts` decides); a reported error, or one death too many, is raised.
+Every process started here is killed before `run` returns or raises, and
+dies with the executor anyway.
 """
 
 import json
@@ -26,11 +29,13 @@ from absl import logging
 
 from generic_trainer import errors
 from generic_trainer import machine
+from generic_trainer import resume
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import keras_process
+from generic_trainer.launch import restarts as restarts_lib
 
 FINISH_GRACE_S = 180.0
 WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
@@ -126,14 +131,36 @@ def run(request: TrainingRequest) -> None:
   to `request.serving_dir`, the others to scratch.
 
   Every worker gets the same `checkpoint_dir`: the chief writes the resume
-  checkpoints, every worker restores from them.
+  checkpoints, every worker restores from them, also after the group was
+  restarted because a worker died.
 
   Raises:
     The failed worker's error (same class, its message, which worker), or
-    TrainingProcessError if it died without reporting one or did not finish.
+    TrainingProcessError if it died without reporting one more often than
+    `max_restarts` allows, or did not finish.
   """
   count = request.exec_properties[NUM_WORKERS_KEY]
   check_capacity(count)
+  limit = restarts_lib.max_restarts(request.exec_properties)
+  done: List[restarts_lib.Restart] = []
+  while True:
+    entries, failure = _run_group(request, count)
+    if failure is None:
+      _write_summary(request.model_run_dir(), entries, done)
+      return
+    if not restarts_lib.should_restart(failure, len(done), limit):
+      raise restarts_lib.final_error(failure, count, done, limit)
+    resumed_from = resume.describe(request.checkpoint_dir)
+    logging.warning(restarts_lib.restart_line(failure, count, len(done) + 1,
+                                              limit, resumed_from))
+    done.append(restarts_lib.Restart(failure, resumed_from))
+    for folder in (request.serving_dir, request.eval_dir):
+      _clear(folder)  # The chief may have died exporting.
+
+
+def _run_group(request: TrainingRequest, count: int):
+  """Starts the `count` workers, waits, stops them all; returns (their
+  `workers.json` entries, the first failure or None)."""
   ports = free_ports(count)
   root = tempfile.mkdtemp(prefix='generic_trainer_workers_')
   workers: List[_Worker] = []
@@ -156,16 +183,23 @@ def run(request: TrainingRequest) -> None:
           request_path, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
           text=True, errors='replace')
       workers.append(_Worker(index, process, result))
-    _wait(workers)
-    _write_summary(request.model_run_dir(), workers, ports)
+    failure = _wait(workers)
+    return [{
+        'index': w.index,
+        'chief': w.index == 0,
+        'address': f'localhost:{ports[w.index]}',
+        'seconds': w.seconds,
+        'replicas_in_sync': w.report().get('replicas_in_sync'),
+    } for w in workers], failure
   finally:
     for worker in workers:
       worker.stop()
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait(workers: List[_Worker]) -> None:
-  """Returns when all workers succeeded; raises as soon as one failed."""
+def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
+  """None when all workers succeeded; the first failure as soon as one
+  failed (the others are still running)."""
   count = len(workers)
   first_done = None
   while True:
@@ -173,9 +207,9 @@ def _wait(workers: List[_Worker]) -> None:
     failed = [w for w, code in zip(workers, codes) if code not in (None, 0) or
               (code == 0 and not child_process.reported(w.result_path))]
     if failed:
-      _raise_for(_first_failure(failed), count)
+      return _failure(_first_failure(failed), count)
     if all(code == 0 for code in codes):
-      return
+      return None
     if first_done is None and 0 in codes:
       first_done = time.monotonic()
     if first_done is not None and (
@@ -192,8 +226,12 @@ def _wait(workers: List[_Worker]) -> None:
 
 
 def _first_failure(failed: List[_Worker]) -> _Worker:
-  """The worker that failed first: others often fail because it did."""
+  """The worker whose failure came first: one that died without reporting
+  an error (the others' errors follow from losing it), else the first to
+  report."""
   def when(worker):
+    if worker.report().get('error') is None:
+      return -1.0  # Died: the cause.
     try:
       return os.path.getmtime(worker.result_path)
     except OSError:
@@ -201,34 +239,30 @@ def _first_failure(failed: List[_Worker]) -> _Worker:
   return min(failed, key=lambda w: (when(w), w.index))
 
 
-def _raise_for(worker: _Worker, count: int) -> None:
+def _failure(worker: _Worker, count: int) -> restarts_lib.WorkerFailure:
   where = (f'raised in worker {worker.index} of the local {count}-worker '
            'training; the other workers were stopped')
-  error = child_process.read_error(worker.result_path, where)
-  if error is not None:
-    raise type(error)(f'Worker {worker.index} failed: {error}')
-  raise errors.TrainingProcessError(
-      f'Worker {worker.index} of the local {count}-worker training '
-      f'{child_process.describe_exit(worker.process.returncode)} without '
-      "reporting an error; its output is above, prefixed '[worker "
-      f"{worker.index}]'. The other workers were stopped. Nothing was "
-      'published.')
+  return restarts_lib.WorkerFailure(
+      worker=worker.index,
+      how=child_process.describe_exit(worker.process.returncode),
+      error=child_process.read_error(worker.result_path, where),
+      after_s=worker.seconds or 0.0)
 
 
-def _write_summary(model_run: str, workers: List[_Worker],
-                   ports: List[int]) -> None:
-  """Writes `workers.json` into the ModelRun: who trained, how long."""
+def _clear(directory: str) -> None:
+  """Empties the chief's export folder before its group starts again."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if directory and tf.io.gfile.exists(directory):
+    tf.io.gfile.rmtree(directory)
+
+
+def _write_summary(model_run: str, entries: List[Dict[str, Any]],
+                   restarts: List[restarts_lib.Restart]) -> None:
+  """Writes `workers.json` into the ModelRun: who trained, how long (the
+  group that finished), and every restart before it."""
   from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
-  summary = {
-      'num_workers': len(workers),
-      'workers': [{
-          'index': w.index,
-          'chief': w.index == 0,
-          'address': f'localhost:{ports[w.index]}',
-          'seconds': w.seconds,
-          'replicas_in_sync': w.report().get('replicas_in_sync'),
-      } for w in workers],
-  }
+  summary = {'num_workers': len(entries), 'workers': entries,
+             'restarts': [r.to_json() for r in restarts]}
   fileio.makedirs(model_run)
   with fileio.open(os.path.join(model_run, SUMMARY_FILE), 'w') as f:
     f.write(json.dumps(summary, indent=2))

@@ -134,7 +134,11 @@ def _print_outcome(request: local_run.Request,
     lines[0] += (f': {result.get("steps")} steps, {result.get("epochs")} '
                  f'epochs, {result.get("training_time_s", 0):.1f} s of '
                  'training')
-    if result.get('resumed_from_epoch'):
+    if result.get('resumed_from_batch'):
+      lines[0] += (f' (resumed at step {result["resumed_from_step"]}: epoch '
+                   f'{result["resumed_from_epoch"] + 1}, batch '
+                   f'{result["resumed_from_batch"]})')
+    elif result.get('resumed_from_epoch'):
       lines[0] += f' (resumed after epoch {result["resumed_from_epoch"]})'
     for split in ('train', 'eval'):
       metrics = result.get(split) or {}

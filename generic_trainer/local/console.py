@@ -193,6 +193,34 @@ def _tee(read_end: int, log, show: Callable[[str], None]) -> None:
           show(shown)
 
 
+LOG_FILE = 'pipeline.log'
+
+
+def run_pipeline(title: str, output_dir: str, verbose: bool,
+                 body: Callable[[Callable[[str], None], Optional[str]],
+                                None]) -> bool:
+  """The main of a local pipeline script: runs `body(say, log_path)` under
+  `pipeline_console` (the log in OUTPUT_DIR/pipeline.log), after a title
+  line. Returns True; or, when it raised, prints `failure_message` and
+  returns False."""
+  log_path = None if verbose else os.path.join(os.path.abspath(output_dir),
+                                               LOG_FILE)
+  try:
+    with pipeline_console(log_path, verbose) as say:
+      say(f'== {title}' + (f'; full log: {log_path}' if log_path else ''))
+      body(say, log_path)
+  except Exception as e:  # pylint: disable=broad-except
+    print(failure_message(e, log_path), file=sys.stderr)
+    return False
+  return True
+
+
+def end_process(status: int) -> None:
+  """Exits with `status`, even if user code left threads running."""
+  exit_despite_threads(status)
+  sys.exit(status)
+
+
 def failure_message(error: BaseException, log_path: Optional[str]) -> str:
   """What to print when a pipeline run fails: our error's message (the
   first in the chain of causes, which says what to do) or the error's

@@ -38,11 +38,13 @@ class Estimator:
       base_model: A SavedModel folder to warm-start from (as the component's
         base_model input; see `TrainSpec.warm_start`).
     """
-    from generic_trainer.train_spec import missing_members  # pylint: disable=g-import-not-at-top
+    from generic_trainer.train_spec import conflicting_members, missing_members  # pylint: disable=g-import-not-at-top,g-multiple-import
     missing = missing_members(spec_class)
     if missing:
       raise SpecError(f'The TrainSpec {spec_class.__name__} does not define '
                       f'the required member(s): {", ".join(missing)}.')
+    if conflicting_members(spec_class):
+      raise SpecError(conflicting_members(spec_class))
     self.model_dir = os.path.abspath(model_dir)
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
@@ -69,6 +71,7 @@ class Estimator:
         eval_data, os.path.join(self.model_dir, 'data', 'Split-eval'))
                       if eval_data is not None else splits['train'])
     self._fn_args = self._make_fn_args(splits, steps)
+    self.spec.fn_args = self._fn_args  # What canned specs read the data from.
     prepared, result = spec_runner.train(self.spec, self._fn_args)
     self._keys = prepared.keys
     train_result.write(self.run_dir, result)

@@ -68,8 +68,8 @@ class LocalFnArgs(_TfxFnArgsFields, GenericFnArgsFields):
   """Args of a local run, named and ordered as in `generic_trainer.FnArgs`.
 
   TFX's FnArgs fields, then `GenericFnArgsFields` (num_examples, strategy,
-  is_chief, worker_index, num_workers, checkpoint_dir), with the defaults
-  of a one-process run.
+  is_chief, worker_index, num_workers, checkpoint_dir, statistics_path),
+  with the defaults of a one-process run.
 
   Attributes:
     working_dir: Unused; kept for parity with TFX's FnArgs.

@@ -2,7 +2,8 @@
 
 `runner` runs one spec from FnArgs: `datasets` builds the train and eval
 input, `checks` tests the spec against a real batch, `fit_loop` trains
-with Keras's `model.fit` and the built-in `handlers`, `export` writes the
+with Keras's `model.fit` and the built-in `handlers` (`fit_schedule`
+decides the `fit` calls of a resumed training), `export` writes the
 SavedModel with its serving signatures.
 
 May import: the top-level base modules and `data`. Never `core`,

@@ -42,12 +42,34 @@ def check_train_step(spec, backend: str) -> None:
         '`def train_step(self, model, data)` returning the logs dict.')
 
 
-def check_model_inputs(model, keys: List[str]) -> None:
-  """Every input the model names must be a feature the data provides."""
+
+def check_heads(spec, backend: str) -> None:
+  """Heads (canned TrainSpecs included) train on TensorFlow only: their
+  `predict`, `classification` and `regression` signatures call the Keras
+  model inside TensorFlow functions, which a JAX model cannot serve."""
+  heads = [o.name for o in spec.outputs if o.head is not None]
+  if backend == JAX_BACKEND and heads:
+    raise SpecError(
+        'A TrainSpec with a head cannot train on JAX yet: the signatures a '
+        "head exports (predict, classification, regression) call the model "
+        'from TensorFlow, which a JAX model cannot be called from without '
+        f'jax2tf. Received: {type(spec).__name__} with heads for {heads} on '
+        "backend 'jax'. Set backend='tensorflow' (or leave it unset), or "
+        'drop the head and give build_loss and build_metrics.')
+
+def model_features(model, keys: List[str]) -> List[str]:
+  """The features the model reads: those of `keys` its inputs are named
+  after (all of `keys` for a model that names no inputs). Features it does
+  not read are neither parsed nor fed (Keras would match a dict with extra
+  keys to the inputs by position).
+
+  Raises:
+    SpecError: an input the model names is not one of `keys`.
+  """
   try:
     inputs = model.inputs or []
   except (AttributeError, ValueError):
-    return  # A subclassed model names no inputs; check_batch runs it.
+    return keys  # A subclassed model names no inputs; check_batch runs it.
   names = [getattr(t, 'name', None) for t in inputs]
   names = [n.split(':')[0] for n in names if n]
   missing = [n for n in names if n not in keys]
@@ -57,12 +79,14 @@ def check_model_inputs(model, keys: List[str]) -> None:
         f'The features given to the model are: {", ".join(keys)}. Name each '
         "keras.Input after a feature (keras.Input(shape=(1,), name='...')), "
         'or set TrainSpec.feature_keys.')
+  return [k for k in keys if k in names] if names else keys
 
 
 def check_batch(spec, model, batch) -> None:
-  """The model runs on a batch and its outputs fit the loss and metrics."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  features, labels = batch
+  """The model runs on a batch and each output fits its label, loss and
+  metrics. `batch` is (features, labels[, weights]), labels as read."""
+  from generic_trainer import outputs as outputs_lib  # pylint: disable=g-import-not-at-top
+  features, labels = batch[0], batch[1]
   try:
     outputs = model(features, training=False)
   except Exception as e:  # pylint: disable=broad-except
@@ -70,31 +94,89 @@ def check_batch(spec, model, batch) -> None:
         f'The model fails on a batch of the train data: {type(e).__name__}: '
         f'{summarize(e)}. The batch has features '
         f'{_shapes(features)}. Check the inputs of build_model().') from e
+  declared = spec.outputs
+  if len(declared) == 1:
+    output = declared[0]
+    _check_output(None, output, outputs, labels, spec.loss, spec.metrics)
+    return
+  names = outputs_lib.label_keys(declared)
+  if not isinstance(outputs, dict) or sorted(outputs) != sorted(names):
+    got = sorted(outputs) if isinstance(outputs, dict) else _shapes(outputs)
+    raise SpecError(
+        f'The spec has {len(names)} labels {names}, so the model must output '
+        f'a dict with one output per label, keyed by label. Its outputs: '
+        f'{got}. Return keras.Model(inputs, {{{names[0]!r}: ..., '
+        f'{names[1]!r}: ...}}).')
+  losses = _per_output('build_loss()', spec.loss, names)
+  metrics = _per_output('build_metrics()', spec.metrics, names, default=[])
+  for key in (spec.loss_weights or {}):
+    if key not in names:
+      raise SpecError(
+          f'TrainSpec.loss_weights names {key!r}, which is not an output. '
+          f'The outputs: {names}. Received: loss_weights={spec.loss_weights}.')
+  for output in declared:
+    _check_output(output.name, output, outputs[output.name],
+                  labels[output.name], losses[output.name],
+                  metrics[output.name])
+
+
+def _per_output(member: str, value, names: List[str], default=None):
+  """{output name: value} of a spec member given as one value for every
+  output, or as a dict by output name."""
+  if not isinstance(value, dict):
+    if default is not None and not value:
+      return {n: default for n in names}
+    if member == 'build_metrics()':
+      raise SpecError(
+          f'With several outputs, {member} returns a dict of metric lists '
+          f'keyed by output ({names}), e.g. {{{names[0]!r}: '
+          f'[keras.metrics.SparseCategoricalAccuracy()]}}. Received: {value!r}.')
+    return {n: value for n in names}
+  unknown = sorted(set(value) - set(names))
+  missing = [n for n in names if n not in value]
+  if unknown or (missing and default is None):
+    raise SpecError(
+        f'{member} is keyed by {sorted(value)} but the outputs are {names}'
+        f'{"; it lacks " + str(missing) if missing and default is None else ""}'
+        f'{"; unknown: " + str(unknown) if unknown else ""}. Give one entry '
+        'per output, keyed by its label.')
+  return {n: value.get(n, default) for n in names}
+
+
+def _check_output(name, output, outputs, labels, loss, metrics) -> None:
+  """One output against its label, loss and metrics; `name` None for a
+  spec's only output (the messages then name no output)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  where = f'Output {name!r}: ' if name else ''
+  if output.head is not None:
+    output.head.check_labels(labels, output.name)
+    labels = output.head.encode_labels(labels)
   units = outputs.shape[-1] if hasattr(outputs, 'shape') else None
-  if _is_sparse_categorical(spec.loss) and units:
+  if _is_sparse_categorical(loss) and units:
     top = int(np.max(np.asarray(labels)))
     if top >= units:
       raise SpecError(
-          f'The labels go up to {top} but the model has {units} output '
-          f'unit(s): SparseCategoricalCrossentropy needs one unit per class '
-          f'(here at least {top + 1}), e.g. keras.layers.Dense({top + 1}).')
+          f'{where}The labels go up to {top} but the model has {units} '
+          f'output unit(s): SparseCategoricalCrossentropy needs one unit per '
+          f'class (here at least {top + 1}), e.g. '
+          f'keras.layers.Dense({top + 1}).')
   import keras  # pylint: disable=g-import-not-at-top
   try:
-    value = keras.losses.get(spec.loss)(labels, outputs)
-    for metric in map(keras.metrics.get, spec.metrics):
+    value = keras.losses.get(loss)(labels, outputs)
+    for metric in map(keras.metrics.get, metrics):
       metric.update_state(labels, outputs)
       metric.reset_state()
   except Exception as e:  # pylint: disable=broad-except
     raise SpecError(
-        'The model outputs do not fit the loss or metrics: '
+        f'{where}The model outputs do not fit the loss or metrics: '
         f'{type(e).__name__}: {summarize(e)}. Model outputs: '
         f'{_shapes(outputs)}; labels: {_shapes(labels)}. For integer class '
         'labels use SparseCategoricalCrossentropy with one output unit per '
         'class; for 0/1 labels, BinaryCrossentropy with one unit.') from e
   if not np.all(np.isfinite(np.asarray(value))):
     raise SpecError(
-        f'The loss is {np.asarray(value)} on the first batch, before any '
-        'training. Check the inputs for NaN/Inf and the label range.')
+        f'{where}The loss is {np.asarray(value)} on the first batch, before '
+        'any training. Check the inputs for NaN/Inf and the label range.')
 
 
 def _is_sparse_categorical(loss) -> bool:

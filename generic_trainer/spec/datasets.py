@@ -3,8 +3,10 @@
 Parsed with the schema's TFXIO config; see `input_pipeline` for how.
 """
 
+import os
 from typing import List, Optional, Tuple
 
+from generic_trainer import progress
 from generic_trainer.errors import SpecError
 from generic_trainer.train_spec import TrainSpec
 
@@ -43,14 +45,25 @@ def check_data(fn_args, schema) -> None:
 
 
 def feature_keys(spec, schema) -> List[str]:
-  """The spec's feature_keys, or every schema feature but the label."""
+  """The spec's feature_keys, or every schema feature but the labels and
+  weights."""
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   names = [f.name for f in schema.feature]
-  if spec.label_key not in names:
-    raise SpecError(
-        f'The label {spec.label_key!r} (TrainSpec.label_key) is not a '
-        f'feature of the data. The schema has: {", ".join(names)}. Set '
-        'label_key to one of them (the transformed name, with Transform).')
-  keys = list(spec.feature_keys or [n for n in names if n != spec.label_key])
+  targets = outputs.target_keys(spec.outputs)
+  for key in outputs.label_keys(spec.outputs):
+    if key not in names:
+      raise SpecError(
+          f'The label {key!r} (TrainSpec.label_key) is not a '
+          f'feature of the data. The schema has: {", ".join(names)}. Set '
+          'label_key to one of them (the transformed name, with Transform).')
+  weights = [k for k in targets if k not in outputs.label_keys(spec.outputs)]
+  for key in weights:
+    if key not in names:
+      raise SpecError(
+          f'The weight column {key!r} (weight_key) is not a feature of the '
+          f'data. The schema has: {", ".join(names)}. Set weight_key to one '
+          'of them, or to None to weigh every example equally.')
+  keys = list(spec.feature_keys or [n for n in names if n not in targets])
   missing = [k for k in keys if k not in names]
   if missing:
     raise SpecError(
@@ -61,71 +74,130 @@ def feature_keys(spec, schema) -> List[str]:
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                 with_label: bool = True, cache: Optional[bool] = None):
-  """(features, label) batches of `files`, features restricted to `keys`.
+                 with_label: bool = True, cache: Optional[bool] = None,
+                 encode_labels: bool = True,
+                 seed: Optional[int] = None):
+  """(features, labels) batches of `files`, features restricted to `keys`;
+  (features, labels, weights) when the spec has weight columns.
 
-  Without `with_label`, batches of features alone (the label may be absent).
-  When every feature read is dense and the data is local tf.Example (the
-  factory is `input_pipeline.DatasetFactory`), rows are parsed in blocks and
-  kept in memory per `cache` (default: `spec.cache`, None meaning when they
-  fit); otherwise the dataset comes from the factory, row by row.
+  Labels are one tensor, or {label: tensor} for several outputs (see
+  `generic_trainer.outputs`); a head's labels are encoded as its loss takes
+  them, unless `encode_labels` is False (the checks look at them raw).
+  Without `with_label`, batches of features alone (the labels may be
+  absent). With `shuffle` and a `seed`, the order is the seed's, the same in
+  every process (see `input_pipeline.block_dataset`); without, each run's
+  own. When every column read is dense and the data is local tf.Example
+  (the factory is `input_pipeline.DatasetFactory`), rows are parsed in
+  blocks and kept in memory per `cache` (default: `cache_decision`, which logs
+  it); otherwise the dataset comes from the factory, row by row.
   """
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
-  label = spec.label_key if with_label else None
+  plain = outputs.plain(spec.outputs)
+  # A plain label is popped by the reader; other targets are read as columns
+  # and split off by `targets`.
+  label = spec.outputs[0].name if with_label and plain else None
+  columns = list(keys)
+  if with_label and not plain:
+    columns += [k for k in outputs.target_keys(spec.outputs)
+                if k not in columns]
   factory = fn_args.data_accessor.tf_dataset_factory
   if isinstance(factory, input_pipeline.DatasetFactory):
-    config, names = factory.parser(schema, keys + ([label] if label else []))
+    config, names = factory.parser(schema, columns + ([label] if label else []))
     if input_pipeline.dense_only(config):
-      cache = spec.cache if cache is None else cache
       if cache is None:
-        cache = input_pipeline.fits_in_memory(files)
+        cache = cache_decision(spec, files, config)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
-          cache=bool(cache)))
-      # Blocks hold exactly `keys` (and the label): only preprocess is left.
-      return _preprocessed(spec, dataset, keys, with_label, select=False)
+          cache=bool(cache), seed=seed))
+      # Blocks hold exactly the columns (and a plain label).
+      return _preprocessed(spec, dataset, keys, with_label, plain,
+                           encode_labels, select=False)
   # Not tfx_bsl.public.tfxio, which imports Apache Beam: the same class.
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
   options = TensorFlowDatasetOptions(
       batch_size=batch_size, label_key=label, num_epochs=num_epochs,
-      shuffle=shuffle)
+      shuffle=shuffle, shuffle_seed=seed)
   dataset = _shard_by_data(factory(files, options, schema))
-  return _preprocessed(spec, dataset, keys, with_label, select=True)
+  return _preprocessed(spec, dataset, keys, with_label, plain, encode_labels,
+                       select=True)
 
 
 def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
-                  select: bool):
-  """`dataset` mapped by the spec's `preprocess`, after keeping only `keys`
-  of each batch's features when `select`.
+                  plain: bool, encode_labels: bool, select: bool):
+  """`dataset` mapped to what the model trains on: the features of `keys`
+  through the spec's `preprocess`, with their targets when `with_label` (a
+  plain label comes from the reader; other targets are columns, split off
+  by `outputs.targets`). Without `select`, a plain dataset's features are
+  exactly `keys` already (the block reader read only them).
 
   On JAX the features are checked first (dense numbers only), and
   `preprocess` is its jax2tf conversion (see `on_jax`).
   """
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
-  features_spec = dataset.element_spec[0] if with_label else (
-      dataset.element_spec)
-  features_spec = {k: features_spec[k] for k in keys}
+  columns_spec = dataset.element_spec
+  if with_label and plain:
+    columns_spec = columns_spec[0]
   own = type(spec).preprocess is not TrainSpec.preprocess
   preprocess = spec.preprocess
   if on_jax.active():
+    features_spec = {k: columns_spec[k] for k in keys}
     on_jax.check_features(features_spec)
     if own:
       preprocess = on_jax.tf_preprocess(spec, features_spec)
-  if not (own or select):
+  if plain and not (own or select):
     return dataset
 
-  def features_of(features):
-    return preprocess({k: features[k] for k in keys} if select else features)
+  def features_of(columns):
+    return preprocess({k: columns[k] for k in keys})
 
   if not with_label:
     return dataset.map(features_of)
-  return dataset.map(lambda features, label: (features_of(features), label))
+  if plain:
+    return dataset.map(lambda features, label: (features_of(features), label))
+
+  def example(columns):
+    labels, weights = outputs.targets(spec.outputs, columns, encode_labels)
+    features = features_of(columns)
+    return (features, labels) if weights is None else (
+        features, labels, weights)
+
+  return dataset.map(example)
+
+
+def cache_decision(spec, files: List[str], config) -> bool:
+  """Whether to keep the parsed rows of `files` in memory: `spec.cache`, or
+  when None, whether they fit (`input_pipeline.cache_fit`). The decision
+  and its reason go to the progress log: without the cache every epoch
+  reads and parses the files again, which a user should know."""
+  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
+  if spec.cache is None:
+    fit = input_pipeline.cache_fit(files, config)
+    cache, reason = fit.fits, fit.reason
+  else:
+    cache, reason = bool(spec.cache), f'TrainSpec.cache={spec.cache!r}'
+  what = _describe(files)
+  progress.log().info(
+      'cache: %s for %s (%s)%s', 'on' if cache else 'off', what, reason,
+      '' if cache else '; every epoch reads and parses the files')
+  return cache
+
+
+def _describe(files: List[str]) -> str:
+  """'Split-train', the folder the files are in, or 'N files'."""
+  folders = {os.path.basename(os.path.dirname(f.rstrip('/'))) for f in files}
+  if len(folders) == 1 and folders != {''}:
+    return folders.pop()
+  return f'{len(files)} file patterns'
 
 
 def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
-  """One shuffled train batch, read without caching (for the checks)."""
+  """One shuffled train batch, read without caching, labels as read (for
+  the checks)."""
   dataset = make_dataset(spec, fn_args, schema, files, keys, spec.batch_size,
-                         num_epochs=1, shuffle=True, cache=False)
+                         num_epochs=1, shuffle=True, cache=False,
+                         encode_labels=False)
   return next(iter(dataset))
 
 

@@ -5,17 +5,38 @@
   graph when there is one, then the spec's `preprocess`, then the model.
   Evaluator (TFMA), Pusher and TF Serving use it with no user code.
 - `serving_raw`: takes the raw (dense) features as tensors by name.
-Both return `{'outputs': model_output}`.
+Both return `{'outputs': model_output}`, or the model's outputs by name when
+it has several.
+
+With heads (`generic_trainer.heads`), also what a canned Estimator
+exported, each on serialized tf.Example:
+- `predict` (input `examples`): the heads' predictions (`logits`,
+  `probabilities`, `class_ids`, `classes`, `all_classes`...; with several
+  outputs, each output's main value under its name and the rest under
+  `<name>/<key>`). TFMA reads this signature first when it exists.
+- `classification` / `regression` (input `inputs`): TF Serving's Classify
+  (`classes`, `scores`) and Regress (`outputs`) shapes; with several outputs,
+  `<name>/classification` and `<name>/regression`.
+With a Transform graph, also `transform_features` (raw examples in,
+transformed features out, the label included), which TFMA's
+`ModelSpec(preprocessing_function_names=['transform_features'])` uses to
+read a transformed label.
 
 On the JAX backend the parsing and the Transform graph stay TensorFlow ops,
 and `preprocess` with the model become one jax2tf function (`on_jax`): the
-same signatures, served by TensorFlow with XLA.
+same signatures (but not the heads' own: heads train on TensorFlow), served by TensorFlow with XLA.
 """
 
 from typing import List, Optional
 
+from generic_trainer.heads.head import CLASSIFY_INPUTS
+from generic_trainer.heads.head import PREDICT
+from generic_trainer.heads.head import logits_layer_name
+
 SERVING_DEFAULT = 'serving_default'
 SERVING_RAW = 'serving_raw'
+TRANSFORM_FEATURES = 'transform_features'
+EXAMPLES = 'examples'
 
 
 def export(spec, model, keys: List[str], export_dir: str, schema_path:
@@ -24,7 +45,7 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
   raw_spec, names, transform_layer = _raw_feature_spec(
-      spec, schema_path, transform_graph_path)
+      spec, keys, schema_path, transform_graph_path)
   if on_jax.active():
     archive = on_jax.export_archive()
     archive.track(model)
@@ -37,15 +58,25 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
     def model_fn(features):
       return model(spec.preprocess(features), training=False)
 
-  def predict(raw_features):
+  def transformed(raw_features):
     features = (transform_layer(raw_features) if transform_layer is not None
                 else raw_features)
-    return {'outputs': model_fn({k: features[k] for k in keys})}
+    return {k: features[k] for k in keys}
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, 'examples')])
-  def serve_examples(examples):
+  def features_of(raw_features):
+    return spec.preprocess(transformed(raw_features))
+
+  def parse(examples):
     parsed = tf.io.parse_example(examples, raw_spec)
-    return predict({names[k]: t for k, t in parsed.items()})
+    return {names[k]: t for k, t in parsed.items()}
+
+  def predict(raw_features):
+    values = model_fn(transformed(raw_features))
+    return dict(values) if isinstance(values, dict) else {'outputs': values}
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, EXAMPLES)])
+  def serve_examples(examples):
+    return predict(parse(examples))
 
   dense = {names[k]: v for k, v in raw_spec.items()
            if isinstance(v, tf.io.FixedLenFeature)}
@@ -59,7 +90,86 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
     def serve_raw(features):
       return predict(features)
     archive.add_endpoint(SERVING_RAW, serve_raw)
+  if all(o.head is not None for o in spec.outputs):
+    _add_head_endpoints(archive, spec.outputs, model,
+                        lambda examples: features_of(parse(examples)))
+  if transform_layer is not None:
+    _add_transform_features(archive, transform_graph_path)
   archive.write_out(export_dir, verbose=False)
+
+
+def _add_head_endpoints(archive, outputs, model, features_of) -> None:
+  """`predict`, and each head's `classification`/`regression` signatures."""
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  single = len(outputs) == 1
+  both = keras.Model(model.input, {
+      **{o.name: model.get_layer(o.name).output for o in outputs},
+      **{logits_layer_name(o.name): model.get_layer(
+          logits_layer_name(o.name)).output for o in outputs}})
+  archive.track(both)
+
+  def predictions(examples):
+    values = both(features_of(examples), training=False)
+    return {o.name: o.head.predictions(values[logits_layer_name(o.name)],
+                                       values[o.name]) for o in outputs}
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, EXAMPLES)])
+  def predict(examples):
+    by_output = predictions(examples)
+    if single:
+      return by_output[outputs[0].name]
+    flat = {}
+    for name, values in by_output.items():
+      flat[name] = values.get('probabilities', values.get('predictions'))
+      flat.update({f'{name}/{k}': v for k, v in values.items()})
+    return flat
+
+  archive.add_endpoint(PREDICT, predict)
+  for output in outputs:
+    kinds = output.head.signature_outputs(
+        output.head.predictions(*_symbolic(output)))
+    for kind in kinds:
+      archive.add_endpoint(kind if single else f'{output.name}/{kind}',
+                           _signature(predictions, output, kind))
+
+
+def _symbolic(output):
+  """Placeholder logits and outputs, to ask a head which signatures it has."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  width = output.head.logits_dimension
+  value = tf.zeros([1, width])
+  return value, value
+
+
+def _signature(predictions, output, kind: str):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  @tf.function(input_signature=[
+      tf.TensorSpec([None], tf.string, CLASSIFY_INPUTS)])
+  def signature(inputs):
+    values = predictions(inputs)[output.name]
+    return output.head.signature_outputs(values)[kind]
+
+  return signature
+
+
+def _add_transform_features(archive, transform_graph_path: str) -> None:
+  """`transform_features`: raw serialized examples (label included) in,
+  the transformed features out."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  output = tft.TFTransformOutput(transform_graph_path)
+  layer = output.transform_features_layer()
+  archive.track(layer)
+  raw_spec = output.raw_feature_spec()
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, EXAMPLES)])
+  def transform_features(examples):
+    transformed = layer(tf.io.parse_example(examples, raw_spec))
+    return {k: v for k, v in transformed.items() if isinstance(v, tf.Tensor)}
+
+  archive.add_endpoint(TRANSFORM_FEATURES, transform_features)
 
 
 def _model_feature_spec(keys, raw_spec, names, transform_graph_path):
@@ -76,14 +186,17 @@ def _model_feature_spec(keys, raw_spec, names, transform_graph_path):
           for k in keys}
 
 
-def _raw_feature_spec(spec, schema_path, transform_graph_path):
-  """(parsing spec of the raw features, label removed; {parsing key:
-  tensor name}; the TFT layer or None).
+def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
+  """(parsing spec of the raw features, labels and weights removed;
+  {parsing key: tensor name}; the TFT layer or None).
 
   Without a Transform graph it is the parse config the training input used
-  (TFXIO's, `tf_example_dataset.parser_config`), so serving parses as
-  training did, and TensorFlow Transform (~1.3 s to import) is not loaded.
+  (TFXIO's, `tf_example_dataset.parser_config`) for the features the model
+  reads (`keys`), so serving parses as training did and needs no other
+  feature, and TensorFlow Transform (~1.3 s to import) is not loaded. With
+  one, every raw feature Transform reads.
   """
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   if transform_graph_path:
     import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
     output = tft.TFTransformOutput(transform_graph_path)
@@ -95,7 +208,9 @@ def _raw_feature_spec(spec, schema_path, transform_graph_path):
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     raw_spec, names = tf_example_dataset.parser_config(
         schema_file.read(schema_path))
+    raw_spec = {k: v for k, v in raw_spec.items() if names[k] in keys}
     layer = None
-  label = spec.raw_label_key or spec.label_key
-  raw_spec = {k: v for k, v in raw_spec.items() if names[k] != label}
+  absent = set(outputs.target_keys(spec.outputs)) | (
+      {spec.raw_label_key} if spec.raw_label_key else set())
+  raw_spec = {k: v for k, v in raw_spec.items() if names[k] not in absent}
   return raw_spec, names, layer

@@ -86,6 +86,7 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
                  strategy is not tf.distribute.get_strategy())
   jax = on_jax.active()
   checks.check_train_step(spec, keras.backend.backend())
+  checks.check_heads(spec, keras.backend.backend())
   scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
   with scope:
     model = spec.model
@@ -93,7 +94,7 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
       step = on_jax.train_step(spec) if jax else _checked_train_step(spec)
       model.train_step = types.MethodType(step, model)
     model.compile(optimizer=spec.optimizer, loss=spec.loss,
-                  metrics=spec.metrics,
+                  loss_weights=spec.loss_weights, metrics=spec.metrics,
                   steps_per_execution=steps_per_execution(
                       spec, steps_per_epoch, validation_steps, distributed))
   return model
@@ -203,85 +204,96 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
     extra_handlers: The caller's callbacks, called after the built-in
       handlers and before the spec's own.
 
-  With a `checkpoint_dir`, Keras's BackupAndRestore saves the weights, the
-  optimizer and the epoch there after every epoch and restores them when a
-  killed training starts again, which then resumes at the next epoch; the
-  record says where it resumed from (`resumed_from_epoch`, `_step`).
+  With a `checkpoint_dir`, `ResumeCheckpoint` saves the weights, the
+  optimizer, the position (epoch, batch, step) and the handlers' state there
+  after every epoch and, with checkpoint `every_steps`, every N steps; a
+  killed training started again continues at the step of its last
+  checkpoint (`fit_schedule`), and the record says where
+  (`resumed_from_epoch`, `_batch`, `_step`).
 
   Raises:
     NonFiniteLossError: the loss became NaN/Inf; the message says where.
+    CheckpointError: a handler's state cannot be saved, or the checkpoint
+      cannot be read.
   """
-  import keras  # pylint: disable=g-import-not-at-top
+  from generic_trainer import resume  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import fit_schedule  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.handler_list import HandlerList  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
   from generic_trainer.spec.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec.handlers.resume_checkpoint import ResumeCheckpoint  # pylint: disable=g-import-not-at-top
   model = spec.model
   if interactive is None:
     interactive = sys.stdout.isatty()
   handlers = default_handlers(spec, fn_args.model_run_dir,
                               plan.steps_per_epoch, interactive)
-  resume_point = {}
-  checkpoint_dir = fn_args.checkpoint_dir
-  if checkpoint_dir:
-    handlers += [_backup_and_restore(checkpoint_dir, fn_args.is_chief),
-                 keras.callbacks.LambdaCallback(
-                     on_train_begin=lambda logs: resume_point.update(
-                         _resume_point(model)))]
   handlers += list(extra_handlers)
   handlers += list(spec.user_handlers)
+  checkpoint_dir = fn_args.checkpoint_dir
+  point = resume.latest(checkpoint_dir)
+  if checkpoint_dir:
+    handlers.append(ResumeCheckpoint(
+        checkpoint_dir, handlers, fn_args.is_chief,
+        every_steps=(spec.checkpoint or {}).get('every_steps'),
+        steps_per_epoch=plan.steps_per_epoch, resume_from=point,
+        scratch_dir=os.path.join(fn_args.model_run_dir, '.resume-scratch')))
+  calls = fit_schedule.fit_calls(plan.epochs, plan.steps_per_epoch, point)
+  if point:
+    from absl import logging  # pylint: disable=g-import-not-at-top
+    logging.info('Resuming at %s, from the checkpoint in %s.',
+                 resume.describe_point(point), checkpoint_dir)
+    _build_compiled_state(model, plan.train)
+  container = HandlerList(handlers, model, 1 if interactive else 0,
+                          epochs=plan.epochs, steps=plan.steps_per_epoch)
   started = time.monotonic()
+  container.begin()
   with warnings.catch_warnings():
     # The eval split is read to its end each epoch, on purpose; Keras warns
     # when a dataset of unknown length runs out.
     warnings.filterwarnings('ignore', message='Your input ran out of data')
-    history = model.fit(plan.train, validation_data=plan.evaluation,
-                        epochs=plan.epochs,
-                        steps_per_epoch=plan.steps_per_epoch,
-                        validation_steps=plan.validation_steps,
-                        callbacks=handlers, verbose=1 if interactive else 0)
+    for call in calls:
+      container.batch_offset = call.batch_offset
+      model.fit(plan.train.skip(call.skip_batches) if call.skip_batches
+                else plan.train, validation_data=plan.evaluation,
+                initial_epoch=call.initial_epoch, epochs=call.epochs,
+                steps_per_epoch=call.steps_per_epoch,
+                validation_steps=plan.validation_steps,
+                callbacks=container, verbose=1 if interactive else 0)
+      if model.stop_training:
+        break
+  container.finish()
   elapsed = time.monotonic() - started
   guard = next(h for h in handlers if isinstance(h, NaNGuard))
   if guard.failure:
-    if checkpoint_dir:  # Keras saved the diverged weights at epoch end.
-      from generic_trainer import resume  # pylint: disable=g-import-not-at-top
+    if checkpoint_dir:  # The last checkpoint may hold diverged weights.
       resume.remove(checkpoint_dir)
     raise NonFiniteLossError(
         f'{guard.failure} Training stopped and nothing was exported. Lower '
         'the learning rate, normalise the features, or look for NaN/Inf in '
         'the data.')
-  last = {k: float(v[-1]) for k, v in history.history.items() if v}
+  history = next(h for h in handlers if isinstance(h, HistoryFile))
+  last = {k: float(v) for k, v in (history.epochs[-1] if history.epochs
+                                   else {}).items() if k != 'epoch'}
+  point = point or {'epoch': 0, 'batch': 0, 'step': 0}
   return {
-      **resume_point,
+      'resumed_from_epoch': point['epoch'],
+      'resumed_from_batch': point['batch'],
+      'resumed_from_step': point['step'],
       'train': {k: v for k, v in last.items() if not k.startswith('val_')},
       'eval': {k[4:]: v for k, v in last.items() if k.startswith('val_')},
       'steps': int(model.optimizer.iterations.numpy()),
-      'epochs': resume_point.get('resumed_from_epoch', 0) + len(history.epoch),
+      'epochs': len(history.epochs),
       'training_time_s': round(elapsed, 3),
   }
 
 
-def _backup_and_restore(checkpoint_dir: str, is_chief: bool):
-  """Keras's BackupAndRestore on `checkpoint_dir`; only the chief writes.
 
-  Every worker of a multi-worker training restores from the same folder
-  (so all resume at the same epoch); two writers would corrupt it.
-  """
-  import keras  # pylint: disable=g-import-not-at-top
-
-  class ChiefBackupAndRestore(keras.callbacks.BackupAndRestore):
-
-    def _save_model(self):
-      if is_chief:
-        super()._save_model()
-
-  return ChiefBackupAndRestore(checkpoint_dir, save_freq='epoch',
-                               delete_checkpoint=False)
-
-
-def _resume_point(model) -> Dict[str, int]:
-  """Where BackupAndRestore put the training back (epoch 0: a fresh start)."""
-  from absl import logging  # pylint: disable=g-import-not-at-top
-  epoch = int(getattr(model, '_initial_epoch', None) or 0)
-  step = int(model.optimizer.iterations.numpy())
-  if epoch:
-    logging.info('Resumed from the checkpoint of epoch %d (step %d).', epoch,
-                 step)
-  return {'resumed_from_epoch': epoch, 'resumed_from_step': step}
+def _build_compiled_state(model, dataset) -> None:
+  """Builds the compiled metrics and the optimizer before a checkpoint
+  restores their values, as Keras's `fit` does under a distribution
+  strategy (`_symbolic_build`, on the data's shapes); otherwise the first
+  train step builds them, after the restore, at zero."""
+  build = getattr(model, '_symbolic_build', None)
+  if build is not None:
+    with model.distribute_strategy.scope():
+      build(data_batch=dataset.element_spec)

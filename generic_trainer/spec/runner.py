@@ -26,7 +26,7 @@ class Prepared:
 
   Attributes:
     schema: The schema of the examples the model reads.
-    keys: The features the model reads.
+    keys: The features the model reads (its named inputs).
     plan: The datasets and the schedule (`fit_loop.FitPlan`).
     model: The compiled model (`spec.model`), warm-started from the base
       model when there is one (`warm_start`).
@@ -51,15 +51,16 @@ def prepare(spec, fn_args) -> Prepared:
   datasets.check_data(fn_args, schema)
   epochs, steps_per_epoch = datasets.schedule(
       spec, fn_args.train_steps, _num_train_examples(fn_args))
+  model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None),
+                                 steps_per_epoch, fn_args.eval_steps)
+  keys = checks.model_features(model, keys)
   train = datasets.make_dataset(
       spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
-      num_epochs=None if steps_per_epoch else 1, shuffle=True)
+      num_epochs=None if steps_per_epoch else 1, shuffle=True,
+      seed=spec.shuffle_seed)
   evaluation = datasets.make_dataset(
       spec, fn_args, schema, fn_args.eval_files, keys,
       spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
-  model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None),
-                                 steps_per_epoch, fn_args.eval_steps)
-  checks.check_model_inputs(model, keys)
   checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
   checks.check_monitors(spec, model)

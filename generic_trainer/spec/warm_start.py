@@ -40,7 +40,8 @@ def apply(spec, model, base_model_dir: Optional[str]) -> Optional[Dict[str,
 
   Raises:
     SpecError: `warm_start` is not a mode; in 'strict' mode a layer did not
-      load; no layer of the model is in the base.
+      load; no layer of the model is in the base by name (another framework
+      or another model: layers found with other shapes are only reported).
     InputArtifactError: the base holds no weights, or does not load.
   """
   mode = getattr(type(spec), 'warm_start', True)
@@ -63,7 +64,8 @@ def apply(spec, model, base_model_dir: Optional[str]) -> Optional[Dict[str,
   loaded, not_loaded = match(model, base)
   report = {'base': base_model_dir, 'loaded': sorted(loaded),
             'not_loaded': not_loaded}
-  if not loaded:
+  if not loaded and all('not in the base' in why
+                        for why in not_loaded.values()):
     raise SpecError(
         f'Warm start: no layer of the model is in the base model '
         f'{base_model_dir}. Its weights: {_sample(base)}; the model\'s layers: '
@@ -82,7 +84,8 @@ def apply(spec, model, base_model_dir: Optional[str]) -> Optional[Dict[str,
       variable.assign(values[_path(variable)])
   progress.log().info(
       'Warm start from %s: loaded %d layer(s) (%s)%s; optimizer state not '
-      'carried over.', base_model_dir, len(loaded), ', '.join(sorted(loaded)),
+      'carried over.', base_model_dir, len(loaded),
+      ', '.join(sorted(loaded)) or 'none',
       f'; not loaded {len(not_loaded)}: {_reasons(not_loaded)}'
       if not_loaded else '')
   return report

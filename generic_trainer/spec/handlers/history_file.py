@@ -10,8 +10,9 @@ class HistoryFile(keras.callbacks.Callback):
   """Writes `[{"epoch": 1, "loss": ..., "val_loss": ...}, ...]` to `path`.
 
   Rewritten atomically at each epoch end, so it is complete up to the last
-  finished epoch even if training is killed; a resumed training keeps the
-  epochs written before the kill.
+  finished epoch even if training is killed. Its state (the epochs so far)
+  is saved with the resume checkpoints, so a resumed training's file holds
+  every epoch, those of the attempts before included.
   """
 
   def __init__(self, path: str):
@@ -21,9 +22,12 @@ class HistoryFile(keras.callbacks.Callback):
 
   def on_train_begin(self, logs=None):
     self.epochs = []
-    if os.path.exists(self.path):
-      with open(self.path) as f:
-        self.epochs = json.load(f)
+
+  def get_state(self):
+    return {'epochs': self.epochs}
+
+  def set_state(self, state):
+    self.epochs = list(state['epochs'])
 
   def on_epoch_end(self, epoch, logs=None):
     self.epochs = [e for e in self.epochs if e['epoch'] <= epoch]

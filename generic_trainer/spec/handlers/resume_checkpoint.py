@@ -1,0 +1,225 @@
+"""ResumeCheckpoint: what a killed training resumes from, saved as it trains.
+
+It replaces Keras's `BackupAndRestore`, which saves weights, optimizer and
+epoch, and restarts the epoch. Saved here, with every checkpoint: the
+weights and the optimizer (one Keras weights file), where training is
+(epochs done, batches done in the next one, the step), the running values
+of the train metrics (so the resumed epoch's logs are those of an
+uninterrupted one), whether a handler had stopped the training, and the
+state of every handler that has one (`handler_state`). The folder layout
+and the atomic write are `generic_trainer.resume`'s.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List, Optional, Tuple
+
+import keras
+import numpy as np
+
+from generic_trainer import resume
+from generic_trainer.errors import CheckpointError
+from generic_trainer.spec.handlers import handler_state
+
+WEIGHTS_FILE = 'model.weights.h5'
+STATE_FILE = 'state.json'
+ARRAYS_FILE = 'arrays.npz'
+_ARRAY_REF = '__array__'
+
+
+class ResumeCheckpoint(keras.callbacks.Callback):
+  """Saves a resume checkpoint at every epoch end and every `every_steps`
+  steps; gives it all back in `on_train_begin` when `resume_from` is set.
+
+  It must be the last handler: it restores the others' state after they
+  reset themselves in their own `on_train_begin`, and saves it after they
+  updated it in `on_epoch_end`. Only the chief writes into `directory`
+  (two writers would corrupt it; the others write to `scratch_dir`, see
+  `_save`);
+  every worker restores from the same checkpoint.
+
+  Args:
+    directory: `fn_args.checkpoint_dir`.
+    handlers: The training's other handlers; those with state are saved.
+    is_chief: Whether this process writes the checkpoints.
+    every_steps: Also checkpoint every N steps; None: at epoch ends only.
+    steps_per_epoch: Steps per epoch when known (no step checkpoint is
+      written on an epoch's last step: the epoch's end writes one).
+    resume_from: `resume.latest(directory)`, read before `fit` (the fit
+      calls depend on it); None starts fresh.
+    scratch_dir: Where a worker that is not the chief writes its copy (in
+      its model_run, which is scratch for it: removed when it ends, even
+      when it is killed).
+  """
+
+  def __init__(self, directory: str, handlers: List[Any], is_chief: bool,
+               every_steps: Optional[int] = None,
+               steps_per_epoch: Optional[int] = None,
+               resume_from: Optional[Dict[str, Any]] = None,
+               scratch_dir: Optional[str] = None):
+    super().__init__()
+    self.directory = directory
+    self.is_chief = is_chief
+    self.scratch_dir = scratch_dir
+    self.every_steps = every_steps
+    self.steps_per_epoch = steps_per_epoch
+    self.resume_from = resume_from
+    self._stateful = handler_state.keys(handlers)
+    self._epoch = 0
+    self._last_batch = -1
+    self._step = 0
+    self._metrics: Optional[List[np.ndarray]] = None
+
+  def on_train_begin(self, logs=None):
+    for key, handler in self._stateful.items():
+      to_files(handler_state.get_state(handler), key)  # Unsavable: fail now.
+    self._step = 0
+    if self.resume_from:
+      self._restore(self.resume_from)
+
+  def on_epoch_begin(self, epoch, logs=None):
+    self._epoch = epoch
+    self._last_batch = -1
+    point = self.resume_from
+    if point and point['batch'] and epoch == point['epoch']:
+      self._last_batch = point['batch'] - 1  # Batches before were trained.
+      if self._metrics is not None:  # `fit` reset them just before.
+        for variable, value in zip(self.model.metrics_variables,
+                                   self._metrics):
+          variable.assign(value)
+        self._metrics = None
+
+  def on_train_batch_end(self, batch, logs=None):
+    before, self._step = self._step, self._step + batch - self._last_batch
+    self._last_batch = batch
+    if (self.every_steps and
+        self._step // self.every_steps > before // self.every_steps and
+        batch + 1 != self.steps_per_epoch):
+      self._save(self._epoch, batch + 1)
+
+  def on_epoch_end(self, epoch, logs=None):
+    self._save(epoch + 1, 0)
+
+  def _save(self, epoch: int, batch: int) -> None:
+    """Writes a checkpoint: the chief into `directory`, every other worker
+    into `scratch_dir`. All must read the same variables in
+    the same order: under MultiWorkerMirroredStrategy reading a metric
+    (an on-read variable) is a collective op every worker joins."""
+    point = {'epoch': epoch, 'batch': batch, 'step': self._step,
+             'stopped': bool(self.model.stop_training)}
+    states = {key: handler_state.get_state(h)
+              for key, h in self._stateful.items()}
+    metrics = [keras.ops.convert_to_numpy(v)
+               for v in self.model.metrics_variables]
+
+    def write_files(folder):
+      self.model.save_weights(os.path.join(folder, WEIGHTS_FILE))
+      document, arrays = to_files({'handlers': states, 'metrics': metrics})
+      with open(os.path.join(folder, STATE_FILE), 'w') as f:
+        json.dump({**point, **document}, f, sort_keys=True)
+      np.savez(os.path.join(folder, ARRAYS_FILE), **arrays)
+
+    if self.is_chief:
+      resume.write_checkpoint(self.directory, self._step, write_files, point)
+      return
+    shutil.rmtree(self.scratch_dir, ignore_errors=True)
+    os.makedirs(self.scratch_dir)
+    write_files(self.scratch_dir)
+
+  def _restore(self, point: Dict[str, Any]) -> None:
+    folder = os.path.join(self.directory, point['checkpoint'])
+    try:
+      with _readable(folder) as local:
+        with open(os.path.join(local, STATE_FILE)) as f:
+          document = json.load(f)
+        with np.load(os.path.join(local, ARRAYS_FILE),
+                     allow_pickle=False) as arrays:
+          saved = from_files(document, dict(arrays))
+        optimizer = self.model.optimizer
+        if optimizer is not None and not optimizer.built:
+          with self.model.distribute_strategy.scope():
+            optimizer.build(self.model.trainable_variables)
+        self.model.load_weights(os.path.join(local, WEIGHTS_FILE))
+    except (OSError, ValueError, KeyError) as e:
+      raise CheckpointError(
+          f'The resume checkpoint {folder} cannot be read ({e!r}); it '
+          f'should hold {WEIGHTS_FILE}, {STATE_FILE} and {ARRAYS_FILE} '
+          'written for this model. Delete ' + self.directory + ' to '
+          'start the training over (with the generic-trainer command: '
+          '--no-resume).') from e
+    for key, handler in self._stateful.items():
+      if key in saved['handlers']:
+        handler_state.set_state(handler, saved['handlers'][key])
+    self._metrics = saved['metrics']
+    self._step = point['step']
+
+
+def to_files(state: Any, key: str = 'state'
+             ) -> Tuple[Any, Dict[str, np.ndarray]]:
+  """(JSON document, {name: array}): `state` with its arrays taken out.
+
+  Raises:
+    CheckpointError: a value is neither a JSON value nor an array.
+  """
+  arrays: Dict[str, np.ndarray] = {}
+
+  def convert(value, where):
+    if isinstance(value, np.ndarray) or hasattr(value, 'numpy'):
+      name = f'a{len(arrays)}'
+      arrays[name] = np.asarray(value)
+      return {_ARRAY_REF: name}
+    if isinstance(value, np.generic):
+      return value.item()
+    if value is None or isinstance(value, (str, bool, int, float)):
+      return value
+    if isinstance(value, (list, tuple)):
+      return [convert(v, f'{where}[{i}]') for i, v in enumerate(value)]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+      return {k: convert(v, f'{where}[{k!r}]') for k, v in value.items()}
+    raise CheckpointError(
+        f'The state of handler {key} cannot be saved with the resume '
+        f'checkpoint: {where} is a {type(value).__name__}. Expected: JSON '
+        'values (dict with str keys, list, str, int, float, bool, None) '
+        f'and numpy arrays. Received: {value!r:.80}. Make its get_state() '
+        'return only those.')
+
+  return convert(state, 'get_state()'), arrays
+
+
+def from_files(document: Any, arrays: Dict[str, np.ndarray]) -> Any:
+  """The state `to_files` took apart (tuples come back as lists)."""
+  if isinstance(document, list):
+    return [from_files(v, arrays) for v in document]
+  if isinstance(document, dict):
+    if set(document) == {_ARRAY_REF}:
+      return arrays[document[_ARRAY_REF]]
+    return {k: from_files(v, arrays) for k, v in document.items()}
+  return document
+
+
+class _readable:  # pylint: disable=invalid-name
+  """A local folder with the files of `folder` (a copy when remote)."""
+
+  def __init__(self, folder: str):
+    self.folder = folder
+    self._copy = None
+
+  def __enter__(self) -> str:
+    if '://' not in self.folder:
+      return self.folder
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    self._copy = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
+    for name in (WEIGHTS_FILE, STATE_FILE, ARRAYS_FILE):
+      try:
+        tf.io.gfile.copy(os.path.join(self.folder, name),
+                         os.path.join(self._copy, name), overwrite=True)
+      except tf.errors.OpError as e:
+        self.__exit__()
+        raise OSError(f'{e.message} ({name})') from e
+    return self._copy
+
+  def __exit__(self, *exc):
+    if self._copy:
+      shutil.rmtree(self._copy, ignore_errors=True)
