@@ -82,9 +82,11 @@ def test_interrupted_run_resumes_when_run_again(tmp_path, penguin_csvs):
              os.path.join(TESTDATA, 'slow_spec.py'), '--train-data',
              penguin_csvs[0], '--output-dir', str(out), '--steps', '40',
              '--progress', 'lines']
+  # 0.3 s a step: the interrupt lands before the last epoch ends, also on a
+  # loaded machine.
   first = subprocess.Popen(command, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env=_env(),
-                           cwd=REPO)
+                           stderr=subprocess.PIPE, text=True,
+                           env=dict(_env(), SLOW_SPEC_STEP_S='0.3'), cwd=REPO)
 
   def checkpointed_epoch():
     return saved_epoch(str(out / '.resume-*'))

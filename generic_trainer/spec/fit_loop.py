@@ -295,5 +295,14 @@ def _build_compiled_state(model, dataset) -> None:
   train step builds them, after the restore, at zero."""
   build = getattr(model, '_symbolic_build', None)
   if build is not None:
-    with model.distribute_strategy.scope():
-      build(data_batch=dataset.element_spec)
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    # A batch of 1, not of unknown size: on JAX each unknown dimension is a
+    # symbol of its own, and the labels' would not match the outputs'.
+    batch = tf.nest.map_structure(
+        lambda s: tf.TensorSpec([1] + s.shape[1:], s.dtype)
+        if s.shape.rank else s, dataset.element_spec)
+    # Keras's JAX trainer has no `distribute_strategy`.
+    strategy = getattr(model, 'distribute_strategy', None)
+    with (strategy.scope() if strategy is not None else
+          contextlib.nullcontext()):
+      build(data_batch=batch)

@@ -64,11 +64,12 @@ class HandledSpec(PenguinSpec):
 
 
 class FailOnce(keras.callbacks.Callback):
-  """Fails the first training at the end of its second epoch."""
+  """Fails the first training as its third epoch begins, after the second
+  epoch's checkpoint (a failure in an epoch's end hooks comes before it)."""
 
-  def on_epoch_end(self, epoch, logs=None):
+  def on_epoch_begin(self, epoch, logs=None):
     marker = os.path.join(OUT, 'failed_once')
-    if epoch == 1 and not os.path.exists(marker):
+    if epoch == 2 and not os.path.exists(marker):
       open(marker, 'w').close()
       raise RuntimeError('stopped after epoch 2')
 
