@@ -189,8 +189,8 @@ def main(argv=None) -> int:
   parser.add_argument('--num-workers', type=int, default=None,
                       help='Train with this many local worker processes '
                       '(MultiWorkerMirroredStrategy); default: one process.')
-  parser.add_argument('--backend', default=None,
-                      choices=['tensorflow', 'jax'],
+  from generic_trainer.keys import BACKENDS  # pylint: disable=g-import-not-at-top
+  parser.add_argument('--backend', default=None, choices=BACKENDS,
                       help="GenericTrainer's Keras backend (default: the "
                       "TrainSpec's, else tensorflow).")
   parser.add_argument('--verbose', action='store_true',

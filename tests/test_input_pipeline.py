@@ -202,7 +202,8 @@ def test_cache_unknown_size_is_off(tmp_path, data):
   path.write_bytes(b'\x10' * 8)
   fit = input_pipeline.cache_fit([str(path)], _config(data), available=10**9)
   assert fit == (False, 'the size of the parsed rows is unknown: the start '
-                 'of the first file holds no complete record')
+                 'of the first file could not be read, or holds no complete '
+                 'record')
 
 
 def _spec(value=None, checkpoint=None, handlers=()):

@@ -425,3 +425,42 @@ def test_heads_are_refused_on_jax():
       "jax2tf. Received: PenguinSpecies with heads for ['species'] on backend "
       "'jax'. Set backend='tensorflow' (or leave it unset), or drop the head "
       'and give build_loss and build_metrics.')
+
+
+class _JaxStepMentioningTheTapeSpec:
+
+  def train_step(self, model, state, data):
+    """Not tf.GradientTape: jax.value_and_grad (the tape is TensorFlow's)."""
+    return {'loss': 0.0}, state  # No GradientTape() here either.
+
+
+def test_a_jax_step_that_only_names_the_tape_is_accepted():
+  """Only a call of GradientTape makes a step TensorFlow's: a comment or a
+  docstring that names it does not."""
+  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  checks.check_train_step(_JaxStepMentioningTheTapeSpec(), 'jax')
+
+
+def test_spec_on_jax_trained_where_keras_is_tensorflow_is_refused(
+    tmp_path, penguin_csvs, monkeypatch):
+  """A TrainSpec whose backend is 'jax', trained by the notebook Estimator
+  (or TFX's own Trainer) in a TensorFlow process, is refused before
+  training instead of training on TensorFlow without a word."""
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+
+  class PenguinOnJax(PenguinSpec):
+    backend = 'jax'
+
+  monkeypatch.delenv('KERAS_BACKEND', raising=False)
+  with pytest.raises(SpecError) as info:
+    Estimator(PenguinOnJax, str(tmp_path / 'out')).train(penguin_csvs[0],
+                                                        steps=2)
+  assert str(info.value) == (
+      "PenguinOnJax.backend is 'jax', but Keras in this process computes "
+      "with 'tensorflow': Keras reads its backend once, when it is first "
+      'imported. Received: KERAS_BACKEND=None. Train it with GenericTrainer '
+      'or the generic-trainer command, which start a jax process for it, or '
+      'set KERAS_BACKEND=jax before anything imports keras (in a notebook, '
+      'restart the kernel first).')
+  assert not (tmp_path / 'out' / 'model').exists()

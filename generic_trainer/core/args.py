@@ -58,8 +58,10 @@ def resolve_backend(setting: Optional[str],
 
   Raises:
     SpecError: the TrainSpec's `backend` is not one of BACKENDS.
-    InvalidArgumentError: the setting and the TrainSpec's `backend` differ.
+    InvalidArgumentError: the setting is not one of BACKENDS, or it and the
+      TrainSpec's `backend` differ.
   """
+  check_backend(setting)
   spec_backend = getattr(spec_class, 'backend', None)
   if spec_backend is not None and spec_backend not in BACKENDS:
     raise SpecError(

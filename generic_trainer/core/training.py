@@ -1,8 +1,8 @@
-"""One training attempt in this process: load the entry point, build
-FnArgs, call it."""
+"""One training attempt in this process: build FnArgs, call the entry
+point."""
 
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from generic_trainer import progress
 from generic_trainer.core import module_loader
@@ -11,16 +11,15 @@ from generic_trainer.core.user_code import user_code
 from generic_trainer.keys import RUN_FN_KEY
 
 
-def train(request: TrainingRequest,
-          run_fn: Optional[Callable[[Any], None]] = None) -> None:
+def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
   """Runs the user's `run_fn` (or TrainSpec), which exports into
   `request.serving_dir`.
 
-  `run_fn` is the entry point when the caller loaded it already (from
-  `module_loader.load_run_fn`); None loads it here. The module is loaded
-  before FnArgs are built, so a broken module fails in
-  seconds instead of after the data accessors are set up. Where to train
-  (here, a child process, local workers) is `launch.dispatch`'s decision.
+  `run_fn` is the entry point, which the caller loaded
+  (`module_loader.load_run_fn`) before FnArgs are built, so a broken module
+  fails in seconds instead of after the data accessors are set up. Where
+  to train (here, a child process, local workers) is `launch.dispatch`'s
+  decision.
 
   Raises:
     UserModuleError, InvalidArgumentError, InputArtifactError: see their docs.
@@ -28,8 +27,6 @@ def train(request: TrainingRequest,
       `core.user_code`); the user's exception is its `__cause__` and its
       traceback is in the message.
   """
-  if run_fn is None:
-    run_fn = module_loader.load_run_fn(request.exec_properties)
   source = module_loader.describe_source(request.exec_properties)
   from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   fn_args = fn_args_lib.build_fn_args(

@@ -250,7 +250,8 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
   size = parsed_size.estimate(files, config)
   if size is None:
     return CacheFit(False, 'the size of the parsed rows is unknown: the '
-                    'start of the first file holds no complete record')
+                    'start of the first file could not be read, or holds '
+                    'no complete record')
   share = ('a quarter' if CACHE_MEMORY_FRACTION == 0.25 else
            f'{CACHE_MEMORY_FRACTION:.0%}')
   fits = size.parsed_bytes <= available * CACHE_MEMORY_FRACTION

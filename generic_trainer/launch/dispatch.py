@@ -53,6 +53,9 @@ def train(request: TrainingRequest, in_child: bool = False) -> None:
           f'but tf.keras there is {keras_process.resolved_tf_keras()}: '
           'something imported TensorFlow with another TF_USE_LEGACY_KERAS '
           'first. Check that the environment does not set it.')
+    # The component's backend goes to the child with the Keras version; a
+    # TrainSpec's own is read there (see below).
+    _check_backend_fits(request, request.backend)
     logging.info('Training in a child process with %s.',
                  request.keras_version)
     keras_process.run_in_child(request)
@@ -64,11 +67,19 @@ def train(request: TrainingRequest, in_child: bool = False) -> None:
     if trains_here(backend):
       training.train(request, run_fn)
     elif in_child:
+      running = backend_process.process_backend()
+      if request.backend:
+        why = ('something imported Keras first with another KERAS_BACKEND. '
+               'Check that the module does not set it.')
+      else:
+        why = (f'{spec_class.__name__}.backend is read only here, in a '
+               f'process started on {running} for keras_version='
+               f'{request.keras_version!r}. Set backend={backend!r} on the '
+               f'component (or --backend {backend}), so that the process '
+               'starts on it.')
       raise TrainingProcessError(
-          f'The training process was started for the {backend} backend, but '
-          f'Keras there runs on {backend_process.process_backend()}: '
-          'something imported Keras first with another KERAS_BACKEND. Check '
-          'that the module does not set it.')
+          f'The training asks for the {backend} backend, but Keras in this '
+          f'training process runs on {running}: {why}')
     else:
       logging.info('Training in a child process on the %s backend.', backend)
       backend_process.run_in_child(request, backend)

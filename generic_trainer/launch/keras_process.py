@@ -20,6 +20,7 @@ from typing import Dict, Optional
 
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import KERAS3, TF_KERAS
+from generic_trainer.launch import backend_process
 from generic_trainer.launch import child_process
 
 _LEGACY_ENV = 'TF_USE_LEGACY_KERAS'
@@ -58,13 +59,15 @@ def can_train_in_process(keras_version: Optional[str]) -> bool:
 
 
 def run_in_child(request: TrainingRequest) -> None:
-  """Trains `request` in a child process under `request.keras_version`.
+  """Trains `request` in a child process under `request.keras_version` (on
+  the component's `backend`, when it names one).
 
   Raises the child's error as the same GenericTrainer error class, with the
   child's message; `TrainingProcessError` if it died without reporting one.
   """
-  child_process.train_in_child(request, keras_env(request.keras_version),
-                               request.keras_version)
+  env = {**keras_env(request.keras_version),
+         **backend_process.backend_env(request.backend)}
+  child_process.train_in_child(request, env, request.keras_version)
 
 
 def keras_env(keras_version: Optional[str]) -> Dict[str, str]:

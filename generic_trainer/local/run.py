@@ -148,8 +148,9 @@ class Outcome:
     entry_point: 'TrainSpec PenguinSpec' or '`run_fn`'.
     result: The training record (train_result.json), or None when a run_fn
       wrote none.
-    report: What `validate_export` checked; None for a run_fn (the executor
-      validated and logged it).
+    report: What `validate_export` checked; None when the executor trained
+      (a run_fn, or a TrainSpec on another backend than this process's):
+      it validated and logged it.
     layout: Where everything is.
   """
   entry_point = attr.ib(type=str)

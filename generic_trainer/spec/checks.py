@@ -6,6 +6,27 @@ from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
 
 
+def check_backend(spec) -> None:
+  """A TrainSpec that names its backend trains on it: Keras in this process
+  computes with it (GenericTrainer and the command start a process on it;
+  a notebook's Estimator, or TFX's own Trainer, cannot).
+
+  Raises:
+    SpecError: saying how to train it on its backend.
+  """
+  import os  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  running = keras.backend.backend()
+  if spec.backend is not None and spec.backend != running:
+    raise SpecError(
+        f'{type(spec).__name__}.backend is {spec.backend!r}, but Keras in '
+        f'this process computes with {running!r}: Keras reads its backend '
+        'once, when it is first imported. Received: KERAS_BACKEND='
+        f'{os.environ.get("KERAS_BACKEND")!r}. Train it with GenericTrainer '
+        f'or the generic-trainer command, which start a {spec.backend} '
+        f'process for it, or set KERAS_BACKEND={spec.backend} before '
+        'anything imports keras (in a notebook, restart the kernel first).')
+
 def check_train_step(spec, backend: str) -> None:
   """A custom train_step has the form of the backend that runs it:
   `(model, data)` returning logs on TensorFlow; `(model, state, data)`
@@ -15,14 +36,13 @@ def check_train_step(spec, backend: str) -> None:
   if step is None:
     return
   signature = inspect.signature(step)
-  jax_form = len(signature.parameters) == 3
-  try:
-    tape = 'GradientTape' in inspect.getsource(step)
-  except (OSError, TypeError):
-    tape = False
+  arity = len(signature.parameters)
+  jax_form = arity == 3
+  tape = _uses_gradient_tape(step)
   where = f'{type(spec).__name__}.train_step{signature}'
   if backend == JAX_BACKEND and (tape or not jax_form):
-    why = 'it uses tf.GradientTape' if tape else 'it takes (model, data)'
+    why = ('it uses tf.GradientTape' if tape else 'it takes (model, data)'
+           if arity == 2 else f'it takes {arity} arguments')
     raise SpecError(
         f'TrainSpec.train_step is written for TensorFlow ({why}), and '
         "Keras's JAX backend cannot run it: JAX takes gradients of pure "
@@ -41,6 +61,21 @@ def check_train_step(spec, backend: str) -> None:
         f"{where} on backend 'tensorflow'. Set backend='jax', or write "
         '`def train_step(self, model, data)` returning the logs dict.')
 
+
+def _uses_gradient_tape(step) -> bool:
+  """Whether the code of `step` calls GradientTape (comments and strings
+  that name it do not count); False when its source is not available."""
+  import ast  # pylint: disable=g-import-not-at-top
+  import inspect  # pylint: disable=g-import-not-at-top
+  import textwrap  # pylint: disable=g-import-not-at-top
+  try:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(step)))
+  except (OSError, TypeError, SyntaxError):
+    return False
+  return any(isinstance(node, ast.Call) and (
+      getattr(node.func, 'attr', None) == 'GradientTape' or
+      getattr(node.func, 'id', None) == 'GradientTape')
+             for node in ast.walk(tree))
 
 
 def check_heads(spec, backend: str) -> None:

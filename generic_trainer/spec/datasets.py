@@ -185,7 +185,7 @@ def cache_decision(spec, files: List[str], config) -> bool:
 
 
 def _describe(files: List[str]) -> str:
-  """'Split-train', the folder the files are in, or 'N files'."""
+  """'Split-train', the folder the files are in, or 'N file patterns'."""
   folders = {os.path.basename(os.path.dirname(f.rstrip('/'))) for f in files}
   if len(folders) == 1 and folders != {''}:
     return folders.pop()

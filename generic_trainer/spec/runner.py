@@ -46,6 +46,7 @@ def prepare(spec, fn_args) -> Prepared:
   Raises:
     SpecError: the spec does not fit the data; the message says how.
   """
+  checks.check_backend(spec)
   schema = datasets.load_schema(fn_args)
   keys = datasets.feature_keys(spec, schema)
   datasets.check_data(fn_args, schema)
