@@ -63,19 +63,17 @@ def check_train_step(spec, backend: str) -> None:
 
 
 def _uses_gradient_tape(step) -> bool:
-  """Whether the code of `step` calls GradientTape (comments and strings
-  that name it do not count); False when its source is not available."""
-  import ast  # pylint: disable=g-import-not-at-top
-  import inspect  # pylint: disable=g-import-not-at-top
-  import textwrap  # pylint: disable=g-import-not-at-top
-  try:
-    tree = ast.parse(textwrap.dedent(inspect.getsource(step)))
-  except (OSError, TypeError, SyntaxError):
-    return False
-  return any(isinstance(node, ast.Call) and (
-      getattr(node.func, 'attr', None) == 'GradientTape' or
-      getattr(node.func, 'id', None) == 'GradientTape')
-             for node in ast.walk(tree))
+  """Whether the code of `step` (or a function defined in it) names
+  GradientTape: comments and strings that mention it do not count."""
+  import types  # pylint: disable=g-import-not-at-top
+  code = getattr(step, '__code__', None)
+  todo = [code] if code is not None else []
+  while todo:
+    code = todo.pop()
+    if 'GradientTape' in code.co_names:
+      return True
+    todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+  return False
 
 
 def check_heads(spec, backend: str) -> None:
