@@ -1,5 +1,4 @@
-"""The penguin spec, slowed to ~0.1 s a step so a test can kill it mid-run
-(SLOW_SPEC_STEP_S sets another pause: more margin on a loaded machine)."""
+"""The penguin spec, slowed to ~0.1 s a step so a test can kill it mid-run."""
 
 import os
 import sys
@@ -15,7 +14,7 @@ import penguin_spec  # pylint: disable=g-import-not-at-top,wrong-import-position
 class _Slow(keras.callbacks.Callback):
 
   def on_train_batch_end(self, batch, logs=None):
-    time.sleep(float(os.environ.get('SLOW_SPEC_STEP_S', '0.1')))
+    time.sleep(0.1)
 
 
 class SlowPenguinSpec(penguin_spec.PenguinSpec):
