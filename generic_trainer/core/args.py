@@ -78,6 +78,17 @@ def resolve_backend(setting: Optional[str],
   return setting or spec_backend
 
 
+def backend_source(setting: Optional[str], spec_class: Optional[type],
+                   backend: Optional[str], flag: str = 'backend') -> str:
+  """Where the training's backend was set, as a message names it:
+  "PenguinSpec.backend='jax'" when only the TrainSpec set it, else
+  "backend='jax'" (`flag`='--backend' for the command: "--backend=jax")."""
+  if spec_class is not None and not setting:
+    return f'{spec_class.__name__}.backend={backend!r}'
+  return f'{flag}={backend}' if flag.startswith('--') else (
+      f'{flag}={backend!r}')
+
+
 def check_backend_fits(backend: Optional[str], source: str,
                        keras_version: Optional[str] = None,
                        num_workers: Optional[int] = None,

@@ -96,9 +96,7 @@ def _check_backend_fits(request: TrainingRequest, backend: Optional[str],
                         spec_class: Optional[type] = None) -> None:
   """Refuses a JAX training the settings or the cluster cannot give."""
   props = request.exec_properties
-  source = (f'{spec_class.__name__}.backend={backend!r}'
-            if spec_class is not None and not request.backend else
-            f'backend={backend!r}')
+  source = args.backend_source(request.backend, spec_class, backend)
   cluster_size = distribution.role_from_tf_config(
       os.environ.get(TF_CONFIG_ENV)).num_workers
   args.check_backend_fits(backend, source, request.keras_version,

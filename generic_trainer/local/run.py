@@ -180,9 +180,8 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   spec_class = getattr(entry, 'train_spec', None)
   backend = args.resolve_backend(request.backend, spec_class)
   args.check_backend_fits(
-      backend, f'{spec_class.__name__}.backend={backend!r}'
-      if spec_class is not None and not request.backend else
-      f'--backend={backend}', request.keras_version)
+      backend, args.backend_source(request.backend, spec_class, backend,
+                                   '--backend'), request.keras_version)
   layout = Layout(request.output_dir)
   checkpoint = checkpoint or layout.resume_dir(resume_key(request))
   layout.clear(keep=checkpoint if request.resume else None)
