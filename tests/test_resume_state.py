@@ -16,7 +16,7 @@ import pytest
 
 from generic_trainer import CheckpointError, Estimator, resume
 from generic_trainer.spec.fit_schedule import FitCall, fit_calls
-from spec_fixtures import PenguinSpec
+from spec_fixtures import BestOnlySpec, PenguinSpec, WorseFromEpoch3
 
 
 class Killed(Exception):
@@ -226,22 +226,10 @@ def test_best_only_checkpoint_is_not_overwritten_by_a_worse_model(
     tmp_path, penguin_csvs):
   """The best val_loss survives the resume: the worse epochs after it do
   not replace best.weights.h5."""
-  class Sabotage(keras.callbacks.Callback):
-    def on_epoch_begin(self, epoch, logs=None):
-      if epoch >= 2:  # From the 3rd epoch on: "class 2", surely.
-        last = self.model.layers[-1]
-        last.kernel.assign(np.zeros(last.kernel.shape, 'float32'))
-        last.bias.assign(np.array([-50.0, -50.0, 50.0], 'float32'))
-
-  class Spec(PenguinSpec):
-    epochs = 4
-    checkpoint = {'best_only': True, 'monitor': 'val_loss', 'mode': 'min'}
-
-    def build_optimizer(self):
-      return keras.optimizers.SGD(learning_rate=1e-4)
+  class Spec(BestOnlySpec):
 
     def handlers(self):
-      return [Killer(), Sabotage()]
+      return [Killer(), WorseFromEpoch3()]
 
   resumed, _, left = _interrupted_then_resumed(
       Spec, tmp_path, penguin_csvs, 8, at_epoch=2)
