@@ -59,14 +59,17 @@ COMPARISONS = 'abcdfghi'
 # The variants each comparison needs, per data set, in the order of a round
 # (the next round runs them in reverse).
 ORDER = ['tfx_trainer', 'generic_trainer', 'train_spec', 'compute_bound',
-         'train_spec_stream', 'train_spec_jax']
+         'train_spec_stream', 'train_spec_disk', 'train_spec_jax']
 NEEDS = {
     'a': {'main': ['tfx_trainer', 'generic_trainer']},
     'b': {'main': ['train_spec', 'tfx_trainer']},
     'c': {'main': ['train_spec', 'compute_bound']},
-    'f': {'main': ['train_spec_stream', 'compute_bound', 'tfx_trainer']},
-    'g': {'main': ['train_spec', 'train_spec_stream', 'tfx_trainer'],
-          'growth': ['train_spec', 'train_spec_stream', 'tfx_trainer']},
+    'f': {'main': ['train_spec_stream', 'train_spec_disk', 'compute_bound',
+                   'tfx_trainer']},
+    'g': {'main': ['train_spec', 'train_spec_stream', 'train_spec_disk',
+                   'tfx_trainer'],
+          'growth': ['train_spec', 'train_spec_stream', 'train_spec_disk',
+                     'tfx_trainer']},
     'h': {'wide': ['tfx_trainer', 'train_spec', 'compute_bound',
                    'train_spec_stream']},
     'i': {'main': ['train_spec', 'train_spec_jax']},
@@ -85,10 +88,16 @@ RATIOS = [
      'compute_bound', 'examples_per_s', '>=', 0.6),
     ('f', 'f_stream_over_tutorial_throughput', 'main', 'train_spec_stream',
      'tfx_trainer', 'examples_per_s', '>=', 3.0),
+    ('f', 'f_disk_over_compute_bound', 'main', 'train_spec_disk',
+     'compute_bound', 'examples_per_s', None, None),
+    ('f', 'f_disk_over_stream_throughput', 'main', 'train_spec_disk',
+     'train_spec_stream', 'examples_per_s', None, None),
     ('g', 'g_train_spec_throughput_growth', 'growth', 'train_spec',
      'train_spec', 'examples_per_s', '>=', 0.9),
     ('g', 'g_stream_throughput_growth', 'growth', 'train_spec_stream',
      'train_spec_stream', 'examples_per_s', '>=', 0.9),
+    ('g', 'g_disk_throughput_growth', 'growth', 'train_spec_disk',
+     'train_spec_disk', 'examples_per_s', '>=', 0.9),
     ('g', 'g_tutorial_throughput_growth', 'growth', 'tfx_trainer',
      'tfx_trainer', 'examples_per_s', '>=', 0.9),
     ('h', 'h_train_spec_over_tutorial_throughput', 'wide', 'train_spec',
@@ -416,6 +425,8 @@ def _report(args, argv, only, sets, runs, durations):
     targets['g_stream_peak_memory_growth'] = {
         'op': '<=', 'value': 1.1, 'met': memory['train_spec_stream'] <= 1.1}
     ratios['g_tutorial_peak_memory_growth'] = memory['tfx_trainer']
+    if 'train_spec_disk' in memory:
+      ratios['g_disk_peak_memory_growth'] = memory['train_spec_disk']
     cached = growth['train_spec']
     ratios['g_train_spec_memory_growth_over_parsed_rows'] = (
         cached['peak_rss_mb_at_growth_rows'] - cached['peak_rss_mb_at_rows']
@@ -472,16 +483,24 @@ LABELS = {
         '(f) TrainSpec uncached (cache=False) / compute-only bound',
     'f_stream_over_tutorial_throughput':
         '(f) TrainSpec uncached / tutorial run_fn',
+    'f_disk_over_compute_bound':
+        "(f) TrainSpec cached on disk (cache='disk') / compute-only bound",
+    'f_disk_over_stream_throughput':
+        '(f) TrainSpec cached on disk / uncached',
     'g_train_spec_throughput_growth':
         '(g) TrainSpec cached, throughput at {growth} / at {main}',
     'g_stream_throughput_growth':
         '(g) TrainSpec uncached, throughput at {growth} / at {main}',
+    'g_disk_throughput_growth':
+        '(g) TrainSpec cached on disk, throughput at {growth} / at {main}',
     'g_tutorial_throughput_growth':
         '(g) tutorial run_fn, throughput at {growth} / at {main}',
     'g_stream_peak_memory_growth':
         '(g) TrainSpec uncached, peak memory at {growth} / at {main}',
     'g_tutorial_peak_memory_growth':
         '(g) tutorial run_fn, peak memory at {growth} / at {main}',
+    'g_disk_peak_memory_growth':
+        '(g) TrainSpec cached on disk, peak memory at {growth} / at {main}',
     'g_train_spec_memory_growth_over_parsed_rows':
         '(g) TrainSpec cached, memory growth / parsed rows\' growth',
     'h_train_spec_over_tutorial_throughput':
@@ -519,7 +538,7 @@ def _values(report, name):
     return f'{len(quiet)} such rounds'
   growth = report['growth']
   variant = {'g_stream': 'train_spec_stream', 'g_tutori': 'tfx_trainer',
-             'g_train_': 'train_spec'}[name[:8]]
+             'g_train_': 'train_spec', 'g_disk_p': 'train_spec_disk'}[name[:8]]
   at = growth[variant]
   values = (f"{at['peak_rss_mb_at_growth_rows']:.0f} / "
             f"{at['peak_rss_mb_at_rows']:.0f} MB")

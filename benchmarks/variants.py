@@ -12,6 +12,8 @@ imports, so that import time is not counted except in `first_step`):
                      None, the default).
   train_spec_stream  The same with `cache=False`: every epoch reads and
                      parses the gzip files.
+  train_spec_disk    The same with `cache='disk'`: the first epoch writes
+                     the parsed rows to local disk, later epochs read them.
   train_spec_jax     `train_spec` with backend='jax': trained in a child
                      process on Keras's JAX backend.
   compute_bound      The TrainSpec's model and compile settings, fed from
@@ -37,7 +39,7 @@ SPEC_MODULE = os.path.join(HERE, 'modules', 'synthetic_spec.py')
 # The TrainSpec variants: their `TrainSpec.cache`, and backend if not
 # TensorFlow.
 SPEC_CACHE = {'train_spec': None, 'train_spec_stream': False,
-              'train_spec_jax': None}
+              'train_spec_disk': 'disk', 'train_spec_jax': None}
 SPEC_BACKEND = {'train_spec_jax': 'jax'}
 
 

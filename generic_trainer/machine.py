@@ -1,11 +1,15 @@
-"""What this machine can give a training: cores and free memory.
+"""What this machine can give a training: cores, free memory and disk.
 
-Read from the process's CPU affinity and `/proc/meminfo` (Linux), so a
-container's CPU set counts, not the host's.
+Read from the process's CPU affinity, `/proc/meminfo` and `/proc/mounts`
+(Linux), so a container's CPU set counts, not the host's.
 """
 
 import os
+import shutil
 from typing import Optional
+
+# Filesystems that keep their files in memory: no disk to spill onto.
+MEMORY_FILESYSTEMS = ('tmpfs', 'ramfs')
 
 
 def cores() -> int:
@@ -26,3 +30,33 @@ def available_memory() -> Optional[int]:
   except OSError:
     pass
   return None
+
+
+def free_disk(path: str) -> Optional[int]:
+  """Bytes free on the disk of `path`; None if unknown, or if `path` is on
+  a filesystem in memory (tmpfs, ramfs), which is no disk."""
+  try:
+    free = shutil.disk_usage(path).free
+  except OSError:
+    return None
+  return None if filesystem_type(path) in MEMORY_FILESYSTEMS else free
+
+
+def filesystem_type(path: str) -> Optional[str]:
+  """The type of the filesystem `path` is on ('ext4', 'tmpfs'...), from the
+  longest mount point above it in `/proc/mounts`; None if unknown."""
+  path = os.path.realpath(path)
+  best, kind = '', None
+  try:
+    with open('/proc/mounts') as f:
+      for line in f:
+        fields = line.split()
+        if len(fields) < 3:
+          continue
+        mount = fields[1].replace('\\040', ' ')
+        inside = path == mount or path.startswith(mount.rstrip('/') + '/')
+        if inside and len(mount) >= len(best):
+          best, kind = mount, fields[2]
+  except OSError:
+    return None
+  return kind

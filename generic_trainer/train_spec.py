@@ -103,10 +103,14 @@ class TrainSpec(abc.ABC):
       training reads on where the interrupted one stopped (README,
       "Resuming after a crash"). None: a new order at every run, read and
       parsed a little faster (files and blocks taken as they come).
-    cache: Keep the parsed train and eval rows in memory after the first
-      epoch: True, False, or None (default) to cache when the data likely
-      fits in a quarter of the free memory. Applies when every feature the
-      model reads is dense (fixed shape in the schema).
+    cache: Where the parsed train and eval rows are kept after the first
+      epoch, so that later epochs neither read nor parse the files: None
+      (default) in memory when they likely fit in a quarter of the memory
+      available, else on local disk (TMPDIR, removed after training) when
+      they fit in half of its free space, else nowhere; True in memory;
+      'disk' on local disk; False nowhere (every epoch reads and parses the
+      files). The log says what was decided and why. Applies when every
+      feature the model reads is dense (fixed shape in the schema).
     warm_start: When a base model is connected (`base_model`), start from
       its weights: True (default) loads every layer that matches by name and
       shape, 'strict' fails unless all do, False trains from scratch; or
@@ -139,7 +143,7 @@ class TrainSpec(abc.ABC):
   early_stopping: Optional[Dict[str, Any]] = None
   checkpoint: Optional[Dict[str, Any]] = {'every_epochs': 1}
   shuffle_seed: Optional[int] = 0
-  cache: Optional[bool] = None
+  cache: Any = None
   steps_per_execution: Optional[int] = None
   warm_start: Any = True
   backend: Optional[str] = None

@@ -11,8 +11,8 @@ import pytest
 from conftest import REPO
 
 MAIN = {'tfx_trainer', 'generic_trainer', 'train_spec', 'compute_bound',
-        'train_spec_stream', 'train_spec_jax'}
-GROWTH = {'tfx_trainer', 'train_spec', 'train_spec_stream'}
+        'train_spec_stream', 'train_spec_disk', 'train_spec_jax'}
+GROWTH = {'tfx_trainer', 'train_spec', 'train_spec_stream', 'train_spec_disk'}
 WIDE = {'tfx_trainer', 'train_spec', 'compute_bound', 'train_spec_stream'}
 TARGETS = {
     'a_generic_over_tfx_execution_time',
@@ -22,9 +22,11 @@ TARGETS = {
     'd_cli_first_step_over_tensorflow_import',
     'f_stream_over_compute_bound', 'f_stream_over_tutorial_throughput',
     'g_train_spec_throughput_growth', 'g_stream_throughput_growth',
-    'g_tutorial_throughput_growth', 'g_stream_peak_memory_growth'}
+    'g_tutorial_throughput_growth', 'g_stream_peak_memory_growth',
+    'g_disk_throughput_growth'}
 REPORTED = {
-    'g_tutorial_peak_memory_growth',
+    'g_tutorial_peak_memory_growth', 'g_disk_peak_memory_growth',
+    'f_disk_over_compute_bound', 'f_disk_over_stream_throughput',
     'g_train_spec_memory_growth_over_parsed_rows',
     'h_train_spec_over_tutorial_throughput',
     'h_stream_over_tutorial_throughput', 'h_train_spec_over_compute_bound',
@@ -70,10 +72,13 @@ def test_benchmark_runs_every_comparison(tmp_path):
       2 * 3000)
   # The TrainSpec logs its cache decisions, with their reasons.
   assert main['train_spec']['cache'][0].startswith(
-      'cache: on for Split-train (112 kB of parsed rows (~2,')
+      'cache: in memory for Split-train (112 kB of parsed rows (~2,')
   assert main['train_spec_stream']['cache'][0] == (
       'cache: off for Split-train (TrainSpec.cache=False); every epoch reads '
       'and parses the files')
+  assert main['train_spec_disk']['cache'][0].startswith(
+      'cache: on disk for Split-train, in ')
+  assert main['train_spec_disk']['train_examples'] == 2 * 2000
   for data_set in ('main', 'growth', 'wide'):
     for run in runs[data_set].values():
       record = run['records'][0]

@@ -98,11 +98,18 @@ def _block_dataset(data, **kwargs):
                                       **kwargs)
 
 
-@pytest.mark.parametrize('cache', [True, False])
-def test_blocks_read_every_row_once_per_epoch_in_a_new_order(data, cache):
+def _cache(setting, tmp_path):
+  """block_dataset's `cache` for a test's setting: 'disk' is a file prefix."""
+  return str(tmp_path / 'cache' / 'blocks') if setting == 'disk' else setting
+
+
+@pytest.mark.parametrize('cache', [True, False, 'disk'])
+def test_blocks_read_every_row_once_per_epoch_in_a_new_order(data, cache,
+                                                            tmp_path):
   """Two shuffled epochs: each row twice, and the epochs' orders differ."""
+  (tmp_path / 'cache').mkdir()
   rows = _rows(_block_dataset(data, batch_size=100, num_epochs=2,
-                              shuffle=True, cache=cache))
+                              shuffle=True, cache=_cache(cache, tmp_path)))
   expected = _rows(_tfxio(data[0], data[1], tfxio.TensorFlowDatasetOptions(
       batch_size=500, label_key='label', num_epochs=1, shuffle=False)))
   assert len(rows) == 2 * ROWS
@@ -112,10 +119,14 @@ def test_blocks_read_every_row_once_per_epoch_in_a_new_order(data, cache):
   assert not np.array_equal(rows[:ROWS], expected)
 
 
-@pytest.mark.parametrize('cache', [True, False])
-def test_seeded_blocks_are_one_stream_a_skip_reads_on(data, cache):
+@pytest.mark.parametrize('cache', [True, False, 'disk'])
+def test_seeded_blocks_are_one_stream_a_skip_reads_on(data, cache, tmp_path):
   """Seeded and repeated: the same batches in every iterator, a new order
-  every pass, and `skip(k)` gives batch k on (what a resume reads)."""
+  every pass, and `skip(k)` gives batch k on (what a resume reads); on
+  disk, the first pass writes the blocks and the others read them back."""
+  (tmp_path / 'cache').mkdir()
+  cache = _cache(cache, tmp_path)
+
   def stream(**kwargs):
     return _block_dataset(data, batch_size=100, num_epochs=None, shuffle=True,
                           cache=cache, seed=5, **kwargs)
@@ -125,6 +136,9 @@ def test_seeded_blocks_are_one_stream_a_skip_reads_on(data, cache):
   assert not np.array_equal(rows[:ROWS], rows[ROWS:])
   np.testing.assert_array_equal(
       _rows(stream().skip(37).take(10)), rows[3700:4700])
+  if isinstance(cache, str):
+    assert sorted(os.listdir(tmp_path / 'cache')) == [
+        'blocks.data-00000-of-00001', 'blocks.index']
   other_seed = _rows(_block_dataset(
       data, batch_size=100, num_epochs=None, shuffle=True, cache=cache,
       seed=6).take(10))
@@ -173,14 +187,37 @@ def test_cache_only_when_the_parsed_rows_fit(data, monkeypatch):
   """Small data fits in memory; with no memory to spare it does not; the
   reason names the sizes weighed."""
   fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9)
-  assert fit.fits and re.fullmatch(
+  assert fit.where == 'memory' and re.fullmatch(
       r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) fit in a quarter of the '
       r'1\.0 GB available', fit.reason)
   monkeypatch.setattr(input_pipeline, 'CACHE_MEMORY_FRACTION', 0.0)
   fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9)
-  assert not fit.fits and re.fullmatch(
+  assert fit.where is None and re.fullmatch(
       r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) do not fit in 0% of the '
       r'1\.0 GB available', fit.reason)
+
+
+def test_rows_too_big_for_memory_go_to_local_disk_if_it_has_room(
+    data, monkeypatch, tmp_path):
+  """Not in memory: on the disk of the cache folder when the rows fit in
+  half of its free space; not on a filesystem in memory (tmpfs)."""
+  from generic_trainer import machine  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(input_pipeline, 'CACHE_MEMORY_FRACTION', 0.0)
+  fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9,
+                                 disk_dir='/scratch', disk_free=10**6)
+  assert fit.where == 'disk' and re.fullmatch(
+      r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) do not fit in 0% of the '
+      r'1\.0 GB available; they fit in half of the 1\.0 MB free on the disk '
+      r'of /scratch', fit.reason)
+  fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9,
+                                 disk_dir='/scratch', disk_free=300_000)
+  assert fit.where is None and fit.reason.endswith(
+      'they do not fit in half of the 300 kB free on the disk of /scratch')
+  monkeypatch.setattr(machine, 'filesystem_type', lambda path: 'tmpfs')
+  fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9,
+                                 disk_dir=str(tmp_path))
+  assert fit.where is None and fit.reason.endswith(
+      f'{tmp_path} is on no local disk (or its free space is unknown)')
 
 
 def test_parsed_size_is_estimated_from_the_first_records(data, monkeypatch):
@@ -201,7 +238,7 @@ def test_cache_unknown_size_is_off(tmp_path, data):
   path = tmp_path / 'cut.tfrecord'
   path.write_bytes(b'\x10' * 8)
   fit = input_pipeline.cache_fit([str(path)], _config(data), available=10**9)
-  assert fit == (False, 'the size of the parsed rows is unknown: the start '
+  assert fit == (None, 'the size of the parsed rows is unknown: the start '
                  'of the first file could not be read, or holds no complete '
                  'record')
 
@@ -308,13 +345,16 @@ def test_spec_preprocess_applies_on_blocks(data, with_label):
 
 
 @pytest.mark.parametrize('cache, expected', [
-    (None, r'cache: on for Split-train \(36 kB of parsed rows \(~(2,9|3,0)\d\d '
-     r'rows\) fit in a quarter of the [0-9.]+ GB available\)'),
+    (None, r'cache: in memory for Split-train \(36 kB of parsed rows '
+     r'\(~(2,9|3,0)\d\d rows\) fit in a quarter of the [0-9.]+ GB available\)'),
     (False, r'cache: off for Split-train \(TrainSpec.cache=False\); every '
      r'epoch reads and parses the files'),
+    ('disk', r'cache: on disk for Split-train, in \S+/Split-train-\w+ '
+     r"\(TrainSpec.cache='disk'\); the first epoch writes the parsed rows "
+     r'there, later epochs read them back'),
 ])
 def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
-                                                      expected):
+                                                      expected, tmp_path):
   """Without the cache every epoch reads the files: the log says which,
   and why."""
   import logging  # pylint: disable=g-import-not-at-top
@@ -330,8 +370,34 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
   fn_args = types.SimpleNamespace(data_accessor=types.SimpleNamespace(
       tf_dataset_factory=input_pipeline.DatasetFactory()))
   caplog.set_level(logging.INFO, logger=progress.LOGGER)
-  spec_input.make_dataset(Spec(), fn_args, schema, patterns, ['f00'], 50,
-                          num_epochs=1, shuffle=True)
+  dataset = spec_input.make_dataset(Spec(), fn_args, schema, patterns, ['f00'],
+                                    50, num_epochs=1, shuffle=True,
+                                    cache_dir=str(tmp_path))
   lines = [r.getMessage() for r in caplog.records
            if r.getMessage().startswith('cache: ')]
   assert len(lines) == 1 and re.fullmatch(expected, lines[0]), lines
+  assert sum(int(label.shape[0]) for _, label in dataset) == ROWS
+  if cache == 'disk':
+    folder, = os.listdir(tmp_path)
+    assert 'blocks.index' in os.listdir(tmp_path / folder)
+
+
+def test_a_cache_setting_of_another_kind_is_refused(data):
+  """TrainSpec.cache='memory' (say) fails before training, listing the
+  settings."""
+  from generic_trainer import TrainSpec  # pylint: disable=g-import-not-at-top
+  from generic_trainer.spec import datasets as spec_input  # pylint: disable=g-import-not-at-top
+
+  class Spec(TrainSpec):
+    label_key = 'label'
+    cache = 'memory'
+    build_model = build_optimizer = build_loss = lambda self: None
+
+  fn_args = types.SimpleNamespace(data_accessor=types.SimpleNamespace(
+      tf_dataset_factory=input_pipeline.DatasetFactory()))
+  with pytest.raises(SpecError, match=re.escape(
+      "TrainSpec.cache must be None (keep the parsed rows where they fit: in "
+      "memory, else on local disk), True (memory), 'disk', or False (read "
+      "and parse the files every epoch). Received: cache='memory'.")):
+    spec_input.make_dataset(Spec(), fn_args, data[1], data[0], ['f00'], 50,
+                            num_epochs=1, shuffle=True)

@@ -14,17 +14,19 @@ sparse or ragged, renamed, default values filled):
 - `block_dataset`: what a TrainSpec trains on when every feature it reads
   is dense. Records are read from the files in parallel and parsed in
   parallel, `PARSE_ROWS` at a time (`parsed_blocks`), into blocks that are
-  kept in memory when they fit (`cache`), shuffled as blocks, mixed into
-  pools of `POOL_ROWS` rows that are permuted, then cut into batches. After
-  the first epoch no record is read or parsed again; every epoch sees a new
-  order, a function of a seed when one is given (TrainSpec.shuffle_seed).
+  kept in memory when they fit, else on local disk when it has room
+  (`cache_fit`), shuffled as blocks, mixed into pools of `POOL_ROWS` rows
+  that are permuted, then cut into batches. After the first epoch no
+  record is read or parsed again; every epoch sees a new order, a function
+  of a seed when one is given (TrainSpec.shuffle_seed).
 
 Measured on 2 cores, 200k rows of 12 float features, batch 256: iterating
 TFXIO's dataset ~20-25k rows/s, `DatasetFactory` ~130k rows/s; parsing 1M
 rows from gzip files ~2.5 s (benchmarks/README.md has the training numbers).
 """
 
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Any, Dict, List, NamedTuple, Optional, Sequence, Tuple,
+                    Union)
 
 from generic_trainer import machine
 from generic_trainer.data.tfrecords import common_compression
@@ -35,6 +37,7 @@ PREFETCH_BATCHES = 8
 READ_AHEAD_BLOCKS = 1 << 20  # When cached: parse ahead of training, all.
 SHUFFLE_BLOCKS = 16  # Blocks held for shuffling: 64k rows (TFXIO: 10k).
 CACHE_MEMORY_FRACTION = 0.25
+CACHE_DISK_FRACTION = 0.5  # Of the free local disk, for parsed rows.
 _PASS_SEEDS = 1 << 20  # Pass p of a seeded stream shuffles with seed*this+p.
 
 
@@ -116,13 +119,17 @@ def dense_only(config: Dict[str, Any]) -> bool:
 def block_dataset(patterns: List[str], config: Dict[str, Any],
                   names: Dict[str, str], label_key: Optional[str],
                   batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                  cache: bool, seed: Optional[int] = None):
+                  cache: Union[bool, str], seed: Optional[int] = None):
   """Batches of (features, label) (features alone without `label_key`).
 
   Dense features only (`dense_only`). The blocks of parsed rows
-  (`parsed_blocks`) are kept in memory with `cache` (from the second epoch
-  nothing is read or parsed, and the first parses ahead of training),
-  shuffled `SHUFFLE_BLOCKS` blocks at a time, mixed into pools of
+  (`parsed_blocks`) are kept after the first pass: in memory with
+  `cache=True` (and the first epoch parses ahead of training), in files
+  with `cache` a path prefix on local disk (tf.data's file cache: the first
+  pass writes them, later passes read them back; an iterator that stops
+  early removes what it wrote). From then on no record is read or parsed
+  again. With `cache=False` every pass reads and parses the files. The
+  blocks are shuffled `SHUFFLE_BLOCKS` at a time, mixed into pools of
   `POOL_ROWS` rows that are permuted, and cut into batches. With
   `num_epochs=None` it repeats forever and every batch is full; otherwise
   the last batch of the last epoch may be short.
@@ -150,7 +157,9 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
   seeded = seed is not None
   blocks = parsed_blocks(patterns, config, names, label_key,
                          deterministic=seeded or not shuffle)
-  if cache:
+  if isinstance(cache, str):
+    blocks = blocks.prefetch(PREFETCH_BATCHES).cache(cache)
+  elif cache:
     # Read ahead without bound: the blocks are all kept anyway, and the
     # parse goes on on idle cores, also while Keras traces the model.
     blocks = blocks.prefetch(READ_AHEAD_BLOCKS).cache()
@@ -222,43 +231,68 @@ def without_autotuning(dataset):
 
 
 class CacheFit(NamedTuple):
-  """Whether the parsed rows of some files fit in the memory set aside for
-  the cache (`CACHE_MEMORY_FRACTION` of what is available), and why.
+  """Where the parsed rows of some files are kept after the first epoch,
+  and why.
 
   Attributes:
-    fits: Whether they fit.
+    where: 'memory' when they fit in `CACHE_MEMORY_FRACTION` of the memory
+      available; else 'disk' when they fit in `CACHE_DISK_FRACTION` of the
+      local disk free; else None: every epoch reads and parses the files.
     reason: The sizes weighed, for the log: '58 MB of parsed rows (~1.0M
       rows) fit in a quarter of the 20.1 GB available'.
   """
-  fits: bool
+  where: Optional[str]
   reason: str
 
 
 def cache_fit(patterns: List[str], config: Dict[str, Any],
-              available: Optional[int] = None) -> CacheFit:
-  """Whether the rows of `patterns` parsed with `config` (dense features)
-  fit in `CACHE_MEMORY_FRACTION` of `available` bytes (default: the
-  memory available now); see `parsed_size.estimate`. No when either size
-  is unknown."""
+              available: Optional[int] = None,
+              disk_dir: Optional[str] = None,
+              disk_free: Optional[int] = None) -> CacheFit:
+  """Where to keep the rows of `patterns` parsed with `config` (dense
+  features): in memory if they fit in `CACHE_MEMORY_FRACTION` of
+  `available` bytes (default: the memory available now), else on the disk
+  of `disk_dir` if they fit in `CACHE_DISK_FRACTION` of `disk_free` bytes
+  (default: free there now; a filesystem in memory has none). Sizes from
+  `parsed_size.estimate`; an unknown size keeps nothing."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
   if available is None:
     available = machine.available_memory()
-  if available is None:
-    return CacheFit(False, 'the memory available is unknown')
   files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
   size = parsed_size.estimate(files, config)
   if size is None:
-    return CacheFit(False, 'the size of the parsed rows is unknown: the '
+    return CacheFit(None, 'the size of the parsed rows is unknown: the '
                     'start of the first file could not be read, or holds '
                     'no complete record')
-  share = ('a quarter' if CACHE_MEMORY_FRACTION == 0.25 else
-           f'{CACHE_MEMORY_FRACTION:.0%}')
-  fits = size.parsed_bytes <= available * CACHE_MEMORY_FRACTION
-  return CacheFit(fits, (
-      f'{_size(size.parsed_bytes)} of parsed rows (~{_count(size.rows)} '
-      f'rows) {"fit" if fits else "do not fit"} in {share} of the '
-      f'{_size(available)} available'))
+  rows = (f'{_size(size.parsed_bytes)} of parsed rows '
+          f'(~{_count(size.rows)} rows)')
+  if available is None:
+    memory = f'{rows}: the memory available is unknown'
+  else:
+    fits = size.parsed_bytes <= available * CACHE_MEMORY_FRACTION
+    memory = (f'{rows} {"fit" if fits else "do not fit"} in '
+              f'{_share(CACHE_MEMORY_FRACTION)} of the {_size(available)} '
+              'available')
+    if fits:
+      return CacheFit('memory', memory)
+  if disk_dir is None:
+    return CacheFit(None, memory)
+  if disk_free is None:
+    disk_free = machine.free_disk(disk_dir)
+  if disk_free is None:
+    return CacheFit(None, f'{memory}, and {disk_dir} is on no local disk '
+                    '(or its free space is unknown)')
+  fits = size.parsed_bytes <= disk_free * CACHE_DISK_FRACTION
+  return CacheFit('disk' if fits else None, (
+      f'{memory}; they {"fit" if fits else "do not fit"} in '
+      f'{_share(CACHE_DISK_FRACTION)} of the {_size(disk_free)} free on the '
+      f'disk of {disk_dir}'))
+
+
+def _share(fraction: float) -> str:
+  """'a quarter', 'half', '10%'."""
+  return {0.25: 'a quarter', 0.5: 'half'}.get(fraction, f'{fraction:.0%}')
 
 
 def _size(n: float) -> str:

@@ -4,7 +4,7 @@ Parsed with the schema's TFXIO config; see `input_pipeline` for how.
 """
 
 import os
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 from generic_trainer import progress
 from generic_trainer.errors import SpecError
@@ -74,9 +74,9 @@ def feature_keys(spec, schema) -> List[str]:
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                 with_label: bool = True, cache: Optional[bool] = None,
+                 with_label: bool = True, cache: Union[None, bool, str] = None,
                  encode_labels: bool = True,
-                 seed: Optional[int] = None):
+                 seed: Optional[int] = None, cache_dir: Optional[str] = None):
   """(features, labels) batches of `files`, features restricted to `keys`;
   (features, labels, weights) when the spec has weight columns.
 
@@ -88,8 +88,10 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   every process (see `input_pipeline.block_dataset`); without, each run's
   own. When every column read is dense and the data is local tf.Example
   (the factory is `input_pipeline.DatasetFactory`), rows are parsed in
-  blocks and kept in memory per `cache` (default: `cache_decision`, which logs
-  it); otherwise the dataset comes from the factory, row by row.
+  blocks and kept after the first epoch per `cache` (False: not kept;
+  default: `cache_decision`, which logs it: in memory, or in a folder of
+  `cache_dir` on local disk); otherwise the dataset comes from the factory,
+  row by row.
   """
   from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
@@ -106,10 +108,10 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
     config, names = factory.parser(schema, columns + ([label] if label else []))
     if input_pipeline.dense_only(config):
       if cache is None:
-        cache = cache_decision(spec, files, config)
+        cache = cache_decision(spec, files, config, cache_dir)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
-          cache=bool(cache), seed=seed))
+          cache=cache, seed=seed))
       # Blocks hold exactly the columns (and a plain label).
       return _preprocessed(spec, dataset, keys, with_label, plain,
                            encode_labels, select=False)
@@ -166,22 +168,49 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
   return dataset.map(example)
 
 
-def cache_decision(spec, files: List[str], config) -> bool:
-  """Whether to keep the parsed rows of `files` in memory: `spec.cache`, or
-  when None, whether they fit (`input_pipeline.cache_fit`). The decision
-  and its reason go to the progress log: without the cache every epoch
-  reads and parses the files again, which a user should know."""
+def cache_decision(spec, files: List[str], config,
+                   cache_dir: Optional[str] = None) -> Union[bool, str]:
+  """Where to keep the parsed rows of `files` after the first epoch, as
+  `input_pipeline.block_dataset` takes it: True (memory), a path prefix in
+  a new folder of `cache_dir` (local disk), or False (every epoch reads
+  and parses the files). From `spec.cache`: True, False, 'disk', or None
+  for `input_pipeline.cache_fit`'s choice. The decision and its reason go
+  to the progress log: a user should know what each epoch costs.
+
+  Raises:
+    SpecError: `spec.cache` is none of None, True, False and 'disk'.
+  """
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
-  if spec.cache is None:
-    fit = input_pipeline.cache_fit(files, config)
-    cache, reason = fit.fits, fit.reason
-  else:
-    cache, reason = bool(spec.cache), f'TrainSpec.cache={spec.cache!r}'
+  setting = spec.cache
+  if not (setting is None or isinstance(setting, bool) or setting == 'disk'):
+    raise SpecError(
+        'TrainSpec.cache must be None (keep the parsed rows where they fit: '
+        "in memory, else on local disk), True (memory), 'disk', or False "
+        '(read and parse the files every epoch). Received: '
+        f'cache={setting!r}.')
   what = _describe(files)
-  progress.log().info(
-      'cache: %s for %s (%s)%s', 'on' if cache else 'off', what, reason,
-      '' if cache else '; every epoch reads and parses the files')
-  return cache
+  if setting is None:
+    fit = input_pipeline.cache_fit(files, config, disk_dir=cache_dir)
+    where, reason = fit.where, fit.reason
+  else:
+    where = {True: 'memory', 'disk': 'disk', False: None}[setting]
+    reason = f'TrainSpec.cache={setting!r}'
+    if where == 'disk' and cache_dir is None:
+      where, reason = None, f'{reason}, but no local folder was given for it'
+  log = progress.log()
+  if where is None:
+    log.info('cache: off for %s (%s); every epoch reads and parses the '
+             'files', what, reason)
+    return False
+  if where == 'memory':
+    log.info('cache: in memory for %s (%s)', what, reason)
+    return True
+  import tempfile  # pylint: disable=g-import-not-at-top
+  folder = tempfile.mkdtemp(prefix=f'{what}-', dir=cache_dir)
+  log.info('cache: on disk for %s, in %s (%s); the first epoch writes the '
+           'parsed rows there, later epochs read them back', what, folder,
+           reason)
+  return os.path.join(folder, 'blocks')
 
 
 def _describe(files: List[str]) -> str:

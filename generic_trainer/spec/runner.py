@@ -8,6 +8,7 @@ and the result record).
 """
 
 import os
+import tempfile
 from typing import Any, Dict, List, Optional, Sequence
 
 import attr
@@ -39,9 +40,11 @@ class Prepared:
   warm_start = attr.ib(default=None)
 
 
-def prepare(spec, fn_args) -> Prepared:
+def prepare(spec, fn_args, cache_dir: Optional[str] = None) -> Prepared:
   """Builds the datasets and the compiled model, and checks the spec
-  against the data, before any training step.
+  against the data, before any training step. Parsed rows that the cache
+  decision puts on disk go in folders of `cache_dir` (local; None: none
+  goes on disk).
 
   Raises:
     SpecError: the spec does not fit the data; the message says how.
@@ -58,10 +61,11 @@ def prepare(spec, fn_args) -> Prepared:
   train = datasets.make_dataset(
       spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
       num_epochs=None if steps_per_epoch else 1, shuffle=True,
-      seed=spec.shuffle_seed)
+      seed=spec.shuffle_seed, cache_dir=cache_dir)
   evaluation = datasets.make_dataset(
       spec, fn_args, schema, fn_args.eval_files, keys,
-      spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False)
+      spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
+      cache_dir=cache_dir)
   checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
   checks.check_monitors(spec, model)
@@ -75,11 +79,15 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
           extra_handlers: Sequence[Any] = ()):
   """`prepare`, then the fit loop. Returns (Prepared, result record).
 
-  `interactive` and `extra_handlers` go to `fit_loop.fit`.
+  `interactive` and `extra_handlers` go to `fit_loop.fit`. Parsed rows
+  cached on disk live in a folder of the system's temporary directory
+  (TMPDIR), removed when training ends, failed or not.
   """
-  prepared = prepare(spec, fn_args)
-  result = fit_loop.fit(spec, prepared.plan, fn_args, interactive=interactive,
-                        extra_handlers=extra_handlers)
+  with tempfile.TemporaryDirectory(prefix='generic-trainer-cache-') as cache:
+    prepared = prepare(spec, fn_args, cache)
+    result = fit_loop.fit(spec, prepared.plan, fn_args,
+                          interactive=interactive,
+                          extra_handlers=extra_handlers)
   if prepared.warm_start:
     result['warm_start'] = prepared.warm_start
   return prepared, result

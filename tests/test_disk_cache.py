@@ -1,0 +1,85 @@
+"""Parsed rows cached on local disk (TrainSpec.cache='disk', or when they do
+not fit in memory): trained on, and removed when training ends."""
+
+import logging
+import os
+import re
+import tempfile
+
+import pytest
+
+from generic_trainer import progress
+from generic_trainer.errors import NonFiniteLossError
+from generic_trainer.local.estimator import Estimator
+from spec_fixtures import PenguinSpec
+
+
+class DiskSpec(PenguinSpec):
+  cache = 'disk'
+  epochs = 3
+
+
+class DivergesInEpoch2(DiskSpec):
+  """A NaN loss in the second epoch: training fails with the cache open."""
+
+  def preprocess(self, features):
+    return features
+
+  def handlers(self):
+    import keras  # pylint: disable=g-import-not-at-top
+
+    class Poison(keras.callbacks.Callback):
+
+      def on_epoch_begin(self, epoch, logs=None):
+        if epoch == 1:
+          for w in self.model.trainable_weights:
+            w.assign(w * float('nan'))
+
+    return [Poison()]
+
+
+@pytest.fixture
+def own_tmpdir(tmp_path, monkeypatch):
+  """TMPDIR, where the cache folders go, set to an empty folder."""
+  folder = tmp_path / 'tmp'
+  folder.mkdir()
+  monkeypatch.setenv('TMPDIR', str(folder))
+  monkeypatch.setattr(tempfile, 'tempdir', None)
+  return folder
+
+
+def _cache_folders(tmpdir):
+  """The cache folders in `tmpdir` (TensorFlow writes its own files there
+  too)."""
+  return [n for n in os.listdir(tmpdir)
+          if n.startswith('generic-trainer-cache-')]
+
+
+def _cache_lines(caplog):
+  return [r.getMessage() for r in caplog.records
+          if r.getMessage().startswith('cache: ')]
+
+
+def test_rows_cached_on_disk_train_and_are_removed_after(
+    tmp_path, penguin_csvs, own_tmpdir, caplog):
+  """Train and eval rows go to folders of TMPDIR, the epochs after the first
+  read them back, and nothing is left when training ends."""
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  est = Estimator(DiskSpec, str(tmp_path / 'run'))
+  result = est.train(penguin_csvs[0], eval_data=penguin_csvs[1])
+  lines = _cache_lines(caplog)
+  assert len(lines) == 2, lines
+  folders = [re.match(r'cache: on disk for \S+, in (\S+) ', l).group(1)
+             for l in lines]
+  assert all(f.startswith(str(own_tmpdir) + os.sep) for f in folders)
+  assert result['epochs'] == 3 and result['eval']['sparse_categorical_accuracy'] > 0.6, result
+  assert _cache_folders(own_tmpdir) == []
+
+
+def test_a_failed_training_removes_its_disk_cache(
+    tmp_path, penguin_csvs, own_tmpdir):
+  """A run that fails mid-training leaves no cache files behind."""
+  est = Estimator(DivergesInEpoch2, str(tmp_path / 'run'))
+  with pytest.raises(NonFiniteLossError):
+    est.train(penguin_csvs[0], eval_data=penguin_csvs[1])
+  assert _cache_folders(own_tmpdir) == []
