@@ -5,11 +5,13 @@ Read from the process's CPU affinity, `/proc/meminfo` and `/proc/mounts`
 """
 
 import os
+import re
 import shutil
 from typing import Optional
 
 # Filesystems that keep their files in memory: no disk to spill onto.
 MEMORY_FILESYSTEMS = ('tmpfs', 'ramfs')
+_OCTAL_ESCAPE = re.compile(r'\\([0-7]{3})')  # /proc/mounts: '\040' is ' '.
 
 
 def cores() -> int:
@@ -33,13 +35,12 @@ def available_memory() -> Optional[int]:
 
 
 def free_disk(path: str) -> Optional[int]:
-  """Bytes free on the disk of `path`; None if unknown, or if `path` is on
-  a filesystem in memory (tmpfs, ramfs), which is no disk."""
+  """Bytes free on the filesystem of `path`, None if unknown. (On tmpfs
+  they are memory: see `filesystem_type`.)"""
   try:
-    free = shutil.disk_usage(path).free
+    return shutil.disk_usage(path).free
   except OSError:
     return None
-  return None if filesystem_type(path) in MEMORY_FILESYSTEMS else free
 
 
 def filesystem_type(path: str) -> Optional[str]:
@@ -53,7 +54,8 @@ def filesystem_type(path: str) -> Optional[str]:
         fields = line.split()
         if len(fields) < 3:
           continue
-        mount = fields[1].replace('\\040', ' ')
+        mount = _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)),
+                                  fields[1])
         inside = path == mount or path.startswith(mount.rstrip('/') + '/')
         if inside and len(mount) >= len(best):
           best, kind = mount, fields[2]

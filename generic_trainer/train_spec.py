@@ -36,7 +36,7 @@ and weight_key make the outputs.
 
 import abc
 import functools
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 
 class TrainSpec(abc.ABC):
@@ -143,7 +143,7 @@ class TrainSpec(abc.ABC):
   early_stopping: Optional[Dict[str, Any]] = None
   checkpoint: Optional[Dict[str, Any]] = {'every_epochs': 1}
   shuffle_seed: Optional[int] = 0
-  cache: Any = None
+  cache: Union[None, bool, str] = None
   steps_per_execution: Optional[int] = None
   warm_start: Any = True
   backend: Optional[str] = None

@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 from generic_trainer import progress
-from generic_trainer.errors import NonFiniteLossError
+from generic_trainer.errors import NonFiniteLossError, SpecError
 from generic_trainer.local.estimator import Estimator
 from spec_fixtures import PenguinSpec
 
@@ -69,10 +69,11 @@ def test_rows_cached_on_disk_train_and_are_removed_after(
   result = est.train(penguin_csvs[0], eval_data=penguin_csvs[1])
   lines = _cache_lines(caplog)
   assert len(lines) == 2, lines
-  folders = [re.match(r'cache: on disk for \S+, in (\S+) ', l).group(1)
-             for l in lines]
+  folders = [re.match(r'cache: on disk for \S+, in (\S+) ', line).group(1)
+             for line in lines]
   assert all(f.startswith(str(own_tmpdir) + os.sep) for f in folders)
-  assert result['epochs'] == 3 and result['eval']['sparse_categorical_accuracy'] > 0.6, result
+  accuracy = result['eval']['sparse_categorical_accuracy']
+  assert result['epochs'] == 3 and accuracy > 0.6, result
   assert _cache_folders(own_tmpdir) == []
 
 
@@ -83,3 +84,15 @@ def test_a_failed_training_removes_its_disk_cache(
   with pytest.raises(NonFiniteLossError):
     est.train(penguin_csvs[0], eval_data=penguin_csvs[1])
   assert _cache_folders(own_tmpdir) == []
+
+
+def test_an_unknown_cache_setting_fails_before_training(tmp_path, penguin_csvs):
+  """cache='memory' is refused by the Estimator as by pipelines, before any
+  data is read."""
+
+  class Memory(PenguinSpec):
+    cache = 'memory'
+
+  with pytest.raises(SpecError, match=r"Received: cache='memory'\."):
+    Estimator(Memory, str(tmp_path / 'run')).train(
+        penguin_csvs[0], eval_data=penguin_csvs[1])

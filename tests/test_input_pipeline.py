@@ -14,6 +14,7 @@ from tfx_bsl.public import tfxio
 from benchmarks import synthetic_data
 from generic_trainer import SpecError
 from generic_trainer.data import input_pipeline
+from generic_trainer.data.cache_folder import CacheFolder
 from generic_trainer.spec import fit_loop
 
 ROWS = 3000
@@ -207,17 +208,24 @@ def test_rows_too_big_for_memory_go_to_local_disk_if_it_has_room(
                                  disk_dir='/scratch', disk_free=10**6)
   assert fit.where == 'disk' and re.fullmatch(
       r'168 kB of parsed rows \(~(2,9|3,0)\d\d rows\) do not fit in 0% of the '
-      r'1\.0 GB available; they fit in half of the 1\.0 MB free on the disk '
-      r'of /scratch', fit.reason)
+      r'1\.0 GB available; they fit in the 500 kB of local disk at /scratch '
+      r'this training may take \(half of the 1\.0 MB free\)', fit.reason)
+  assert 160_000 < fit.parsed_bytes < 176_000
+  # Two workers caching on one disk, and the other split's rows: their
+  # shares count.
   fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9,
-                                 disk_dir='/scratch', disk_free=300_000)
+                                 disk_dir='/scratch', disk_free=10**6,
+                                 disk_sharers=2, disk_claimed=100_000)
   assert fit.where is None and fit.reason.endswith(
-      'they do not fit in half of the 300 kB free on the disk of /scratch')
+      'they do not fit in the 150 kB of local disk at /scratch this training '
+      'may take (half of the 1.0 MB free, split between 2 workers, less 100 '
+      'kB for the other split)')
   monkeypatch.setattr(machine, 'filesystem_type', lambda path: 'tmpfs')
   fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9,
                                  disk_dir=str(tmp_path))
   assert fit.where is None and fit.reason.endswith(
-      f'{tmp_path} is on no local disk (or its free space is unknown)')
+      f'{tmp_path} is on tmpfs, in memory: set TMPDIR to a folder on a '
+      'local disk')
 
 
 def test_parsed_size_is_estimated_from_the_first_records(data, monkeypatch):
@@ -240,7 +248,7 @@ def test_cache_unknown_size_is_off(tmp_path, data):
   fit = input_pipeline.cache_fit([str(path)], _config(data), available=10**9)
   assert fit == (None, 'the size of the parsed rows is unknown: the start '
                  'of the first file could not be read, or holds no complete '
-                 'record')
+                 'record', 0)
 
 
 def _spec(value=None, checkpoint=None, handlers=()):
@@ -354,7 +362,7 @@ def test_spec_preprocess_applies_on_blocks(data, with_label):
      r'there, later epochs read them back'),
 ])
 def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
-                                                      expected, tmp_path):
+                                                      expected):
   """Without the cache every epoch reads the files: the log says which,
   and why."""
   import logging  # pylint: disable=g-import-not-at-top
@@ -370,34 +378,46 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
   fn_args = types.SimpleNamespace(data_accessor=types.SimpleNamespace(
       tf_dataset_factory=input_pipeline.DatasetFactory()))
   caplog.set_level(logging.INFO, logger=progress.LOGGER)
-  dataset = spec_input.make_dataset(Spec(), fn_args, schema, patterns, ['f00'],
-                                    50, num_epochs=1, shuffle=True,
-                                    cache_dir=str(tmp_path))
-  lines = [r.getMessage() for r in caplog.records
-           if r.getMessage().startswith('cache: ')]
-  assert len(lines) == 1 and re.fullmatch(expected, lines[0]), lines
-  assert sum(int(label.shape[0]) for _, label in dataset) == ROWS
-  if cache == 'disk':
-    folder, = os.listdir(tmp_path)
-    assert 'blocks.index' in os.listdir(tmp_path / folder)
+  with CacheFolder() as folder:
+    dataset = spec_input.make_dataset(Spec(), fn_args, schema, patterns,
+                                      ['f00'], 50, num_epochs=1, shuffle=True,
+                                      cache_folder=folder)
+    lines = [r.getMessage() for r in caplog.records
+             if r.getMessage().startswith('cache: ')]
+    assert len(lines) == 1 and re.fullmatch(expected, lines[0]), lines
+    assert sum(int(label.shape[0]) for _, label in dataset) == ROWS
+    written = [n for d in os.listdir(folder.path)
+               for n in os.listdir(os.path.join(folder.path, d))]
+    assert ('blocks.index' in written) == (cache == 'disk'), written
+  assert not os.path.exists(folder.path)
 
 
-def test_a_cache_setting_of_another_kind_is_refused(data):
+@pytest.mark.parametrize('setting, shown', [
+    ('memory', "'memory'"), (1, '1'),
+    (np.True_, 'True (a numpy.bool_)'),
+])
+def test_a_cache_setting_of_another_kind_is_refused(setting, shown):
   """TrainSpec.cache='memory' (say) fails before training, listing the
   settings."""
-  from generic_trainer import TrainSpec  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import datasets as spec_input  # pylint: disable=g-import-not-at-top
-
-  class Spec(TrainSpec):
-    label_key = 'label'
-    cache = 'memory'
-    build_model = build_optimizer = build_loss = lambda self: None
-
-  fn_args = types.SimpleNamespace(data_accessor=types.SimpleNamespace(
-      tf_dataset_factory=input_pipeline.DatasetFactory()))
+  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError, match=re.escape(
       "TrainSpec.cache must be None (keep the parsed rows where they fit: in "
       "memory, else on local disk), True (memory), 'disk', or False (read "
-      "and parse the files every epoch). Received: cache='memory'.")):
-    spec_input.make_dataset(Spec(), fn_args, data[1], data[0], ['f00'], 50,
-                            num_epochs=1, shuffle=True)
+      f"and parse the files every epoch). Received: cache={shown}.")):
+    checks.check_cache(types.SimpleNamespace(cache=setting))
+
+
+def test_cache_folders_of_dead_processes_are_removed(tmp_path):
+  """A killed training leaves its folder; the next one removes it, and
+  only the folders whose process no longer runs."""
+  from generic_trainer.data import cache_folder  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  child = subprocess.Popen(['true'])
+  child.wait()
+  dead = tmp_path / f'{cache_folder.PREFIX}{child.pid}-abc'
+  alive = tmp_path / f'{cache_folder.PREFIX}{os.getpid()}-abc'
+  other = tmp_path / 'someone-else'
+  for folder in (dead, alive, other):
+    (folder / 'sub').mkdir(parents=True)
+  cache_folder.remove_stale(str(tmp_path))
+  assert sorted(os.listdir(tmp_path)) == sorted([alive.name, other.name])

@@ -240,20 +240,26 @@ class CacheFit(NamedTuple):
       local disk free; else None: every epoch reads and parses the files.
     reason: The sizes weighed, for the log: '58 MB of parsed rows (~1.0M
       rows) fit in a quarter of the 20.1 GB available'.
+    parsed_bytes: The estimated size of the parsed rows (0 if unknown).
   """
   where: Optional[str]
   reason: str
+  parsed_bytes: int = 0
 
 
 def cache_fit(patterns: List[str], config: Dict[str, Any],
               available: Optional[int] = None,
               disk_dir: Optional[str] = None,
-              disk_free: Optional[int] = None) -> CacheFit:
+              disk_free: Optional[int] = None, disk_sharers: int = 1,
+              disk_claimed: int = 0) -> CacheFit:
   """Where to keep the rows of `patterns` parsed with `config` (dense
   features): in memory if they fit in `CACHE_MEMORY_FRACTION` of
   `available` bytes (default: the memory available now), else on the disk
-  of `disk_dir` if they fit in `CACHE_DISK_FRACTION` of `disk_free` bytes
-  (default: free there now; a filesystem in memory has none). Sizes from
+  of `disk_dir` if they fit in this process's share of it:
+  `CACHE_DISK_FRACTION` of `disk_free` bytes (default: free there now; a
+  filesystem in memory, tmpfs, is no disk) split between `disk_sharers`
+  processes (workers caching on the same disk), less the `disk_claimed`
+  bytes this process's other datasets take there. Sizes from
   `parsed_size.estimate`; an unknown size keeps nothing."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
@@ -276,18 +282,30 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
               'available')
     if fits:
       return CacheFit('memory', memory)
+  parsed = size.parsed_bytes
   if disk_dir is None:
-    return CacheFit(None, memory)
+    return CacheFit(None, memory, parsed)
+  kind = machine.filesystem_type(disk_dir)
+  if kind in machine.MEMORY_FILESYSTEMS:
+    return CacheFit(None, f'{memory}, and {disk_dir} is on {kind}, in '
+                    'memory: set TMPDIR to a folder on a local disk', parsed)
   if disk_free is None:
     disk_free = machine.free_disk(disk_dir)
   if disk_free is None:
-    return CacheFit(None, f'{memory}, and {disk_dir} is on no local disk '
-                    '(or its free space is unknown)')
-  fits = size.parsed_bytes <= disk_free * CACHE_DISK_FRACTION
+    return CacheFit(None, f'{memory}, and the free space of {disk_dir} is '
+                    'unknown', parsed)
+  budget = disk_free * CACHE_DISK_FRACTION / max(1, disk_sharers)
+  budget -= disk_claimed
+  fits = parsed <= budget
+  shares = [f'{_share(CACHE_DISK_FRACTION)} of the {_size(disk_free)} free']
+  if disk_sharers > 1:
+    shares.append(f'split between {disk_sharers} workers')
+  if disk_claimed:
+    shares.append(f'less {_size(disk_claimed)} for the other split')
   return CacheFit('disk' if fits else None, (
-      f'{memory}; they {"fit" if fits else "do not fit"} in '
-      f'{_share(CACHE_DISK_FRACTION)} of the {_size(disk_free)} free on the '
-      f'disk of {disk_dir}'))
+      f'{memory}; they {"fit" if fits else "do not fit"} in the '
+      f'{_size(max(0, budget))} of local disk at {disk_dir} this training '
+      f'may take ({", ".join(shares)})'), parsed)
 
 
 def _share(fraction: float) -> str:

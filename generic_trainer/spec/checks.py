@@ -27,6 +27,25 @@ def check_backend(spec) -> None:
         f'process for it, or set KERAS_BACKEND={spec.backend} before '
         'anything imports keras (in a notebook, restart the kernel first).')
 
+def check_cache(spec) -> None:
+  """`TrainSpec.cache` is one of its settings: None, True, False, 'disk'.
+
+  Raises:
+    SpecError: it is not, whatever the data (checked before any dataset).
+  """
+  setting = spec.cache
+  if setting is None or type(setting) is bool or (  # pylint: disable=unidiomatic-typecheck
+      isinstance(setting, str) and setting == 'disk'):
+    return
+  kind = type(setting)
+  shown = repr(setting) if kind in (int, float, str) else (
+      f'{setting!r} (a {kind.__module__}.{kind.__qualname__})')
+  raise SpecError(
+      'TrainSpec.cache must be None (keep the parsed rows where they fit: '
+      "in memory, else on local disk), True (memory), 'disk', or False "
+      f'(read and parse the files every epoch). Received: cache={shown}.')
+
+
 def check_train_step(spec, backend: str) -> None:
   """A custom train_step has the form of the backend that runs it:
   `(model, data)` returning logs on TensorFlow; `(model, state, data)`

@@ -74,9 +74,9 @@ def feature_keys(spec, schema) -> List[str]:
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                 with_label: bool = True, cache: Union[None, bool, str] = None,
-                 encode_labels: bool = True,
-                 seed: Optional[int] = None, cache_dir: Optional[str] = None):
+                 with_label: bool = True, cache: Optional[bool] = None,
+                 encode_labels: bool = True, seed: Optional[int] = None,
+                 cache_folder=None):
   """(features, labels) batches of `files`, features restricted to `keys`;
   (features, labels, weights) when the spec has weight columns.
 
@@ -88,10 +88,10 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   every process (see `input_pipeline.block_dataset`); without, each run's
   own. When every column read is dense and the data is local tf.Example
   (the factory is `input_pipeline.DatasetFactory`), rows are parsed in
-  blocks and kept after the first epoch per `cache` (False: not kept;
-  default: `cache_decision`, which logs it: in memory, or in a folder of
-  `cache_dir` on local disk); otherwise the dataset comes from the factory,
-  row by row.
+  blocks and kept after the first epoch where `cache_decision` says (it
+  logs why: in memory, on local disk in `cache_folder`, a
+  `data.cache_folder.CacheFolder`, or nowhere), or nowhere with
+  `cache=False`; otherwise the dataset comes from the factory, row by row.
   """
   from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
@@ -108,7 +108,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
     config, names = factory.parser(schema, columns + ([label] if label else []))
     if input_pipeline.dense_only(config):
       if cache is None:
-        cache = cache_decision(spec, files, config, cache_dir)
+        cache = cache_decision(spec, files, config, cache_folder)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
           cache=cache, seed=seed))
@@ -169,34 +169,37 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
 
 
 def cache_decision(spec, files: List[str], config,
-                   cache_dir: Optional[str] = None) -> Union[bool, str]:
+                   folder=None) -> Union[bool, str]:
   """Where to keep the parsed rows of `files` after the first epoch, as
   `input_pipeline.block_dataset` takes it: True (memory), a path prefix in
-  a new folder of `cache_dir` (local disk), or False (every epoch reads
-  and parses the files). From `spec.cache`: True, False, 'disk', or None
-  for `input_pipeline.cache_fit`'s choice. The decision and its reason go
-  to the progress log: a user should know what each epoch costs.
-
-  Raises:
-    SpecError: `spec.cache` is none of None, True, False and 'disk'.
+  `folder` (a `data.cache_folder.CacheFolder` on local disk; its share of
+  the disk is claimed), or False (every epoch reads and parses the files).
+  From `spec.cache` (checked by `checks.check_cache`): True, False, 'disk',
+  or None for `input_pipeline.cache_fit`'s choice. The decision and its
+  reason go to the progress log: a user should know what each epoch costs.
   """
+  from generic_trainer import machine  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
   setting = spec.cache
-  if not (setting is None or isinstance(setting, bool) or setting == 'disk'):
-    raise SpecError(
-        'TrainSpec.cache must be None (keep the parsed rows where they fit: '
-        "in memory, else on local disk), True (memory), 'disk', or False "
-        '(read and parse the files every epoch). Received: '
-        f'cache={setting!r}.')
-  what = _describe(files)
+  disk = folder.path if folder is not None else None
   if setting is None:
-    fit = input_pipeline.cache_fit(files, config, disk_dir=cache_dir)
+    fit = input_pipeline.cache_fit(
+        files, config, disk_dir=disk, disk_sharers=getattr(
+            folder, 'sharers', 1), disk_claimed=getattr(folder, 'claimed', 0))
     where, reason = fit.where, fit.reason
+    if where == 'disk':
+      folder.claimed += fit.parsed_bytes
   else:
     where = {True: 'memory', 'disk': 'disk', False: None}[setting]
     reason = f'TrainSpec.cache={setting!r}'
-    if where == 'disk' and cache_dir is None:
-      where, reason = None, f'{reason}, but no local folder was given for it'
+    if where == 'disk' and disk is None:
+      where = None
+      reason += ', but this training has no local folder for a cache'
+    elif where == 'disk':
+      kind = machine.filesystem_type(disk)
+      if kind in machine.MEMORY_FILESYSTEMS:
+        reason += f'; note that {disk} is on {kind}, in memory'
+  what = _describe(files)
   log = progress.log()
   if where is None:
     log.info('cache: off for %s (%s); every epoch reads and parses the '
@@ -206,11 +209,11 @@ def cache_decision(spec, files: List[str], config,
     log.info('cache: in memory for %s (%s)', what, reason)
     return True
   import tempfile  # pylint: disable=g-import-not-at-top
-  folder = tempfile.mkdtemp(prefix=f'{what}-', dir=cache_dir)
+  path = tempfile.mkdtemp(prefix=f'{what}-', dir=disk)
   log.info('cache: on disk for %s, in %s (%s); the first epoch writes the '
-           'parsed rows there, later epochs read them back', what, folder,
+           'parsed rows there, later epochs read them back', what, path,
            reason)
-  return os.path.join(folder, 'blocks')
+  return os.path.join(path, 'blocks')
 
 
 def _describe(files: List[str]) -> str:

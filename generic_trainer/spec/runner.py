@@ -8,7 +8,6 @@ and the result record).
 """
 
 import os
-import tempfile
 from typing import Any, Dict, List, Optional, Sequence
 
 import attr
@@ -40,16 +39,17 @@ class Prepared:
   warm_start = attr.ib(default=None)
 
 
-def prepare(spec, fn_args, cache_dir: Optional[str] = None) -> Prepared:
+def prepare(spec, fn_args, cache_folder=None) -> Prepared:
   """Builds the datasets and the compiled model, and checks the spec
   against the data, before any training step. Parsed rows that the cache
-  decision puts on disk go in folders of `cache_dir` (local; None: none
-  goes on disk).
+  decision puts on disk go in `cache_folder` (a
+  `data.cache_folder.CacheFolder`; None: none goes on disk).
 
   Raises:
     SpecError: the spec does not fit the data; the message says how.
   """
   checks.check_backend(spec)
+  checks.check_cache(spec)
   schema = datasets.load_schema(fn_args)
   keys = datasets.feature_keys(spec, schema)
   datasets.check_data(fn_args, schema)
@@ -61,11 +61,11 @@ def prepare(spec, fn_args, cache_dir: Optional[str] = None) -> Prepared:
   train = datasets.make_dataset(
       spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
       num_epochs=None if steps_per_epoch else 1, shuffle=True,
-      seed=spec.shuffle_seed, cache_dir=cache_dir)
+      seed=spec.shuffle_seed, cache_folder=cache_folder)
   evaluation = datasets.make_dataset(
       spec, fn_args, schema, fn_args.eval_files, keys,
       spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
-      cache_dir=cache_dir)
+      cache_folder=cache_folder)
   checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
   checks.check_monitors(spec, model)
@@ -81,9 +81,12 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
 
   `interactive` and `extra_handlers` go to `fit_loop.fit`. Parsed rows
   cached on disk live in a folder of the system's temporary directory
-  (TMPDIR), removed when training ends, failed or not.
+  (TMPDIR), removed when training ends, failed or not (a killed process's
+  folder by the next training; see `data.cache_folder`).
   """
-  with tempfile.TemporaryDirectory(prefix='generic-trainer-cache-') as cache:
+  from generic_trainer.data import cache_folder  # pylint: disable=g-import-not-at-top
+  workers = getattr(fn_args, 'num_workers', 1)
+  with cache_folder.CacheFolder(sharers=workers) as cache:
     prepared = prepare(spec, fn_args, cache)
     result = fit_loop.fit(spec, prepared.plan, fn_args,
                           interactive=interactive,
