@@ -36,11 +36,19 @@ def available_memory() -> Optional[int]:
 
 def free_disk(path: str) -> Optional[int]:
   """Bytes free on the filesystem of `path`, None if unknown. (On tmpfs
-  they are memory: see `filesystem_type`.)"""
+  they are memory: see `memory_filesystem`.)"""
   try:
     return shutil.disk_usage(path).free
   except OSError:
     return None
+
+
+def memory_filesystem(path: str) -> Optional[str]:
+  """The type of the filesystem `path` is on ('tmpfs', 'ramfs') when that
+  keeps its files in memory, else None: such a "disk" is no place to put
+  what does not fit in memory."""
+  kind = filesystem_type(path)
+  return kind if kind in MEMORY_FILESYSTEMS else None
 
 
 def filesystem_type(path: str) -> Optional[str]:

@@ -236,8 +236,9 @@ class CacheFit(NamedTuple):
 
   Attributes:
     where: 'memory' when they fit in `CACHE_MEMORY_FRACTION` of the memory
-      available; else 'disk' when they fit in `CACHE_DISK_FRACTION` of the
-      local disk free; else None: every epoch reads and parses the files.
+      available; else 'disk' when they fit in this training's share of the
+      local disk (see `cache_fit`); else None: every epoch reads and parses
+      the files.
     reason: The sizes weighed, for the log: '58 MB of parsed rows (~1.0M
       rows) fit in a quarter of the 20.1 GB available'.
     parsed_bytes: The estimated size of the parsed rows (0 if unknown).
@@ -285,8 +286,8 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
   parsed = size.parsed_bytes
   if disk_dir is None:
     return CacheFit(None, memory, parsed)
-  kind = machine.filesystem_type(disk_dir)
-  if kind in machine.MEMORY_FILESYSTEMS:
+  kind = machine.memory_filesystem(disk_dir)
+  if kind:
     return CacheFit(None, f'{memory}, and {disk_dir} is on {kind}, in '
                     'memory: set TMPDIR to a folder on a local disk', parsed)
   if disk_free is None:

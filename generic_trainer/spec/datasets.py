@@ -196,8 +196,8 @@ def cache_decision(spec, files: List[str], config,
       where = None
       reason += ', but this training has no local folder for a cache'
     elif where == 'disk':
-      kind = machine.filesystem_type(disk)
-      if kind in machine.MEMORY_FILESYSTEMS:
+      kind = machine.memory_filesystem(disk)
+      if kind:
         reason += f'; note that {disk} is on {kind}, in memory'
   what = _describe(files)
   log = progress.log()
