@@ -15,7 +15,6 @@ RUN pip install --no-cache-dir uv \
 
 COPY setup.py README.md ./
 COPY generic_trainer generic_trainer
-COPY component component
 COPY pipelines pipelines
 COPY module_files module_files
 RUN uv pip install --system --no-cache --no-deps . \

@@ -10,7 +10,7 @@ setuptools.setup(
     long_description=open('README.md').read(),
     long_description_content_type='text/markdown',
     packages=setuptools.find_packages(
-        include=['generic_trainer', 'generic_trainer.*', 'component']),
+        include=['generic_trainer', 'generic_trainer.*']),
     # `generic-trainer --module-file M --train-data D --output-dir DIR`:
     # README.md, "Run a module without a pipeline".
     entry_points={

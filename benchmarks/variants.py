@@ -116,7 +116,7 @@ def run_compute_bound(args, work_dir):
   TrainSpec's is.
   """
   from benchmarks.modules.synthetic_spec import SyntheticSpec  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import fit_loop  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import fit_loop  # pylint: disable=g-import-not-at-top
   train = _in_memory(args.data, 'train')
   evaluation = _in_memory(args.data, 'eval')
   spec = SyntheticSpec(hparams={'epochs': args.epochs,

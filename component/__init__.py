@@ -1,6 +1,8 @@
-"""The GenericTrainer TFX component: `from component import GenericTrainer`."""
+"""Kept for pipelines run from a checkout that wrote `from component import
+GenericTrainer`: the component lives in `generic_trainer.component`, and
+the installed distribution has no top-level `component` package."""
 
-from component.component import GenericTrainer
-from component.spec import GenericTrainerSpec
+from generic_trainer.component import GenericTrainer
+from generic_trainer.component import GenericTrainerSpec
 
 __all__ = ['GenericTrainer', 'GenericTrainerSpec']

@@ -21,6 +21,7 @@ _LAZY = {
     'Estimator': 'generic_trainer.local.estimator',
     'GenericExecutor': 'generic_trainer.executor',
     'FnArgs': 'generic_trainer.core.fn_args',
+    'GenericTrainer': 'generic_trainer.component',
     'validate_export': 'generic_trainer.core.export_validation',
 }
 
@@ -33,6 +34,7 @@ def __getattr__(name):
 
 
 __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'GenericExecutor',
+           'GenericTrainer',
            'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
            'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
            'SpecError', 'TrainSpec',

@@ -11,7 +11,7 @@ It is deleted once the model is published, so a finished training never
 leaks into a later one (warm-start from a previous model with `base_model`).
 
 TrainSpec modules resume automatically, at the step of their last
-checkpoint, with their handlers' state (`spec.handlers.resume_checkpoint`
+checkpoint, with their handlers' state (`loop.handlers.resume_checkpoint`
 writes it; this module says where and in what layout). A `run_fn` module
 adds one of:
 

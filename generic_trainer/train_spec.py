@@ -115,7 +115,7 @@ class TrainSpec(abc.ABC):
       its weights: True (default) loads every layer that matches by name and
       shape, 'strict' fails unless all do, False trains from scratch; or
       define `warm_start(self, model, base_model_dir)` to do it your way.
-      Optimizer state is not carried over. See `spec.warm_start`.
+      Optimizer state is not carried over. See `loop.warm_start`.
     steps_per_execution: Train steps run per call into TensorFlow (Keras's
       `compile(steps_per_execution=...)`); it must divide the steps per
       epoch and the eval steps. None (default) picks the largest such value

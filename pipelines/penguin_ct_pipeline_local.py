@@ -73,7 +73,7 @@ def create_pipeline(pipeline_root: str, data_root: str, module_file: str,
   from tfx.proto import example_gen_pb2, pusher_pb2, range_config_pb2, trainer_pb2  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
 
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
 
   example_gen = CsvExampleGen(
       input_base=data_root,

@@ -55,7 +55,7 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
   from tfx.proto import pusher_pb2, trainer_pb2  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
 
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
 
   example_gen = CsvExampleGen(input_base=data_root)
   statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])

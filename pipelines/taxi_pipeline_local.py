@@ -68,7 +68,7 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
   from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
 
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
 
   example_gen = CsvExampleGen(input_base=data_root)
   statistics_gen = StatisticsGen(examples=example_gen.outputs['examples'])

@@ -218,7 +218,7 @@ def test_console_script_is_cli_main():
 def test_first_step_time_prints_once():
   """FirstStepTime prints the seconds since `started` after batch 0 only."""
   import io  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
   now = iter([12.5, 13.0])
   stream = io.StringIO()
   timer = FirstStepTime(started=10.0, clock=lambda: next(now), stream=stream)
@@ -298,7 +298,7 @@ def test_spec_module_imports_no_tfx_pipeline_code_nor_beam(spec_run):
   imported = {line.rsplit('|', 1)[1].strip()
               for line in proc.stderr.splitlines()
               if line.startswith('import time:')}
-  assert 'tensorflow' in imported and 'generic_trainer.spec.runner' in imported
+  assert 'tensorflow' in imported and 'generic_trainer.loop.runner' in imported
   assert [m for m in HEAVY_MODULES if m in imported] == []
 
 

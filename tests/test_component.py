@@ -15,14 +15,14 @@ def examples():
 
 
 def _trainer(**kwargs):
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
   return GenericTrainer(**kwargs)
 
 
 def test_spec_matches_tfx_trainer_spec():
   """Every TrainerSpec parameter, input and output exists with the same type."""
   from tfx.types.standard_component_specs import TrainerSpec  # pylint: disable=g-import-not-at-top
-  from component import GenericTrainerSpec  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainerSpec  # pylint: disable=g-import-not-at-top
   for group in ('PARAMETERS', 'INPUTS', 'OUTPUTS'):
     ours, theirs = getattr(GenericTrainerSpec, group), getattr(TrainerSpec,
                                                                group)

@@ -372,7 +372,7 @@ def test_base_model_flag_must_be_a_saved_model(tmp_path, penguin_csvs,
 def test_allow_signature_change_must_be_a_flag(tmp_path):
   """allow_signature_change='yes' is refused at pipeline construction."""
   from tfx.types import channel_utils, standard_artifacts  # pylint: disable=g-import-not-at-top
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
   examples = channel_utils.as_channel([standard_artifacts.Examples()])
   with pytest.raises(InvalidArgumentError, match=(

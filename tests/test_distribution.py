@@ -73,7 +73,7 @@ def test_settings_errors(num_workers, strategy, message):
 def test_component_checks_settings_at_construction(kwargs, message):
   """GenericTrainer refuses wrong settings when the pipeline is built."""
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
   from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
   with pytest.raises(InvalidArgumentError, match=message):
     GenericTrainer(examples=Channel(type=standard_artifacts.Examples),

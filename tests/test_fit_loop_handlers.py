@@ -243,7 +243,7 @@ def test_several_steps_per_execution_train_exactly_the_steps(
 def test_nan_guard_is_found_by_type_not_position(tmp_path, penguin_csvs,
                                                  monkeypatch):
   """Reordering the built-in handlers keeps NaN detection on."""
-  from generic_trainer.spec import fit_loop  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import fit_loop  # pylint: disable=g-import-not-at-top
   defaults = fit_loop.default_handlers
   monkeypatch.setattr(fit_loop, 'default_handlers',
                       lambda *args: list(reversed(defaults(*args))))

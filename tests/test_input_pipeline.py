@@ -15,7 +15,7 @@ from benchmarks import synthetic_data
 from generic_trainer import SpecError
 from generic_trainer.data import input_pipeline
 from generic_trainer.data.cache_folder import CacheFolder
-from generic_trainer.spec import fit_loop
+from generic_trainer.loop import fit_loop
 
 ROWS = 3000
 
@@ -321,7 +321,7 @@ def test_spec_preprocess_applies_on_blocks(data, with_label):
   """An overridden `preprocess` runs on every batch; without one the
   blocks come through unmapped, holding exactly the spec's keys."""
   from generic_trainer import TrainSpec
-  from generic_trainer.spec import datasets as spec_input  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import datasets as spec_input  # pylint: disable=g-import-not-at-top
   patterns, schema = data
 
   class Plain(TrainSpec):
@@ -367,7 +367,7 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
   and why."""
   import logging  # pylint: disable=g-import-not-at-top
   from generic_trainer import TrainSpec, progress  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import datasets as spec_input  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import datasets as spec_input  # pylint: disable=g-import-not-at-top
   patterns, schema = data
 
   class Spec(TrainSpec):
@@ -399,7 +399,7 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
 def test_a_cache_setting_of_another_kind_is_refused(setting, shown):
   """TrainSpec.cache='memory' (say) fails before training, listing the
   settings."""
-  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError, match=re.escape(
       "TrainSpec.cache must be None (keep the parsed rows where they fit: in "
       "memory, else on local disk), True (memory), 'disk', or False (read "

@@ -30,7 +30,7 @@ _DEVICES_HINT = (
 
 def _trainer(**kwargs):
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
   return GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
                         module_file=SPEC_MODULE, **kwargs)
 
@@ -174,7 +174,7 @@ _JAX_STEP_TODO = (
 
 def test_gradient_tape_train_step_is_refused_on_jax():
   """A train_step written with tf.GradientTape cannot train on JAX."""
-  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError) as info:
     checks.check_train_step(_TapeStepSpec(), 'jax')
   assert str(info.value) == (
@@ -186,7 +186,7 @@ def test_gradient_tape_train_step_is_refused_on_jax():
 def test_two_argument_train_step_is_refused_on_jax():
   """JAX calls train_step(model, state, data): a (model, data) step is a
   TensorFlow one."""
-  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError) as info:
     checks.check_train_step(_TwoArgumentStepSpec(), 'jax')
   assert str(info.value) == (
@@ -197,7 +197,7 @@ def test_two_argument_train_step_is_refused_on_jax():
 
 def test_jax_train_step_is_refused_on_tensorflow():
   """A (model, state, data) step on TensorFlow: refused, saying why."""
-  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   checks.check_train_step(_JaxStepSpec(), 'jax')
   checks.check_train_step(_TapeStepSpec(), 'tensorflow')
   with pytest.raises(SpecError) as info:
@@ -218,7 +218,7 @@ def test_jax_train_step_is_refused_on_tensorflow():
 def test_features_jax_cannot_take_are_refused(spec, kind):
   """On JAX, a string or sparse feature is refused before training."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
   type_spec = (tf.TensorSpec([None, 1], tf.string) if spec['name'] == 'string'
                else tf.SparseTensorSpec([None, None], tf.float32))
   features = {'bill_length_mm': tf.TensorSpec([None, 1], tf.float32),
@@ -400,7 +400,7 @@ def test_heads_are_refused_on_jax():
   """A head's own signatures call the model from TensorFlow: a spec with a
   head (every canned spec has one) trains on TensorFlow only, and says so
   before training."""
-  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   from generic_trainer import TrainSpec  # pylint: disable=g-import-not-at-top
   from generic_trainer.heads import MultiClassHead  # pylint: disable=g-import-not-at-top
 
@@ -437,7 +437,7 @@ class _JaxStepMentioningTheTapeSpec:
 def test_a_jax_step_that_only_names_the_tape_is_accepted():
   """Only a call of GradientTape makes a step TensorFlow's: a comment or a
   docstring that names it does not."""
-  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   checks.check_train_step(_JaxStepMentioningTheTapeSpec(), 'jax')
 
 

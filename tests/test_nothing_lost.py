@@ -433,7 +433,7 @@ def test_monitor_check_after_the_first_epoch():
   """For models whose log names are not known before training, the first
   epoch's logs decide."""
   from generic_trainer import SpecError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.monitor_check import MonitorCheck  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.monitor_check import MonitorCheck  # pylint: disable=g-import-not-at-top
   check = MonitorCheck({'early_stopping': 'val_auc'})
   check.on_train_begin()
   with pytest.raises(SpecError, match=(

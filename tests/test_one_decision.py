@@ -87,9 +87,9 @@ def test_where_to_train_is_decided_in_one_function():
 def test_estimator_trains_through_the_runners_sequence(tmp_path, penguin_csvs,
                                                       monkeypatch):
   """The notebook Estimator prepares and checks the spec with the same
-  function as pipelines (spec.runner.prepare)."""
+  function as pipelines (loop.runner.prepare)."""
   from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import runner  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import runner  # pylint: disable=g-import-not-at-top
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   prepared = []
   real = runner.prepare

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from generic_trainer import CheckpointError, Estimator, resume
-from generic_trainer.spec.fit_schedule import FitCall, fit_calls
+from generic_trainer.loop.fit_schedule import FitCall, fit_calls
 from spec_fixtures import BestOnlySpec, PenguinSpec, WorseFromEpoch3
 
 

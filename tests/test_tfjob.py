@@ -114,7 +114,7 @@ def test_schema_rejects_what_the_operator_rejects(replica_specs, message):
 def test_component_renders_its_tfjob():
   """GenericTrainer(num_workers=2).to_tfjob gives a Chief and one Worker."""
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
   from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
   trainer = GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
                            module_file=PENGUIN_MODULE, num_workers=2)
@@ -133,7 +133,7 @@ def test_component_renders_its_tfjob():
 def test_component_without_restarts_renders_a_job_that_fails_fast():
   """max_restarts=0: a failed pod fails the job, as before restarts."""
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
   from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
   trainer = GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
                            module_file=PENGUIN_MODULE, num_workers=2,

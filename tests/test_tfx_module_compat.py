@@ -90,7 +90,7 @@ def test_built_like_trainer_it_has_trainers_properties_and_channels():
   from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
 
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
 
   from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
   kwargs = dict(
@@ -141,7 +141,7 @@ def _flax_and_jax_pipeline(tmp_path):
   from tfx.components import CsvExampleGen, SchemaGen, StatisticsGen, Transform  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
-  from component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
   from conftest import TESTDATA  # pylint: disable=g-import-not-at-top
   from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
   flax_module = os.path.join(os.path.dirname(tfx.__file__), 'examples',

@@ -50,7 +50,7 @@ class CannedSpec(TrainSpec):
   @functools.cached_property
   def schema(self):
     """The schema of the examples the model reads."""
-    from generic_trainer.spec import datasets  # pylint: disable=g-import-not-at-top
+    from generic_trainer.loop import datasets  # pylint: disable=g-import-not-at-top
     if self.fn_args is None:
       raise SpecError(
           f'{type(self).__name__} reads its features from the data, which it '
@@ -61,7 +61,7 @@ class CannedSpec(TrainSpec):
   @functools.cached_property
   def feature_columns(self) -> Dict[str, Any]:
     """{feature: column} of every feature the model reads."""
-    from generic_trainer.spec import datasets  # pylint: disable=g-import-not-at-top
+    from generic_trainer.loop import datasets  # pylint: disable=g-import-not-at-top
     names = [f.name for f in self.schema.feature]
     self._check_known('columns', list(self.columns), names)
     features = {f.name: f for f in self.schema.feature}

@@ -163,7 +163,7 @@ def _spec_run_fn(spec_class: type, source: str) -> Callable[[Any], None]:
     raise SpecError(conflict)
 
   def run_fn(fn_args):
-    from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
+    from generic_trainer.loop import runner as spec_runner  # pylint: disable=g-import-not-at-top
     spec_runner.run(spec_class, fn_args)
 
   run_fn.train_spec = spec_class

@@ -1,6 +1,6 @@
 """Estimator: train, evaluate, predict and export a TrainSpec outside a pipeline.
 
-For notebooks and tests. It runs the same sequence (`spec.runner`: input
+For notebooks and tests. It runs the same sequence (`loop.runner`: input
 pipeline, checks, fit loop, handlers) and export as GenericTrainer in a
 pipeline, on local files:
 
@@ -17,9 +17,9 @@ from typing import Any, Dict, Optional
 from generic_trainer import train_result
 from generic_trainer.errors import SpecError
 from generic_trainer.local import data as local_data
-from generic_trainer.spec import datasets as spec_input
-from generic_trainer.spec import export as spec_export
-from generic_trainer.spec import runner as spec_runner
+from generic_trainer.loop import datasets as spec_input
+from generic_trainer.loop import export as spec_export
+from generic_trainer.loop import runner as spec_runner
 
 
 class Estimator:

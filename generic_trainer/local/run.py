@@ -4,7 +4,7 @@ What the `generic-trainer` command does once its arguments are checked
 (`generic_trainer.local.cli`), into the output folder `local.layout`
 describes.
 
-A TrainSpec module runs the pipeline's TrainSpec path (`spec.runner`: the
+A TrainSpec module runs the pipeline's TrainSpec path (`loop.runner`: the
 same checks, fit loop, handlers and export) on `LocalFnArgs`, without
 importing TFX's pipeline code or Apache Beam, so it starts training soon
 after TensorFlow is imported. A `run_fn` module imports TFX itself; it runs
@@ -236,15 +236,15 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
 
 def _run_spec(request: Request, layout: Layout, spec_class,
               checkpoint_dir: str) -> Outcome:
-  """The TrainSpec path: spec.runner on LocalFnArgs; no TFX, no Beam."""
+  """The TrainSpec path: loop.runner on LocalFnArgs; no TFX, no Beam."""
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
   from generic_trainer.core import signature_gate  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.user_code import user_code  # pylint: disable=g-import-not-at-top
   from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import runner as spec_runner  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import runner as spec_runner  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
   splits = _write_inputs(request, layout)
   staged = StagedExport(layout.publishing, keep_dir=layout.run)
   fn_args = LocalFnArgs(

@@ -137,7 +137,7 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
   `preprocess` is its jax2tf conversion (see `on_jax`).
   """
   from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
   columns_spec = dataset.element_spec
   if with_label and plain:
     columns_spec = columns_spec[0]

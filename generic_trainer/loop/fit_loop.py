@@ -30,12 +30,12 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
                      interactive: bool) -> List[Any]:
   """The built-in handlers, in the order they are called."""
   import keras  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.checkpoint import checkpoint_handler  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.log_lines import LogLines  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.checks import monitors  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.monitor_check import MonitorCheck  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.checkpoint import checkpoint_handler  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.log_lines import LogLines  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.checks import monitors  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.monitor_check import MonitorCheck  # pylint: disable=g-import-not-at-top
   built_in = [NaNGuard(),
               HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
               keras.callbacks.TensorBoard(os.path.join(run_dir,
@@ -80,8 +80,8 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
   """
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import checks  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
   distributed = (strategy is not None and
                  strategy is not tf.distribute.get_strategy())
   jax = on_jax.active()
@@ -217,11 +217,11 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
       cannot be read.
   """
   from generic_trainer import resume  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import fit_schedule  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.handler_list import HandlerList  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec.handlers.resume_checkpoint import ResumeCheckpoint  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import fit_schedule  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.handler_list import HandlerList  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.resume_checkpoint import ResumeCheckpoint  # pylint: disable=g-import-not-at-top
   model = spec.model
   if interactive is None:
     interactive = sys.stdout.isatty()

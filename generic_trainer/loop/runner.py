@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Optional, Sequence
 import attr
 
 from generic_trainer import train_result
-from generic_trainer.spec import checks
-from generic_trainer.spec import datasets
-from generic_trainer.spec import export
-from generic_trainer.spec import fit_loop
-from generic_trainer.spec import warm_start
+from generic_trainer.loop import checks
+from generic_trainer.loop import datasets
+from generic_trainer.loop import export
+from generic_trainer.loop import fit_loop
+from generic_trainer.loop import warm_start
 
 
 @attr.s(frozen=True)

@@ -43,7 +43,7 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
            Optional[str], transform_graph_path: Optional[str]) -> None:
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.spec import on_jax  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
   raw_spec, names, transform_layer = _raw_feature_spec(
       spec, keys, schema_path, transform_graph_path)
   if on_jax.active():

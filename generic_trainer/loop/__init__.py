@@ -1,4 +1,6 @@
-"""The TrainSpec runtime: what trains a module that defines a TrainSpec.
+"""The TrainSpec runtime (the loop that trains a TrainSpec; named `loop`, not
+`spec`, so that "spec" means the TrainSpec a user writes): what trains a
+module that defines a TrainSpec.
 
 `runner` runs one spec from FnArgs: `datasets` builds the train and eval
 input, `checks` tests the spec against a real batch, `fit_loop` trains

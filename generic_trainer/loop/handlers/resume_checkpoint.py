@@ -21,7 +21,7 @@ import numpy as np
 
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
-from generic_trainer.spec.handlers import handler_state
+from generic_trainer.loop.handlers import handler_state
 
 WEIGHTS_FILE = 'model.weights.h5'
 STATE_FILE = 'state.json'

@@ -1,0 +1,200 @@
+"""GenericTrainer: a drop-in replacement for `tfx.components.Trainer`."""
+
+from typing import Any, Dict, Optional, Union
+
+from tfx import types
+from tfx.dsl.components.base import base_component
+from tfx.dsl.components.base import executor_spec
+from tfx.orchestration import data_types
+from tfx.proto import trainer_pb2
+from tfx.types import standard_artifacts
+from tfx.utils import json_utils
+
+from generic_trainer.component.spec import GenericTrainerSpec
+from generic_trainer.core import args
+from generic_trainer.core import distribution
+from generic_trainer.core import module_loader
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.executor import GenericExecutor
+from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
+
+
+class GenericTrainer(base_component.BaseComponent):
+  """Trains a model with a user `run_fn` and publishes it only if it serves.
+
+  Takes the same arguments as `tfx.components.Trainer` and the same module
+  files. In addition it validates the export deeply (loads it, finds a
+  `serving_default` signature and predicts on eval examples) before anything
+  downstream can see it, fills `fn_args.num_examples` from an optional
+  `statistics` input, and can run the training under Keras 3 or tf.keras 2
+  per component (`keras_version`), on TensorFlow or JAX (`backend`), and
+  on several workers (`num_workers`), which restart from the last
+  checkpoint when one dies (`max_restarts`).
+
+  Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
+  `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
+  record). A rejected export is kept in the node's stateful working dir.
+  The module may provide `run_fn(fn_args)` or a `generic_trainer.TrainSpec`
+  subclass (`run_fn='pkg.module.SpecName'` names one).
+  """
+
+  SPEC_CLASS = GenericTrainerSpec
+  EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(GenericExecutor)
+
+  def __init__(
+      self,
+      examples: Optional[types.BaseChannel] = None,
+      transform_graph: Optional[types.BaseChannel] = None,
+      schema: Optional[types.BaseChannel] = None,
+      base_model: Optional[types.BaseChannel] = None,
+      hyperparameters: Optional[types.BaseChannel] = None,
+      statistics: Optional[types.BaseChannel] = None,
+      module_file: Optional[Union[str, data_types.RuntimeParameter]] = None,
+      module_path: Optional[str] = None,
+      run_fn: Optional[Union[str, data_types.RuntimeParameter]] = None,
+      train_args: Optional[Union[trainer_pb2.TrainArgs,
+                                 data_types.RuntimeParameter]] = None,
+      eval_args: Optional[Union[trainer_pb2.EvalArgs,
+                                data_types.RuntimeParameter]] = None,
+      custom_config: Optional[Union[Dict[str, Any],
+                                    data_types.RuntimeParameter]] = None,
+      keras_version: Optional[str] = None,
+      num_workers: Optional[int] = None,
+      strategy: Optional[str] = None,
+      allow_signature_change: Optional[bool] = None,
+      max_restarts: Optional[int] = None,
+      backend: Optional[str] = None):
+    """Constructs a GenericTrainer.
+
+    Args:
+      examples: Channel of Examples to train and evaluate on (required).
+      transform_graph: Optional Channel of TransformGraph; its path reaches
+        run_fn as `fn_args.transform_graph_path`.
+      schema: Optional Channel of Schema (`fn_args.schema_path`).
+      base_model: Optional Channel of Model, for warm start
+        (`fn_args.base_model`).
+      hyperparameters: Optional Channel of HyperParameters, e.g. Tuner's
+        best (`fn_args.hyperparameters`).
+      statistics: Optional Channel of ExampleStatistics; fills
+        `fn_args.num_examples` per split.
+      module_file: Path of a Python file with a top-level `run_fn(fn_args)`.
+      module_path: Importable module with a top-level `run_fn(fn_args)`.
+      run_fn: Dotted path of the function, e.g. 'my_pkg.my_module.run_fn'.
+        Exactly one of module_file, module_path and run_fn must be given.
+      train_args: trainer_pb2.TrainArgs: splits (default ['train']) and
+        num_steps (`fn_args.train_steps`; unset means None).
+      eval_args: trainer_pb2.EvalArgs: splits (default ['eval']) and
+        num_steps (`fn_args.eval_steps`).
+      custom_config: JSON-serialisable dict passed as `fn_args.custom_config`.
+      keras_version: 'keras3' or 'tf_keras' (legacy tf.keras 2). None runs
+        under whatever `TF_USE_LEGACY_KERAS` selects in the pipeline's
+        process; a value that differs runs training in a child process.
+      num_workers: How many processes train together. N > 1 starts N local
+        workers training with MultiWorkerMirroredStrategy; under a TF_CONFIG
+        set by the cluster (Training Operator, Vertex AI) the cluster's
+        replicas are the workers, and N, if set, must match their number.
+        None or 1: one process.
+      strategy: 'multi_worker_mirrored' (picked when several workers train),
+        'mirrored' (one process, all its devices) or 'default'. run_fn
+        gets it as `fn_args.strategy`.
+      allow_signature_change: With a `base_model`, the new model must keep
+        the signatures the base serves (names, inputs, dtypes, shapes,
+        outputs), or nothing is published; True publishes it anyway, when
+        the serving clients change with the model.
+      max_restarts: How many times a multi-worker training restarts its
+        workers from the last checkpoint after one died without an error
+        (SIGKILL, OOM): the local workers, or the TFJob's pods
+        (`to_tfjob`). 0 fails the execution at the first death; None
+        means 2. A worker that raises an error is never restarted.
+      backend: The Keras 3 backend the training computes with: 'tensorflow'
+        or 'jax'. None: the TrainSpec's `backend`, else TensorFlow. A JAX
+        training runs in a child process with KERAS_BACKEND=jax; its
+        export is a TensorFlow SavedModel (see README.md, "JAX"). JAX
+        trains in one process only: not with tf_keras, several workers or
+        a tf.distribute strategy.
+
+    Raises:
+      InvalidArgumentError: an argument is wrong; the message says which.
+      UserModuleError: module_file is missing, does not parse, or has no
+        top-level run_fn.
+    """
+    args.check_one_source(module_file=module_file, module_path=module_path,
+                          run_fn=run_fn)
+    if examples is None:
+      raise InvalidArgumentError(
+          "'examples' is required: pass the Examples channel, e.g. "
+          "examples=example_gen.outputs['examples'].")
+    if isinstance(module_file, str):
+      module_loader.check_module_source(module_file)
+    args.check_keras_version(keras_version)
+    distribution.check_settings(num_workers, strategy)
+    args.check_backend(backend)
+    args.check_backend_fits(backend, f'backend={backend!r}', keras_version,
+                            num_workers, strategy=strategy)
+    args.check_flag('allow_signature_change', allow_signature_change)
+    args.check_max_restarts(max_restarts)
+    train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
+    eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
+    spec = GenericTrainerSpec(
+        examples=examples,
+        transform_graph=transform_graph,
+        schema=schema,
+        base_model=base_model,
+        hyperparameters=hyperparameters,
+        statistics=statistics,
+        train_args=train_args,
+        eval_args=eval_args,
+        module_file=module_file,
+        module_path=module_path,
+        run_fn=run_fn,
+        custom_config=_serialized_custom_config(custom_config),
+        keras_version=keras_version,
+        num_workers=num_workers,
+        strategy=strategy,
+        allow_signature_change=allow_signature_change,
+        max_restarts=max_restarts,
+        backend=backend,
+        model=types.Channel(type=standard_artifacts.Model),
+        model_run=types.Channel(type=standard_artifacts.ModelRun))
+    super().__init__(spec=spec)
+    from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
+    if udf_utils.should_package_user_modules():
+      # As tfx.components.Trainer does: at run time module_file becomes
+      # module_path='name@wheel', installed by the executor.
+      udf_utils.add_user_module_dependency(self, MODULE_FILE_KEY,
+                                           MODULE_PATH_KEY)
+
+  def to_tfjob(self, name: str, image: str, executor_input: Dict[str, Any],
+               **kwargs) -> Dict[str, Any]:
+    """A TFJob (Kubeflow Training Operator) that runs this trainer on
+    `num_workers` replicas; see `generic_trainer.kubeflow.tfjob.render_for_component`.
+    """
+    from generic_trainer.kubeflow import tfjob  # pylint: disable=g-import-not-at-top
+    return tfjob.render_for_component(self, name, image, executor_input,
+                                      **kwargs)
+
+
+def _checked_args(name: str, value, proto_class):
+  if value is None:
+    return proto_class()
+  if isinstance(value, data_types.RuntimeParameter):
+    return value
+  if not isinstance(value, proto_class):
+    raise InvalidArgumentError(
+        f"'{name}' must be a trainer_pb2.{proto_class.__name__}, e.g. "
+        f'trainer_pb2.{proto_class.__name__}(num_steps=100). Received: '
+        f'{name} that is a {type(value).__name__}.')
+  args.check_num_steps(name, value.num_steps)
+  return value
+
+
+def _serialized_custom_config(custom_config):
+  if isinstance(custom_config, data_types.RuntimeParameter):
+    return custom_config
+  args.check_custom_config(custom_config)
+  try:
+    return json_utils.dumps(custom_config)
+  except (TypeError, ValueError) as e:
+    raise InvalidArgumentError(
+        f"'custom_config' must be JSON-serialisable: {e}. Convert values to "
+        'str, int, float, bool, list or dict.') from e
