@@ -10,6 +10,7 @@ from tfx.proto import trainer_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import json_utils
 
+from generic_trainer.component import channels
 from generic_trainer.component.spec import GenericTrainerSpec
 from generic_trainer.core import args
 from generic_trainer.core import distribution
@@ -122,8 +123,14 @@ class GenericTrainer(base_component.BaseComponent):
                           run_fn=run_fn)
     if examples is None:
       raise InvalidArgumentError(
-          "'examples' is required: pass the Examples channel, e.g. "
-          "examples=example_gen.outputs['examples'].")
+          "'examples' is required: GenericTrainer trains on them. Expected "
+          'a channel of Examples artifacts. Received: examples=None. Pass '
+          "the Examples channel, e.g. examples=example_gen.outputs['examples']"
+          '.')
+    channels.check_inputs(
+        GenericTrainerSpec.INPUTS, examples=examples,
+        transform_graph=transform_graph, schema=schema, base_model=base_model,
+        hyperparameters=hyperparameters, statistics=statistics)
     if isinstance(module_file, str):
       module_loader.check_module_source(module_file)
     args.check_keras_version(keras_version)

@@ -1,0 +1,82 @@
+"""Every mistake clear, round three (issue 30): data read as meant or
+refused, no raw error from a cause we can name, user code that cannot keep
+the process alive; each message with its four parts."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import PENGUIN_MODULE, REPO
+from conftest import command_env
+from message_parts import assert_four_parts
+from generic_trainer.errors import InvalidArgumentError
+
+SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+
+
+def _main(*argv):
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  return cli.main(list(argv))
+
+
+def _module(tmp_path, name, source):
+  path = tmp_path / f'{name}.py'
+  path.write_text(textwrap.dedent(source))
+  return str(path)
+
+
+# Wrong wiring is named at construction.
+def test_examples_wired_to_a_schema_channel_is_named_at_construction():
+  """examples=schema_gen.outputs['schema']: our error naming the input, the
+  type it takes and the type it got, instead of TFX's bare TypeError."""
+  from tfx.components import SchemaGen  # pylint: disable=g-import-not-at-top
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  schema_gen = SchemaGen(
+      statistics=Channel(type=standard_artifacts.ExampleStatistics))
+  with pytest.raises(InvalidArgumentError) as raised:
+    GenericTrainer(examples=schema_gen.outputs['schema'],
+                   module_file=PENGUIN_MODULE)
+  message = str(raised.value)
+  assert message == (
+      "'examples' is wired to a channel of Schema artifacts "
+      "(SchemaGen.outputs['schema']), which GenericTrainer cannot read as "
+      'examples. Expected a channel of Examples artifacts. Received: '
+      "examples=a channel of Schema artifacts (SchemaGen.outputs['schema'])."
+      " Connect example_gen.outputs['examples'] (or Transform's "
+      "outputs['transformed_examples']) to examples.")
+  assert isinstance(raised.value.__cause__, TypeError)
+  assert_four_parts(message)
+
+
+@pytest.mark.parametrize('name', ['schema', 'transform_graph', 'base_model',
+                                  'hyperparameters', 'statistics'])
+def test_every_input_of_the_wrong_type_is_named(name):
+  """Any input given a channel of another artifact type is refused with its
+  own name and the output to connect."""
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  examples = Channel(type=standard_artifacts.Examples)
+  with pytest.raises(InvalidArgumentError,
+                     match=rf"^'{name}' is wired to a channel of Examples "
+                     r'artifacts, which GenericTrainer cannot read as') as e:
+    GenericTrainer(examples=examples, module_file=PENGUIN_MODULE,
+                   **{name: examples})
+  assert_four_parts(str(e.value))
+
+
+def test_a_component_instead_of_its_channel_is_named():
+  """examples=example_gen (the component): told to pass its output."""
+  from tfx.components import CsvExampleGen  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  example_gen = CsvExampleGen(input_base='/tmp/data')
+  with pytest.raises(InvalidArgumentError,
+                     match=r"^'examples' is wired to the CsvExampleGen "
+                     r"component itself \(its outputs: \['examples'\]\), not "
+                     r'one of its output channels') as e:
+    GenericTrainer(examples=example_gen, module_file=PENGUIN_MODULE)
+  assert_four_parts(str(e.value))
