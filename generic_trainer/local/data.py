@@ -12,7 +12,8 @@ schema) is checked against it.
 
 import glob
 import os
-from typing import List, Optional
+import json
+from typing import Dict, List, Optional
 
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
@@ -32,13 +33,20 @@ def resolve_files(data) -> List[str]:
 
 
 def to_split(data, split_dir: str, schema=None,
-             schema_source: str = 'the schema') -> List[str]:
+             schema_source: str = 'the schema',
+             delimiter: Optional[str] = None,
+             required: Optional[Dict[str, str]] = None) -> List[str]:
   """Makes `split_dir` a split folder of the data; returns its TFRecord files.
 
   CSV files become one gzip TFRecord file, `data.gz`; TFRecord files are
   linked. What the folder held before is removed. With `schema` (described
   by `schema_source` in messages), the data must follow it: CSV columns and
-  kinds, tf.Example features.
+  kinds, tf.Example features. CSV files are separated by `delimiter` (None:
+  commas; another delimiter found is refused). Their missing values (see
+  `csv_dialect.MISSING`) are counted per column, logged, and kept in
+  `missing_values.json` beside the split folders (`missing_values` reads
+  it); in a column of `required` ({column: why it cannot be missing}), or
+  one the schema requires, they are refused.
 
   Raises:
     InputArtifactError: the data is unreadable or does not follow the
@@ -55,14 +63,18 @@ def to_split(data, split_dir: str, schema=None,
         f'The data files {inside} lie in {split_dir}, the folder they would '
         'be written to. Move them elsewhere first.')
   if files[0].endswith('.csv'):
-    tables = [csv_data.read(f) for f in files]
+    tables = [csv_data.read(f, delimiter) for f in files]
+    required = dict(required or {})
     if schema is not None:
       kinds = csv_data.kinds_from_schema(schema)
       for table in tables:
         csv_data.check_against(table, kinds, schema_source)
+      required.update(csv_data.required_by_schema(schema, schema_source))
     else:
       kinds = csv_data.infer_kinds(tables)
+    csv_data.check_required(tables, required)
     _clear(split_dir)
+    _record_missing(tables, split_dir)
     out = os.path.join(split_dir, 'data.gz')
     csv_data.write(tables, kinds, out)
     return [out]
@@ -74,6 +86,79 @@ def to_split(data, split_dir: str, schema=None,
     validation.check_examples(files, config, os.path.basename(split_dir),
                               schema_source)
   return link_split(files, split_dir)
+
+
+MISSING_FILE = 'missing_values.json'
+
+
+def _record_missing(tables, split_dir: str) -> None:
+  """Logs the missing values of `tables` per column and adds them to
+  MISSING_FILE beside `split_dir` ({split: {column: {spelling: count}}})."""
+  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import csv_dialect  # pylint: disable=g-import-not-at-top
+  counts: Dict[str, Dict[str, int]] = {}
+  for table in tables:
+    for column, spelled in table.missing.items():
+      for spelling, n in spelled.items():
+        into = counts.setdefault(column, {})
+        into[spelling] = into.get(spelling, 0) + n
+  split = os.path.basename(split_dir)
+  split = split[len('Split-'):] if split.startswith('Split-') else split
+  path = os.path.join(os.path.dirname(split_dir), MISSING_FILE)
+  recorded = missing_values(os.path.dirname(split_dir)) or {}
+  recorded.pop(split, None)
+  if counts:
+    progress.log().warning(
+        'missing values: %s data read %s as missing (no value in the '
+        'tf.Example); counts per column (spelling count): %s',
+        split, '/'.join(sorted({repr(s) for c in counts.values()
+                                for s in c})),
+        csv_dialect.describe_missing(counts))
+    recorded[split] = counts
+  if recorded:
+    with open(path, 'w') as f:
+      json.dump(recorded, f, indent=1, sort_keys=True)
+  elif os.path.exists(path):
+    os.remove(path)
+
+
+def required_columns(spec_class) -> Dict[str, str]:
+  """{column: why} of the columns a TrainSpec cannot train on with a value
+  missing: its labels (None, a run_fn module: none known)."""
+  if spec_class is None:
+    return {}
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+  try:
+    keys = outputs.label_keys(outputs.outputs_of(spec_class))
+  except Exception:  # pylint: disable=broad-except
+    return {}  # The spec's own checks say what is wrong with its labels.
+  return {k: f'it is the label of TrainSpec {spec_class.__name__}'
+          for k in keys}
+
+
+def note_missing_values(run_dir: str, data_dir: str) -> None:
+  """Adds `missing_values` (see `missing_values`) to the training record
+  in `run_dir`, when there is one and values were missing."""
+  from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
+  missing = missing_values(data_dir)
+  path = os.path.join(run_dir, train_result.RESULT_FILE)
+  if not missing or not os.path.exists(path):
+    return
+  with open(path) as f:
+    result = json.load(f)
+  if isinstance(result, dict):
+    result['missing_values'] = missing
+    train_result.write(run_dir, result)
+
+
+def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
+  """{split: {column: {spelling: count}}} of the CSV data converted into
+  `data_dir`, or None when no value was missing."""
+  path = os.path.join(data_dir, MISSING_FILE)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
 
 
 def check_tfrecords(files: List[str]) -> None:

@@ -79,6 +79,7 @@ class Request:
     allow_signature_change: Publish even if the signatures differ from the
       base model's.
     started: `time.monotonic()` when the process started.
+    csv_delimiter: What separates the fields of CSV data; None: commas.
   """
   module_file = attr.ib(type=str)
   train_data = attr.ib(type=List[str])
@@ -96,6 +97,7 @@ class Request:
   resume = attr.ib(type=bool, default=True)
   base_model = attr.ib(type=Optional[str], default=None)
   allow_signature_change = attr.ib(type=bool, default=False)
+  csv_delimiter = attr.ib(type=Optional[str], default=None)
 
 
 def resume_key(request: Request) -> str:
@@ -125,6 +127,7 @@ def resume_key(request: Request) -> str:
       'eval': files(request.eval_data), 'steps': request.steps,
       'eval_steps': request.eval_steps, 'hparams': request.hparams,
       'keras_version': request.keras_version, 'backend': request.backend,
+      'csv_delimiter': request.csv_delimiter,
       'base_model': files([os.path.join(request.base_model, 'saved_model.pb')]
                           if request.base_model else [])}, sort_keys=True)
   return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -201,7 +204,8 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   return outcome
 
 
-def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
+def _write_inputs(request: Request, layout: Layout,
+                  spec_class=None) -> Dict[str, List[str]]:
   """The split folders, the schema and the hyperparameters file.
 
   The data after the schema (all of it with --schema; the eval data when
@@ -212,9 +216,11 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
   if request.schema:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')
+  csv_options = {'delimiter': request.csv_delimiter,
+                 'required': local_data.required_columns(spec_class)}
   splits = {'train': local_data.to_split(
       request.train_data, os.path.join(layout.data, 'Split-train'), schema,
-      source)}
+      source, **csv_options)}
   if schema is None:
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
@@ -223,7 +229,7 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
     shutil.copyfile(request.schema, layout.schema)
   eval_dir = os.path.join(layout.data, 'Split-eval')
   splits['eval'] = (local_data.to_split(request.eval_data, eval_dir, schema,
-                                        source)
+                                        source, **csv_options)
                     if request.eval_data else
                     local_data.link_split(splits['train'], eval_dir))
   if request.hparams is not None:
@@ -245,7 +251,7 @@ def _run_spec(request: Request, layout: Layout, spec_class,
   from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
-  splits = _write_inputs(request, layout)
+  splits = _write_inputs(request, layout, spec_class)
   staged = StagedExport(layout.publishing, keep_dir=layout.run)
   fn_args = LocalFnArgs(
       train_files=splits['train'], eval_files=splits['eval'],
@@ -269,7 +275,8 @@ def _run_spec(request: Request, layout: Layout, spec_class,
   if timer.seconds is not None:
     result['time_to_first_step_s'] = round(timer.seconds, 3)
   train_result.write(layout.run, result)
-  return Outcome(what, result, report, layout)
+  local_data.note_missing_values(layout.run, layout.data)
+  return Outcome(what, train_result.read(layout.run), report, layout)
 
 
 def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
@@ -280,7 +287,7 @@ def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
   from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
   from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  splits = _write_inputs(request, layout)
+  splits = _write_inputs(request, layout, spec_class)
   examples = local_data.examples_artifact(layout.data, splits)
   input_dict = {keys.EXAMPLES_KEY: [examples],
                 keys.SCHEMA_KEY: [_artifact(standard_artifacts.Schema,
@@ -310,6 +317,7 @@ def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
     exec_properties[ALLOW_SIGNATURE_CHANGE_KEY] = True
   GenericExecutor(checkpoint_dir=checkpoint_dir).Do(input_dict, output_dict,
                                                     exec_properties)
+  local_data.note_missing_values(layout.run, layout.data)
   return Outcome(f'TrainSpec {spec_class.__name__}' if spec_class else
                  f'`{request.run_fn or RUN_FN_KEY}`',
                  train_result.read(layout.run), None, layout)

@@ -4,6 +4,7 @@ from typing import List
 
 from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
+from generic_trainer.loop import label_checks
 
 
 def check_backend(spec) -> None:
@@ -204,6 +205,8 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
     output.head.check_labels(labels, output.name)
     labels = output.head.encode_labels(labels)
   units = outputs.shape[-1] if hasattr(outputs, 'shape') else None
+  if output.head is None and not isinstance(loss, dict):
+    label_checks.check_kind(output.name, labels, loss, units)
   if _is_sparse_categorical(loss) and units:
     top = int(np.max(np.asarray(labels)))
     if top >= units:

@@ -227,10 +227,17 @@ def _describe(files: List[str]) -> str:
 def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
   """One shuffled train batch, read without caching, labels as read (for
   the checks)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import first_batch_errors  # pylint: disable=g-import-not-at-top
   dataset = make_dataset(spec, fn_args, schema, files, keys, spec.batch_size,
                          num_epochs=1, shuffle=True, cache=False,
                          encode_labels=False)
-  return next(iter(dataset))
+  try:
+    return next(iter(dataset))
+  except tf.errors.OpError as e:
+    raise first_batch_errors.explain(
+        e, schema, keys, files, fn_args.transform_graph_path or
+        fn_args.schema_path) from e
 
 
 def _shard_by_data(dataset):
