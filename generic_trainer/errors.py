@@ -52,6 +52,11 @@ class CheckpointError(GenericTrainerError, RuntimeError):
   training (a handler's state that cannot be saved, a damaged file)."""
 
 
+class StorageError(GenericTrainerError, OSError):
+  """A file could not be written where training writes: the disk is full
+  (or over quota); nothing was published."""
+
+
 _NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
           '[[', 'File "', 'Traceback', 'Function call stack')
 

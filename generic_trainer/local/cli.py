@@ -101,6 +101,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             'changed the model, say), run again with --no-resume.',
             file=sys.stderr)
     return 1
+  except OSError as e:
+    from generic_trainer.core import disk_full  # pylint: disable=g-import-not-at-top
+    full = disk_full.error_for(e, PROG, request.output_dir)
+    if full is None:
+      raise
+    print(f'{PROG}: {type(full).__name__}: {full}', file=sys.stderr)
+    _say_earlier_model_kept(request)
+    return 1
   except KeyboardInterrupt:
     print(f'{PROG}: interrupted; nothing was published.' +
           _resume_hint(request, checkpoint), file=sys.stderr)
