@@ -23,6 +23,11 @@ def _main(*argv):
   return cli.main(list(argv))
 
 
+def _error_line(err: str) -> str:
+  """The command's error line in its stderr."""
+  return [l for l in err.splitlines() if l.startswith('generic-trainer: ')][0]
+
+
 def _module(tmp_path, name, source):
   path = tmp_path / f'{name}.py'
   path.write_text(textwrap.dedent(source))
@@ -157,3 +162,357 @@ def test_stray_threads_become_daemons_and_are_named(caplog):
     thread.join()
   assert 'run_fn left 1 non-daemon thread(s) running (uploader)' in (
       caplog.text)
+
+
+# CSV data is read as meant, or refused naming what was found.
+_PENGUIN_HEADER = ('species,bill_length_mm,bill_depth_mm,flipper_length_mm,'
+                   'body_mass_g')
+
+
+def _penguin_text(penguin_csvs, rows=None):
+  with open(penguin_csvs[0]) as f:
+    lines = [','.join(l.rstrip('\n').split(',')[:5]) for l in f]
+  return '\n'.join(lines[:rows] if rows else lines) + '\n'
+
+
+def test_csv_separated_by_semicolons_is_refused_naming_the_delimiter(
+    tmp_path, penguin_csvs, capsys):
+  """A ';'-separated file would be one column named after every header:
+  refused before training, naming ';' and how to read it."""
+  path = tmp_path / 'train.csv'
+  path.write_text(_penguin_text(penguin_csvs, rows=30).replace(',', ';'))
+  out = tmp_path / 'out'
+  assert _main('--module-file', SPEC_MODULE, '--train-data', str(path),
+               '--output-dir', str(out)) == 1
+  err = capsys.readouterr().err
+  message = _error_line(err)[len('generic-trainer: InputArtifactError: '):]
+  assert message == (
+      f"{path} is separated by ';', not by commas: its first 20 line(s) "
+      "split evenly into 5 columns at ';' (species, bill_length_mm, "
+      'bill_depth_mm, flipper_length_mm, body_mass_g), and at commas into 1 '
+      "column(s). Expected comma-separated values. Received: ';'-separated "
+      "lines. Pass --csv-delimiter ';' to read it with ';', or re-save it as "
+      "CSV with commas (pandas: pd.read_csv(path, sep=';').to_csv(new_path, "
+      'index=False)).')
+  assert_four_parts(message)
+  assert not (out / 'model').exists()
+
+
+def test_decimal_commas_are_named_with_the_delimiter(tmp_path):
+  """A European spreadsheet (';' and '39,1'): both are said."""
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import csv_data  # pylint: disable=g-import-not-at-top
+  path = tmp_path / 'eu.csv'
+  path.write_text('species;bill_length_mm\n0;39,1\n1;40,2\n')
+  with pytest.raises(InputArtifactError,
+                     match=r"Received: ';'-separated lines, with decimal "
+                     r"commas \(39,1\)\. Pass --csv-delimiter ';' to read it "
+                     r"with ';' and re-save the numbers with decimal points"):
+    csv_data.read(str(path))
+  table = csv_data.read(str(path), ';')
+  with pytest.raises(InputArtifactError) as e:
+    csv_data.infer_kinds([table])
+  assert str(e.value) == (
+      "Column 'bill_length_mm' holds numbers written with a decimal comma (2 "
+      f"rows; first {path}, line 2: '39,1'), which would be read as words. "
+      "Expected numbers with a decimal point (39.1). Received: '39,1'. "
+      'Re-save the file with decimal points (pandas: pd.read_csv(path, '
+      "decimal=',').to_csv(new_path, index=False)).")
+  assert_four_parts(str(e.value))
+
+
+@pytest.mark.parametrize('value, delimiter', [
+    (';', ';'), ('tab', '\t'), ('|', '|'), (',', ',')])
+def test_csv_delimiter_flag_names_the_delimiter(value, delimiter):
+  """--csv-delimiter takes the character or the word tab."""
+  from generic_trainer.local import csv_dialect  # pylint: disable=g-import-not-at-top
+  assert csv_dialect.parse_delimiter(value) == delimiter
+
+
+def test_unknown_csv_delimiter_flag_exits_2(tmp_path, penguin_csvs, capsys):
+  """--csv-delimiter of more than one character: exit 2, four parts."""
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'),
+               '--csv-delimiter', ';;') == 2
+  err = capsys.readouterr().err
+  assert err == (
+      'generic-trainer: error: --csv-delimiter must be one character of , ; '
+      '| or the word tab. Expected the character between the fields. '
+      "Received: --csv-delimiter=';;'. Pass one of those, or leave it out "
+      'for commas.\n')
+
+
+def test_empty_and_header_only_csv_say_all_four_parts(tmp_path):
+  """An empty file and a header without rows: what is wrong, expected,
+  received, what to do."""
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import csv_data  # pylint: disable=g-import-not-at-top
+  empty = tmp_path / 'empty.csv'
+  empty.write_text('')
+  with pytest.raises(InputArtifactError) as e:
+    csv_data.read(str(empty))
+  assert str(e.value) == (
+      f'{empty} is empty or its first line is blank. Expected a CSV file '
+      'whose first line names the columns, then one row per example. '
+      'Received: an empty file (0 bytes). Write the column names on the '
+      'first line (e.g. species,bill_length_mm), then the rows; or leave '
+      'the file out of the data.')
+  assert_four_parts(str(e.value))
+  header = tmp_path / 'header.csv'
+  header.write_text(_PENGUIN_HEADER + '\n')
+  with pytest.raises(InputArtifactError) as e:
+    csv_data.read(str(header))
+  assert str(e.value) == (
+      f'{header} has a header but no rows. Expected at least one row of '
+      'values under the header. Received: the header alone (species, '
+      'bill_length_mm, bill_depth_mm, flipper_length_mm, body_mass_g). Add '
+      'the rows, or leave the file out of the data.')
+  assert_four_parts(str(e.value))
+
+
+def test_missing_value_spellings_are_read_as_missing_and_counted(
+    tmp_path, penguin_csvs, capsys):
+  """NA, N/A, null, ?, - and empty cells in feature columns: trained on as
+  missing values, counted per column in the log and train_result.json."""
+  import json  # pylint: disable=g-import-not-at-top
+  lines = _penguin_text(penguin_csvs).splitlines()
+  for line, (column, spelling) in enumerate(
+      [(1, 'NA'), (1, 'N/A'), (2, 'null'), (3, '?'), (4, '-'), (2, '')],
+      start=1):
+    fields = lines[line].split(',')
+    fields[column] = spelling
+    lines[line] = ','.join(fields)
+  path = tmp_path / 'train.csv'
+  path.write_text('\n'.join(lines) + '\n')
+  out = tmp_path / 'out'
+  assert _main('--module-file', SPEC_MODULE, '--train-data', str(path),
+               '--output-dir', str(out), '--steps', '5') == 0
+  err = capsys.readouterr().err
+  assert ("missing values: train data read ''/'-'/'?'/'N/A'/'NA'/'null' as "
+          'missing (no value in the tf.Example); counts per column (spelling '
+          "count): bill_depth_mm 2 ('' 1, 'null' 1), bill_length_mm 2 ('N/A' "
+          "1, 'NA' 1), body_mass_g 1 ('-' 1), flipper_length_mm 1 ('?' 1)"
+          ) in err
+  with open(out / 'run' / 'train_result.json') as f:
+    assert json.load(f)['missing_values'] == {'train': {
+        'bill_depth_mm': {'': 1, 'null': 1},
+        'bill_length_mm': {'N/A': 1, 'NA': 1}, 'body_mass_g': {'-': 1},
+        'flipper_length_mm': {'?': 1}}}
+
+
+def test_missing_label_is_refused(tmp_path, penguin_csvs, capsys):
+  """NA in the label column of a TrainSpec: refused, naming the lines."""
+  lines = _penguin_text(penguin_csvs).splitlines()
+  lines[3] = 'NA' + lines[3][1:]
+  path = tmp_path / 'train.csv'
+  path.write_text('\n'.join(lines) + '\n')
+  assert _main('--module-file', SPEC_MODULE, '--train-data', str(path),
+               '--output-dir', str(tmp_path / 'out')) == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      f"generic-trainer: InputArtifactError: {path}: column 'species' has 1 "
+      'missing value(s) (line 4), but it cannot be missing: it is the label '
+      "of TrainSpec PenguinSpec. Expected a value on every row of 'species'. "
+      "Received: 'NA' (read as missing). Fill those cells in, or drop those "
+      'rows.')
+  assert_four_parts(message)
+
+
+def test_a_schema_that_requires_a_column_refuses_its_missing_values(tmp_path):
+  """A feature the given schema requires (presence 1) cannot be NA."""
+  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  schema = schema_pb2.Schema()
+  for name in ('a', 'b'):
+    feature = schema.feature.add(name=name, type=schema_pb2.FLOAT)
+    feature.presence.min_fraction = 1.0
+  path = tmp_path / 'x.csv'
+  path.write_text('a,b\n1,2\n3,null\n')
+  with pytest.raises(InputArtifactError,
+                     match=r"column 'b' has 1 missing value\(s\) \(line 3\), "
+                     r'but it cannot be missing: the schema s.pbtxt requires '
+                     r'it in every example'):
+    local_data.to_split(str(path), str(tmp_path / 'Split-train'), schema,
+                        'the schema s.pbtxt')
+
+
+# A label of the wrong kind is named before training.
+def test_class_names_in_a_label_of_class_indices_are_named(
+    tmp_path, capsys):
+  """'Adelie' in the label a SparseCategoricalCrossentropy spec reads:
+  the column, what it takes, and how to map names to indices."""
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  path = write_penguin_csv(str(tmp_path / 'named'), string_labels=True)
+  assert _main('--module-file', SPEC_MODULE, '--train-data', path,
+               '--output-dir', str(tmp_path / 'out'), '--steps', '5') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      "generic-trainer: SpecError: The label column 'species' holds names "
+      "('Adelie', 'Chinstrap', 'Gentoo'), but the loss "
+      'SparseCategoricalCrossentropy takes numbers: class indices 0..N-1 for '
+      'a classifier. Expected class indices (0, 1, 2...) or a vocabulary that '
+      "maps the names to them. Received: strings in 'species' ('Adelie', "
+      "'Chinstrap', 'Gentoo'). Map the names to indices: declare a head with "
+      "the vocabulary (head = heads.MultiClassHead(label_vocabulary=['Adelie'"
+      ", 'Chinstrap', 'Gentoo']), with build_model returning the body), use a "
+      'canned spec (canned.DNNClassifierSpec reads the classes from the '
+      'data), or write the indices into the data (a keras.layers.StringLookup '
+      'in a Transform preprocessing_fn).')
+  assert_four_parts(message)
+
+
+def test_fractions_in_a_label_of_class_indices_are_named():
+  """0.5 for a loss of class indices: use a regression loss."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import label_checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError) as e:
+    label_checks.check_kind('mass', np.array([0.5, 1.0]),
+                            'sparse_categorical_crossentropy', 3)
+  assert str(e.value) == (
+      "The label column 'mass' holds fractions ([0.5]), but the loss "
+      'sparse_categorical_crossentropy takes class indices. Expected whole '
+      'numbers 0..N-1 for a classifier. Received: floats such as 0.5. Use a '
+      'regression loss (e.g. keras.losses.MeanSquaredError with one output '
+      'unit) for a number to predict, or write class indices into the label '
+      'column.')
+
+
+def test_schema_types_that_disagree_with_the_data_are_named(
+    tmp_path, penguin_csvs, capsys):
+  """A --schema saying BYTES for a column of numbers the model casts:
+  the feature, both sides and the fix, not TensorFlow's UnimplementedError
+  from a function_node."""
+  fields = ''.join(
+      f'feature {{ name: "{name}" type: {kind} presence {{ min_fraction: 1.0 '
+      '} shape { dim { size: 1 } } }\n' for name, kind in (
+          ('species', 'INT'), ('bill_length_mm', 'BYTES'),
+          ('bill_depth_mm', 'FLOAT'), ('flipper_length_mm', 'INT'),
+          ('body_mass_g', 'INT')))
+  schema = tmp_path / 'schema.pbtxt'
+  schema.write_text(fields)
+  path = tmp_path / 'train.csv'
+  path.write_text(_penguin_text(penguin_csvs))
+  out = tmp_path / 'out'
+  assert _main('--module-file', SPEC_MODULE, '--train-data', str(path),
+               '--schema', str(schema), '--output-dir', str(out),
+               '--steps', '5') == 1
+  err = capsys.readouterr().err
+  message = [l for l in err.splitlines() if 'generic-trainer:' in l][0]
+  assert message.startswith(
+      "generic-trainer: InputArtifactError: The schema and the data disagree "
+      f"on ['bill_length_mm']: {out}/schema/schema.pbtxt says BYTES "
+      '(strings), the data holds numbers, and the model casts them to '
+      'numbers, which TensorFlow cannot do (Cast string to float is not '
+      "supported). Expected the type FLOAT or INT for ['bill_length_mm'] in ")
+  assert ('Set `type: FLOAT` (or INT) for those features in the schema, or '
+          'leave --schema out to infer the types from the data.') in message
+  assert 'function_node' not in err and 'Traceback' not in err
+  assert_four_parts(message)
+
+
+# No raw error from a cause we can name.
+def test_handlers_returning_a_plain_function_is_named(tmp_path, penguin_csvs,
+                                                      capsys):
+  """handlers() returning [a function]: a SpecError naming the member and
+  LambdaCallback, not Keras's AttributeError."""
+  module = _module(tmp_path, 'plain_handler', '''
+      from spec_fixtures import PenguinSpec
+
+      def log_epoch(epoch, logs=None):
+        print(epoch, logs)
+
+      class Logged(PenguinSpec):
+        def handlers(self):
+          return [log_epoch]
+      ''')
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '4') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      'generic-trainer: SpecError: Logged.handlers() returned, at index 0, '
+      'the function log_epoch, which is not a Keras callback. Expected '
+      'keras.callbacks.Callback instances (objects with on_epoch_end, '
+      'set_model...). Received: the function log_epoch. Return instances '
+      'only: wrap a plain function in keras.callbacks.LambdaCallback('
+      'on_epoch_end=fn), or subclass keras.callbacks.Callback.')
+  assert_four_parts(message)
+
+
+class _Spec:
+  """A stand-in TrainSpec for the member checks."""
+
+
+@pytest.mark.parametrize('member, value, message', [
+    ('handlers', lambda: None, r'^_Spec.handlers\(\) returned the function '
+     r'.*<lambda>\. Expected a list of Keras callbacks'),
+    ('handlers', [dict], r'at index 0, the class dict \(not an instance of '
+     r'it\).*Return instances only: call the class'),
+    ('model', None, r'^_Spec.build_model\(\) returned None\. Expected a Keras '
+     r'model.*Return the model, e\.g\.'),
+    ('optimizer', None, r'^_Spec.build_optimizer\(\) returned None\.'),
+    ('loss', None, r'^_Spec.build_loss\(\) returned None\.'),
+    ('metrics', 'accuracy', r"^_Spec.build_metrics\(\) returned a str "
+     r"\('accuracy'\)\..*Return a list, e\.g\. `return \['accuracy'\]`"),
+])
+def test_spec_members_of_the_wrong_kind_are_named(member, value, message):
+  """Each build_* member and handlers() returning the wrong kind of value:
+  the member, what it takes and what it got."""
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError, match=message) as e:
+    getattr(member_checks, member)(_Spec(), value)
+  assert_four_parts(str(e.value))
+
+
+_FULL_DISK_RUN_FNS = {
+    # h5py on a disk that is full when the file is created: OSError ENOSPC.
+    'h5py_create': '''
+        import os
+        import h5py
+
+        def run_fn(fn_args):
+          os.makedirs(fn_args.serving_model_dir, exist_ok=True)
+          path = os.path.join(fn_args.serving_model_dir, 'model.h5')
+          os.symlink('/dev/full', path)
+          with h5py.File(path, 'w') as f:
+            f['weights'] = [1.0] * 1000
+        ''',
+    # The disk fills between h5py's first write and its close: HDF5's own
+    # words, as Keras's model.save('x.h5') reports them.
+    'h5py_flush': '''
+        def run_fn(fn_args):
+          raise RuntimeError(
+              "Unable to synchronously close file (file write failed: time = "
+              "..., filename = '/tmp/model.h5', file descriptor = 5, errno = "
+              "28, error message = 'No space left on device') (Disable slist "
+              "on flush dest failure failed)")
+        ''',
+}
+
+
+@pytest.mark.parametrize('case', sorted(_FULL_DISK_RUN_FNS))
+def test_a_full_disk_during_export_is_our_error(trainer_io, tmp_path, case):
+  """A run_fn whose export hits a full disk (a real ENOSPC through h5py,
+  or HDF5's flush failure): a StorageError saying to free space, with
+  h5py's error as the cause; nothing published."""
+  from generic_trainer.errors import StorageError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  module = _module(tmp_path, f'full_{case}', _FULL_DISK_RUN_FNS[case])
+  io = trainer_io(module_file=module)
+  with pytest.raises(StorageError) as e:
+    GenericExecutor().Do(*io)
+  message = str(e.value)
+  assert message.startswith(
+      f"The disk filled while run_fn (module_file='{module}') wrote ")
+  assert ('Expected free space for the checkpoints and the export. '
+          'Received: no space left') in message
+  assert ('Free space on that disk, or point the output (--output-dir, or '
+          'the pipeline root) at a disk with room, and run again; nothing '
+          'was published, and an earlier model is unchanged.') in message
+  assert isinstance(e.value.__cause__, (OSError, RuntimeError))
+  assert isinstance(e.value, OSError)
+  assert_four_parts(message)
+  assert not os.path.exists(os.path.join(io[1]['model'][0].uri,
+                                         'Format-Serving', 'model.h5'))
