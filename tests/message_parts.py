@@ -1,10 +1,10 @@
 """The four parts every message of ours has, as a check tests share.
 
-The convention (STYLE.md, Keras's messages): what is wrong first; then a
-sentence starting `Expected` (what was expected); then `Received:` (what
-was received); then what to do, a sentence opening with an imperative verb
-of `VERBS` (or 'To ..., <verb>'). The order of the middle two may vary; the
-instruction comes after `Received:`.
+The convention (STYLE.md, Keras's messages): what is wrong first; then what
+was expected, in a sentence starting `Expected`, or as Keras says it, `X
+must be Y` (or `needs`); then `Received:` (what was received); then what to
+do, a sentence opening with an imperative verb of `VERBS` (or 'To ...,
+<verb>'). The instruction comes after `Received:`.
 """
 
 import re
@@ -17,7 +17,7 @@ VERBS = (
     'Point', 'Put', 'Raise', 'Re-run', 'Remove', 'Rename', 'Replace',
     'Return', 'Rerun', 'Run', 'Save', 'Set', 'Train', 'Use', 'Write',
     'Quote', 'Re-save', 'Re-write', 'Read', 'Wire', 'Mark', 'Start', 'Clear',
-    'Label', 'Retry', 'Restart', 'Export', 'Build', 'Cast', 'Encode')
+    'Label', 'Retry', 'Restart', 'Export', 'Build', 'Cast', 'Encode', 'Wrap')
 
 _INSTRUCTION = re.compile(
     r'(?:^|[.:;!?)]\s+|\n)(?:To [^,]+, |If [^,]+, |Either |Or |Then |Else, |'
@@ -28,7 +28,7 @@ _INSTRUCTION = re.compile(
 def missing_parts(message: str):
   """The parts `message` lacks: of 'expected', 'received', 'what to do'."""
   missing = []
-  if not re.search(r'\bExpected\b', message):
+  if not re.search(r'\bExpected\b|\bmust\b|\bneeds\b', message):
     missing.append('expected')
   received = message.find('Received')
   if received < 0:

@@ -516,3 +516,44 @@ def test_a_full_disk_during_export_is_our_error(trainer_io, tmp_path, case):
   assert_four_parts(message)
   assert not os.path.exists(os.path.join(io[1]['model'][0].uri,
                                          'Format-Serving', 'model.h5'))
+
+
+def test_examples_of_a_csv_split_at_the_wrong_delimiter_are_refused(
+    trainer_io, tmp_path):
+  """In a pipeline, CsvExampleGen split a ';' file at commas: one feature
+  named after the whole header. The trainer refuses it before run_fn, naming
+  ';' and what to do."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from conftest import TESTDATA  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  examples = standard_artifacts.Examples()
+  examples.uri = str(tmp_path / 'examples')
+  examples.split_names = '["train", "eval"]'
+  name = 'species;bill_length_mm;body_mass_g'
+  for split in ('train', 'eval'):
+    os.makedirs(os.path.join(examples.uri, f'Split-{split}'))
+    path = os.path.join(examples.uri, f'Split-{split}', 'data.gz')
+    with tf.io.TFRecordWriter(path, options='GZIP') as writer:
+      for line in ('0;39.1;3750', '1;46.5;3500'):
+        writer.write(tf.train.Example(features=tf.train.Features(feature={
+            name: tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[line.encode()]))})).SerializeToString())
+  io = trainer_io(module_file=os.path.join(TESTDATA, 'records_fn_args.py'))
+  io[0]['examples'] = [examples]
+  del io[0]['schema']
+  with pytest.raises(InputArtifactError) as e:
+    GenericExecutor().Do(*io)
+  message = str(e.value)
+  assert message.endswith(
+      "record 0: the feature 'species;bill_length_mm;body_mass_g' is a whole "
+      "CSV header: the CSV was split at commas, but it is separated by ';'. "
+      'Expected one feature per column (species, bill_length_mm, '
+      "body_mass_g). Received: one feature holding whole lines ('0;39.1;"
+      "3750'). Re-save the CSV with commas (pandas: pd.read_csv(path, "
+      "sep=';').to_csv(new_path, index=False)) and run ExampleGen again: "
+      'CsvExampleGen splits at commas only.')
+  assert_four_parts(message)
+  assert not os.path.exists(os.path.join(io[1]['model_run'][0].uri,
+                                         'fn_args.json'))

@@ -72,6 +72,9 @@ def _check_tfrecord(path: str, split: str, examples: types.Artifact,
         f'({describe(examples)}).') from error
   record = tfrecords.first_record(path) if tf_example else None
   problem = validation.record_problem(record, {}) if record else ''
+  if record and not problem:
+    from generic_trainer.data import glued_columns  # pylint: disable=g-import-not-at-top
+    problem = glued_columns.problem(record) or ''
   if problem:
     raise InputArtifactError(
         f'The {split!r} split file {path} ({describe(examples)}), record 0: '

@@ -99,13 +99,18 @@ def load_from_file(path: str, name: Optional[str] = None
   return _named_entry_point(module, path, name, source)
 
 
+_ENTRY_POINTS = ('a top-level `run_fn(fn_args)` function or a subclass of '
+                 '`generic_trainer.TrainSpec`')
+
+
 def _named_entry_point(module: types.ModuleType, module_name: str,
                        fn_name: str, source: str):
   """The module's top-level `fn_name`: a run_fn, or a TrainSpec's run_fn."""
   if not hasattr(module, fn_name):
     raise UserModuleError(
         f'The module {module_name!r} ({source}) has no top-level '
-        f'`{fn_name}`. It defines: {_public_names(module)}.')
+        f'`{fn_name}`. It defines: {_public_names(module)}. Expected '
+        f'{_ENTRY_POINTS}. Received: {fn_name!r}. Name one of those.')
   entry = getattr(module, fn_name)
   if _is_train_spec(entry):
     return _spec_run_fn(entry, source)
@@ -144,7 +149,8 @@ def _module_entry_point(module: types.ModuleType, source: str):
         '`generic_trainer.TrainSpec` in it.')
     raise UserModuleError(
         f'The user module ({source}) has no top-level `run_fn` and no '
-        f'TrainSpec. It defines: {_public_names(module)}. {hint}')
+        f'TrainSpec. It defines: {_public_names(module)}. Expected '
+        f'{_ENTRY_POINTS}. Received: a module without either. {hint}')
   return _checked_run_fn(run_fn, RUN_FN_KEY, source)
 
 
@@ -203,8 +209,9 @@ def _missing_file_error(path: str) -> UserModuleError:
 def _syntax_error(path: str, e: SyntaxError) -> UserModuleError:
   return UserModuleError(
       f'The module file {path!r} has a syntax error at line {e.lineno}: '
-      f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
-      'error.')
+      f'{e.msg}. Expected Python that compiles. Received: '
+      f'{(e.text or "").strip()!r} at line {e.lineno}. Fix the file; '
+      f'`python -m py_compile {path}` shows the same error.')
 
 
 def _exit_at_import(what: str, e: BaseException) -> UserModuleError:
@@ -346,4 +353,5 @@ def check_module_source(path: str) -> None:
     raise UserModuleError(
         f'The module file {path!r} has no top-level `run_fn` and no '
         f"TrainSpec. It defines: {', '.join(public) or 'nothing public'}. "
+        f'Expected {_ENTRY_POINTS}. Received: a module without either. '
         f'{hint}')

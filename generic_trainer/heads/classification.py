@@ -39,7 +39,8 @@ class _ClassHead(Head):
       raise SpecError(
           f'{name} needs n_classes, an int of at least 2, or a '
           'label_vocabulary of the class names. Received: '
-          f'n_classes={n_classes!r}, label_vocabulary={label_vocabulary!r}.')
+          f'n_classes={n_classes!r}, label_vocabulary={label_vocabulary!r}. '
+          'Pass n_classes=N (N >= 2), or label_vocabulary=[...].')
     if (self.label_vocabulary is not None and
         len(self.label_vocabulary) != n_classes):
       raise SpecError(
@@ -142,7 +143,8 @@ class BinaryClassHead(_ClassHead):
     super().__init__(2, label_vocabulary, weight_key)
     if not 0 < threshold < 1:
       raise SpecError('BinaryClassHead threshold must be between 0 and 1. '
-                      f'Received: threshold={threshold!r}.')
+                      f'Received: threshold={threshold!r}. Pass a '
+                      'threshold such as 0.5.')
     self.threshold = threshold
 
   @property

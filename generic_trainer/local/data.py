@@ -28,7 +28,8 @@ def resolve_files(data) -> List[str]:
   if not files:
     raise InputArtifactError(
         f'No data files found for {data!r}. Expected CSV files (*.csv) or '
-        'TFRecord files of tf.Example (*.tfrecord, *.gz).')
+        'TFRecord files of tf.Example (*.tfrecord, *.gz). Received: a path '
+        'or glob that matches no file. Check the path.')
   return files
 
 
@@ -56,12 +57,17 @@ def to_split(data, split_dir: str, schema=None,
   if any(f.endswith('.csv') for f in files) and not all(
       f.endswith('.csv') for f in files):
     raise InputArtifactError(
-        f'Mixed CSV and non-CSV files in {files}; pass one kind at a time.')
+        f'Mixed CSV and non-CSV files in {files}; pass one kind at a time. '
+        'Expected CSV files only, or TFRecord files only. Received: '
+        f'{sum(f.endswith(".csv") for f in files)} CSV and '
+        f'{sum(not f.endswith(".csv") for f in files)} other file(s). Pass '
+        'one kind of file per split.')
   inside = [f for f in files if _is_within(f, split_dir)]
   if inside:
     raise InputArtifactError(
         f'The data files {inside} lie in {split_dir}, the folder they would '
-        'be written to. Move them elsewhere first.')
+        'be written to. Expected data outside it. Received: the files above. '
+        'Move them elsewhere first.')
   if files[0].endswith('.csv'):
     tables = [csv_data.read(f, delimiter) for f in files]
     required = dict(required or {})

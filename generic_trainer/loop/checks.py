@@ -44,7 +44,8 @@ def check_cache(spec) -> None:
   raise SpecError(
       'TrainSpec.cache must be None (keep the parsed rows where they fit: '
       "in memory, else on local disk), True (memory), 'disk', or False "
-      f'(read and parse the files every epoch). Received: cache={shown}.')
+      f'(read and parse the files every epoch). Received: cache={shown}. '
+      'Set one of those four, or leave it unset.')
 
 
 def check_train_step(spec, backend: str) -> None:

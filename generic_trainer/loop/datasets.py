@@ -257,18 +257,21 @@ def schedule(spec, train_steps: Optional[int],
   for name, value in (('epochs', epochs), ('batch_size', batch_size)):
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
       raise SpecError(f'TrainSpec.{name} must be a positive int. Received: '
-                      f'{name}={value!r}.')
+                      f'{name}={value!r}. Set it to 1 or more.')
   if train_steps:
     if train_steps < epochs:
       raise SpecError(
           f'train_args.num_steps={train_steps} is fewer than '
-          f'TrainSpec.epochs={epochs}: every epoch needs a step. Raise '
-          'num_steps or lower epochs.')
+          f'TrainSpec.epochs={epochs}: every epoch needs a step. Expected '
+          f'at least {epochs} steps. Received: num_steps={train_steps}, '
+          f'epochs={epochs}. Raise num_steps or lower epochs.')
     if train_steps % epochs:
       raise SpecError(
           f'train_args.num_steps={train_steps} does not divide into '
-          f'TrainSpec.epochs={epochs} equal epochs. Use a multiple of '
-          f'{epochs} (e.g. {train_steps - train_steps % epochs or epochs}).')
+          f'TrainSpec.epochs={epochs} equal epochs. Expected a multiple of '
+          f'{epochs}. Received: num_steps={train_steps}, epochs={epochs}. Use '
+          f'a multiple of {epochs} (e.g. '
+          f'{train_steps - train_steps % epochs or epochs}).')
     return epochs, train_steps // epochs
   if num_train_examples:
     return epochs, -(-num_train_examples // batch_size)
