@@ -557,3 +557,50 @@ def test_examples_of_a_csv_split_at_the_wrong_delimiter_are_refused(
   assert_four_parts(message)
   assert not os.path.exists(os.path.join(io[1]['model_run'][0].uri,
                                          'fn_args.json'))
+
+
+def test_preprocess_that_returns_none_is_named(tmp_path, penguin_csvs,
+                                               capsys):
+  """preprocess() without its return: the member and the fix, not a
+  TypeError from inside tf.data."""
+  module = _module(tmp_path, 'no_return', '''
+      from spec_fixtures import PenguinSpec
+
+      class Forgot(PenguinSpec):
+        def preprocess(self, features):
+          features = dict(features)
+      ''')
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '4') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      'generic-trainer: SpecError: Forgot.preprocess() returned None. '
+      'Expected the features the model reads: a dict of tensors by name. '
+      'Received: None. Return the dict (`return features`) at the end of '
+      'preprocess().')
+
+
+def test_an_error_we_cannot_name_is_said_without_a_traceback(
+    tmp_path, penguin_csvs, capsys, monkeypatch):
+  """Whatever escapes every check still reaches the user in four parts,
+  exit 1, its traceback in a file the message names."""
+  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+
+  def fails(request, checkpoint=None):
+    raise KeyError('boom')
+
+  monkeypatch.setattr(local_run, 'run', fails)
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out')) == 1
+  err = capsys.readouterr().err
+  assert 'Traceback' not in err
+  message = _error_line(err)
+  assert message.startswith(
+      "generic-trainer: KeyError: 'boom'. This error has no message of ours. "
+      'Expected the run to train, or to stop with an error that says what to '
+      'do. Received: KeyError. Its traceback is in ')
+  path = message.split('Its traceback is in ')[1].split('. Check')[0]
+  with open(path) as f:
+    assert 'KeyError' in f.read()
+  os.remove(path)
+  assert_four_parts(message)

@@ -151,13 +151,24 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
   if plain and not (own or select):
     return dataset
 
+  refused = []  # Our error, which autograph would wrap in a StagingError.
+
   def features_of(columns):
-    return preprocess({k: columns[k] for k in keys})
+    features = preprocess({k: columns[k] for k in keys})
+    if features is None:
+      refused.append(SpecError(
+          f'{type(spec).__name__}.preprocess() returned None. Expected the '
+          'features the model reads: a dict of tensors by name. Received: '
+          'None. Return the dict (`return features`) at the end of '
+          'preprocess().'))
+      raise refused[-1]
+    return features
 
   if not with_label:
-    return dataset.map(features_of)
+    return _mapped(dataset, features_of, refused)
   if plain:
-    return dataset.map(lambda features, label: (features_of(features), label))
+    return _mapped(dataset, lambda features, label: (features_of(features),
+                                                     label), refused)
 
   def example(columns):
     labels, weights = outputs.targets(spec.outputs, columns, encode_labels)
@@ -165,7 +176,18 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
     return (features, labels) if weights is None else (
         features, labels, weights)
 
-  return dataset.map(example)
+  return _mapped(dataset, example, refused)
+
+
+def _mapped(dataset, fn, refused: list):
+  """`dataset.map(fn)`, raising the SpecError `fn` raised while traced
+  (in `refused`) rather than autograph's StagingError around it."""
+  try:
+    return dataset.map(fn)
+  except Exception as e:  # pylint: disable=broad-except
+    if refused:
+      raise refused[0] from e
+    raise
 
 
 def cache_decision(spec, files: List[str], config,
