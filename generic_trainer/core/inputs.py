@@ -53,6 +53,8 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
         for filename in files:
           _check_tfrecord(os.path.join(uri, filename), split, examples,
                           tf_example=payload != 'FORMAT_TF_SEQUENCE_EXAMPLE')
+        if payload != 'FORMAT_TF_SEQUENCE_EXAMPLE':
+          _check_spelled_missing(os.path.join(uri, files[0]), split, examples)
 
 
 def _check_tfrecord(path: str, split: str, examples: types.Artifact,
@@ -79,6 +81,17 @@ def _check_tfrecord(path: str, split: str, examples: types.Artifact,
     raise InputArtifactError(
         f'The {split!r} split file {path} ({describe(examples)}), record 0: '
         f'{problem}')
+
+
+def _check_spelled_missing(path: str, split: str,
+                           examples: types.Artifact) -> None:
+  """Refuses string columns of numbers whose missing values the CSV spelled
+  out (see `data.spelled_missing`), read from the split's first file."""
+  from generic_trainer.data import spelled_missing  # pylint: disable=g-import-not-at-top
+  problem = spelled_missing.problem(path)
+  if problem:
+    raise InputArtifactError(
+        f'The {split!r} split file {path} ({describe(examples)}): {problem}')
 
 
 def base_model_path(artifacts: List[types.Artifact]) -> Optional[str]:
