@@ -651,3 +651,45 @@ def test_numbers_with_na_read_as_strings_by_example_gen_are_refused(
       'values empty in the CSV (pandas: pd.read_csv(path).to_csv(new_path, '
       'index=False) writes NA as an empty cell) and run ExampleGen again.')
   assert_four_parts(message)
+
+
+def test_negative_labels_for_a_loss_of_class_indices_are_named():
+  """-1/1 labels for SparseCategoricalCrossentropy: write 0..N-1."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import label_checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError) as e:
+    label_checks.check_kind('churned', np.array([-1, 1]),
+                            'sparse_categorical_crossentropy', 2)
+  assert str(e.value) == (
+      "The label column 'churned' holds negative values ([-1.0]), but the "
+      'loss sparse_categorical_crossentropy takes class indices from 0. '
+      'Expected whole numbers 0..N-1. Received: -1. Write the classes as '
+      '0..N-1 (e.g. -1/1 as 0/1), or use a loss for numbers.')
+  assert_four_parts(str(e.value))
+
+
+def test_an_optimizer_keras_does_not_know_is_named(tmp_path, penguin_csvs,
+                                                   capsys):
+  """build_optimizer() returning 'adamm': a SpecError naming the members,
+  not a RunFnError around Keras's ValueError."""
+  module = _module(tmp_path, 'typo', '''
+      from spec_fixtures import PenguinSpec
+
+      class Typo(PenguinSpec):
+        def build_optimizer(self):
+          return 'adamm'
+      ''')
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '4') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message.startswith(
+      "generic-trainer: SpecError: Keras cannot compile Typo's model: "
+      'ValueError: ')
+  assert "Could not interpret optimizer identifier: 'adamm'" in message or (
+      'Could not interpret optimizer identifier: adamm' in message)
+  assert "Received: optimizer=a str ('adamm'), loss=a " in message
+  assert message.endswith(
+      'Fix the name or object in build_optimizer(), build_loss() or '
+      'build_metrics().')
+  assert_four_parts(message)

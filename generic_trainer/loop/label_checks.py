@@ -45,6 +45,15 @@ def check_kind(label_key: str, labels, loss, units) -> None:
         '(canned.DNNClassifierSpec reads the classes from the data), or '
         'write the indices into the data (a keras.layers.StringLookup in '
         'a Transform preprocessing_fn).')
+  if _takes_indices(loss) and values.dtype.kind in ('i', 'u', 'f') and (
+      values.size and float(values.min()) < 0):
+    negative = sorted({float(v) for v in values.ravel() if v < 0})
+    raise SpecError(
+        f'The label column {label_key!r} holds negative values '
+        f'({negative[:_SHOWN]}), but the loss {name} takes class indices '
+        'from 0. Expected whole numbers 0..N-1. Received: '
+        f'{negative[0]:g}. Write the classes as 0..N-1 (e.g. -1/1 as 0/1), '
+        'or use a loss for numbers.')
   if units and _takes_indices(loss) and values.dtype.kind == 'f':
     fractions = sorted({float(v) for v in values.ravel()
                         if not float(v).is_integer()})

@@ -132,3 +132,18 @@ def metrics(spec, value):
           f'names. Received: {describe(metric)}. Call the class: '
           f'`{metric.__name__}()`.')
   return list(value)
+
+
+def compile_error(spec, error: Exception, optimizer, loss,
+                  metrics) -> SpecError:
+  """Keras's refusal to compile the model with the spec's optimizer, loss
+  and metrics (an unknown name, say), as a SpecError naming them."""
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  return SpecError(
+      f'Keras cannot compile {type(spec).__name__}\'s model: '
+      f'{type(error).__name__}: {summarize(error)}. Expected an optimizer, '
+      'a loss and metrics Keras knows: objects (keras.optimizers.Adam(), '
+      'keras.losses.SparseCategoricalCrossentropy()) or their names '
+      f'(\'adam\'). Received: optimizer={describe(optimizer)}, '
+      f'loss={describe(loss)}, metrics={describe(metrics)}. Fix the name or '
+      'object in build_optimizer(), build_loss() or build_metrics().')
