@@ -56,6 +56,9 @@ def error_for(error: BaseException, what: str,
     return None
   path = getattr(full, 'filename', None)
   match = _FILENAME.search(str(full))
+  text = str(getattr(full, 'message', None) or full)
+  if not path and '; No space left on device' in text:  # TensorFlow's form.
+    path = text.split('; No space left on device')[0].strip() or None
   path = path or (match.group(1) if match else None) or folder
   where = f' ({path})' if path else ''
   free = _free(path)

@@ -101,18 +101,16 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             'changed the model, say), run again with --no-resume.',
             file=sys.stderr)
     return 1
-  except OSError as e:
+  except Exception as e:  # pylint: disable=broad-except
+    # No traceback on the user: a full disk is said as such (the data
+    # conversion, the publication); a cause we could not name is still said
+    # in four parts, with the traceback in a file for a bug report.
     from generic_trainer.core import disk_full  # pylint: disable=g-import-not-at-top
     full = disk_full.error_for(e, PROG, request.output_dir)
-    if full is None:
-      raise
-    print(f'{PROG}: {type(full).__name__}: {full}', file=sys.stderr)
-    _say_earlier_model_kept(request)
-    return 1
-  except Exception as e:  # pylint: disable=broad-except
-    # No traceback on the user: a cause we could not name is still said in
-    # four parts, with the traceback in a file for a bug report.
-    print(f'{PROG}: {type(e).__name__}: {_unnamed(e)}', file=sys.stderr)
+    if full is not None:
+      print(f'{PROG}: {type(full).__name__}: {full}', file=sys.stderr)
+    else:
+      print(f'{PROG}: {type(e).__name__}: {_unnamed(e)}', file=sys.stderr)
     _say_earlier_model_kept(request)
     return 1
   except KeyboardInterrupt:
