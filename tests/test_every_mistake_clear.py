@@ -707,3 +707,29 @@ def test_an_optimizer_keras_does_not_know_is_named(tmp_path, penguin_csvs,
       'Fix the name or object in build_optimizer(), build_loss() or '
       'build_metrics().')
   assert_four_parts(message)
+
+
+def test_a_module_file_given_as_a_path_object_is_read_as_meant():
+  """module_file=pathlib.Path(...): taken as its str, not TFX's TypeError."""
+  import pathlib  # pylint: disable=g-import-not-at-top
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  trainer = GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
+                           module_file=pathlib.Path(PENGUIN_MODULE))
+  assert trainer.exec_properties['module_file'] == PENGUIN_MODULE
+
+
+def test_a_parameter_of_the_wrong_type_is_named():
+  """module_path=5: our error naming the parameter and the type, not TFX's
+  bare TypeError from the spec."""
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  with pytest.raises(InvalidArgumentError) as e:
+    GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
+                   module_path=5)
+  assert str(e.value) == (
+      "'module_path' has the wrong type for GenericTrainer. Expected <class "
+      "'str'>. Received: module_path=5. Pass a value of that type (a path as "
+      'a str).')
+  assert isinstance(e.value.__cause__, TypeError)
+  assert_four_parts(str(e.value))

@@ -10,6 +10,7 @@ it takes, what it was given (the producing component and output, when
 known) and the output to connect instead.
 """
 
+import re
 from typing import Any, Dict
 
 from generic_trainer.errors import InvalidArgumentError
@@ -74,3 +75,21 @@ def _describe(value) -> str:
   if len(shown) > 80:
     shown = shown[:77] + '...'
   return f'a {type(value).__name__} ({shown})'
+
+
+_TFX_TYPE_ERROR = re.compile(
+    r"Expected type (.+?) for parameter '(\w+)' but got (.+) instead\.")
+
+
+def parameter_error(error: TypeError) -> Exception:
+  """TFX's TypeError for a parameter of the wrong type (its spec checks
+  them after ours) as an InvalidArgumentError naming it; other TypeErrors
+  are returned as they are."""
+  match = _TFX_TYPE_ERROR.search(str(error))
+  if not match:
+    return error
+  expected, name, received = match.groups()
+  return InvalidArgumentError(
+      f'{name!r} has the wrong type for GenericTrainer. Expected {expected}. '
+      f'Received: {name}={received}. Pass a value of that type (a path as a '
+      'str).')

@@ -1,5 +1,6 @@
 """GenericTrainer: a drop-in replacement for `tfx.components.Trainer`."""
 
+import os
 from typing import Any, Dict, Optional, Union
 
 from tfx import types
@@ -131,6 +132,8 @@ class GenericTrainer(base_component.BaseComponent):
         GenericTrainerSpec.INPUTS, examples=examples,
         transform_graph=transform_graph, schema=schema, base_model=base_model,
         hyperparameters=hyperparameters, statistics=statistics)
+    if isinstance(module_file, os.PathLike):  # pathlib.Path: read as meant.
+      module_file = os.fspath(module_file)
     if isinstance(module_file, str):
       module_loader.check_module_source(module_file)
     args.check_keras_version(keras_version)
@@ -142,27 +145,30 @@ class GenericTrainer(base_component.BaseComponent):
     args.check_max_restarts(max_restarts)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
-    spec = GenericTrainerSpec(
-        examples=examples,
-        transform_graph=transform_graph,
-        schema=schema,
-        base_model=base_model,
-        hyperparameters=hyperparameters,
-        statistics=statistics,
-        train_args=train_args,
-        eval_args=eval_args,
-        module_file=module_file,
-        module_path=module_path,
-        run_fn=run_fn,
-        custom_config=_serialized_custom_config(custom_config),
-        keras_version=keras_version,
-        num_workers=num_workers,
-        strategy=strategy,
-        allow_signature_change=allow_signature_change,
-        max_restarts=max_restarts,
-        backend=backend,
-        model=types.Channel(type=standard_artifacts.Model),
-        model_run=types.Channel(type=standard_artifacts.ModelRun))
+    try:
+      spec = GenericTrainerSpec(
+          examples=examples,
+          transform_graph=transform_graph,
+          schema=schema,
+          base_model=base_model,
+          hyperparameters=hyperparameters,
+          statistics=statistics,
+          train_args=train_args,
+          eval_args=eval_args,
+          module_file=module_file,
+          module_path=module_path,
+          run_fn=run_fn,
+          custom_config=_serialized_custom_config(custom_config),
+          keras_version=keras_version,
+          num_workers=num_workers,
+          strategy=strategy,
+          allow_signature_change=allow_signature_change,
+          max_restarts=max_restarts,
+          backend=backend,
+          model=types.Channel(type=standard_artifacts.Model),
+          model_run=types.Channel(type=standard_artifacts.ModelRun))
+    except TypeError as e:
+      raise channels.parameter_error(e) from e
     super().__init__(spec=spec)
     from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
     if udf_utils.should_package_user_modules():
