@@ -4,7 +4,8 @@ The convention (STYLE.md, Keras's messages): what is wrong first; then what
 was expected, in a sentence starting `Expected`, or as Keras says it, `X
 must be Y` (or `needs`); then `Received:` (what was received); then what to
 do, a sentence opening with an imperative verb of `VERBS` (or 'To ...,
-<verb>'). The instruction comes after `Received:`.
+<verb>'). The parts may come in another order (Keras ends with
+`Received:`; ours usually end with what to do).
 """
 
 import re
@@ -30,10 +31,9 @@ def missing_parts(message: str):
   missing = []
   if not re.search(r'\bExpected\b|\bmust\b|\bneeds\b', message):
     missing.append('expected')
-  received = message.find('Received')
-  if received < 0:
+  if 'Received' not in message:
     missing.append('received')
-  if not _INSTRUCTION.search(message[max(received, 0):]):
+  if not _INSTRUCTION.search(message):
     missing.append('what to do')
   return missing
 

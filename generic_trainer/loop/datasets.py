@@ -21,7 +21,7 @@ def load_schema(fn_args):
     raise SpecError(
         'A TrainSpec needs to know the features: connect a `schema` input '
         "(e.g. schema=schema_gen.outputs['schema']) or a `transform_graph`. "
-        'Received neither.')
+        'Received neither. Connect one of them to GenericTrainer.')
   from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   return schema_file.read(fn_args.schema_path)
 
@@ -54,22 +54,38 @@ def feature_keys(spec, schema) -> List[str]:
     if key not in names:
       raise SpecError(
           f'The label {key!r} (TrainSpec.label_key) is not a '
-          f'feature of the data. The schema has: {", ".join(names)}. Set '
+          f'feature of the data. The schema has: {", ".join(names)}. '
+          f'Expected one of those{_close(key, names)}. Received: '
+          f'label_key={key!r}. Set '
           'label_key to one of them (the transformed name, with Transform).')
   weights = [k for k in targets if k not in outputs.label_keys(spec.outputs)]
   for key in weights:
     if key not in names:
       raise SpecError(
           f'The weight column {key!r} (weight_key) is not a feature of the '
-          f'data. The schema has: {", ".join(names)}. Set weight_key to one '
-          'of them, or to None to weigh every example equally.')
+          f'data. The schema has: {", ".join(names)}. Expected one of '
+          f'those{_close(key, names)}. Received: weight_key={key!r}. Set '
+          'weight_key to one of them, or to None to weigh every example '
+          'equally.')
   keys = list(spec.feature_keys or [n for n in names if n not in targets])
   missing = [k for k in keys if k not in names]
   if missing:
     raise SpecError(
         f'TrainSpec.feature_keys names {missing}, which the data lacks. The '
-        f'schema has: {", ".join(names)}.')
+        f'schema has: {", ".join(names)}. Expected features of the data'
+        f'{_close(missing[0], names)}. Received: feature_keys='
+        f'{spec.feature_keys!r}. Name features of the data, or leave '
+        'feature_keys unset to read them all.')
   return keys
+
+
+def _close(name: str, names: List[str]) -> str:
+  """' (did you mean 'species'?)' for a near name of `names`, or ''."""
+  import difflib  # pylint: disable=g-import-not-at-top
+  lowered = {n.lower(): n for n in names}
+  near = ([lowered[name.lower()]] if name.lower() in lowered else
+          difflib.get_close_matches(name, names, n=1, cutoff=0.75))
+  return f' (did you mean {near[0]!r}?)' if near else ''
 
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
