@@ -39,7 +39,8 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
             f"The examples have no split {split!r} (asked for by {name}"
             f"{'' if split_args.splits else ' by default'}). The examples "
             f'({describe(examples)}) have the splits {available}. Set '
-            f'{name}.splits to some of those, or leave these examples out.')
+            f'{name}.splits to some of those, or leave these examples out. '
+            f'Expected a split of {available}. Received: {split!r}.')
       uri = artifact_utils.get_split_uri([examples], split)
       files = sorted(f for f in _list_files(uri)
                      if not os.path.basename(f).startswith('.'))
@@ -47,7 +48,8 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
         raise InputArtifactError(
             f'The {split!r} split of the examples is empty: no files in '
             f'{uri} ({describe(examples)}). Check the component that '
-            'produced the examples.')
+            'produced the examples. Expected TFRecord files. Received: an '
+            'empty folder.')
       payload = examples.get_string_custom_property('payload_format')
       if payload in ('', 'FORMAT_TF_EXAMPLE', 'FORMAT_TF_SEQUENCE_EXAMPLE'):
         for filename in files:
@@ -71,7 +73,8 @@ def _check_tfrecord(path: str, split: str, examples: types.Artifact,
         f'The {split!r} split file {path} is not a readable '
         f'{tfrecords.describe(path)} file: {summarize(error)}. It is corrupt '
         'or truncated: re-run the component that produced the examples '
-        f'({describe(examples)}).') from error
+        f'({describe(examples)}). Expected a readable TFRecord file. '
+        f'Received: {type(error).__name__}.') from error
   record = tfrecords.first_record(path) if tf_example else None
   problem = validation.record_problem(record, {}) if record else ''
   if record and not problem:
@@ -115,7 +118,7 @@ def check_base_model(artifacts: List[types.Artifact]) -> None:
         f'The base_model artifact ({artifacts[0].uri}) holds no SavedModel: '
         f'{path}/saved_model.pb does not exist. Expected the `model` output '
         'of a trainer that finished; connect that channel, or drop '
-        'base_model.')
+        'base_model. Received: a Model artifact without a SavedModel.')
 
 
 def _list_files(uri: str) -> List[str]:
@@ -133,18 +136,22 @@ def read_hyperparameters(artifacts: List[types.Artifact]) -> Optional[dict]:
   except Exception as e:  # pylint: disable=broad-except
     raise InputArtifactError(
         f'The hyperparameters artifact ({uri}) must hold exactly one JSON '
-        f'file (as Tuner writes it). {e}') from e
+        f'file (as Tuner writes it). {e}. Expected one JSON file. Received: '
+        f'the folder {uri}. Connect tuner.outputs[\'best_hyperparameters\'].'
+        ) from e
   try:
     value = json.loads(io_utils.read_string_file(path))
   except ValueError as e:
     raise InputArtifactError(
         f'The hyperparameters file {path} is not valid JSON: {e}. Expected '
         'the `keras_tuner.HyperParameters.get_config()` JSON that Tuner '
-        'writes.') from e
+        f'writes. Received: {type(e).__name__}. Fix the file, or re-run the '
+        'Tuner.') from e
   if not isinstance(value, dict):
     raise InputArtifactError(
         f'The hyperparameters file {path} must hold a JSON object. Received: '
-        f'a {type(value).__name__}.')
+        f'a {type(value).__name__}. Write an object ({{"learning_rate": '
+        '0.01}), as Tuner does.')
   return value
 
 
@@ -211,6 +218,8 @@ def _count(stats: types.Artifact) -> Dict[str, int]:
     except Exception as e:  # pylint: disable=broad-except
       raise InputArtifactError(
           f'Cannot read statistics for split {split!r} from {path}: {e}. '
-          'Expected the FeatureStats.pb that StatisticsGen writes.') from e
+          'Expected the FeatureStats.pb that StatisticsGen writes. Received: '
+          f'{type(e).__name__}. Connect statistics_gen.outputs[\'statistics\'], '
+          'or drop statistics.') from e
     counts[split] = sum(d.num_examples for d in proto.datasets)
   return counts

@@ -134,12 +134,14 @@ def _module_entry_point(module: types.ModuleType, source: str):
     raise UserModuleError(
         f'The user module ({source}) defines both `run_fn` and the TrainSpec '
         f'{leaves[0].__name__}; GenericTrainer would not know which to use. '
-        'Keep one of them.')
+        'Keep one of them. Expected one entry point. Received: run_fn and '
+        f'{leaves[0].__name__}.')
   if len(leaves) > 1:
     raise UserModuleError(
         f'The user module ({source}) defines several unrelated TrainSpec '
         f'subclasses: {", ".join(sorted(c.__name__ for c in leaves))}. Keep '
-        "one, or pass run_fn='module.SpecName' to choose.")
+        "one, or pass run_fn='module.SpecName' to choose. Expected one "
+        f'TrainSpec. Received: {len(leaves)}.')
   if leaves:
     return _spec_run_fn(leaves[0], source)
   if run_fn is None:
@@ -163,7 +165,8 @@ def _spec_run_fn(spec_class: type, source: str) -> Callable[[Any], None]:
     raise UserModuleError(
         f'The TrainSpec {spec_class.__name__} ({source}) does not define the '
         f'required member(s): {", ".join(missing)}. Define them in the class '
-        '(see `help(generic_trainer.TrainSpec)`).')
+        '(see `help(generic_trainer.TrainSpec)`). Expected those members. '
+        f'Received: {spec_class.__name__} without them.')
   conflict = conflicting_members(spec_class)
   if conflict:
     raise SpecError(conflict)
@@ -180,7 +183,8 @@ def _checked_run_fn(fn, fn_name: str, source: str):
   if not callable(fn):
     raise UserModuleError(
         f'`{fn_name}` in the user module ({source}) must be a function taking '
-        f'fn_args. Received: {fn_name} that is a {type(fn).__name__}.')
+        f'fn_args. Received: {fn_name} that is a {type(fn).__name__}. Define '
+        f'it as `def {fn_name}(fn_args):`.')
   try:
     inspect.signature(fn).bind(object())
   except TypeError:
@@ -232,7 +236,8 @@ def _load_source_file(path: str) -> types.ModuleType:
       local_path = io_utils.ensure_local(path)
     except Exception as e:  # pylint: disable=broad-except
       raise UserModuleError(
-          f'Cannot read the module file {path!r}: {e}. Check the path.') from e
+          f'Cannot read the module file {path!r}: {e}. Check the path. '
+          f'Expected a readable file. Received: {type(e).__name__}.') from e
   if not os.path.isfile(local_path):
     raise _missing_file_error(path)
   stem = os.path.splitext(os.path.basename(local_path))[0]
@@ -241,7 +246,8 @@ def _load_source_file(path: str) -> types.ModuleType:
   if spec is None:
     raise UserModuleError(
         f'The module file {path!r} is not a Python source file. Expected a '
-        'path ending in .py.')
+        f'path ending in .py. Received: {path!r}. Pass the module\'s .py '
+        'file.')
   module = importlib.util.module_from_spec(spec)
   sys.modules[name] = module
   try:
@@ -258,7 +264,9 @@ def _load_source_file(path: str) -> types.ModuleType:
     raise UserModuleError(
         f'Importing the module file {path!r} raised '
         f'{type(e).__name__}: {e}. The module runs at import time; its '
-        f'traceback:\n{user_traceback(e)}') from e
+        f'traceback:\n{user_traceback(e)}\nExpected the module to import '
+        'without an error. Received: the error above. Fix the module where '
+        'its traceback points.') from e
   return module
 
 
@@ -283,16 +291,20 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
       ) from e
     raise UserModuleError(
         f'Importing {name!r} ({source}) failed: it imports {e.name!r}, which '
-        f'is not installed. Install it in the trainer environment.\n'
+        f'is not installed. Install it in the trainer environment. Expected '
+        f'{e.name!r} importable. Received: ModuleNotFoundError.\n'
         f'{user_traceback(e)}') from e
   except SyntaxError as e:
     raise UserModuleError(
         f'The module {name!r} ({source}) has a syntax error in {e.filename} '
-        f'at line {e.lineno}: {e.msg}.') from e
+        f'at line {e.lineno}: {e.msg}. Expected Python that compiles. '
+        f'Received: {(e.text or "").strip()!r}. Fix that line.') from e
   except Exception as e:  # pylint: disable=broad-except
     raise UserModuleError(
         f'Importing {name!r} ({source}) raised {type(e).__name__}: {e}\n'
-        f'{user_traceback(e)}') from e
+        f'{user_traceback(e)}\nExpected the module to import without an '
+        'error. Received: the error above. Fix the module where its traceback '
+        'points.') from e
 
 
 def top_level_names(path: str) -> Optional[Dict[str, str]]:
