@@ -29,7 +29,7 @@ _INSTRUCTION = re.compile(
 def missing_parts(message: str):
   """The parts `message` lacks: of 'expected', 'received', 'what to do'."""
   missing = []
-  if not re.search(r'\bExpected\b|\bmust\b|\bneeds\b', message):
+  if not re.search(r'\b[Ee]xpected\b|\bmust\b|\bneeds\b', message):
     missing.append('expected')
   if 'Received' not in message:
     missing.append('received')

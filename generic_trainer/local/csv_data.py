@@ -51,7 +51,9 @@ def read(path: str, delimiter: Optional[str] = None) -> Table:
     except UnicodeDecodeError as e:
       raise InputArtifactError(
           f'{path} is not UTF-8 text ({e}). Expected a CSV file in UTF-8; '
-          'save it as UTF-8 (CSV UTF-8 in spreadsheet programs).') from e
+          'save it as UTF-8 (CSV UTF-8 in spreadsheet programs). Received: '
+          f'byte {e.object[e.start:e.start + 1]!r} at offset {e.start}.'
+          ) from e
   delimiter = csv_dialect.delimiter_of(path, text, delimiter)
   reader = csv.reader(text.splitlines(), delimiter=delimiter)
   header = next(reader, None)
@@ -69,7 +71,7 @@ def read(path: str, delimiter: Optional[str] = None) -> Table:
     raise InputArtifactError(
         f'{path}: the header names the column(s) {doubled or [""]} more than '
         f'once or not at all. Received: {header}. Give every column one '
-        'name of its own.')
+        'name of its own. Expected one name per column.')
   rows = []
   for line, row in enumerate(reader, start=2):
     if not row or not any(field.strip() for field in row):

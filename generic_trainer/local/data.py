@@ -178,7 +178,8 @@ def check_tfrecords(files: List[str]) -> None:
           f'{path} is not a readable {tfrecords.describe(path)} file: '
           f'{summarize(error)}. Expected TFRecord files of tf.Example (gzip '
           'when the name ends in .gz) or CSV files (named *.csv). Check the '
-          'file, or convert it.') from error
+          'file, or convert it. Received: '
+          f'{type(error).__name__}.') from error
 
 
 def link_split(files: List[str], split_dir: str) -> List[str]:
@@ -228,17 +229,22 @@ def infer_schema(files: List[str], limit: int = 1000):
       raise InputArtifactError(
           f'{shown} is not a readable {tfrecords.describe(path)} file: '
           f'{summarize(e)} (after {read} records). It is damaged or cut '
-          'short; re-write it.') from e
+          'short; re-write it. Expected a whole TFRecord file. Received: '
+          f'{type(e).__name__} after {read} records. Re-write the file.'
+          ) from e
     except Exception as e:  # pylint: disable=broad-except
       raise InputArtifactError(
           f'{shown}, record {read}, is not a tf.Example ({type(e).__name__}'
           f': {e}). Expected TFRecord files of serialized tf.Example, as '
-          'ExampleGen writes them, or CSV files.') from e
+          'ExampleGen writes them, or CSV files. Received: a record that does '
+          'not parse. Convert the data, or pass CSV files.') from e
     seen += read
     if seen >= limit:
       break
   if not seen:
-    raise InputArtifactError(f'No tf.Example records in {files}.')
+    raise InputArtifactError(
+        f'No tf.Example records in {files}. Expected at least one record. '
+        'Received: empty files. Write the data again, or pass other files.')
   types = {'int64_list': schema_pb2.INT, 'float_list': schema_pb2.FLOAT,
            'bytes_list': schema_pb2.BYTES}
   schema = schema_pb2.Schema()

@@ -99,6 +99,8 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
                     loss_weights=spec.loss_weights, metrics=metrics,
                     steps_per_execution=steps_per_execution(
                         spec, steps_per_epoch, validation_steps, distributed))
+    except SpecError:
+      raise  # Ours already (a member's value, steps_per_execution).
     except (ValueError, TypeError) as e:
       from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
       raise member_checks.compile_error(spec, e, optimizer, loss,
