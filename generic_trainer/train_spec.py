@@ -126,7 +126,9 @@ class TrainSpec(abc.ABC):
       execution.
 
   Available to the members:
-    fn_args: The `FnArgs` of this run (None outside a pipeline).
+    fn_args: The `FnArgs` of this run: the pipeline's, or the command's
+      and the notebook Estimator's `LocalFnArgs`; None only for a spec
+      built by hand.
     hparams: Hyperparameter values: the `hyperparameters` input's values, or
       the dict given to the Estimator.
   """
