@@ -7,6 +7,6 @@ atomically (`publish`), and this process's place in a cluster
 (`distribution`, `strategies`).
 
 May import: the top-level base modules (`errors`, `keys`, `train_spec`,
-`resume`, `train_result`), `spec` (to run a TrainSpec) and `data`. Never
+`resume`, `train_result`), `loop` (to run a TrainSpec) and `data`. Never
 `launch`, `local`, `kubeflow` or `executor`, which sit above it.
 """
