@@ -244,3 +244,22 @@ def test_docs_pages_named_in_the_code_exist():
           if not os.path.isfile(os.path.join(REPO, page)):
             missing.append(f'{docs_pages.rel(path)}: {page}')
   assert not missing, '\n'.join(missing)
+
+
+def test_readme_two_commands_are_the_makefile_s_and_ci_s():
+  """The README's two commands are Makefile targets, and the one CI runs
+  (.ci/run) is among them, word for word."""
+  with open(os.path.join(REPO, 'README.md'), encoding='utf-8') as f:
+    readme = f.read()
+  section = readme[readme.index('## Two commands'):]
+  start = section.index('```sh\n') + 6
+  block = section[start:section.index('\n```', start)]
+  commands = [line.split('#')[0].strip() for line in block.split('\n')]
+  assert commands == ['make pipeline', 'make test']
+  with open(os.path.join(REPO, 'Makefile'), encoding='utf-8') as f:
+    targets = re.findall(r'^([\w-]+):', f.read(), flags=re.M)
+  assert {c.split()[1] for c in commands} <= set(targets)
+  with open(os.path.join(REPO, '.ci', 'run'), encoding='utf-8') as f:
+    ci = [l.strip() for l in f if l.strip() and not l.startswith(('#', 'set',
+                                                                   'cd'))]
+  assert ci[-1] in commands
