@@ -263,3 +263,67 @@ def test_readme_two_commands_are_the_makefile_s_and_ci_s():
     ci = [l.strip() for l in f if l.strip() and not l.startswith(('#', 'set',
                                                                    'cd'))]
   assert ci[-1] in commands
+
+
+def _architecture_bullets():
+  """{subpackage: its bullet's text} of the architecture page's list."""
+  with open(os.path.join(docs_pages.DOCS, 'architecture', 'index.md'),
+            encoding='utf-8') as f:
+    page = f.read()
+  found = {}
+  for match in re.finditer(r'^- \*\*`(\w+)/`\*\*(.*?)(?=^- |^#|\Z)', page,
+                           flags=re.M | re.S):
+    found[match.group(1)] = match.group(2)
+  return found
+
+
+def test_code_map_names_every_module():
+  """The architecture page's bullet of each subpackage names every module
+  in it (handlers/ included), so the map cannot fall behind the code."""
+  package = os.path.join(REPO, 'generic_trainer')
+  bullets = _architecture_bullets()
+  subpackages = sorted(n for n in os.listdir(package) if os.path.isfile(
+      os.path.join(package, n, '__init__.py')))
+  assert sorted(bullets) == subpackages
+  missing = []
+  for name, text in bullets.items():
+    named = set(re.findall(r'`([\w/]+)`', text))
+    for dirpath, _, files in os.walk(os.path.join(package, name)):
+      for f in files:
+        stem = f[:-3]
+        if f.endswith('.py') and stem != '__init__' and stem not in named:
+          missing.append(f'{os.path.relpath(dirpath, package)}/{f}')
+  assert not missing, 'modules the code map does not name: ' + ', '.join(
+      sorted(missing))
+
+
+def _resolves(dotted):
+  """`generic_trainer.a.b.Name` names a module, or a name its longest
+  module prefix defines or re-exports (read as text, nothing imported)."""
+  parts = dotted.split('.')
+  for n in range(len(parts), 0, -1):
+    base = os.path.join(REPO, *parts[:n])
+    source = (base + '.py' if os.path.isfile(base + '.py') else
+              os.path.join(base, '__init__.py'))
+    if os.path.isfile(source):
+      if n == len(parts):
+        return True
+      with open(source, encoding='utf-8') as f:
+        return re.search(rf'\b{parts[n]}\b', f.read()) is not None
+  return False
+
+
+def test_code_paths_in_the_docs_exist():
+  """Every `generic_trainer/...` path and `generic_trainer.x.y` name the
+  docs mention is a file or module of the package."""
+  missing = []
+  for page in docs_pages.pages():
+    with open(page, encoding='utf-8') as f:
+      text = f.read()
+    for path in set(re.findall(r'\bgeneric_trainer/[\w/]+\.py\b', text)):
+      if not os.path.isfile(os.path.join(REPO, path)):
+        missing.append(f'{docs_pages.rel(page)}: {path}')
+    for dotted in set(re.findall(r'\bgeneric_trainer(?:\.\w+)+', text)):
+      if not _resolves(dotted):
+        missing.append(f'{docs_pages.rel(page)}: {dotted}')
+  assert not missing, '\n'.join(missing)
