@@ -109,7 +109,7 @@ class GenericTrainer(base_component.BaseComponent):
       backend: The Keras 3 backend the training computes with: 'tensorflow'
         or 'jax'. None: the TrainSpec's `backend`, else TensorFlow. A JAX
         training runs in a child process with KERAS_BACKEND=jax; its
-        export is a TensorFlow SavedModel (see README.md, "JAX"). JAX
+        export is a TensorFlow SavedModel (docs/guides/jax.md). JAX
         trains in one process only: not with tf_keras, several workers or
         a tf.distribute strategy.
 

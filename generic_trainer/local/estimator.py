@@ -34,7 +34,9 @@ class Estimator:
                hparams: Optional[Dict[str, Any]] = None,
                schema_path: Optional[str] = None,
                base_model: Optional[str] = None):
-    """Args:
+    """A TrainSpec class and the folder its training writes to.
+
+    Args:
       spec_class: A complete TrainSpec subclass.
       model_dir: Where data, run outputs (history, checkpoints, TensorBoard)
         and exports go.
