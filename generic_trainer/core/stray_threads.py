@@ -23,6 +23,10 @@ from typing import Iterable, List
 
 from generic_trainer import progress
 
+# The threads made daemons here, for the command's note at its exit
+# (`local.console.exit_despite_threads`).
+RELEASED = []
+
 
 def release(before: Iterable[threading.Thread], source: str) -> List[str]:
   """Makes daemons of the non-daemon threads started since `before` (the
@@ -35,6 +39,7 @@ def release(before: Iterable[threading.Thread], source: str) -> List[str]:
     return []
   names = sorted(t.name for t in stray)
   released = all([_make_daemon(t) for t in stray])
+  RELEASED.extend(stray)
   if released:
     progress.log().warning(
         '%s left %d non-daemon thread(s) running (%s). Expected user code to '

@@ -176,10 +176,10 @@ def check_tfrecords(files: List[str]) -> None:
     if error is not None:
       raise InputArtifactError(
           f'{path} is not a readable {tfrecords.describe(path)} file: '
-          f'{summarize(error)}. Expected TFRecord files of tf.Example (gzip '
-          'when the name ends in .gz) or CSV files (named *.csv). Check the '
-          'file, or convert it. Received: '
-          f'{type(error).__name__}.') from error
+          f'{summarize(error)} (Received: {type(error).__name__}). Expected '
+          'TFRecord files of tf.Example (gzip when the name ends in .gz) or '
+          'CSV files (named *.csv). Check the file, or convert it.'
+      ) from error
 
 
 def link_split(files: List[str], split_dir: str) -> List[str]:
