@@ -10,8 +10,8 @@ atomically in `publish`, check the export in `export_validation` and
 `inputs`) and calling the entry point (`training`, `user_code`,
 `strategies`).
 
-May import: the top-level base modules (`errors`, `keys`, `train_spec`,
-`resume`, `train_result`), `loop` (to run a TrainSpec), `canned` and
-`data`. Never `launch`, `local`, `kubeflow`, `executor` or `component`,
+May import: the top-level base modules (`errors`, `keys`, `progress`,
+`train_spec`), `loop` (to run a TrainSpec), `canned` (the migration advice
+for `trainer_fn` modules) and `data`. Never `launch`, `local`, `kubeflow`, `executor` or `component`,
 which sit above it.
 """
