@@ -199,17 +199,14 @@ def test_python_m_generic_trainer_help():
 
 
 def test_console_script_is_cli_main():
-  """setup.py installs `generic-trainer`, running generic_trainer.local.cli.main."""
+  """pyproject.toml installs `generic-trainer`, running
+  generic_trainer.local.cli.main."""
   import importlib  # pylint: disable=g-import-not-at-top
+  import tomli  # pylint: disable=g-import-not-at-top
   from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(REPO, 'setup.py')) as f:
-    tree = ast.parse(f.read())
-  setup_call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and
-                    getattr(n.func, 'attr', None) == 'setup')
-  entry_points = ast.literal_eval(next(
-      k.value for k in setup_call.keywords if k.arg == 'entry_points'))
-  (script,) = entry_points['console_scripts']
-  name, target = (s.strip() for s in script.split('='))
+  with open(os.path.join(REPO, 'pyproject.toml'), 'rb') as f:
+    scripts = tomli.load(f)['project']['scripts']
+  (name, target), = scripts.items()
   module, _, function = target.partition(':')
   assert name == 'generic-trainer'
   assert getattr(importlib.import_module(module), function) is cli.main

@@ -21,6 +21,7 @@ from generic_trainer.errors import UserModuleError
 from generic_trainer.keys import BACKENDS, KERAS_VERSIONS, RUN_FN_KEY
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
+from generic_trainer.version import __version__
 
 PROG = 'generic-trainer'
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}
@@ -51,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
       'the same command runs again (a run_fn only if it uses the resume '
       'helpers of generic_trainer.resume).')
   add = parser.add_argument
+  add('--version', action='version', version=f'{PROG} {__version__}',
+      help='print the version and exit')
   add('--module-file', required=True, metavar='M',
       help='the module file: a TrainSpec subclass or a run_fn(fn_args)')
   add('--train-data', required=True, action='append', metavar='PATH',
