@@ -263,7 +263,8 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
       r'== Trained TrainSpec PenguinSpec of .*penguin_spec.py: 20 steps, 5 '
       r'epochs, [\d.]+ s of training\n  train: loss=[\d.]+ '
       r'sparse_categorical_accuracy=[\d.]+\n  eval:  loss=[\d.]+ '
-      r'sparse_categorical_accuracy=[\d.]+\n  export validated: loads, has '
+      r'sparse_categorical_accuracy=[\d.]+\n  eval on the --eval-data files\n'
+      r'  export validated: loads, has '
       r'serving_default, predicts finite values on 4 eval examples\n',
       proc.stdout)
   assert f'  model:  {out}/model\n' in proc.stdout

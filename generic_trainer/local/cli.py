@@ -55,6 +55,7 @@ from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.local import cli_args
 from generic_trainer.local import console
+from generic_trainer.local import holdout
 from generic_trainer.local import run as local_run
 from generic_trainer.local.cli_args import PROG
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -90,6 +91,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     if resuming:
       print(f'Resuming from the checkpoint an earlier run left in '
             f'{checkpoint} (--no-resume starts over).', flush=True)
+    print(holdout.plan(request.eval_data, request.eval_on_train), flush=True)
     with console.command_lines():
       outcome = local_run.run(request, checkpoint)
   except GenericTrainerError as e:
@@ -144,6 +146,8 @@ def _print_outcome(request: local_run.Request,
       metrics = result.get(split) or {}
       lines.append(f'  {split + ":":6} ' + (' '.join(
           f'{k}={v:.4g}' for k, v in sorted(metrics.items())) or 'none'))
+    if outcome.evaluation:
+      lines.append(f'  eval on {holdout.describe(outcome.evaluation)}')
   else:
     lines.append('  metrics: none recorded (a run_fn may write '
                  'train_result.json into fn_args.model_run_dir; see '

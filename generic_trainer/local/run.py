@@ -50,6 +50,7 @@ from generic_trainer.core import module_loader
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY, BACKEND_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
 from generic_trainer.local import data as local_data
+from generic_trainer.local import holdout
 from generic_trainer.local.layout import Layout
 
 
@@ -60,7 +61,8 @@ class Request:
   Attributes:
     module_file: Absolute path of the module file.
     train_data: Train files (CSV, or TFRecords of tf.Example).
-    eval_data: Eval files; None means the train files.
+    eval_data: Eval files; None means a held-out third of the train data
+      (`local.holdout`), or the train data itself with `eval_on_train`.
     schema: A schema.pbtxt to use, or None to infer one.
     output_dir: Absolute path of the output folder.
     steps: Train steps, or None.
@@ -79,6 +81,8 @@ class Request:
     allow_signature_change: Publish even if the signatures differ from the
       base model's.
     started: `time.monotonic()` when the process started.
+    eval_on_train: Evaluate on the train data, on purpose (`--eval-data
+      train`): the eval figures are training-set figures.
   """
   module_file = attr.ib(type=str)
   train_data = attr.ib(type=List[str])
@@ -96,6 +100,7 @@ class Request:
   resume = attr.ib(type=bool, default=True)
   base_model = attr.ib(type=Optional[str], default=None)
   allow_signature_change = attr.ib(type=bool, default=False)
+  eval_on_train = attr.ib(type=bool, default=False)
 
 
 def resume_key(request: Request) -> str:
@@ -122,7 +127,8 @@ def resume_key(request: Request) -> str:
   blob = json.dumps({
       'module': content(request.module_file), RUN_FN_KEY: request.run_fn,
       'schema': content(request.schema), 'train': files(request.train_data),
-      'eval': files(request.eval_data), 'steps': request.steps,
+      'eval': files(request.eval_data),
+      'eval_on_train': request.eval_on_train, 'steps': request.steps,
       'eval_steps': request.eval_steps, 'hparams': request.hparams,
       'keras_version': request.keras_version, 'backend': request.backend,
       'base_model': files([os.path.join(request.base_model, 'saved_model.pb')]
@@ -152,11 +158,14 @@ class Outcome:
       (a run_fn, or a TrainSpec on another backend than this process's):
       it validated and logged it.
     layout: Where everything is.
+    evaluation: What the eval figures were measured on (`holdout.evaluation`;
+      also the `evaluation` entry of train_result.json).
   """
   entry_point = attr.ib(type=str)
   result = attr.ib(type=Optional[Dict[str, Any]])
   report = attr.ib(type=Optional[Dict[str, Any]])
   layout = attr.ib(type=Layout)
+  evaluation = attr.ib(type=Optional[Dict[str, Any]], default=None)
 
 
 def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
@@ -201,20 +210,27 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   return outcome
 
 
-def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
-  """The split folders, the schema and the hyperparameters file.
+def _write_inputs(request: Request, layout: Layout):
+  """The split folders, the schema and the hyperparameters file; returns
+  the splits' files and the `evaluation` entry (`holdout.evaluation`).
 
   The data after the schema (all of it with --schema; the eval data when
   the schema is inferred from the train data) is checked against it.
+  Without eval data, a third of the train data is held out for eval.
   """
   from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   schema, source = None, 'the schema inferred from the train data'
   if request.schema:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')
+  train_dir = os.path.join(layout.data, 'Split-train')
+  held_out = not request.eval_data and not request.eval_on_train
+  # Held out: all of it first, in a folder named like the split it is
+  # checked as, then split into Split-train and Split-eval.
+  whole = os.path.join(layout.data, '.whole')
   splits = {'train': local_data.to_split(
-      request.train_data, os.path.join(layout.data, 'Split-train'), schema,
-      source)}
+      request.train_data, os.path.join(whole, 'Split-train') if held_out
+      else train_dir, schema, source)}
   if schema is None:
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
@@ -222,16 +238,26 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
     os.makedirs(layout.schema_dir)
     shutil.copyfile(request.schema, layout.schema)
   eval_dir = os.path.join(layout.data, 'Split-eval')
-  splits['eval'] = (local_data.to_split(request.eval_data, eval_dir, schema,
-                                        source)
-                    if request.eval_data else
-                    local_data.link_split(splits['train'], eval_dir))
+  if held_out:
+    parts = holdout.split(splits['train'], train_dir, eval_dir)
+    shutil.rmtree(whole)
+    splits = {'train': parts.train_files, 'eval': parts.eval_files}
+    evaluation = holdout.evaluation(holdout.HELD_OUT,
+                                    train_rows=parts.train_rows,
+                                    eval_rows=parts.eval_rows)
+  elif request.eval_data:
+    splits['eval'] = local_data.to_split(request.eval_data, eval_dir, schema,
+                                         source)
+    evaluation = holdout.evaluation(holdout.FILES, files=request.eval_data)
+  else:
+    splits['eval'] = local_data.link_split(splits['train'], eval_dir)
+    evaluation = holdout.evaluation(holdout.TRAIN)
   if request.hparams is not None:
     os.makedirs(layout.hparams_dir)
     with open(os.path.join(layout.hparams_dir, 'hyperparameters.json'),
               'w') as f:
       json.dump(request.hparams, f, indent=1)
-  return splits
+  return splits, evaluation
 
 
 def _run_spec(request: Request, layout: Layout, spec_class,
@@ -245,7 +271,7 @@ def _run_spec(request: Request, layout: Layout, spec_class,
   from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
-  splits = _write_inputs(request, layout)
+  splits, evaluation = _write_inputs(request, layout)
   staged = StagedExport(layout.publishing, keep_dir=layout.run)
   fn_args = LocalFnArgs(
       train_files=splits['train'], eval_files=splits['eval'],
@@ -268,8 +294,9 @@ def _run_spec(request: Request, layout: Layout, spec_class,
   staged.publish()
   if timer.seconds is not None:
     result['time_to_first_step_s'] = round(timer.seconds, 3)
+  result['evaluation'] = evaluation
   train_result.write(layout.run, result)
-  return Outcome(what, result, report, layout)
+  return Outcome(what, result, report, layout, evaluation)
 
 
 def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
@@ -280,7 +307,7 @@ def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
   from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
   from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  splits = _write_inputs(request, layout)
+  splits, evaluation = _write_inputs(request, layout)
   examples = local_data.examples_artifact(layout.data, splits)
   input_dict = {keys.EXAMPLES_KEY: [examples],
                 keys.SCHEMA_KEY: [_artifact(standard_artifacts.Schema,
@@ -310,9 +337,13 @@ def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
     exec_properties[ALLOW_SIGNATURE_CHANGE_KEY] = True
   GenericExecutor(checkpoint_dir=checkpoint_dir).Do(input_dict, output_dict,
                                                     exec_properties)
+  result = train_result.read(layout.run)
+  if result is not None:
+    result['evaluation'] = evaluation
+    train_result.write(layout.run, result)
   return Outcome(f'TrainSpec {spec_class.__name__}' if spec_class else
-                 f'`{request.run_fn or RUN_FN_KEY}`',
-                 train_result.read(layout.run), None, layout)
+                 f'`{request.run_fn or RUN_FN_KEY}`', result, None, layout,
+                 evaluation)
 
 
 def _entry_point_properties(request: Request) -> Dict[str, str]:
