@@ -260,8 +260,8 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
   proc, out = spec_run
   assert len(FIRST_STEP.findall(proc.stdout)) == 1
   assert re.search(
-      r'== Trained TrainSpec PenguinSpec of .*penguin_spec.py: 20 steps, 5 '
-      r'epochs, [\d.]+ s of training\n  train: loss=[\d.]+ '
+      r'== Trained TrainSpec PenguinSpec of .*penguin_spec.py: 20 steps in 5 '
+      r'epochs of 4 steps, [\d.]+ s of training\n  train: loss=[\d.]+ '
       r'sparse_categorical_accuracy=[\d.]+\n  eval:  loss=[\d.]+ '
       r'sparse_categorical_accuracy=[\d.]+\n  eval on the --eval-data files\n'
       r'  export validated: loads, has '

@@ -14,6 +14,7 @@ from generic_trainer.component.spec import GenericTrainerSpec
 from generic_trainer.core import args
 from generic_trainer.core import distribution
 from generic_trainer.core import module_loader
+from generic_trainer.core import static_spec
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
@@ -131,6 +132,8 @@ class GenericTrainer(base_component.BaseComponent):
     args.check_backend(backend)
     args.check_backend_fits(backend, f'backend={backend!r}', keras_version,
                             num_workers, strategy=strategy)
+    static_spec.check_heads_on_jax(module_file, backend,
+                                   f'backend={backend!r}')
     args.check_flag('allow_signature_change', allow_signature_change)
     args.check_max_restarts(max_restarts)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from generic_trainer.core import args
 from generic_trainer.core import module_loader
+from generic_trainer.core import static_spec
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import UserModuleError
@@ -140,6 +141,8 @@ def parse(argv: Optional[Sequence[str]],
         'lines for a log line per epoch.')
   if ns.run_fn is not None:
     _check_run_fn(ns.run_fn, module_file)
+  static_spec.check_heads_on_jax(module_file, ns.backend,
+                                 f'--backend={ns.backend}', ns.run_fn)
   return local_run.Request(
       module_file=module_file, train_data=train_data, eval_data=eval_data,
       schema=schema, output_dir=output_dir,

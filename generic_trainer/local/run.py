@@ -49,6 +49,7 @@ import attr
 from generic_trainer.core import module_loader
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY, BACKEND_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
+from generic_trainer.local import console
 from generic_trainer.local import data as local_data
 from generic_trainer.local import holdout
 from generic_trainer.local.layout import Layout
@@ -185,6 +186,7 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   # tf.keras and Keras's backend are decided once per process.
   os.environ.update(keras_process.keras_env(request.keras_version))
   os.environ.update(backend_process.choose_before_import(request.backend))
+  console.import_tensorflow()  # Without its start-up lines.
   entry = module_loader.load_from_file(request.module_file, request.run_fn)
   spec_class = getattr(entry, 'train_spec', None)
   backend = args.resolve_backend(request.backend, spec_class)
