@@ -68,7 +68,11 @@ def import_tensorflow() -> None:
     return
   import tempfile  # pylint: disable=g-import-not-at-top
   sys.stderr.flush()
-  saved = os.dup(2)
+  try:
+    saved = os.dup(2)
+  except OSError:  # No stderr to filter.
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+    return
   with tempfile.TemporaryFile() as captured:
     os.dup2(captured.fileno(), 2)
     try:
