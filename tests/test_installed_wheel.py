@@ -5,8 +5,9 @@ the wheel, make a fresh Python 3.10 virtual environment, install the pinned
 lock and the wheel into it, and from a folder outside the checkout run a
 LocalDagRunner pipeline (CsvExampleGen, ImportSchemaGen, GenericTrainer,
 Evaluator, Pusher) and the `generic-trainer` command, with nothing of the
-checkout on the path. About 60-90 s on a 2-core VM with uv's cache warm
-(the lock installs as hard links from it).
+checkout on the path. 88-137 s on a 2-core VM shared with other jobs,
+with uv's cache warm (the lock installs as hard links from it, in about
+7 s); the pipeline takes about 50 s of it, the command about 30 s.
 """
 
 import json
@@ -139,4 +140,6 @@ def test_the_wheel_in_another_project_runs_a_pipeline_and_the_command(
   times['command'] = time.monotonic() - step
   print('installed wheel test, seconds:', {k: round(v, 1)
                                            for k, v in times.items()})
-  assert sum(times.values()) < 180, times
+  # Well under three minutes on an idle machine; the bound only catches a
+  # step that went wrong (a rebuilt wheel cache, a pip resolve).
+  assert sum(times.values()) < 300, times
