@@ -303,6 +303,30 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
         f'{user_traceback(e)}') from e
 
 
+def read_tree(path: str):
+  """The module file's syntax tree (`ast.Module`), read without running it:
+  the one reader of a module's source (the loader's checks, the static
+  TrainSpec check).
+
+  Raises:
+    UserModuleError: the file is missing, unreadable or has a syntax error.
+  """
+  import ast  # pylint: disable=g-import-not-at-top
+  if not os.path.isfile(path):
+    raise _missing_file_error(path)
+  try:
+    with open(path, 'rb') as f:
+      source = f.read()
+    return ast.parse(source, filename=path)
+  except SyntaxError as e:
+    raise _syntax_error(path, e) from e
+  except (OSError, ValueError) as e:
+    raise UserModuleError(
+        f'Cannot read the module file {path!r}: {e}. Expected a readable '
+        'Python source file. Received: that path. Check its permissions '
+        'and encoding.') from e
+
+
 def top_level_names(path: str) -> Optional[Dict[str, str]]:
   """What a module file defines at top level, read without running it.
 
@@ -313,14 +337,7 @@ def top_level_names(path: str) -> Optional[Dict[str, str]]:
     UserModuleError: the file is missing or has a syntax error.
   """
   import ast  # pylint: disable=g-import-not-at-top
-  if not os.path.isfile(path):
-    raise _missing_file_error(path)
-  with open(path, 'rb') as f:
-    source = f.read()
-  try:
-    tree = ast.parse(source, filename=path)
-  except SyntaxError as e:
-    raise _syntax_error(path, e) from e
+  tree = read_tree(path)
   kinds = {}
   for node in tree.body:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -13,8 +13,9 @@ import ast
 import os
 from typing import Dict, List, Optional
 
-from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.keys import JAX_BACKEND, RUN_FN_KEY
+from generic_trainer.core import module_loader
+from generic_trainer.errors import InvalidArgumentError, UserModuleError
+from generic_trainer.keys import JAX_BACKEND, MODULE_FILE_KEY, RUN_FN_KEY
 
 _CANNED = 'generic_trainer.canned'
 _HEAD_ATTRIBUTES = ('head', 'heads')
@@ -47,10 +48,9 @@ def headed_specs(path: str,
   has one; else {} (a run_fn, a class whose kind or head the source does
   not say, a star import, a file that cannot be read)."""
   try:
-    with open(path, 'rb') as f:
-      tree = ast.parse(f.read(), filename=path)
-  except (OSError, SyntaxError, ValueError):
-    return {}
+    tree = module_loader.read_tree(path)
+  except UserModuleError:
+    return {}  # Loading the module reports it, with the line.
   canned, ours = set(), set()  # Names bound to canned specs, our package.
   classes: Dict[str, _Spec] = {}
   for node in tree.body:
@@ -96,7 +96,8 @@ def check_heads_on_jax(path: str, backend: Optional[str], source: str,
         own, f"{name}.backend='jax'")
     if chosen != JAX_BACKEND:
       continue
-    file_flag = '--module-file' if source.startswith('--') else 'module_file'
+    file_flag = ('--module-file' if source.startswith('--') else
+                 MODULE_FILE_KEY)
     raise InvalidArgumentError(
         f'{where} cannot train {name} of {path}: it has a head (every '
         "canned spec has one), and a head's export signatures call the "

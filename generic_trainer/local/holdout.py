@@ -59,13 +59,12 @@ def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
   counts = [0, 0]
   for folder in (train_dir, eval_dir):
     os.makedirs(folder, exist_ok=True)
-  with tf.io.TFRecordWriter(outs[0], 'GZIP') as train, tf.io.TFRecordWriter(
-      outs[1], 'GZIP') as held:
+  with tfrecords.writer(outs[0]) as train, tfrecords.writer(outs[1]) as held:
     for path in files:
-      for record in tf.data.TFRecordDataset(path, tfrecords.compression(path)):
-        example = tf.train.Example.FromString(record.numpy())
+      for record in tfrecords.records(path):
+        example = tf.train.Example.FromString(record)
         side = int(is_held_out(example.SerializeToString(deterministic=True)))
-        (held if side else train).write(record.numpy())
+        (held if side else train).write(record)
         counts[side] += 1
   if not all(counts):
     raise InputArtifactError(
