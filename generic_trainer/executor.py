@@ -13,6 +13,7 @@ from generic_trainer import train_result
 from generic_trainer.core import args
 from generic_trainer.core import distribution
 from generic_trainer.core import inputs
+from generic_trainer.core import serving_check
 from generic_trainer.core import signature_gate
 from generic_trainer.core.export_validation import validate_export
 from generic_trainer.core.publish import StagedExport
@@ -91,6 +92,7 @@ class GenericExecutor(base_executor.BaseExecutor):
     resume.remove(checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.', report,
                  serving_dir)
+    serving_check.attach(output_dict[keys.MODEL_KEY], report)
     if result:
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], result)
