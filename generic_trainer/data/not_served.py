@@ -75,7 +75,9 @@ def from_transform(transform_graph_path: str, targets: Iterable[str],
 def output_sources(transform_graph_path: str) -> Dict[str, set]:
   """{transformed feature: the raw features it is computed from}."""
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
-  loader = tft.TFTransformOutput(transform_graph_path)._saved_model_loader  # pylint: disable=protected-access
+  from tensorflow_transform.saved import saved_transform_io_v2  # pylint: disable=g-import-not-at-top
+  loader = saved_transform_io_v2.SavedModelLoader(
+      tft.TFTransformOutput(transform_graph_path).transform_savedmodel_dir)
   inputs = loader._structured_inputs  # pylint: disable=protected-access
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   by_tensor = {}
