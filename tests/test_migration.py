@@ -237,8 +237,8 @@ def test_the_migrated_taxi_module_trains_serves_and_is_blessed(tmp_path):
   logs = serving_check.read_warmup_requests(result['pushed_model'])
   served = {getattr(l, l.WhichOneof('log_type')).request.model_spec
             .signature_name for l in logs}
-  assert served == {'serving_default', 'serving_raw', 'predict',
-                    'classification', 'regression'}
+  assert served == {'serving_default', 'predict', 'classification',
+                    'regression'}
   for log in logs:
     if log.HasField('classify_log'):
       example = log.classify_log.request.input.example_list.examples[0]
