@@ -18,7 +18,9 @@ module, before importing it.
 from typing import Any, Dict, List, Optional, Tuple
 
 from generic_trainer.canned import module_source
-from generic_trainer.canned.module_source import Call, Unknown
+from generic_trainer.canned import spec_lines
+from generic_trainer.canned.module_source import Call
+from generic_trainer.canned.module_source import Unknown
 
 # tf.estimator's canned Estimators and the canned specs that replace them.
 REPLACEMENTS = {
@@ -126,26 +128,26 @@ def _spec_lines(reader, estimator: str, call: Call):
   """The class body's lines, and the column names they use."""
   lines, names = [], set()
   label, raw_label, label_note = _labels(reader)
-  lines.append(_setting('label_key', label, label_note or (
+  lines.append(spec_lines.setting('label_key', label, label_note or (
       'the label (its transformed name with Transform)')))
   if raw_label is not None:
-    lines.append(_setting('raw_label_key', raw_label,
+    lines.append(spec_lines.setting('raw_label_key', raw_label,
                           'the raw label: no serving request carries it'))
   weight = call.kwargs.get('weight_column')
   if weight is not None:
-    lines.append(_setting('weight_key', _column_key(weight), 'weight_column'))
+    lines.append(spec_lines.setting('weight_key', spec_lines.column_key(weight), 'weight_column'))
   classifier = estimator.endswith('Classifier')
   if classifier:
     n_classes = call.kwargs.get('n_classes', 2)
     vocabulary = call.kwargs.get('label_vocabulary')
     if vocabulary is not None:
-      lines.append(_setting('label_vocabulary', vocabulary,
+      lines.append(spec_lines.setting('label_vocabulary', vocabulary,
                             'label_vocabulary'))
     else:
-      lines.append(_setting('n_classes', n_classes,
+      lines.append(spec_lines.setting('n_classes', n_classes,
                             'the Estimator\'s n_classes (2 by default)'))
   if estimator.endswith('Regressor') and 'label_dimension' in call.kwargs:
-    lines.append(_setting('label_dimension', call.kwargs['label_dimension'],
+    lines.append(spec_lines.setting('label_dimension', call.kwargs['label_dimension'],
                           'label_dimension'))
   columns: Dict[str, Tuple[str, str]] = {}
   crosses: List[str] = []
@@ -161,15 +163,12 @@ def _spec_lines(reader, estimator: str, call: Call):
     if value is None:
       continue
     if isinstance(value, Unknown) or not isinstance(value, (list, tuple)):
-      lines.append(_setting(member, value, argument))
+      lines.append(spec_lines.setting(member, value, argument))
       continue
     keys = []
     for column in value:
-      _read_column(column, columns, crosses, keys, names,
-                   deep=member.startswith('dnn') or estimator.startswith('DNN'
-                                                                         ) and
-                   not estimator.startswith('DNNLinear'))
-    lines.append(_setting(member, keys, argument))
+      spec_lines.read_column(column, columns, crosses, keys, names)
+    lines.append(spec_lines.setting(member, keys, argument))
   if columns:
     lines.append('  columns = {')
     for key, (expression, note) in columns.items():
@@ -183,21 +182,21 @@ def _spec_lines(reader, estimator: str, call: Call):
   if hidden is not None:
     member = 'dnn_hidden_units' if estimator.startswith(
         'DNNLinear') else 'hidden_units'
-    lines.append(_setting(member, hidden, 'the Estimator\'s hidden units'))
+    lines.append(spec_lines.setting(member, hidden, 'the Estimator\'s hidden units'))
   dropout = call.kwargs.get('dnn_dropout', call.kwargs.get('dropout'))
   if dropout is not None:
-    lines.append(_setting('dnn_dropout' if estimator.startswith('DNNLinear')
+    lines.append(spec_lines.setting('dnn_dropout' if estimator.startswith('DNNLinear')
                           else 'dropout', dropout, 'dropout'))
   activation = call.kwargs.get('dnn_activation_fn',
                                call.kwargs.get('activation_fn'))
   if isinstance(activation, Unknown) and activation.text.startswith(
       ('tf.nn.', 'tf.keras.activations.')):
-    lines.append(_setting('dnn_activation' if estimator.startswith(
+    lines.append(spec_lines.setting('dnn_activation' if estimator.startswith(
         'DNNLinear') else 'activation', activation.text.rsplit('.', 1)[-1],
                           activation.text))
   batch_size = _batch_size(reader)
   if batch_size is not None:
-    lines.append(_setting('batch_size', batch_size[0], batch_size[1]))
+    lines.append(spec_lines.setting('batch_size', batch_size[0], batch_size[1]))
   lines += _optimizer_lines(call, estimator)
   return lines, names
 
@@ -237,92 +236,6 @@ def _labels(reader) -> Tuple[Any, Any, str]:
   if known:
     return known[0][0], None, known[0][1]
   return '...', None, ''
-
-
-def _column_key(column) -> Any:
-  if isinstance(column, str):
-    return column
-  if isinstance(column, Call):
-    inner = column.arg(0, 'key')
-    if isinstance(inner, Call) and column.short in (
-        'bucketized_column', 'embedding_column', 'indicator_column',
-        'weighted_categorical_column'):
-      return _column_key(inner if column.short != 'weighted_categorical_column'
-                         else column.arg(0, 'categorical_column'))
-    return inner
-  return column
-
-
-def _read_column(column, columns, crosses, keys, names, deep: bool) -> None:
-  """Adds what a feature column says: its key to `keys`, its Column to
-  `columns`, a cross to `crosses`."""
-  if not isinstance(column, Call):
-    keys.append(column)
-    return
-  kind = column.short
-  if kind == 'crossed_column':
-    crossed = column.arg(0, 'keys') or []
-    crossed_keys = [_column_key(k) for k in crossed] if isinstance(
-        crossed, list) else crossed
-    for inner in crossed if isinstance(crossed, list) else []:
-      if isinstance(inner, Call):
-        _read_column(inner, columns, crosses, [], names, deep)
-    bins = column.arg(1, 'hash_bucket_size', 1000)
-    crosses.append(f'Crossed({_py(tuple(crossed_keys))}, num_bins='
-                   f'{_py(bins)})')
-    return
-  if kind in ('embedding_column', 'indicator_column'):
-    inner = column.arg(0, 'categorical_column')
-    dim = column.arg(1, 'dimension') if kind == 'embedding_column' else None
-    _read_column(inner, columns, crosses, keys, names, deep)
-    key = _column_key(inner)
-    if dim is not None and key in columns:
-      expression, note = columns[key]
-      columns[key] = (expression[:-1] + (', ' if expression[-2] != '(' else '')
-                      + f'embedding_dim={_py(dim)})', note)
-    return
-  key = _column_key(column)
-  keys.append(key)
-  if not isinstance(key, str):
-    return
-  del deep
-  if kind == 'numeric_column':
-    names.add('Numeric')
-    normalizer = column.kwargs.get('normalizer_fn')
-    columns[key] = ('Numeric(normalize=False)' if normalizer is None else
-                    'Numeric()', 'numeric_column: as it is' if normalizer is
-                    None else 'numeric_column with a normalizer_fn')
-  elif kind == 'bucketized_column':
-    names.add('Bucketized')
-    columns[key] = (f'Bucketized(boundaries={_py(column.arg(1, "boundaries"))})',
-                    'bucketized_column')
-  elif kind == 'categorical_column_with_identity':
-    names.add('Categorical')
-    columns[key] = (f'Categorical(num_buckets='
-                    f'{_py(column.arg(1, "num_buckets"))})',
-                    'categorical_column_with_identity')
-  elif kind == 'categorical_column_with_vocabulary_list':
-    names.add('Categorical')
-    oov = column.arg(4, 'num_oov_buckets', 0)
-    extra = f', num_oov={_py(oov)}' if oov not in (0, 1) else ''
-    columns[key] = (f'Categorical(vocabulary='
-                    f'{_py(column.arg(1, "vocabulary_list"))}{extra})',
-                    'categorical_column_with_vocabulary_list')
-  elif kind == 'categorical_column_with_vocabulary_file':
-    names.add('Categorical')
-    size = column.arg(2, 'vocabulary_size')
-    top = f'top_k={_py(size)}' if size is not None else ''
-    columns[key] = (f'Categorical({top})',
-                    'the vocabulary comes from the data; the Estimator read '
-                    f'{_py(column.arg(1, "vocabulary_file"))}')
-  elif kind == 'categorical_column_with_hash_bucket':
-    names.add('Categorical')
-    columns[key] = (f'Categorical(top_k={_py(column.arg(1, "hash_bucket_size"))})',
-                    'was hashed into that many buckets; now the most '
-                    'frequent values')
-  else:
-    columns[key] = ('None', f'{kind} has no canned column: leave it out, or '
-                    'write your own build_model')
 
 
 def _batch_size(reader) -> Optional[Tuple[int, str]]:
@@ -366,15 +279,15 @@ def _optimizer_lines(call: Call, estimator: str) -> List[str]:
   if name is not None:
     key = name.lower().replace('optimizer', '').replace('_', '')
     if key in _OPTIMIZERS:
-      lines.append(_setting('optimizer_name', _OPTIMIZERS[key],
+      lines.append(spec_lines.setting('optimizer_name', _OPTIMIZERS[key],
                             f'{argument}'))
     else:
       lines.append(f'  # {argument}: {name} has no Keras name here; set '
                    'optimizer_name.')
   else:
-    lines.append(_setting('optimizer_name', value, argument))
+    lines.append(spec_lines.setting('optimizer_name', value, argument))
   if rate is not None:
-    lines.append(_setting('learning_rate', rate, f'{argument}\'s'))
+    lines.append(spec_lines.setting('learning_rate', rate, f'{argument}\'s'))
   if len(given) > 1:
     lines.append(f'  # {given[1][0]} is not carried over: one optimizer '
                  'trains both parts.')
@@ -414,13 +327,13 @@ def _keras_advice(reader, node) -> str:
         optimizer = _keras3(reader.segment(keyword.value))
       elif keyword.arg == 'loss':
         loss = _keras3(reader.segment(keyword.value))
-  lines = [_setting('label_key', label, label_note or 'the label')]
+  lines = [spec_lines.setting('label_key', label, label_note or 'the label')]
   if raw_label is not None:
-    lines.append(_setting('raw_label_key', raw_label,
+    lines.append(spec_lines.setting('raw_label_key', raw_label,
                           'the raw label: no serving request carries it'))
   batch_size = _batch_size(reader)
   if batch_size is not None:
-    lines.append(_setting('batch_size', batch_size[0], batch_size[1]))
+    lines.append(spec_lines.setting('batch_size', batch_size[0], batch_size[1]))
   call_builder = builder or '...'
   where = (f'  # the Keras model model_to_estimator wrapped (line '
            f'{builder_line}); its inputs named after the features'
@@ -463,39 +376,3 @@ def _keras_advice(reader, node) -> str:
 
 def _keras3(text: str) -> str:
   return text.replace('tf.keras.', 'keras.').replace('lr=', 'learning_rate=')
-
-
-# Formatting.
-def _setting(member: str, value, note: str) -> str:
-  """`  member = value  # note`, the note above when the line is long, a
-  long list one item per line."""
-  if isinstance(value, Unknown):
-    return (f'  {member} = ...  # line {value.line} computes it '
-            f'({value.text}): copy its value')
-  if isinstance(value, Call):
-    return (f'  {member} = ...  # line {value.line} calls {value.name}: '
-            'copy its value')
-  text = f'  {member} = {_py(value)}'
-  if len(text) > 79 and isinstance(value, (list, tuple)):
-    items = ''.join(f'      {_py(v)},\n' for v in value)
-    text = f'  {member} = [\n{items}  ]'
-  if note and len(text) + len(note) + 4 <= 79:
-    return f'{text}  # {note}'
-  if note:
-    return f'  # {note}\n{text}'
-  return text
-
-
-def _py(value) -> str:
-  if isinstance(value, Unknown):
-    return f'...  # line {value.line}: {value.text}'
-  if isinstance(value, Call):
-    return f'...  # line {value.line}: {value.name}(...)'
-  if isinstance(value, list):
-    return '[' + ', '.join(_py(v) for v in value) + ']'
-  if isinstance(value, tuple):
-    return '(' + ', '.join(_py(v) for v in value) + (
-        ',)' if len(value) == 1 else ')')
-  if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
-    return repr(value)
-  return repr(value)
