@@ -2,7 +2,8 @@
 
 Argument checks (`args`), finding the user's entry point (`module_loader`),
 building FnArgs from the artifacts (`fn_args`), calling the entry point
-(`training`), checking the export (`export_validation`), publishing it
+(`training`), checking the export (`export_validation`; as TF Serving's
+clients call it: `serving_check`, `serving_apis`), publishing it
 atomically (`publish`), and this process's place in a cluster
 (`distribution`, `strategies`).
 

@@ -13,10 +13,10 @@ eval examples with the labels and weights removed (`data.not_served`):
   - any other gets a PredictRequest: the serialized examples when it takes
     one string input, otherwise each input by name from the examples'
     features, as TensorProtos; every output per example, named.
-`serving_apis` holds what each API checks. Each request runs in this process through the loaded signature, once for
-the batch and once for a single example (a squeeze that drops the batch
-dimension shows there), and the answers are checked for shape, dtype and
-finite values. A mistake raises `ServingCheckError` saying what is wrong,
+(`serving_apis` holds what each API checks.) Each request runs in this
+process through the loaded signature, once for the batch and once for a
+single example (a squeeze that drops the batch dimension shows there), and
+the answers are checked for shape, dtype and finite values. A mistake raises `ServingCheckError` saying what is wrong,
 what a client expected, what the export gave and what to do.
 
 The requests that passed are written to
