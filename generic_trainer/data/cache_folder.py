@@ -31,6 +31,10 @@ class CacheFolder:
     self.claimed = 0
     self.path: Optional[str] = None
 
+  def claim(self, nbytes: int) -> None:
+    """Records that a dataset will keep `nbytes` of parsed rows here."""
+    self.claimed += nbytes
+
   def __enter__(self) -> 'CacheFolder':
     remove_stale()
     self.path = tempfile.mkdtemp(prefix=f'{PREFIX}{os.getpid()}-')

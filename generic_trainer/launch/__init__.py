@@ -1,6 +1,7 @@
-"""Starting other processes to train: a child under the other Keras
-(`keras_process`) or on another Keras backend (`backend_process`), or N
-local workers (`local_cluster`), all through `child_process`.
+"""Carrying out where a training plan says to train (`dispatch`, a switch
+on `core.plan.Where`): this process, a child under the other Keras or on
+another Keras backend (`child_process`, whose program is `child`), or N
+local workers (`local_cluster`, with `restarts`).
 
 May import: `core` and the top-level base modules. Never `local`,
 `kubeflow` or `executor`.
