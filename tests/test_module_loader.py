@@ -58,7 +58,7 @@ def test_trainer_fn_module_explains_migration():
       r'removed. Replace it with a TrainSpec: a canned one '
       r'\(generic_trainer.canned: LinearClassifierSpec, DNNClassifierSpec, '
       r'DNNLinearCombinedClassifierSpec and their Regressor twins\) or your '
-      r'own with a head \(generic_trainer.heads\). Or write a '
+      r'own with a head \(generic_trainer.heads\). Or add a '
       r'`run_fn\(fn_args\)`')):
     module_loader.load_run_fn(_file('trainer_fn_only'))
 

@@ -38,7 +38,7 @@ GUIDE = 'docs/guides/migration-messages.md'
 
 _REMOVED = 'which TF 2.16 and TFX removed'
 _AND_TRANSFORM = ' (and `preprocessing_fn`, for Transform)'
-_RUN_FN = ('Or write a `run_fn(fn_args)` that builds and trains a Keras model '
+_RUN_FN = ('Or add a `run_fn(fn_args)` that builds and trains a Keras model '
            'and saves it to `fn_args.serving_model_dir` (docs/guides/'
            'run-fn-modules.md).')
 # Estimator optimizer names (and TF1 optimizer classes) -> Keras names.
