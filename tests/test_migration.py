@@ -226,7 +226,8 @@ def test_a_module_without_tf_estimator_is_not_flagged():
 def test_the_migrated_taxi_module_trains_serves_and_is_blessed(tmp_path):
   """The migrated taxi module trains through GenericTrainer with Transform,
   serves every signature from label-less tf.Examples (the serving check
-  recorded on the Model), and Evaluator blesses it."""
+  recorded on the Model in ML Metadata, its requests in the warmup file),
+  and Evaluator blesses it."""
   from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
   from generic_trainer.core import serving_check  # pylint: disable=g-import-not-at-top
   result = taxi_pipeline_local.run(
@@ -243,3 +244,14 @@ def test_the_migrated_taxi_module_trains_serves_and_is_blessed(tmp_path):
     if log.HasField('classify_log'):
       example = log.classify_log.request.input.example_list.examples[0]
       assert 'tips' not in example.features.feature
+  from ml_metadata.metadata_store import metadata_store  # pylint: disable=g-import-not-at-top
+  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
+  config = metadata_store_pb2.ConnectionConfig()
+  config.sqlite.filename_uri = result['metadata_path']
+  (model,) = metadata_store.MetadataStore(config).get_artifacts_by_type(
+      'Model')
+  properties = model.custom_properties
+  assert properties['serving_not_served'].string_value == 'tips,tips_xf'
+  assert properties['serving_requests_checked'].int_value == 8
+  assert '"classification": "Classify"' in (
+      properties['serving_check'].string_value)
