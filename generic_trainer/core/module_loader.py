@@ -49,6 +49,28 @@ def _trainer_fn_migration(path: Optional[str]) -> str:
   return migration.advice(source)
 
 
+def check_no_estimator(path: Optional[str], what: str) -> None:
+  """Refuses a module whose source uses tf.estimator, before importing it
+  (and TensorFlow): importing it would fail with an ImportError, or its
+  `run_fn` later, after the inputs are read.
+
+  Raises:
+    UserModuleError: naming the lines and the spec that replaces the
+      Estimator, with the module's own settings (`canned.migration`).
+  """
+  if not path or not path.endswith('.py') or not os.path.isfile(path):
+    return
+  from generic_trainer.canned import migration  # pylint: disable=g-import-not-at-top
+  from generic_trainer.canned import module_source  # pylint: disable=g-import-not-at-top
+  with open(path, errors='replace') as f:
+    source = f.read()
+  uses = module_source.estimator_uses(source)
+  if uses:
+    raise UserModuleError(
+        f'The user module ({what}) cannot run: '
+        f'{migration.advice(source, uses)}')
+
+
 def load_entry_point(key: str, value: str, name: Optional[str] = None
                      ) -> Callable[[Any], None]:
   """The user's `run_fn`, or a run_fn that trains their TrainSpec (whose
@@ -243,6 +265,7 @@ def _load_source_file(path: str) -> types.ModuleType:
           f'Cannot read the module file {path!r}: {e}. Check the path.') from e
   if not os.path.isfile(local_path):
     raise _missing_file_error(path)
+  check_no_estimator(local_path, f'{MODULE_FILE_KEY}={path!r}')
   stem = os.path.splitext(os.path.basename(local_path))[0]
   name = f'_generic_trainer_user_module_{next(_counter)}_{stem}'
   spec = importlib.util.spec_from_file_location(name, local_path)
@@ -272,6 +295,12 @@ def _load_source_file(path: str) -> types.ModuleType:
 
 def _import_module(module_path: str, source: str) -> types.ModuleType:
   """Imports `module_path`, installing the wheel of `name@wheel` first."""
+  if '@' not in module_path and module_path not in sys.modules:
+    try:
+      found = importlib.util.find_spec(module_path)
+    except (ImportError, ValueError):
+      found = None
+    check_no_estimator(getattr(found, 'origin', None), source)
   from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
   name, wheels = udf_utils.decode_user_module_key(module_path)
   try:
@@ -368,6 +397,7 @@ def check_module_source(path: str) -> None:
   if '://' in path:
     return
   kinds = top_level_names(path)
+  check_no_estimator(path, f'{MODULE_FILE_KEY}={path!r}')
   if kinds is None:
     return  # Cannot know statically.
   if RUN_FN_KEY not in kinds and 'class' not in kinds.values():
