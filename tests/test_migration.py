@@ -12,6 +12,7 @@ import pytest
 
 from conftest import REPO, TESTDATA, command_env
 from generic_trainer.canned import migration
+from generic_trainer.canned import estimator_uses
 from generic_trainer.canned import module_source
 from generic_trainer.core import module_loader
 from generic_trainer.errors import UserModuleError
@@ -24,7 +25,7 @@ def _path(name):
 def _advice(name):
   with open(_path(name)) as f:
     source = f.read()
-  return migration.advice(source, module_source.estimator_uses(source))
+  return migration.advice(source, estimator_uses.estimator_uses(source))
 
 
 def _lines(message):
@@ -219,7 +220,7 @@ def test_an_importable_estimator_module_is_refused_before_import(
 def test_a_module_without_tf_estimator_is_not_flagged():
   """The Keras taxi module of this project uses no tf.estimator."""
   with open(os.path.join(REPO, 'module_files', 'taxi_wide_deep.py')) as f:
-    assert module_source.estimator_uses(f.read()) == []
+    assert estimator_uses.estimator_uses(f.read()) == []
 
 
 @pytest.mark.slow

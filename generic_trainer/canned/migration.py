@@ -17,10 +17,12 @@ module, before importing it.
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from generic_trainer import source_tree
 from generic_trainer.canned import module_source
 from generic_trainer.canned import spec_lines
 from generic_trainer.canned.module_source import Call
 from generic_trainer.canned.module_source import Unknown
+from generic_trainer.keys import RUN_FN_KEY
 
 # tf.estimator's canned Estimators and the canned specs that replace them.
 REPLACEMENTS = {
@@ -56,7 +58,7 @@ def estimators_in(source: str) -> List[str]:
     return []
   found = []
   for call in reader.calls(lambda n: n.rsplit('.', 1)[-1] in REPLACEMENTS):
-    name = module_source.dotted(call.func).rsplit('.', 1)[-1]
+    name = source_tree.dotted(call.func).rsplit('.', 1)[-1]
     if name not in found:
       found.append(name)
   return found
@@ -65,7 +67,7 @@ def estimators_in(source: str) -> List[str]:
 def advice(source: str, uses: Optional[List[Tuple[int, str]]] = None) -> str:
   """What to write instead of the tf.estimator module whose source this is.
 
-  `uses`: where it uses tf.estimator (`module_source.estimator_uses`), for
+  `uses`: where it uses tf.estimator (`estimator_uses.estimator_uses`), for
   the message's first line.
   """
   where = ''
@@ -98,19 +100,19 @@ def advice(source: str, uses: Optional[List[Tuple[int, str]]] = None) -> str:
 # Canned Estimators.
 def _canned_advice(reader, calls) -> str:
   node = calls[0]
-  estimator = module_source.dotted(node.func).rsplit('.', 1)[-1]
+  estimator = source_tree.dotted(node.func).rsplit('.', 1)[-1]
   spec = REPLACEMENTS[estimator]
   call = reader.value(node, reader.scope_at(node))
   if not isinstance(call, Call):
     call = Call(estimator, [], {}, node)
   lines, names = _spec_lines(reader, estimator, call)
-  also = ''.join(f' The {module_source.dotted(c.func).rsplit(".", 1)[-1]} '
+  also = ''.join(f' The {source_tree.dotted(c.func).rsplit(".", 1)[-1]} '
                  f'of line {c.lineno} becomes '
-                 f'{REPLACEMENTS[module_source.dotted(c.func).rsplit(".", 1)[-1]]}.'
+                 f'{REPLACEMENTS[source_tree.dotted(c.func).rsplit(".", 1)[-1]]}.'
                  for c in calls[1:])
   keep = ('Keep `preprocessing_fn` for Transform and replace'
           if 'preprocessing_fn' in reader.functions else 'Replace')
-  entry = ' and '.join(f'`{n}`' for n in ('trainer_fn', 'run_fn')
+  entry = ' and '.join(f'`{n}`' for n in ('trainer_fn', RUN_FN_KEY)
                        if n in reader.functions) or 'the training code'
   imports = ', '.join(sorted(set(names) | {spec}))
   body = '\n'.join(lines)
@@ -301,10 +303,10 @@ def _keras_advice(reader, node) -> str:
   keras_arg = next((k.value for k in node.keywords if k.arg == 'keras_model'),
                    node.args[0] if node.args else None)
   builder, builder_line, model_name = None, None, None
-  if isinstance(keras_arg, ast.Call) and module_source.dotted(
+  if isinstance(keras_arg, ast.Call) and source_tree.dotted(
       keras_arg.func) in reader.functions:
     builder = reader.segment(keras_arg)
-    builder_line = reader.functions[module_source.dotted(
+    builder_line = reader.functions[source_tree.dotted(
         keras_arg.func)].lineno
   elif isinstance(keras_arg, ast.Name):
     model_name = keras_arg.id
@@ -314,7 +316,7 @@ def _keras_advice(reader, node) -> str:
           isinstance(t, ast.Name) and t.id == model_name
           for t in statement.targets) and isinstance(statement.value,
                                                      ast.Call):
-        name = module_source.dotted(statement.value.func)
+        name = source_tree.dotted(statement.value.func)
         if name in reader.functions:
           builder = reader.segment(statement.value)
           builder_line = reader.functions[name].lineno

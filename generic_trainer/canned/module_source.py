@@ -7,16 +7,15 @@ module constants, arithmetic, comprehensions, calls to its own small
 functions such as `_transformed_name`, and `tf.feature_column` calls), and
 leaves what it cannot compute as `Unknown`, with its line.
 
-`estimator_uses(source)` finds where a module touches tf.estimator
-(imports, `tf.estimator.*`, `model_to_estimator`), so that the module
-loader refuses it before importing it.
-
-Only `ast`: importing this module loads no TensorFlow.
+`estimator_uses` finds where a module touches tf.estimator. Only `ast`: importing this module loads no TensorFlow.
 """
 
 import ast
+import dataclasses
 import math
 from typing import Any, Dict, List, Optional, Tuple
+
+from generic_trainer import source_tree
 
 _BUILTINS = {'max': max, 'min': min, 'int': int, 'float': float, 'str': str,
              'range': range, 'len': len, 'zip': zip, 'list': list,
@@ -77,24 +76,12 @@ class _Unknowable(Exception):
     self.unknown = unknown
 
 
-def dotted(node: ast.AST) -> Optional[str]:
-  """'tf.feature_column.numeric_column' of an attribute chain, or None."""
-  parts = []
-  while isinstance(node, ast.Attribute):
-    parts.append(node.attr)
-    node = node.value
-  if isinstance(node, ast.Name):
-    parts.append(node.id)
-    return '.'.join(reversed(parts))
-  return None
-
-
 class Reader:
   """The module's constants, functions and calls, evaluated where it can."""
 
   def __init__(self, source: str):
     self.source = source
-    self.tree = ast.parse(source)
+    self.tree = source_tree.parse(source)
     self.functions = {n.name: n for n in self.tree.body
                       if isinstance(n, ast.FunctionDef)}
     self.constants: Dict[str, Any] = {}
@@ -213,7 +200,7 @@ class Reader:
       raise _Unknowable(Unknown(target, self.source))
 
   def _call(self, node, env, depth):
-    name = dotted(node.func)
+    name = source_tree.dotted(node.func)
     if isinstance(node.func, ast.Attribute) and name is None or (
         isinstance(node.func, ast.Attribute) and
         node.func.attr in ('format', 'upper', 'lower', 'strip', 'replace',
@@ -270,7 +257,7 @@ class Reader:
     """Runs the straight-line part of `body` in `env` up to `stop` (a
     node); a name whose value depends on a branch becomes Unknown."""
     for statement in body:
-      if stop is not None and _contains(statement, stop):
+      if stop is not None and source_tree.contains(statement, stop):
         if isinstance(statement, (ast.For, ast.If, ast.With, ast.Try)):
           inner = getattr(statement, 'body', [])
           return self._run(inner, env, depth, stop)
@@ -368,7 +355,7 @@ class Reader:
   def enclosing_function(self, node: ast.AST) -> Optional[ast.FunctionDef]:
     """The innermost top-level function that holds `node`."""
     for function in self.functions.values():
-      if _contains(function, node):
+      if source_tree.contains(function, node):
         return function
     return None
 
@@ -380,7 +367,7 @@ class Reader:
     if function is None:
       return {}
     callers = [c for c in ast.walk(self.tree) if isinstance(c, ast.Call) and
-               dotted(c.func) == function.name]
+               source_tree.dotted(c.func) == function.name]
     env = {}
     call = callers[0] if len(callers) == 1 else None
     if call is not None:
@@ -393,64 +380,13 @@ class Reader:
   def calls(self, predicate) -> List[ast.Call]:
     """Every call node whose dotted name satisfies `predicate`, in order."""
     found = [n for n in ast.walk(self.tree) if isinstance(n, ast.Call) and
-             dotted(n.func) and predicate(dotted(n.func))]
+             source_tree.dotted(n.func) and predicate(source_tree.dotted(n.func))]
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
   def segment(self, node: ast.AST) -> str:
     return ast.get_source_segment(self.source, node) or ''
 
 
+@dataclasses.dataclass
 class _Return:
-
-  def __init__(self, value):
-    self.value = value
-
-
-def _contains(tree: ast.AST, node: ast.AST) -> bool:
-  return any(child is node for child in ast.walk(tree))
-
-
-_ESTIMATOR_MODULES = ('tensorflow_estimator', 'tensorflow.estimator',
-                      'tensorflow.compat.v1.estimator',
-                      'tensorflow.compat.v2.estimator')
-
-
-def estimator_uses(source: str) -> List[Tuple[int, str]]:
-  """(line, code) of each place the module uses tf.estimator, or [] (also
-  for a source that does not parse: the loader reports that itself)."""
-  try:
-    tree = ast.parse(source)
-  except SyntaxError:
-    return []
-  aliases = set()
-  found = []
-  for node in ast.walk(tree):
-    if isinstance(node, ast.Import):
-      for alias in node.names:
-        if alias.name.startswith(_ESTIMATOR_MODULES):
-          found.append(node)
-          aliases.add(alias.asname or alias.name)
-    elif isinstance(node, ast.ImportFrom) and node.module:
-      names = [a.name for a in node.names]
-      if node.module.startswith(_ESTIMATOR_MODULES) or (
-          node.module in ('tensorflow', 'tensorflow.compat.v1',
-                          'tensorflow.keras', 'tensorflow.compat.v2') and
-          'estimator' in names):
-        found.append(node)
-        aliases.update(a.asname or a.name for a in node.names)
-  for node in ast.walk(tree):
-    if isinstance(node, ast.Attribute):
-      name = dotted(node)
-      if not name:
-        continue
-      parts = name.split('.')
-      if ('estimator' in parts[1:] and parts[0] in ('tf', 'tensorflow')) or (
-          parts[0] in aliases and len(parts) > 1):
-        if not any(_contains(f, node) for f in found):
-          found.append(node)
-  lines = {}
-  for node in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
-    if node.lineno not in lines:
-      text = ast.get_source_segment(source, node) or ''
-      lines[node.lineno] = text.splitlines()[0] if text else ''
-  return sorted(lines.items())
+  value: Any

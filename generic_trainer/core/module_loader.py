@@ -26,6 +26,7 @@ import sys
 import types
 from typing import Any, Callable, Dict, Optional
 
+from generic_trainer import source_tree
 from generic_trainer.core import user_code
 from generic_trainer.core.user_code import user_traceback
 from generic_trainer.errors import UserModuleError
@@ -61,10 +62,10 @@ def check_no_estimator(path: Optional[str], what: str) -> None:
   if not path or not path.endswith('.py') or not os.path.isfile(path):
     return
   from generic_trainer.canned import migration  # pylint: disable=g-import-not-at-top
-  from generic_trainer.canned import module_source  # pylint: disable=g-import-not-at-top
+  from generic_trainer.canned import estimator_uses  # pylint: disable=g-import-not-at-top
   with open(path, errors='replace') as f:
     source = f.read()
-  uses = module_source.estimator_uses(source)
+  uses = estimator_uses.estimator_uses(source)
   if uses:
     raise UserModuleError(
         f'The user module ({what}) cannot run: '
@@ -230,20 +231,6 @@ def _public_names(module: types.ModuleType) -> str:
   return ', '.join(names) if names else 'nothing public'
 
 
-def _missing_file_error(path: str) -> UserModuleError:
-  return UserModuleError(
-      'The module file does not exist. Expected a Python file. Received: '
-      f'module_file={path!r} (working directory {os.getcwd()}). Check the '
-      'path; an absolute path avoids surprises.')
-
-
-def _syntax_error(path: str, e: SyntaxError) -> UserModuleError:
-  return UserModuleError(
-      f'The module file {path!r} has a syntax error at line {e.lineno}: '
-      f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
-      'error.')
-
-
 def _exit_at_import(what: str, e: BaseException) -> UserModuleError:
   return UserModuleError(
       f'Importing {what} called {user_code.describe_exit(e)}: the module '
@@ -264,7 +251,7 @@ def _load_source_file(path: str) -> types.ModuleType:
       raise UserModuleError(
           f'Cannot read the module file {path!r}: {e}. Check the path.') from e
   if not os.path.isfile(local_path):
-    raise _missing_file_error(path)
+    raise source_tree.missing_file_error(path)
   check_no_estimator(local_path, f'{MODULE_FILE_KEY}={path!r}')
   stem = os.path.splitext(os.path.basename(local_path))[0]
   name = f'_generic_trainer_user_module_{next(_counter)}_{stem}'
@@ -280,7 +267,7 @@ def _load_source_file(path: str) -> types.ModuleType:
       spec.loader.exec_module(module)
   except SyntaxError as e:
     del sys.modules[name]
-    raise _syntax_error(path, e) from e
+    raise source_tree.syntax_error(path, e) from e
   except user_code.EXITS as e:
     del sys.modules[name]
     raise _exit_at_import(f'the module file {path!r}', e) from e
@@ -332,30 +319,6 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
         f'{user_traceback(e)}') from e
 
 
-def read_tree(path: str):
-  """The module file's syntax tree (`ast.Module`), read without running it:
-  the one reader of a module's source (the loader's checks, the static
-  TrainSpec check).
-
-  Raises:
-    UserModuleError: the file is missing, unreadable or has a syntax error.
-  """
-  import ast  # pylint: disable=g-import-not-at-top
-  if not os.path.isfile(path):
-    raise _missing_file_error(path)
-  try:
-    with open(path, 'rb') as f:
-      source = f.read()
-    return ast.parse(source, filename=path)
-  except SyntaxError as e:
-    raise _syntax_error(path, e) from e
-  except (OSError, ValueError) as e:
-    raise UserModuleError(
-        f'Cannot read the module file {path!r}: {e}. Expected a readable '
-        'Python source file. Received: that path. Check its permissions '
-        'and encoding.') from e
-
-
 def top_level_names(path: str) -> Optional[Dict[str, str]]:
   """What a module file defines at top level, read without running it.
 
@@ -366,7 +329,7 @@ def top_level_names(path: str) -> Optional[Dict[str, str]]:
     UserModuleError: the file is missing or has a syntax error.
   """
   import ast  # pylint: disable=g-import-not-at-top
-  tree = read_tree(path)
+  tree = source_tree.read(path)
   kinds = {}
   for node in tree.body:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

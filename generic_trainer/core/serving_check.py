@@ -32,6 +32,7 @@ import time
 from typing import Any, Dict, List, Sequence
 
 from generic_trainer.core import serving_apis
+from generic_trainer.data import tfrecords
 from generic_trainer.errors import ServingCheckError
 
 # Not called by serving clients: TFMA's preprocessing function, fed the raw
@@ -152,7 +153,7 @@ def write_warmup_requests(serving_dir: str, logs) -> int:
   path = os.path.join(serving_dir, WARMUP_FILE)
   tf.io.gfile.makedirs(os.path.dirname(path))
   logs = logs[:MAX_WARMUP_REQUESTS]
-  with tf.io.TFRecordWriter(path) as writer:
+  with tfrecords.writer(path) as writer:
     for log in logs:
       writer.write(log.SerializeToString())
   return len(logs)
@@ -160,11 +161,10 @@ def write_warmup_requests(serving_dir: str, logs) -> int:
 
 def read_warmup_requests(serving_dir: str) -> List[Any]:
   """The PredictionLogs of the export's warmup file."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow_serving.apis import prediction_log_pb2  # pylint: disable=g-import-not-at-top
   path = os.path.join(serving_dir, WARMUP_FILE)
-  return [prediction_log_pb2.PredictionLog.FromString(r.numpy())
-          for r in tf.data.TFRecordDataset(path)]
+  return [prediction_log_pb2.PredictionLog.FromString(r)
+          for r in tfrecords.records(path)]
 
 
 def custom_properties(report: Dict[str, Any]) -> Dict[str, Any]:

@@ -11,9 +11,9 @@ a head inherited from a class of another module, or `module_path`).
 
 import ast
 import os
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
-from generic_trainer.core import module_loader
+from generic_trainer import source_tree
 from generic_trainer.errors import InvalidArgumentError, UserModuleError
 from generic_trainer.keys import JAX_BACKEND, MODULE_FILE_KEY, RUN_FN_KEY
 
@@ -26,7 +26,7 @@ class _Spec:
 
   def __init__(self, node: ast.ClassDef):
     self.name = node.name
-    self.bases = [_dotted(b) for b in node.bases]
+    self.bases = [source_tree.dotted(b) for b in node.bases]
     self.head = False
     self.backend = None
     for item in node.body:
@@ -48,7 +48,7 @@ def headed_specs(path: str,
   has one; else {} (a run_fn, a class whose kind or head the source does
   not say, a star import, a file that cannot be read)."""
   try:
-    tree = module_loader.read_tree(path)
+    tree = source_tree.read(path)
   except UserModuleError:
     return {}  # Loading the module reports it, with the line.
   canned, ours = set(), set()  # Names bound to canned specs, our package.
@@ -154,14 +154,3 @@ def _backend(spec: _Spec, classes: Dict[str, _Spec]) -> Optional[str]:
       if found is not None:
         return found
   return None
-
-
-def _dotted(node: ast.expr) -> Optional[str]:
-  """'a.b.C' for a Name or Attribute chain; None for anything else."""
-  parts: List[str] = []
-  while isinstance(node, ast.Attribute):
-    parts.append(node.attr)
-    node = node.value
-  if not isinstance(node, ast.Name):
-    return None
-  return '.'.join([node.id] + parts[::-1])
