@@ -17,6 +17,7 @@ from generic_trainer.errors import StorageError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UserModuleError
 from generic_trainer.train_spec import TrainSpec
+from generic_trainer.version import __version__
 
 _LAZY = {
     'Estimator': 'generic_trainer.local.estimator',
@@ -39,4 +40,5 @@ __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'G
            'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
            'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
            'SpecError', 'StorageError', 'TrainSpec',
-           'TrainingProcessError', 'UserModuleError', 'validate_export']
+           'TrainingProcessError', 'UserModuleError', '__version__',
+           'validate_export']

@@ -62,6 +62,12 @@ def records(path: str) -> Iterator[bytes]:
   yield from reader
 
 
+def writer(path: str):
+  """A TFRecord writer for `path`: gzip when its name ends in .gz."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.TFRecordWriter(path, options=compression(path))
+
+
 def read_error(path: str, whole: bool = True):
   """The error reading a TFRecord file (its first record, or all of it with
   `whole`) raises, or None when it reads."""

@@ -164,7 +164,7 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str) -> None:
   column's kind; a value that is not is named by file, line and column."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
-  with tf.io.TFRecordWriter(out, options=tfrecords.compression(out)) as writer:
+  with tfrecords.writer(out) as writer:
     for table in tables:
       columns = [(i, name, kinds[name]) for i, name in enumerate(table.header)
                  if name in kinds]

@@ -110,8 +110,11 @@ def _record_missing(tables, split_dir: str) -> None:
         into[spelling] = into.get(spelling, 0) + n
   split = os.path.basename(split_dir)
   split = split[len('Split-'):] if split.startswith('Split-') else split
-  path = os.path.join(os.path.dirname(split_dir), MISSING_FILE)
-  recorded = missing_values(os.path.dirname(split_dir)) or {}
+  root = os.path.dirname(split_dir)
+  if os.path.basename(root).startswith('.'):  # A staging folder ('.whole').
+    root = os.path.dirname(root)
+  path = os.path.join(root, MISSING_FILE)
+  recorded = missing_values(root) or {}
   recorded.pop(split, None)
   if counts:
     progress.log().warning(
@@ -140,21 +143,6 @@ def required_columns(spec_class) -> Dict[str, str]:
     return {}  # The spec's own checks say what is wrong with its labels.
   return {k: f'it is the label of TrainSpec {spec_class.__name__}'
           for k in keys}
-
-
-def note_missing_values(run_dir: str, data_dir: str) -> None:
-  """Adds `missing_values` (see `missing_values`) to the training record
-  in `run_dir`, when there is one and values were missing."""
-  from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
-  missing = missing_values(data_dir)
-  path = os.path.join(run_dir, train_result.RESULT_FILE)
-  if not missing or not os.path.exists(path):
-    return
-  with open(path) as f:
-    result = json.load(f)
-  if isinstance(result, dict):
-    result['missing_values'] = missing
-    train_result.write(run_dir, result)
 
 
 def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
