@@ -272,16 +272,16 @@ def test_empty_and_header_only_csv_say_all_four_parts(tmp_path):
 
 def test_missing_value_spellings_are_read_as_missing_and_counted(
     tmp_path, penguin_csvs, capsys):
-  """NA, N/A, null, ?, - and empty cells in feature columns: trained on as
-  missing values, counted per column in the log and train_result.json."""
+  """NA, N/A, null, ?, - and empty cells in a column the model does not
+  read: trained on as missing values, counted per column and spelling in
+  the log and train_result.json."""
   import json  # pylint: disable=g-import-not-at-top
-  lines = _penguin_text(penguin_csvs).splitlines()
-  for line, (column, spelling) in enumerate(
-      [(1, 'NA'), (1, 'N/A'), (2, 'null'), (3, '?'), (4, '-'), (2, '')],
-      start=1):
-    fields = lines[line].split(',')
-    fields[column] = spelling
-    lines[line] = ','.join(fields)
+  with open(penguin_csvs[0]) as f:
+    lines = f.read().splitlines()
+  assert lines[0].split(',')[-1] == 'is_gentoo'
+  for line, spelling in enumerate(['NA', 'N/A', 'null', '?', '-', ''],
+                                  start=1):
+    lines[line] = ','.join(lines[line].split(',')[:-1] + [spelling])
   path = tmp_path / 'train.csv'
   path.write_text('\n'.join(lines) + '\n')
   out = tmp_path / 'out'
@@ -290,14 +290,36 @@ def test_missing_value_spellings_are_read_as_missing_and_counted(
   err = capsys.readouterr().err
   assert ("missing values: train data read ''/'-'/'?'/'N/A'/'NA'/'null' as "
           'missing (no value in the tf.Example); counts per column (spelling '
-          "count): bill_depth_mm 2 ('' 1, 'null' 1), bill_length_mm 2 ('N/A' "
-          "1, 'NA' 1), body_mass_g 1 ('-' 1), flipper_length_mm 1 ('?' 1)"
-          ) in err
+          "count): is_gentoo 6 ('' 1, '-' 1, '?' 1, 'N/A' 1, 'NA' 1, 'null' "
+          "1)") in err
   with open(out / 'run' / 'train_result.json') as f:
-    assert json.load(f)['missing_values'] == {'train': {
-        'bill_depth_mm': {'': 1, 'null': 1},
-        'bill_length_mm': {'N/A': 1, 'NA': 1}, 'body_mass_g': {'-': 1},
-        'flipper_length_mm': {'?': 1}}}
+    assert json.load(f)['missing_values'] == {'train': {'is_gentoo': {
+        '': 1, '-': 1, '?': 1, 'N/A': 1, 'NA': 1, 'null': 1}}}
+
+
+def test_missing_value_in_a_feature_the_model_reads_is_refused(
+    tmp_path, penguin_csvs, capsys):
+  """NA in a feature a TrainSpec feeds its model (the raw penguin table's
+  bill_length_mm): refused, naming the lines and how to train without it."""
+  with open(penguin_csvs[0]) as f:
+    lines = f.read().splitlines()
+  fields = lines[4].split(',')
+  fields[1] = 'NA'
+  lines[4] = ','.join(fields)
+  path = tmp_path / 'train.csv'
+  path.write_text('\n'.join(lines) + '\n')
+  assert _main('--module-file', SPEC_MODULE, '--train-data', str(path),
+               '--output-dir', str(tmp_path / 'out')) == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      f"generic-trainer: InputArtifactError: {path}: column 'bill_length_mm' "
+      'has 1 missing value(s) (line 5), but it cannot be missing: TrainSpec '
+      'PenguinSpec feeds it to the model, which takes one value per example '
+      '(leave it out of feature_keys, or use a run_fn that handles missing '
+      "values, to train without it). Expected a value on every row of "
+      "'bill_length_mm'. Received: 'NA' (read as missing). Fill those cells "
+      'in, or drop those rows.')
+  assert_four_parts(message)
 
 
 def test_missing_label_is_refused(tmp_path, penguin_csvs, capsys):

@@ -135,14 +135,19 @@ def required_by_schema(schema, source: str) -> Dict[str, str]:
 
 
 def check_required(tables: List[Table], required: Dict[str, str]) -> None:
-  """No missing value in a column of `required` ({column: why}).
+  """No missing value in a column of `required` ({column: why}; the key
+  '*' stands for every column not named).
 
   Raises:
     InputArtifactError: naming the column, why it cannot be missing, the
       lines and the spellings found.
   """
   for table in tables:
-    for name, why in sorted(required.items()):
+    every = required.get('*')  # local.data.ALL_COLUMNS
+    named = {n: w for n, w in required.items() if n != '*'}
+    if every:
+      named.update({n: every for n in table.header if n not in named})
+    for name, why in sorted(named.items()):
       if name not in table.missing:
         continue
       index = table.header.index(name)

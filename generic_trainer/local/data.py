@@ -131,18 +131,33 @@ def _record_missing(tables, split_dir: str) -> None:
     os.remove(path)
 
 
+ALL_COLUMNS = '*'  # A key of `required`: every column not named otherwise.
+
+
 def required_columns(spec_class) -> Dict[str, str]:
   """{column: why} of the columns a TrainSpec cannot train on with a value
-  missing: its labels (None, a run_fn module: none known)."""
+  missing: its labels, and the features it feeds the model (its
+  `feature_keys`; without them, every column: `ALL_COLUMNS`), which the
+  model takes as one value per example. A run_fn module (None): none
+  known, every missing value is read as missing."""
   if spec_class is None:
     return {}
   from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+  name = spec_class.__name__
   try:
     keys = outputs.label_keys(outputs.outputs_of(spec_class))
   except Exception:  # pylint: disable=broad-except
-    return {}  # The spec's own checks say what is wrong with its labels.
-  return {k: f'it is the label of TrainSpec {spec_class.__name__}'
-          for k in keys}
+    keys = []  # The spec's own checks say what is wrong with its labels.
+  required = {k: f'it is the label of TrainSpec {name}' for k in keys}
+  why = (f'TrainSpec {name} feeds it to the model, which takes one value '
+         'per example (leave it out of feature_keys, or use a run_fn that '
+         'handles missing values, to train without it)')
+  features = getattr(spec_class, 'feature_keys', None)
+  if isinstance(features, (list, tuple)):
+    required.update({k: why for k in features if k not in required})
+  else:
+    required[ALL_COLUMNS] = why
+  return required
 
 
 def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
