@@ -193,7 +193,7 @@ class TrainSpec(abc.ABC):
 
   @functools.cached_property
   def model(self):
-    from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
     model = member_checks.model(self, self.build_model())
     if self.head is None:
       return model
@@ -202,17 +202,17 @@ class TrainSpec(abc.ABC):
 
   @functools.cached_property
   def optimizer(self):
-    from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
     return member_checks.optimizer(self, self.build_optimizer())
 
   @functools.cached_property
   def loss(self):
-    from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
     return member_checks.loss(self, self.build_loss())
 
   @functools.cached_property
   def metrics(self):
-    from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
     metrics = member_checks.metrics(self, self.build_metrics())
     if self.head is None:
       return metrics if isinstance(metrics, dict) else list(metrics)
@@ -222,7 +222,7 @@ class TrainSpec(abc.ABC):
   @functools.cached_property
   def user_handlers(self) -> list:
     """`handlers()`, called once: the callbacks training runs with."""
-    from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
     return member_checks.handlers(self, self.handlers())
 
 

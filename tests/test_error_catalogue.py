@@ -107,7 +107,7 @@ def _cases(tmp_path):
   from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import datasets  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
   from generic_trainer import heads  # pylint: disable=g-import-not-at-top
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
   csv = tmp_path / 'train.csv'

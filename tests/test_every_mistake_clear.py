@@ -482,7 +482,7 @@ def test_spec_members_of_the_wrong_kind_are_named(member, value, message):
   """Each build_* member and handlers() returning the wrong kind of value:
   the member, what it takes and what it got."""
   from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError, match=message) as e:
     getattr(member_checks, member)(_Spec(), value)
   assert_four_parts(str(e.value))

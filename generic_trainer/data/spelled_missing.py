@@ -9,6 +9,7 @@ trainer reads the first records of a split first (`core.inputs`) and
 refuses a string feature whose values are numbers but for such spellings.
 """
 
+import itertools
 from typing import Dict, Optional, Set
 
 # As `local.csv_dialect.MISSING`, compared without case (not the empty
@@ -27,9 +28,8 @@ def problem(path: str) -> Optional[str]:
   spelled: Dict[str, Set[str]] = {}
   words: Set[str] = set()
   try:
-    for record in tf.data.TFRecordDataset(
-        path, tfrecords.compression(path)).take(_RECORDS):
-      example = tf.train.Example.FromString(record.numpy())
+    for record in itertools.islice(tfrecords.records(path), _RECORDS):
+      example = tf.train.Example.FromString(record)
       for name, feature in example.features.feature.items():
         if name in words or not feature.bytes_list.value:
           continue

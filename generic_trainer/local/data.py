@@ -108,8 +108,9 @@ def _record_missing(tables, split_dir: str) -> None:
       for spelling, n in spelled.items():
         into = counts.setdefault(column, {})
         into[spelling] = into.get(spelling, 0) + n
-  split = os.path.basename(split_dir)
-  split = split[len('Split-'):] if split.startswith('Split-') else split
+  from generic_trainer.data import statistics  # pylint: disable=g-import-not-at-top
+  split = statistics.split_of(os.path.join(split_dir, 'data')) or (
+      os.path.basename(split_dir))
   root = os.path.dirname(split_dir)
   if os.path.basename(root).startswith('.'):  # A staging folder ('.whole').
     root = os.path.dirname(root)

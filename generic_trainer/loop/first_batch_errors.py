@@ -13,6 +13,7 @@ features (the schema's BYTES features the model reads, and their first
 values) and says which side to change.
 """
 
+import itertools
 from typing import List, Optional
 
 from generic_trainer.errors import GenericTrainerError
@@ -85,9 +86,8 @@ def _first_values(files: List[str], names: List[str]):
   if not paths:
     return values
   try:
-    for record in tf.data.TFRecordDataset(
-        paths[0], tfrecords.compression(paths[0])).take(20):
-      example = tf.train.Example.FromString(record.numpy())
+    for record in itertools.islice(tfrecords.records(paths[0]), 20):
+      example = tf.train.Example.FromString(record)
       for name in names:
         feature = example.features.feature.get(name)
         if feature is not None and feature.bytes_list.value:

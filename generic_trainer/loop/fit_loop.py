@@ -102,7 +102,7 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
     except SpecError:
       raise  # Ours already (a member's value, steps_per_execution).
     except (ValueError, TypeError) as e:
-      from generic_trainer.loop import member_checks  # pylint: disable=g-import-not-at-top
+      from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
       raise member_checks.compile_error(spec, e, optimizer, loss,
                                         metrics) from e
   return model
