@@ -16,6 +16,7 @@
 
 from typing import Any, Dict, List, Optional
 
+from generic_trainer import paths
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import ExportValidationError, summarize
 
@@ -84,8 +85,9 @@ def validate_export(serving_dir: str,
 def _check_files(serving_dir: str) -> None:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not tf.io.gfile.isdir(serving_dir):
+    prefix = paths.as_pattern(serving_dir.rstrip('/'))
     stray = [p for suffix in _KERAS_FILE_SUFFIXES
-             for p in tf.io.gfile.glob(serving_dir.rstrip('/') + '*' + suffix)]
+             for p in tf.io.gfile.glob(prefix + '*' + suffix)]
     found = f' Found instead: {stray}.' if stray else ''
     raise ExportValidationError(
         'run_fn exported nothing: fn_args.serving_model_dir '
@@ -107,7 +109,7 @@ def _check_files(serving_dir: str) -> None:
 def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
   """Up to `limit` serialized records from the eval files."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+  files = paths.expand(patterns)
   records = []
   for path in files:
     try:
