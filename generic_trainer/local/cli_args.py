@@ -21,6 +21,7 @@ from generic_trainer.errors import UserModuleError
 from generic_trainer.keys import BACKENDS, KERAS_VERSIONS, RUN_FN_KEY
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
+from generic_trainer.local import output_folder
 
 PROG = 'generic-trainer'
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}
@@ -198,6 +199,7 @@ def _output_dir(path: str) -> str:
         '--output-dir is a file. Expected a folder (created if missing). '
         f'Received: --output-dir={path!r}. Choose another path.')
   _check_writable(path)
+  output_folder.check(os.path.abspath(path))
   foreign = local_run.Layout(os.path.abspath(path)).foreign()
   if foreign:
     names = ', '.join(os.path.basename(p) + '/' for p in foreign)

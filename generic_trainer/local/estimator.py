@@ -14,9 +14,11 @@ pipeline, on local files:
 import os
 from typing import Any, Dict, Optional
 
+from generic_trainer import paths
 from generic_trainer import train_result
 from generic_trainer.errors import SpecError
 from generic_trainer.local import data as local_data
+from generic_trainer.local import output_folder
 from generic_trainer.loop import datasets as spec_input
 from generic_trainer.loop import export as spec_export
 from generic_trainer.loop import runner as spec_runner
@@ -46,6 +48,7 @@ class Estimator:
     if conflicting_members(spec_class):
       raise SpecError(conflicting_members(spec_class))
     self.model_dir = os.path.abspath(model_dir)
+    output_folder.check(self.model_dir, 'model_dir')
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
     self._base_model = base_model
@@ -64,7 +67,13 @@ class Estimator:
 
     Evaluates on `eval_data` (default: the train data) every epoch. Returns
     the result record: final train and eval metrics, steps, epochs, time.
+    Holds `model_dir`'s lock meanwhile: one training per folder at a time
+    (`output_folder`).
     """
+    with output_folder.hold(self.model_dir, 'model_dir'):
+      return self._train(train_data, eval_data, steps)
+
+  def _train(self, train_data, eval_data, steps):
     splits = {'train': local_data.to_split(
         train_data, os.path.join(self.model_dir, 'data', 'Split-train'))}
     splits['eval'] = (local_data.to_split(
@@ -101,9 +110,10 @@ class Estimator:
     self._require_trained('export')
     export_dir = export_dir or os.path.join(self.model_dir, 'export')
     fn_args = self._fn_args
-    spec_export.export(self.spec, self.spec.model, self._keys, export_dir,
-                       fn_args.schema_path, None)
-    validate_export(export_dir, fn_args.eval_files, fn_args.schema_path)
+    with output_folder.hold(self.model_dir, 'model_dir'):
+      spec_export.export(self.spec, self.spec.model, self._keys, export_dir,
+                         fn_args.schema_path, None)
+      validate_export(export_dir, fn_args.eval_files, fn_args.schema_path)
     return export_dir
 
   def _make_fn_args(self, splits, steps):
@@ -113,7 +123,8 @@ class Estimator:
         else None, os.path.join(self.model_dir, 'schema.pbtxt'),
         self._schema_path)
     return LocalFnArgs(
-        train_files=splits['train'], eval_files=splits['eval'],
+        train_files=[paths.as_pattern(f) for f in splits['train']],
+        eval_files=[paths.as_pattern(f) for f in splits['eval']],
         train_steps=steps, schema_path=schema_path,
         model_run_dir=self.run_dir, hyperparameters=self.spec.hparams,
         checkpoint_dir=self.checkpoint_dir, base_model=self._base_model)

@@ -46,6 +46,8 @@ from typing import Any, Dict, List, Optional
 
 import attr
 
+from generic_trainer import atomic_files
+from generic_trainer import paths
 from generic_trainer.core import module_loader
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY, BACKEND_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
@@ -160,14 +162,23 @@ class Outcome:
 
 
 def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
-  """Trains, validates and publishes into `request.output_dir`.
+  """Trains, validates and publishes into `request.output_dir`, holding
+  the folder's lock throughout (`output_folder.hold`).
 
   `checkpoint` is `checkpoint_dir(request)`, when the caller has it.
 
   Raises:
+    FolderInUseError: another run holds the folder; nothing was changed.
     GenericTrainerError: the module, the data, the training or the export
       failed; `model/` is as an earlier run left it (or absent).
   """
+  from generic_trainer.local import output_folder  # pylint: disable=g-import-not-at-top
+  with output_folder.hold(request.output_dir):
+    return _run_holding_folder(request, checkpoint)
+
+
+def _run_holding_folder(request: Request,
+                        checkpoint: Optional[str]) -> Outcome:
   from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import backend_process  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top
@@ -184,7 +195,8 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
                                    '--backend'), request.keras_version)
   layout = Layout(request.output_dir)
   checkpoint = checkpoint or layout.resume_dir(resume_key(request))
-  layout.clear(keep=checkpoint if request.resume else None)
+  layout.clear(keep=checkpoint if request.resume else None,
+               checkpoint=checkpoint)
   try:
     # A TrainSpec on another backend than this process's trains as a
     # run_fn does: through the executor, in a child process.
@@ -198,6 +210,7 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)
+    layout.record()
   return outcome
 
 
@@ -219,18 +232,16 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
   else:
-    os.makedirs(layout.schema_dir)
-    shutil.copyfile(request.schema, layout.schema)
+    atomic_files.copy(request.schema, layout.schema)
   eval_dir = os.path.join(layout.data, 'Split-eval')
   splits['eval'] = (local_data.to_split(request.eval_data, eval_dir, schema,
                                         source)
                     if request.eval_data else
                     local_data.link_split(splits['train'], eval_dir))
   if request.hparams is not None:
-    os.makedirs(layout.hparams_dir)
-    with open(os.path.join(layout.hparams_dir, 'hyperparameters.json'),
-              'w') as f:
-      json.dump(request.hparams, f, indent=1)
+    atomic_files.write_json(
+        os.path.join(layout.hparams_dir, 'hyperparameters.json'),
+        request.hparams, mode=0o600, indent=1)
   return splits
 
 
@@ -248,7 +259,8 @@ def _run_spec(request: Request, layout: Layout, spec_class,
   splits = _write_inputs(request, layout)
   staged = StagedExport(layout.publishing, keep_dir=layout.run)
   fn_args = LocalFnArgs(
-      train_files=splits['train'], eval_files=splits['eval'],
+      train_files=[paths.as_pattern(f) for f in splits['train']],
+      eval_files=[paths.as_pattern(f) for f in splits['eval']],
       train_steps=request.steps, eval_steps=request.eval_steps,
       schema_path=layout.schema, serving_model_dir=staged.serving_dir,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
