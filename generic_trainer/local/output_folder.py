@@ -22,15 +22,17 @@ import stat
 from typing import Iterator
 
 from generic_trainer import owner_lock
+from generic_trainer import paths
 from generic_trainer.errors import FolderInUseError, UnsafeFolderError
 
 LOCK_FILE = '.generic-trainer.lock'
 
 
 def check(path: str, name: str = '--output-dir') -> None:
-  """Raises UnsafeFolderError when the folder `path` exists and is not this
-  user's alone; `name` names it in the message (the flag, or the
-  argument)."""
+  """Raises UnsafeFolderError when the folder `path` holds a glob character,
+  or exists and is not this user's alone; `name` names it in the message
+  (the flag, or the argument)."""
+  check_literal(path, name)
   try:
     info = os.stat(path)
   except FileNotFoundError:
@@ -55,6 +57,32 @@ def check(path: str, name: str = '--output-dir') -> None:
         'writes. Expected a folder that only you own and can write. '
         f'Received: {name}={path!r}. Choose a folder of your own, or '
         f'`chmod go-w {path}` if it is yours.')
+
+
+def check_literal(path: str, name: str = '--output-dir') -> None:
+  """Raises UnsafeFolderError when `path` holds `*`, `?` or `[`.
+
+  TensorFlow reads some paths back as patterns that no caller can escape
+  (a SavedModel's `variables/variables` prefix, checkpoint prefixes): under
+  `exp[1]/` they would match `exp1/`. Refused, not escaped.
+  """
+  found = sorted({c for c in paths.GLOB_CHARS if c in path})
+  if found:
+    raise UnsafeFolderError(
+        f'{name} holds the glob character(s) {" ".join(found)}: TensorFlow '
+        'reads paths under it back as patterns (the SavedModel\'s '
+        f'variables, the data files), which would match other folders '
+        f"({os.path.basename(path.rstrip(os.sep))!r} matches "
+        f"{_unglobbed(os.path.basename(path.rstrip(os.sep)))!r}). Expected "
+        f'a folder path without *, ? or [. Received: {name}={path!r}. '
+        'Choose a name without them.')
+
+
+def _unglobbed(name: str) -> str:
+  """What a glob of `name` may match instead: 'exp[1]' -> 'exp1'."""
+  import re  # pylint: disable=g-import-not-at-top
+  return re.sub(r'\[(.)[^\]]*\]', r'\1', name).replace('*', '').replace(
+      '?', '_')
 
 
 def create(path: str) -> None:
