@@ -418,3 +418,13 @@ def test_the_writer_scan_finds_a_write_in_place(tmp_path):
                     "g = tf.io.gfile.GFile(p, mode='wb')\n")
   assert sorted(line.split(': ')[1] for line in _writes_in_place(
       str(module))) == ['json.dump', 'open', 'tf.io.gfile.GFile']
+
+
+def test_a_model_file_is_refused_before_training(tmp_path):
+  """model as a plain file (no run wrote it) is refused, not deleted."""
+  (tmp_path / 'model').write_text('mine')
+  (tmp_path / '.generic-trainer').write_text('{}')
+  with pytest.raises(ModelFolderError, match=re.escape(
+      f'{tmp_path}/model is a file. Expected model to be absent')):
+    Layout(str(tmp_path)).clear()
+  assert (tmp_path / 'model').read_text() == 'mine'

@@ -129,8 +129,11 @@ class Layout:
     (a link), for the executor's base_model input; returns the folder."""
     from generic_trainer.core.publish import SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
     os.makedirs(self.base_model, exist_ok=True)
-    os.symlink(saved_model_dir, os.path.join(self.base_model,
-                                             SERVING_MODEL_DIR))
+    link = os.path.join(self.base_model, SERVING_MODEL_DIR)
+    target = os.path.realpath(saved_model_dir)  # Also when it is `link`.
+    if os.path.islink(link):
+      os.unlink(link)
+    os.symlink(target, link)
     return self.base_model
 
   def check_model_place(self) -> None:

@@ -197,6 +197,12 @@ def _run_holding_folder(request: Request,
   checkpoint = checkpoint or layout.resume_dir(resume_key(request))
   layout.clear(keep=checkpoint if request.resume else None,
                checkpoint=checkpoint)
+  if request.base_model and paths.is_pattern(request.base_model):
+    # TensorFlow globs a SavedModel's variables prefix: load it through a
+    # link whose path holds no glob character.
+    from generic_trainer.core.publish import SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
+    request = attr.evolve(request, base_model=os.path.join(
+        layout.link_base_model(request.base_model), SERVING_MODEL_DIR))
   try:
     # A TrainSpec on another backend than this process's trains as a
     # run_fn does: through the executor, in a child process.
