@@ -211,3 +211,43 @@ def test_an_interrupted_best_checkpoint_keeps_the_previous_best(tmp_path):
   handler.on_epoch_end(2, {'val_loss': 0.4})
   assert best.read_bytes() != saved
   model.load_weights(str(best))
+
+
+@pytest.mark.slow
+def test_two_local_workers_listen_in_their_own_network_only(trainer_io,
+                                                            tmp_path):
+  """During a two-worker training, each worker's TensorFlow port listens
+  in the workers' network, and no worker port listens in this machine's."""
+  import json  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import private_network  # pylint: disable=g-import-not-at-top
+  if private_network.available():
+    pytest.skip(f'no private network here: {private_network.available()}')
+  record = tmp_path / 'record'
+  io = trainer_io(train_steps=40, eval_steps=0, num_workers=2,
+                  module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),
+                  custom_config=json.dumps({'record_dir': str(record)}))
+  outcome = {}
+
+  def execute():
+    try:
+      GenericExecutor().Do(*io)
+    except Exception as e:  # pylint: disable=broad-except
+      outcome['error'] = e
+
+  execution = threading.Thread(target=execute)
+  execution.start()
+  ports = [local_cluster.PRIVATE_PORT, local_cluster.PRIVATE_PORT + 1]
+  deadline = time.monotonic() + 240
+  while not (record / 'worker-1.pid').exists():
+    assert execution.is_alive() and time.monotonic() < deadline, outcome
+    time.sleep(0.05)
+  pid = int((record / 'worker-1.pid').read_text())
+  inside = private_network.listening_ports(pid)
+  outside = private_network.listening_ports()
+  execution.join(timeout=300)
+  assert 'error' not in outcome, outcome
+  assert set(ports) <= set(inside), inside
+  assert not set(ports) & set(outside), outside
