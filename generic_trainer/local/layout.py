@@ -122,7 +122,10 @@ class Layout:
   def record(self) -> None:
     """Records what this run wrote (after `clear`), for the next run."""
     if self._roots:
-      manifest.finish(self.root, self._roots, self._foreign)
+      try:
+        manifest.finish(self.root, self._roots, self._foreign)
+      except OSError:
+        pass  # A full disk: the start record still says what to remove.
 
   def link_base_model(self, saved_model_dir: str) -> str:
     """A Model artifact folder whose Format-Serving is `saved_model_dir`
