@@ -388,6 +388,7 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
     assert len(lines) == 1 and re.fullmatch(expected, lines[0]), lines
     assert sum(int(label.shape[0]) for _, label in dataset) == ROWS
     written = [n for d in os.listdir(folder.path)
+               if os.path.isdir(os.path.join(folder.path, d))  # Not the lock.
                for n in os.listdir(os.path.join(folder.path, d))]
     assert ('blocks.index' in written) == (cache == 'disk'), written
   assert not os.path.exists(folder.path)
