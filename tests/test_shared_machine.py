@@ -428,3 +428,23 @@ def test_a_model_file_is_refused_before_training(tmp_path):
       f'{tmp_path}/model is a file. Expected model to be absent')):
     Layout(str(tmp_path)).clear()
   assert (tmp_path / 'model').read_text() == 'mine'
+
+
+def test_a_new_output_folder_is_as_private_as_its_inputs(tmp_path):
+  """A 0600 input gives a 0700 output folder; a 0644 one a 0755 folder."""
+  private, shared = tmp_path / 'private.csv', tmp_path / 'shared.csv'
+  for path, mode in ((private, 0o600), (shared, 0o644)):
+    path.write_text('a\n1\n')
+    path.chmod(mode)
+  for inputs, expected in (([str(private), str(shared)], 0o700),
+                           ([str(shared)], 0o755)):
+    out = tmp_path / f'out-{expected:o}'
+    with output_folder.hold(str(out), inputs=inputs):
+      pass
+    assert stat.S_IMODE(os.stat(out).st_mode) == expected & ~_umask()
+
+
+def _umask():
+  mask = os.umask(0)
+  os.umask(mask)
+  return mask

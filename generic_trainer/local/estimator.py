@@ -70,7 +70,10 @@ class Estimator:
     Holds `model_dir`'s lock meanwhile: one training per folder at a time
     (`output_folder`).
     """
-    with output_folder.hold(self.model_dir, 'model_dir'):
+    inputs = [f for d in (train_data, eval_data) if d is not None
+              for p in ([d] if isinstance(d, str) else d)
+              for f in paths.user_files(p)]
+    with output_folder.hold(self.model_dir, 'model_dir', inputs=inputs):
       return self._train(train_data, eval_data, steps)
 
   def _train(self, train_data, eval_data, steps):

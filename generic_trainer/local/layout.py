@@ -109,6 +109,10 @@ class Layout:
     os.makedirs(self.root, exist_ok=True)
     manifest.remove(self.root, manifest.ours(self.root,
                                              manifest.read(self.root)), keep)
+    for name in os.listdir(self.root):  # Named by us: `.resume-<key>`.
+      path = os.path.join(self.root, name)
+      if name.startswith(self.CHECKPOINT_PREFIX) and path != keep:
+        _remove(path)
     self._remove_unused_versions()
     self._roots = [os.path.relpath(p, self.root) for p in self.replaced()]
     for extra in (keep, checkpoint):

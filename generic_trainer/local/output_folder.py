@@ -10,7 +10,7 @@
   or others without the sticky bit, is refused (`check`): whoever else can
   write it could swap the validated export before it is published, or put
   links where the run writes. A folder the run creates is created 0755
-  (less the umask).
+  (less the umask), or 0700 when an input is private (`mode_for`).
 
 The command checks the folder with its arguments (exit 2); the notebook
 Estimator when it is built; `hold` checks again when it takes the lock.
@@ -19,7 +19,7 @@ Estimator when it is built; `hold` checks again when it takes the lock.
 import contextlib
 import os
 import stat
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from generic_trainer import owner_lock
 from generic_trainer import paths
@@ -85,26 +85,43 @@ def _unglobbed(name: str) -> str:
       '?', '_')
 
 
-def create(path: str) -> None:
-  """Creates the folder `path` (0755 less the umask) when it is missing."""
+def mode_for(inputs: Iterable[str]) -> int:
+  """The mode of a new output folder for the files `inputs`: 0755, less
+  the read access to the folder of whoever may not read every input (a
+  0600 CSV gives a 0700 folder: what is made of it is as private)."""
+  mode = 0o755
+  for path in inputs:
+    try:
+      bits = os.stat(path).st_mode
+    except OSError:
+      continue
+    for read, access in ((stat.S_IRGRP, 0o050), (stat.S_IROTH, 0o005)):
+      if not bits & read:
+        mode &= ~access
+  return mode
+
+
+def create(path: str, mode: int = 0o755) -> None:
+  """Creates the folder `path` (`mode` less the umask) when it is missing."""
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   try:
-    os.mkdir(path, 0o755)
+    os.mkdir(path, mode)
   except FileExistsError:
     pass
 
 
 @contextlib.contextmanager
-def hold(path: str, name: str = '--output-dir') -> Iterator[None]:
-  """Creates and checks the folder `path`, and holds its lock while the
-  block runs.
+def hold(path: str, name: str = '--output-dir',
+         inputs: Iterable[str] = ()) -> Iterator[None]:
+  """Creates and checks the folder `path` (if new, as private as the files
+  `inputs`: `mode_for`), and holds its lock while the block runs.
 
   Raises:
     UnsafeFolderError: see `check`.
     FolderInUseError: another process holds the lock; the message says
       which.
   """
-  create(path)
+  create(path, mode_for(inputs))
   check(path, name)
   lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))
   if not lock.acquire():

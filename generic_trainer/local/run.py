@@ -173,7 +173,9 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
       failed; `model/` is as an earlier run left it (or absent).
   """
   from generic_trainer.local import output_folder  # pylint: disable=g-import-not-at-top
-  with output_folder.hold(request.output_dir):
+  inputs = (list(request.train_data) + list(request.eval_data or []) +
+            ([request.schema] if request.schema else []))
+  with output_folder.hold(request.output_dir, inputs=inputs):
     return _run_holding_folder(request, checkpoint)
 
 
