@@ -10,36 +10,33 @@ from generic_trainer import paths
 from generic_trainer import resume
 from generic_trainer import scratch
 from generic_trainer import train_result
-from generic_trainer.core import args
-from generic_trainer.core import distribution
+from generic_trainer.core import attempt
 from generic_trainer.core import inputs
-from generic_trainer.core import signature_gate
-from generic_trainer.core.export_validation import validate_export
+from generic_trainer.core import module_loader
+from generic_trainer.core import plan as plan_lib
 from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
-from generic_trainer.keys import BACKEND_KEY
-from generic_trainer.keys import KERAS_VERSION_KEY
-from generic_trainer.keys import MAX_RESTARTS_KEY
+from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import dispatch
 
 
 class GenericExecutor(base_executor.BaseExecutor):
   """Runs a user `run_fn` and publishes its export only once it is valid.
 
-  Steps: load the user module (`module_file`, `module_path` or `run_fn`),
-  build `FnArgs` from the input artifacts, call `run_fn` with
-  `serving_model_dir` pointing into a staging directory, validate the export
-  (`export_validation.validate_export`), check that it keeps the base
-  model's signatures (`signature_gate`, when `base_model` is connected),
-  then move it into the Model artifact. Any failure leaves no model in the Model artifact; a rejected
-  export is kept in the node's stateful working dir for inspection.
+  Steps: resolve the training once (`core.plan.resolve`: the settings,
+  the user module from `module_file`, `module_path` or `run_fn`, where it
+  trains), then run the one attempt sequence (`core.attempt.run`): train
+  into a staging directory (FnArgs built from the input artifacts),
+  validate the export, check that it keeps the base model's signatures
+  (when `base_model` is connected), and move it into the Model artifact.
+  Any failure leaves no model in the Model artifact; a rejected export is
+  kept in the node's stateful working dir for inspection.
 
   Where the training runs (here, a child process under the other Keras or
-  on another Keras backend, `num_workers` local processes) is
-  `launch.dispatch`'s decision. Under a
-  TF_CONFIG that makes this process a non-chief worker, it trains and
-  publishes nothing.
+  on another Keras backend, `num_workers` local processes) is the plan's
+  decision; `launch.dispatch` carries it out. Under a TF_CONFIG that makes
+  this process a non-chief worker, it trains and publishes nothing.
   """
 
   def __init__(self, context: Optional[base_executor.BaseExecutor.Context]
@@ -57,61 +54,64 @@ class GenericExecutor(base_executor.BaseExecutor):
     from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
     from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     self._log_startup(input_dict, output_dict, exec_properties)
-    args.check_keras_version(exec_properties.get(KERAS_VERSION_KEY) or None)
-    args.check_backend(exec_properties.get(BACKEND_KEY) or None)
-    args.check_max_restarts(exec_properties.get(MAX_RESTARTS_KEY))
-    role = distribution.current_role(exec_properties)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])
-    checkpoint_dir = self._given_checkpoint_dir or resume.checkpoint_dir(
-        input_dict, exec_properties, model_run_uri,
-        self._stateful_working_dir())
-    if not role.is_chief:
-      _train_as_worker(role, TrainingRequest(
-          input_dict, output_dict, exec_properties, '', '', checkpoint_dir))
+    plan, entry = plan_lib.resolve(
+        exec_properties, tf_config=os.environ.get(TF_CONFIG_ENV))
+    plan = plan.with_checkpoint_dir(
+        self._given_checkpoint_dir or resume.checkpoint_dir(
+            input_dict, exec_properties,
+            module_loader.source_file(plan.source_key, plan.source),
+            model_run_uri, self._stateful_working_dir()))
+    if not plan.role.is_chief:
+      _train_as_worker(TrainingRequest(input_dict, output_dict,
+                                       exec_properties, '', '', plan), entry)
       return
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
         keep_dir=self._stateful_working_dir() or model_run_uri)
-    with staged.attempt():
-      dispatch.train(TrainingRequest(
-          input_dict, output_dict, exec_properties, staged.serving_dir,
-          staged.eval_dir, checkpoint_dir))
-      report = validate_export(
-          staged.serving_dir,
-          _eval_file_patterns(input_dict, exec_properties),
-          schema_path=_schema_path(input_dict),
-          transform_graph_path=_single_uri_or_none(
-              input_dict.get(keys.TRANSFORM_GRAPH_KEY)))
-      base = inputs.base_model_path(input_dict.get(keys.BASE_MODEL_KEY))
-      if base and not exec_properties.get(ALLOW_SIGNATURE_CHANGE_KEY):
-        signature_gate.check(base, staged.serving_dir)
-      result = train_result.read(model_run_uri)
-    serving_dir = staged.publish()
-    resume.remove(checkpoint_dir)
-    logging.info('Export validated (%s) and published to %s.', report,
-                 serving_dir)
-    if result:
+    request = TrainingRequest(input_dict, output_dict, exec_properties,
+                              staged.serving_dir, staged.eval_dir, plan)
+
+    def train():
+      dispatch.train(request, entry)
+      return train_result.read(model_run_uri)  # Raises before publishing.
+
+    published = attempt.run(
+        staged, train,
+        lambda: attempt.ExportChecks(
+            eval_files=_eval_file_patterns(input_dict, exec_properties),
+            schema_path=_schema_path(input_dict),
+            transform_graph_path=_single_uri_or_none(
+                input_dict.get(keys.TRANSFORM_GRAPH_KEY)),
+            base_model=inputs.base_model_path(
+                input_dict.get(keys.BASE_MODEL_KEY)),
+            allow_signature_change=bool(
+                exec_properties.get(ALLOW_SIGNATURE_CHANGE_KEY))))
+    resume.remove(plan.checkpoint_dir)
+    logging.info('Export validated (%s) and published to %s.',
+                 published.report, published.serving_dir)
+    if published.trained:
       train_result.attach(output_dict[keys.MODEL_KEY] +
-                          output_dict[keys.MODEL_RUN_KEY], result)
+                          output_dict[keys.MODEL_RUN_KEY], published.trained)
 
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""
     return self._context.stateful_working_dir if self._context else None
 
 
-def _train_as_worker(role: distribution.ClusterRole,
-                     request: TrainingRequest) -> None:
+def _train_as_worker(request: TrainingRequest, entry) -> None:
   """Trains as a non-chief member of a TF_CONFIG cluster; publishes nothing.
 
   The export and logs go to a scratch folder, removed afterwards: only the
   chief's export is validated and published.
   """
+  role = request.plan.role
   logging.info('TF_CONFIG: training as worker %d of %d (%s %d); the chief '
                'publishes the model.', role.worker_index, role.num_workers,
                role.task_type, role.task_index)
   with scratch.folder('worker') as root:
-    dispatch.train(request.with_scratch_outputs(root))
+    dispatch.train(request.with_scratch_outputs(root), entry)
 
 
 def _single_uri_or_none(artifacts):

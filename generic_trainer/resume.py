@@ -51,55 +51,41 @@ _TMP_PREFIX = '.tmp-'
 _KERAS_METADATA_FILE = 'training_metadata.json'
 
 
-def fingerprint(input_dict: Dict[str, List[Any]],
-                exec_properties: Dict[str, Any]) -> str:
-  """A short hash of what defines a training: its inputs and properties."""
-  from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
-  inputs = {key: sorted(a.uri for a in artifacts)
-            for key, artifacts in sorted(input_dict.items())}
+def fingerprint(inputs: Dict[str, Any], module_file: Optional[str],
+                settings: Dict[str, Any]) -> str:
+  """A short hash of what defines a training: what identifies its inputs,
+  the content of its module file, and its settings. The one resume key:
+  a pipeline passes its input artifacts' URIs (`checkpoint_dir`), the
+  command its files' paths, sizes and modification times (its folders'
+  paths never change)."""
   module_hash = ''
-  source = _module_source(exec_properties)
-  if source and os.path.isfile(source):
-    with open(source, 'rb') as f:
+  if module_file and os.path.isfile(module_file):
+    with open(module_file, 'rb') as f:
       module_hash = hashlib.sha256(f.read()).hexdigest()
   blob = json.dumps({'inputs': inputs, 'module': module_hash,
-                     'properties': json_utils.dumps(exec_properties)},
-                    sort_keys=True)
+                     'settings': settings}, sort_keys=True, default=str)
   return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _module_source(exec_properties: Dict[str, Any]) -> Optional[str]:
-  """The user module's source file, whichever way it was given."""
-  import importlib.util  # pylint: disable=g-import-not-at-top
-  from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY, RUN_FN_KEY  # pylint: disable=g-import-not-at-top
-  if exec_properties.get(MODULE_FILE_KEY):
-    return exec_properties[MODULE_FILE_KEY]
-  name = exec_properties.get(MODULE_PATH_KEY) or (
-      exec_properties.get(RUN_FN_KEY) or '').rpartition('.')[0]
-  if not name or '@' in name:  # A packaged wheel's name holds its hash.
-    return None
-  try:
-    spec = importlib.util.find_spec(name)
-  except (ImportError, ValueError):
-    return None
-  return spec.origin if spec else None
-
-
 def checkpoint_dir(input_dict: Dict[str, List[Any]],
-                   exec_properties: Dict[str, Any], model_run_uri: str,
+                   exec_properties: Dict[str, Any], module_file: Optional[str],
+                   model_run_uri: str,
                    stateful_working_dir: Optional[str]) -> str:
-  """The resume directory of this training.
+  """The resume directory of a pipeline's training.
 
   Under TFX it sits beside the node's stateful working dirs
   (`<node>/.system/stateful_working_dir/resume-<fingerprint>`), which TFX
   neither deletes on failure nor shares between nodes; called directly, in
   the ModelRun artifact (stable when a retry reuses the output URIs, as
-  Kubeflow's retries do).
+  Kubeflow's retries do). `module_file` is the user module's source file
+  (`core.module_loader.source_file`), or None.
   """
   base = (os.path.dirname(stateful_working_dir.rstrip('/'))
           if stateful_working_dir else model_run_uri)
-  return os.path.join(base, RESUME_PREFIX + fingerprint(input_dict,
-                                                        exec_properties))
+  inputs = {key: sorted(a.uri for a in artifacts)
+            for key, artifacts in sorted(input_dict.items())}
+  return os.path.join(base, RESUME_PREFIX + fingerprint(
+      inputs, module_file, exec_properties))
 
 
 def remove(directory: Optional[str]) -> None:

@@ -9,7 +9,9 @@ The record, `model_run/train_result.json`, is a JSON object:
      "warm_start": {"base": "...", "loaded": ["dense", ...],
                     "not_loaded": {"layer": "why"}}}   # optional
 
-The fit loop writes `train_result.json` into model_run; after publication
+The TrainSpec runner (`loop.runner.run`) writes `train_result.json` into
+model_run (the command and the notebook Estimator write theirs, with a
+few more fields, through `write` too); after publication
 the executor copies it onto the Model and ModelRun artifacts as custom
 properties (`train_loss`, `eval_sparse_categorical_accuracy`, ...,
 `train_steps`, `epochs`, `training_time_s`, `warm_start_layers`), so runs

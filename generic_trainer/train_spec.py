@@ -85,7 +85,7 @@ class TrainSpec(abc.ABC):
       (default) means the component's `backend` (--backend for the
       command), else TensorFlow. A setting that differs from the spec's is
       refused. On JAX the training runs in a process with KERAS_BACKEND=jax
-      and the export is still a TensorFlow SavedModel (README.md, "JAX").
+      and the export is still a TensorFlow SavedModel (docs/guides/jax.md).
     train_step(model, data): A custom train step for what `model.fit`'s
       default cannot express; see `keras.Model.train_step`. Return the
       logs dict. On JAX it is `train_step(model, state, data)` and returns
@@ -100,8 +100,8 @@ class TrainSpec(abc.ABC):
     shuffle_seed: The seed of the train data's order (default 0): every
       epoch is shuffled differently, but the same way in every process, so
       the workers of a multi-worker training share one order, and a resumed
-      training reads on where the interrupted one stopped (README,
-      "Resuming after a crash"). None: a new order at every run, read and
+      training reads on where the interrupted one stopped
+      (docs/guides/resume-and-faults.md). None: a new order at every run, read and
       parsed a little faster (files and blocks taken as they come).
     cache: Where the parsed train and eval rows are kept after the first
       epoch, so that later epochs neither read nor parse the files: None
@@ -126,7 +126,9 @@ class TrainSpec(abc.ABC):
       execution.
 
   Available to the members:
-    fn_args: The `FnArgs` of this run (None outside a pipeline).
+    fn_args: The `FnArgs` of this run: the pipeline's, or the command's
+      and the notebook Estimator's `LocalFnArgs`; None only for a spec
+      built by hand.
     hparams: Hyperparameter values: the `hyperparameters` input's values, or
       the dict given to the Estimator.
   """

@@ -3,7 +3,7 @@
 GenericTrainer trains it in a child process with KERAS_BACKEND=jax (input
 pipeline: tf.data) and exports a TensorFlow SavedModel through jax2tf,
 whose `serving_default` takes serialized tf.Example like the TensorFlow
-one; Evaluator and Pusher take it as they are. See README.md, "JAX".
+one; Evaluator and Pusher take it as they are. See docs/guides/jax.md.
 """
 
 import os

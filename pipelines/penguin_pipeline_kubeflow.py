@@ -13,7 +13,7 @@ cluster has its own). Compile it with
 
 and submit `penguin_kubeflow.yaml` to Kubeflow Pipelines (v2); `--output
 NAME.json` writes the PipelineJob JSON that Vertex AI Pipelines also takes
-(README.md, "Scaling out"). The baseline Resolver compiles to a KFP
+(docs/guides/scaling-out.md). The baseline Resolver compiles to a KFP
 `resolver` executor, which Vertex AI Pipelines runs; `--no-baseline` leaves
 it out for a Kubeflow Pipelines backend that does not.
 """

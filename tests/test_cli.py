@@ -93,19 +93,20 @@ def _parse_fresh(argv, cwd):
      "Received: --hparams='[0.1]', a JSON list. Wrap the values in an object "
      'that names them.'),
     ({'--keras-version': ['2']},
-     "--keras-version must be keras3 or tf_keras. Received: "
-     "--keras-version='2'. Use tf_keras for module files written for "
-     'tf.keras 2.'),
+     '--keras-version must be one of keras3, tf_keras, or unset (whatever '
+     'tf.keras is in the process). Received: --keras-version=2. Use '
+     'tf_keras for module files written for tf.keras 2, keras3 for Keras '
+     '3.'),
     ({'--backend': ['torch']},
-     "--backend must be tensorflow or jax. Received: --backend='torch'. "
-     "Leave it out to train on the TrainSpec's backend (TensorFlow unless "
-     'it says otherwise).'),
+     '--backend must be one of tensorflow, jax, or unset (the TrainSpec\'s '
+     'own backend, else TensorFlow). Received: --backend=torch. Leave it '
+     "out to train on the TrainSpec's backend, or set one of those."),
     ({'--backend': ['jax'], '--keras-version': ['tf_keras']},
-     '--backend=jax trains with Keras 3 on JAX, but keras_version='
-     "'tf_keras' asks for tf.keras 2, which runs on TensorFlow only. "
-     "Received: --backend=jax, keras_version='tf_keras'. Leave keras_version "
-     "unset (or 'keras3') to train on JAX, or train on TensorFlow "
-     "(backend='tensorflow')."),
+     '--backend=jax trains with Keras 3 on JAX, but --keras-version='
+     'tf_keras asks for tf.keras 2, which runs on TensorFlow only. '
+     'Received: --backend=jax, --keras-version=tf_keras. Leave '
+     '--keras-version unset (or keras3) to train on JAX, or train on '
+     'TensorFlow (--backend=tensorflow).'),
     ({'--progress': ['fancy']},
      "--progress must be auto, bar or lines. Received: --progress='fancy'. "
      "Use bar for Keras's progress bar, lines for a log line per epoch."),
@@ -119,16 +120,11 @@ def _parse_fresh(argv, cwd):
      'level. Expected a function taking fn_args or a TrainSpec class. '
      "Received: --run-fn='NoSuchSpec'; the module defines: FEATURES, "
      'PenguinSpec, TrainSpec, keras. Pass one of those.'),
-    ({'--module-file': ['{tmp}/mods/json.py'], '--run-fn': ['train']},
-     "--run-fn train is imported as `json.train`, but 'json' already names "
-     'the module {json}. Expected a module file named like a free module. '
-     "Received: --module-file='{tmp}/mods/json.py'. Rename the module file, "
-     'or name the function run_fn and leave --run-fn out.'),
 ], ids=['missing-module', 'module-not-py', 'no-data', 'mixed-data',
         'missing-schema', 'output-is-a-file', 'bad-steps', 'bad-eval-steps',
         'hparams-not-json', 'hparams-not-an-object', 'bad-keras-version',
-        'bad-backend', 'jax-with-tf-keras', 'bad-progress', 'dotted-run-fn', 'unknown-run-fn',
-        'run-fn-module-name-taken'])
+        'bad-backend', 'jax-with-tf-keras', 'bad-progress', 'dotted-run-fn',
+        'unknown-run-fn'])
 def test_bad_argument_exits_2_before_tensorflow(tmp_path, penguin_csvs, flags,
                                                 message):
   """A bad argument: exit 2, the exact message, TensorFlow never imported."""

@@ -60,8 +60,8 @@ def test_constructs_with_run_fn_path(examples):
      r'Received: module_file, run_fn'),
     ({'run_fn': 'run_fn'}, r"'run_fn' must be a dotted path"),
     ({'module_file': PENGUIN_MODULE, 'keras_version': 'keras2'},
-     r"'keras_version' must be one of \('keras3', 'tf_keras'\) or None. "
-     r"Received: keras_version='keras2'"),
+     r"'keras_version' must be one of keras3, tf_keras, or unset \(whatever "
+     r"tf.keras is in the process\). Received: keras_version='keras2'"),
     ({'module_file': PENGUIN_MODULE, 'custom_config': ['a']},
      r"'custom_config' must be a dict. Received: custom_config that is a "
      r'list'),

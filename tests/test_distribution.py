@@ -5,6 +5,8 @@ import json
 import pytest
 
 from generic_trainer.core import distribution
+from generic_trainer.core import plan as plan_lib
+from generic_trainer.core.plan import Where
 from generic_trainer.core.distribution import ClusterRole
 from generic_trainer.errors import InvalidArgumentError
 
@@ -80,15 +82,21 @@ def test_component_checks_settings_at_construction(kwargs, message):
                    module_file=PENGUIN_MODULE, **kwargs)
 
 
+def _plan(exec_properties, tf_config=None):
+  return plan_lib.from_settings({'module_file': 'unused.py',
+                                 **exec_properties}, tf_config=tf_config)
+
+
 def test_num_workers_must_match_the_cluster(monkeypatch):
   """num_workers that disagrees with TF_CONFIG fails before any training."""
   monkeypatch.setenv('TF_CONFIG', _tf_config(_WORKERS, 'worker', 1))
   with pytest.raises(InvalidArgumentError, match=(
       r'The component asks for num_workers=2, but TF_CONFIG describes a '
       r'cluster of 3')):
-    distribution.current_role({'num_workers': 2})
-  assert distribution.current_role({'num_workers': 3}).worker_index == 1
-  assert distribution.current_role({}).num_workers == 3
+    _plan({'num_workers': 2}, _tf_config(_WORKERS, 'worker', 1))
+  assert _plan({'num_workers': 3}, _tf_config(_WORKERS, 'worker', 1)
+               ).role.worker_index == 1
+  assert _plan({}, _tf_config(_WORKERS, 'worker', 1)).num_workers == 3
 
 
 @pytest.mark.parametrize('exec_properties, tf_config, launches, strategy', [
@@ -108,9 +116,9 @@ def test_who_starts_workers_and_which_strategy(monkeypatch, exec_properties,
     monkeypatch.setenv('TF_CONFIG', tf_config)
   else:
     monkeypatch.delenv('TF_CONFIG', raising=False)
-  assert distribution.launches_workers(exec_properties) == launches
-  role = distribution.current_role(exec_properties)
-  assert distribution.strategy_name(exec_properties, role) == strategy
+  plan = _plan(exec_properties, tf_config)
+  assert (plan.where == Where.LOCAL_WORKERS) == launches
+  assert plan.strategy == strategy
 
 
 def test_local_workers_tf_config():
@@ -146,7 +154,10 @@ def test_fn_args_of_one_process(trainer_io, monkeypatch):
   from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   monkeypatch.delenv('TF_CONFIG', raising=False)
   io = trainer_io(module_file='unused.py')
-  fn_args = fn_args_lib.build_fn_args(*io, 'serving', 'eval')
+  from generic_trainer.core.plan import TrainingPlan  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  fn_args = fn_args_lib.build_fn_args(TrainingRequest(
+      *io, 'serving', 'eval', TrainingPlan('module_file', 'unused.py')))
   assert fn_args.strategy is tf.distribute.get_strategy()
   assert (fn_args.is_chief, fn_args.worker_index, fn_args.num_workers) == (
       True, 0, 1)

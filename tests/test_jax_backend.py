@@ -40,9 +40,9 @@ def test_backend_must_be_tensorflow_or_jax():
   with pytest.raises(InvalidArgumentError) as info:
     _trainer(backend='torch')
   assert str(info.value) == (
-      "'backend' must be one of ('tensorflow', 'jax') or None (the "
-      "TrainSpec's own backend, else TensorFlow). Received: "
-      "backend='torch'.")
+      "'backend' must be one of tensorflow, jax, or unset (the TrainSpec's "
+      "own backend, else TensorFlow). Received: backend='torch'. Leave it "
+      "out to train on the TrainSpec's backend, or set one of those.")
 
 
 def test_jax_with_tf_keras_is_refused():
@@ -53,7 +53,7 @@ def test_jax_with_tf_keras_is_refused():
       "backend='jax' trains with Keras 3 on JAX, but keras_version="
       "'tf_keras' asks for tf.keras 2, which runs on TensorFlow only. "
       "Received: backend='jax', keras_version='tf_keras'. Leave "
-      "keras_version unset (or 'keras3') to train on JAX, or train on "
+      "'keras_version' unset (or keras3) to train on JAX, or train on "
       "TensorFlow (backend='tensorflow').")
 
 
@@ -105,7 +105,8 @@ def test_spec_on_jax_in_a_tf_config_cluster_is_refused_before_training(
       "workers on TensorFlow (backend='tensorflow').")
   assert not os.path.exists(os.path.join(io[1]['model_run'][0].uri,
                                          'history.json'))
-  assert not os.listdir(io[1]['model'][0].uri)
+  model = io[1]['model'][0].uri  # Refused before anything was staged.
+  assert not os.path.exists(model) or not os.listdir(model)
 
 
 def test_component_and_spec_backends_must_agree(trainer_io):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import TESTDATA
+from conftest import REPO, TESTDATA
 from test_layout import MODULES
 
 
@@ -75,13 +75,14 @@ def test_fn_args_extra_fields_are_defined_once():
 
 
 def test_where_to_train_is_decided_in_one_function():
-  """Only launch.dispatch calls the three ways to train."""
-  assert _calls('run_in_child') == {'generic_trainer.launch.dispatch'}
-  assert 'generic_trainer.launch.dispatch' in _calls('can_train_in_process')
+  """Only core.plan asks what this process's Keras can give; only
+  launch.dispatch starts a child or trains in place."""
+  assert _calls('claim_tf_keras') == {'generic_trainer.core.plan'}
+  assert _calls('has_backend') == {'generic_trainer.core.plan'}
+  assert _calls('train_in_child') == {'generic_trainer.launch.dispatch'}
   callers = {m for m, targets in __import__('test_layout').GRAPH.items()
              if 'generic_trainer.core.training' in targets}
-  assert callers <= {'generic_trainer.launch.dispatch',
-                     'generic_trainer.local.run'}
+  assert callers == {'generic_trainer.launch.dispatch'}
 
 
 def test_estimator_trains_through_the_runners_sequence(tmp_path, penguin_csvs,
@@ -112,3 +113,133 @@ def test_command_shows_progress_by_logger_not_by_file(capsys):
     logging.getLogger('absl').warning('a warning')
   err = capsys.readouterr().err
   assert err.splitlines() == ['epoch 1 done after 1.0s', 'WARNING: a warning']
+
+
+class _Sentinel(Exception):
+  """Raised by a replaced owner: whoever calls it, fails with this."""
+
+
+def _entry_points(tmp_path, penguin_csvs, trainer_io):
+  """{name: a call that reaches a training through its entry point}."""
+  from tfx import types  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  flags = ['--module-file', module, '--train-data', penguin_csvs[0],
+           '--output-dir', str(tmp_path / 'out'), '--steps', '2']
+  return {
+      'component': lambda: GenericTrainer(
+          examples=types.Channel(type=standard_artifacts.Examples),
+          module_file=module),
+      'executor': lambda: GenericExecutor().Do(
+          *trainer_io(module_file=module)),
+      'command arguments': lambda: cli_args.parse(flags, started=0.0),
+      'command run': lambda: local_run.run(local_run.Request(
+          module_file=os.path.abspath(module), train_data=[penguin_csvs[0]],
+          output_dir=str(tmp_path / 'run'), started=0.0, steps=2)),
+  }
+
+
+def test_every_entry_point_checks_settings_through_the_plan(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """Breaking plan.check_settings breaks the component, the executor and
+  the command alike: the settings are checked in one place."""
+  from generic_trainer.core import plan  # pylint: disable=g-import-not-at-top
+
+  def broken(*unused_args, **unused_kwargs):
+    raise _Sentinel('check_settings')
+
+  monkeypatch.setattr(plan, 'check_settings', broken)
+  for name, call in _entry_points(tmp_path, penguin_csvs, trainer_io).items():
+    with pytest.raises(_Sentinel):
+      call()
+      pytest.fail(f'{name} trained without checking the settings')
+
+
+def test_every_entry_point_trains_through_one_attempt_sequence(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """Breaking core.attempt.run breaks the executor, the command (a TrainSpec
+  and a run_fn) and the notebook Estimator's export: stage, train,
+  validate, gate and publish are written once."""
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import attempt  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  estimator = Estimator(PenguinSpec, str(tmp_path / 'est'))
+  estimator.train(penguin_csvs[0], steps=2)
+  reached = []
+
+  def broken(staged, train, checks):
+    reached.append(checks)
+    raise _Sentinel('attempt')
+
+  monkeypatch.setattr(attempt, 'run', broken)
+  calls = _entry_points(tmp_path, penguin_csvs, trainer_io)
+  calls['command run_fn'] = lambda: local_run.run(local_run.Request(
+      module_file=os.path.join(REPO, 'module_files', 'penguin_keras.py'),
+      train_data=[penguin_csvs[0]], output_dir=str(tmp_path / 'run_fn'),
+      started=0.0, steps=2))
+  calls['estimator export'] = estimator.export
+  for name in ('executor', 'command run', 'command run_fn',
+               'estimator export'):
+    with pytest.raises(_Sentinel):
+      calls[name]()
+      pytest.fail(f'{name} published without the attempt sequence')
+  assert len(reached) == 4
+
+
+def test_child_processes_follow_the_plan_they_receive():
+  """A request carries its plan through JSON unchanged: a child reads
+  where to train, the backend and its role from it, never from the
+  settings again."""
+  from generic_trainer.core import distribution  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.plan import TrainingPlan, Where  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  plan = TrainingPlan('module_file', '/m.py', spec_class='Spec',
+                      backend='jax', keras_version='keras3',
+                      num_workers=3, where=Where.LOCAL_WORKERS,
+                      checkpoint_dir='/ckpt')
+  request = TrainingRequest({}, {}, {'backend': 'tensorflow'}, 's', 'e', plan)
+  worker = TrainingRequest.from_json(request.for_worker(2).to_json())
+  assert worker.plan.where == Where.HERE
+  assert worker.plan.backend == 'jax'  # Not the settings' 'tensorflow'.
+  assert worker.plan.role == distribution.ClusterRole(
+      num_workers=3, worker_index=2, is_chief=False, task_type='worker',
+      task_index=2)
+  assert worker.checkpoint_dir == '/ckpt'
+  assert worker.plan.child_env() == {'TF_USE_LEGACY_KERAS': '0',
+                                     'KERAS_BACKEND': 'jax'}
+
+
+def test_the_record_format_has_one_owner():
+  """Only data.tfrecords reads records, frames them or inflates gzip; only
+  data.statistics knows the split folders' prefix and the statistics
+  file's name."""
+  assert _calls('tf_record_iterator') == {'generic_trainer.data.tfrecords'}
+  assert _calls('TFRecordDataset') <= {'generic_trainer.data.input_pipeline'}
+  assert _calls('unpack_from') == {'generic_trainer.data.tfrecords'}
+  assert _calls('decompressobj') == {'generic_trainer.data.tfrecords'}
+  assert set(_constants('Split-')) == {'generic_trainer.data.statistics'}
+  assert set(_constants('FeatureStats.pb')) == {
+      'generic_trainer.data.statistics'}
+
+
+def test_reading_records_follows_its_owner(tmp_path, penguin_artifacts,
+                                           monkeypatch):
+  """Replacing tfrecords.records changes what the schema inference and
+  the export check read."""
+  import glob  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core import export_validation  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import ExportValidationError, InputArtifactError  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  files = glob.glob(os.path.join(penguin_artifacts[0].uri, 'Split-train',
+                                 '*'))
+  monkeypatch.setattr(tfrecords, 'records', lambda path: iter(()))
+  with pytest.raises(InputArtifactError, match='No tf.Example records'):
+    local_data.infer_schema(files)
+  with pytest.raises(ExportValidationError, match='No eval examples'):
+    export_validation._read_serialized_examples(files, 4)  # pylint: disable=protected-access

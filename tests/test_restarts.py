@@ -8,6 +8,7 @@ test_a_killed_worker_restarts_the_group_from_the_checkpoint`.
 import pytest
 
 from generic_trainer.errors import RunFnError, TrainingProcessError
+from generic_trainer.core import args
 from generic_trainer.launch import restarts
 from generic_trainer.launch.child_process import describe_exit
 
@@ -18,9 +19,9 @@ RAISED = restarts.WorkerFailure(worker=1, how=describe_exit(1),
 
 def test_max_restarts_defaults_to_two():
   """Unset, a group is restarted at most twice; 0 is kept."""
-  assert restarts.max_restarts({}) == 2
-  assert restarts.max_restarts({'max_restarts': None}) == 2
-  assert restarts.max_restarts({'max_restarts': 0}) == 0
+  assert args.max_restarts(None) == 2
+  assert args.max_restarts(None) == 2
+  assert args.max_restarts(0) == 0
 
 
 @pytest.mark.parametrize('failure, done, limit, expected', [

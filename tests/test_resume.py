@@ -16,9 +16,9 @@ def test_checkpoint_dir_is_stable_for_the_same_training(tmp_path):
   """Same inputs and properties: the same dir, whatever the attempt."""
   inputs = {'examples': [_artifact('/data/examples/1')]}
   props = {'train_args': '{"num_steps": 5}', 'module_path': 'm@/w/a.whl'}
-  first = resume.checkpoint_dir(inputs, props, str(tmp_path / 'run'),
+  first = resume.checkpoint_dir(inputs, props, None, str(tmp_path / 'run'),
                                 str(tmp_path / 'swd' / '1'))
-  retry = resume.checkpoint_dir(inputs, props, str(tmp_path / 'run'),
+  retry = resume.checkpoint_dir(inputs, props, None, str(tmp_path / 'run'),
                                 str(tmp_path / 'swd' / '2'))
   assert first == retry
   assert os.path.dirname(first) == str(tmp_path / 'swd')
@@ -28,11 +28,11 @@ def test_checkpoint_dir_changes_with_inputs_or_properties(tmp_path):
   """New data or new arguments start fresh, not from old checkpoints."""
   inputs = {'examples': [_artifact('/data/examples/1')]}
   props = {'train_args': '{"num_steps": 5}'}
-  base = resume.checkpoint_dir(inputs, props, 'run', None)
+  base = resume.checkpoint_dir(inputs, props, None, 'run', None)
   other_data = resume.checkpoint_dir(
-      {'examples': [_artifact('/data/examples/2')]}, props, 'run', None)
+      {'examples': [_artifact('/data/examples/2')]}, props, None, 'run', None)
   other_args = resume.checkpoint_dir(
-      inputs, {'train_args': '{"num_steps": 6}'}, 'run', None)
+      inputs, {'train_args': '{"num_steps": 6}'}, None, 'run', None)
   assert len({base, other_data, other_args}) == 3
 
 
@@ -41,9 +41,9 @@ def test_checkpoint_dir_follows_module_file_contents(tmp_path):
   module = tmp_path / 'm.py'
   module.write_text('a = 1\n')
   props = {'module_file': str(module)}
-  before = resume.checkpoint_dir({}, props, 'run', None)
+  before = resume.checkpoint_dir({}, props, str(module), 'run', None)
   module.write_text('a = 2\n')
-  assert resume.checkpoint_dir({}, props, 'run', None) != before
+  assert resume.checkpoint_dir({}, props, str(module), 'run', None) != before
 
 
 def test_checkpoint_manager_restores_the_latest_step(tmp_path):

@@ -13,10 +13,10 @@ can be:
       label_key = 'species'
       hidden_units = [16, 8]
 
-Above `spec` (it reads the schema and a data sample with its `datasets`),
+Above `loop` (it reads the schema and a data sample with its `datasets`),
 below `core`, whose module loader names a canned spec in the error that
 refuses a tf.estimator `trainer_fn` module (`migration`). May import: the
-base modules, `heads`, `spec` and `data`. Importing it loads no
+base modules, `heads`, `loop` and `data`. Importing it loads no
 TensorFlow; the names below are re-exported from the modules that hold
 them.
 """

@@ -29,7 +29,8 @@ class CannedSpec(TrainSpec):
       schema but the labels and weights.
     columns: {feature: column} overriding the default column of a feature
       (`Numeric`, `Bucketized`, `Categorical`), or None to leave it out.
-    optimizer: A Keras optimizer name ('adam', 'adagrad', 'ftrl', 'sgd'...).
+    optimizer_name: A Keras optimizer name ('adam', 'adagrad', 'ftrl',
+      'sgd'...).
     learning_rate: Its learning rate.
     sample_rows: How many train rows to read for what the statistics do not
       give (means, vocabularies, bucket boundaries, classes).

@@ -34,8 +34,8 @@ _LINES = {
 _INTRO = ('This module defines `trainer_fn`, the tf.estimator API that TF '
           '2.16 and TFX removed.')
 _RUN_FN = ('Or add a `run_fn(fn_args)` that builds and trains the model and '
-           'saves it to `fn_args.serving_model_dir` (see README.md, "Module '
-           'files").')
+           'saves it to `fn_args.serving_model_dir` (see the docs, "Module '
+           'files (run_fn)", docs/guides/run-fn-modules.md).')
 
 
 def estimators_in(source: str):
@@ -71,4 +71,5 @@ def advice(source: str) -> str:
       f'class Spec({spec}):\n'
       "  label_key = '...'  # the label (its transformed name with Transform)\n"
       f'{_LINES[family]}'
-      f'\nSee README.md, "Migrating from tf.estimator".{also} {_RUN_FN}')
+      '\nSee the docs, "Migrating from tf.estimator" '
+      f'(docs/guides/migrating-from-estimator.md).{also} {_RUN_FN}')

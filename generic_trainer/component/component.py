@@ -12,8 +12,8 @@ from tfx.utils import json_utils
 
 from generic_trainer.component.spec import GenericTrainerSpec
 from generic_trainer.core import args
-from generic_trainer.core import distribution
 from generic_trainer.core import module_loader
+from generic_trainer.core import plan
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
@@ -109,7 +109,7 @@ class GenericTrainer(base_component.BaseComponent):
       backend: The Keras 3 backend the training computes with: 'tensorflow'
         or 'jax'. None: the TrainSpec's `backend`, else TensorFlow. A JAX
         training runs in a child process with KERAS_BACKEND=jax; its
-        export is a TensorFlow SavedModel (see README.md, "JAX"). JAX
+        export is a TensorFlow SavedModel (docs/guides/jax.md). JAX
         trains in one process only: not with tf_keras, several workers or
         a tf.distribute strategy.
 
@@ -126,13 +126,12 @@ class GenericTrainer(base_component.BaseComponent):
           "examples=example_gen.outputs['examples'].")
     if isinstance(module_file, str):
       module_loader.check_module_source(module_file)
-    args.check_keras_version(keras_version)
-    distribution.check_settings(num_workers, strategy)
-    args.check_backend(backend)
-    args.check_backend_fits(backend, f'backend={backend!r}', keras_version,
-                            num_workers, strategy=strategy)
+    # The part of the training plan the settings alone decide; the rest
+    # (the TrainSpec's backend...) is resolved by the same code at run time.
+    plan.check_settings(keras_version=keras_version, backend=backend,
+                        num_workers=num_workers, strategy=strategy,
+                        max_restarts=max_restarts)
     args.check_flag('allow_signature_change', allow_signature_change)
-    args.check_max_restarts(max_restarts)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     spec = GenericTrainerSpec(

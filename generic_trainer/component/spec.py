@@ -4,7 +4,7 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
 `tfx.components.Trainer` is here with the same type and optionality. Added:
   - input `statistics` (ExampleStatistics): fills `fn_args.num_examples`;
   - parameter `keras_version` ('keras3' or 'tf_keras'): the Keras the
-    training runs under (see `generic_trainer.launch.keras_process`);
+    training runs under (see `generic_trainer.core.keras_env`);
   - parameters `num_workers` and `strategy`: how many processes train
     together, with which tf.distribute strategy (see
     `generic_trainer.core.distribution`);
@@ -14,7 +14,7 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
     restarts its workers from the last checkpoint after one died (see
     `generic_trainer.launch.restarts`);
   - parameter `backend` ('tensorflow' or 'jax'): the Keras 3 backend the
-    training computes with (see `generic_trainer.launch.backend_process`).
+    training computes with (see `generic_trainer.core.keras_env`).
 """
 
 from tfx.types import standard_artifacts

@@ -1,12 +1,17 @@
 """One execution, in whatever process runs it.
 
-Argument checks (`args`), finding the user's entry point (`module_loader`),
-building FnArgs from the artifacts (`fn_args`), calling the entry point
-(`training`), checking the export (`export_validation`), publishing it
-atomically (`publish`), and this process's place in a cluster
-(`distribution`, `strategies`).
+The training plan, resolved once (`plan`, with the checks of single
+settings in `args`, this process's Keras in `keras_env`, its place in a
+cluster in `distribution`, and finding the user's entry point in
+`module_loader`); the request that carries it to the process that trains
+(`request`); the one attempt sequence (`attempt`: stage and publish
+atomically in `publish`, check the export in `export_validation` and
+`signature_gate`); building FnArgs from the artifacts (`fn_args`,
+`inputs`) and calling the entry point (`training`, `user_code`,
+`strategies`).
 
 May import: the top-level base modules (`errors`, `keys`, `train_spec`,
-`resume`, `train_result`), `spec` (to run a TrainSpec) and `data`. Never
-`launch`, `local`, `kubeflow` or `executor`, which sit above it.
+`resume`, `train_result`), `loop` (to run a TrainSpec), `canned` and
+`data`. Never `launch`, `local`, `kubeflow`, `executor` or `component`,
+which sit above it.
 """

@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from generic_trainer.errors import InvalidArgumentError, SpecError
 from generic_trainer.keys import BACKENDS, DEFAULT_STRATEGY, JAX_BACKEND
+from generic_trainer.keys import BACKEND_KEY, KERAS3, KERAS_VERSION_KEY
 from generic_trainer.keys import KERAS_VERSIONS, RUN_FN_KEY, SOURCE_KEYS
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS, TF_KERAS
 
@@ -36,32 +37,46 @@ def check_run_fn_path(run_fn: str) -> None:
         f'Received: run_fn={run_fn!r}.')
 
 
-def check_keras_version(keras_version: Optional[str]) -> None:
+def check_keras_version(keras_version: Optional[str],
+                        names: Any = None) -> None:
+  """`names` (a `plan.Names`) spells the setting as the entry point does."""
   if keras_version is not None and keras_version not in KERAS_VERSIONS:
+    setting, value = _spell(names, KERAS_VERSION_KEY, keras_version)
     raise InvalidArgumentError(
-        f"'keras_version' must be one of {KERAS_VERSIONS} or None. "
-        f'Received: keras_version={keras_version!r}.')
+        f'{setting} must be one of {", ".join(KERAS_VERSIONS)}, or unset '
+        f'(whatever tf.keras is in the process). Received: {value}. Use '
+        f'{TF_KERAS} for module files written for tf.keras 2, {KERAS3} for '
+        'Keras 3.')
 
 
-def check_backend(backend: Optional[str]) -> None:
+def check_backend(backend: Optional[str], names: Any = None) -> None:
   if backend is not None and backend not in BACKENDS:
+    setting, value = _spell(names, BACKEND_KEY, backend)
     raise InvalidArgumentError(
-        f"'backend' must be one of {BACKENDS} or None (the TrainSpec's own "
-        f'backend, else TensorFlow). Received: backend={backend!r}.')
+        f'{setting} must be one of {", ".join(BACKENDS)}, or unset (the '
+        f"TrainSpec's own backend, else TensorFlow). Received: {value}. "
+        "Leave it out to train on the TrainSpec's backend, or set one of "
+        'those.')
 
 
-def resolve_backend(setting: Optional[str],
-                    spec_class: Optional[type]) -> Optional[str]:
+def _spell(names: Any, key: str, value: Any):
+  """(the setting's name, `name=value`) as `names` spells them."""
+  if names is None:
+    return f"'{key}'", f'{key}={value!r}'
+  return names.setting(key), names.value(key, value)
+
+
+def resolve_backend(setting: Optional[str], spec_class: Optional[type],
+                    names: Any = None) -> Optional[str]:
   """The backend a training runs on: the component's `backend` (or the
   command's --backend), else the TrainSpec's `backend`, else None (this
   process's Keras backend: TensorFlow unless KERAS_BACKEND says otherwise).
+  `core.plan` is its one caller.
 
   Raises:
     SpecError: the TrainSpec's `backend` is not one of BACKENDS.
-    InvalidArgumentError: the setting is not one of BACKENDS, or it and the
-      TrainSpec's `backend` differ.
+    InvalidArgumentError: the setting and the TrainSpec's `backend` differ.
   """
-  check_backend(setting)
   spec_backend = getattr(spec_class, 'backend', None)
   if spec_backend is not None and spec_backend not in BACKENDS:
     raise SpecError(
@@ -69,31 +84,21 @@ def resolve_backend(setting: Optional[str],
         f'unless the component says otherwise). Received: '
         f'{spec_class.__name__}.backend={spec_backend!r}.')
   if setting and spec_backend and setting != spec_backend:
+    _, value = _spell(names, BACKEND_KEY, setting)
     raise InvalidArgumentError(
         f"The component's backend and the TrainSpec's disagree. Expected "
-        'one of them, or the same backend in both. Received: '
-        f'backend={setting!r}, {spec_class.__name__}.backend='
-        f'{spec_backend!r}. Remove backend from the component (or '
-        '--backend), or change the TrainSpec.')
+        f'one of them, or the same backend in both. Received: {value}, '
+        f'{spec_class.__name__}.backend={spec_backend!r}. Remove backend '
+        'from the component (or --backend), or change the TrainSpec.')
   return setting or spec_backend
-
-
-def backend_source(setting: Optional[str], spec_class: Optional[type],
-                   backend: Optional[str], flag: str = 'backend') -> str:
-  """Where the training's backend was set, as a message names it:
-  "PenguinSpec.backend='jax'" when only the TrainSpec set it, else
-  "backend='jax'" (`flag`='--backend' for the command: "--backend=jax")."""
-  if spec_class is not None and not setting:
-    return f'{spec_class.__name__}.backend={backend!r}'
-  return f'{flag}={backend}' if flag.startswith('--') else (
-      f'{flag}={backend!r}')
 
 
 def check_backend_fits(backend: Optional[str], source: str,
                        keras_version: Optional[str] = None,
                        num_workers: Optional[int] = None,
                        cluster_size: int = 1,
-                       strategy: Optional[str] = None) -> None:
+                       strategy: Optional[str] = None,
+                       names: Any = None) -> None:
   """Refuses what cannot train on JAX: tf.keras 2, several workers, a
   tf.distribute strategy. Nothing to refuse on another backend.
 
@@ -106,6 +111,7 @@ def check_backend_fits(backend: Optional[str], source: str,
     cluster_size: The processes of this process's TF_CONFIG cluster (1
       without one).
     strategy: The component's `strategy`.
+    names: How the entry point spells its settings (a `plan.Names`).
 
   Raises:
     InvalidArgumentError: saying why and what to do.
@@ -113,12 +119,13 @@ def check_backend_fits(backend: Optional[str], source: str,
   if backend != JAX_BACKEND:
     return
   if keras_version == TF_KERAS:
+    setting, value = _spell(names, KERAS_VERSION_KEY, keras_version)
+    _, on_tf = _spell(names, BACKEND_KEY, 'tensorflow')
     raise InvalidArgumentError(
-        f"{source} trains with Keras 3 on JAX, but keras_version='tf_keras' "
-        'asks for tf.keras 2, which runs on TensorFlow only. Received: '
-        f"{source}, keras_version='tf_keras'. Leave keras_version unset (or "
-        "'keras3') to train on JAX, or train on TensorFlow "
-        "(backend='tensorflow').")
+        f'{source} trains with Keras 3 on JAX, but {value} asks for tf.keras '
+        f'2, which runs on TensorFlow only. Received: {source}, {value}. '
+        f'Leave {setting} unset (or {KERAS3}) to train on JAX, or train on '
+        f'TensorFlow ({on_tf}).')
   workers = max(num_workers or 1, cluster_size)
   if workers > 1:
     what = (f'num_workers={num_workers}' if (num_workers or 1) > 1 else
@@ -160,6 +167,12 @@ def check_custom_config(custom_config: Any) -> None:
     raise InvalidArgumentError(
         "'custom_config' must be a dict. Received: custom_config that is a "
         f'{type(custom_config).__name__}.')
+
+
+def max_restarts(value: Optional[int]) -> int:
+  """The restarts a local worker group gets: the setting, else the
+  default."""
+  return DEFAULT_MAX_RESTARTS if value is None else value
 
 
 def check_max_restarts(max_restarts: Any) -> None:

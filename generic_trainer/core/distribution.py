@@ -24,10 +24,7 @@ import attr
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import DEFAULT_STRATEGY
 from generic_trainer.keys import MULTI_WORKER_MIRRORED
-from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STRATEGIES
-from generic_trainer.keys import STRATEGY_KEY
-from generic_trainer.keys import TF_CONFIG_ENV
 
 _TRAINING_TASK_TYPES = ('chief', 'worker')
 
@@ -104,13 +101,9 @@ def role_from_tf_config(tf_config: Optional[str]) -> ClusterRole:
                      task_index=task_index)
 
 
-def current_role(exec_properties: Dict[str, Any]) -> ClusterRole:
-  """This process's role, from TF_CONFIG, checked against the settings."""
-  num_workers = exec_properties.get(NUM_WORKERS_KEY)
-  strategy = exec_properties.get(STRATEGY_KEY)
-  check_settings(num_workers, strategy)
-  tf_config = os.environ.get(TF_CONFIG_ENV)
-  role = role_from_tf_config(tf_config)
+def check_role(role: ClusterRole, tf_config: Optional[str],
+               num_workers: Optional[int], strategy: Optional[str]) -> None:
+  """Refuses settings that disagree with the cluster TF_CONFIG describes."""
   if tf_config and num_workers and num_workers != role.num_workers:
     raise InvalidArgumentError(
         f'The component asks for num_workers={num_workers}, but TF_CONFIG '
@@ -122,31 +115,22 @@ def current_role(exec_properties: Dict[str, Any]) -> ClusterRole:
         f'TF_CONFIG describes a cluster of {role.num_workers}, which trains '
         f"with strategy='{MULTI_WORKER_MIRRORED}'. Received: "
         f'strategy={strategy!r}.')
-  return role
 
 
-def strategy_name(exec_properties: Dict[str, Any], role: ClusterRole) -> str:
-  """The strategy to train with: the setting, else one fit for the role."""
-  name = exec_properties.get(STRATEGY_KEY)
-  if name:
-    return name
-  if role.num_workers > 1 or (exec_properties.get(NUM_WORKERS_KEY) or 1) > 1:
-    return MULTI_WORKER_MIRRORED
-  return DEFAULT_STRATEGY
+def strategy_name(setting: Optional[str], num_workers: int) -> str:
+  """The strategy to train with: the setting, else one fit for the number
+  of processes that train together."""
+  if setting:
+    return setting
+  return MULTI_WORKER_MIRRORED if num_workers > 1 else DEFAULT_STRATEGY
 
 
-def launches_workers(exec_properties: Dict[str, Any]) -> bool:
-  """Whether the executor must start the worker processes itself."""
-  return ((exec_properties.get(NUM_WORKERS_KEY) or 1) > 1 and
-          not os.environ.get(TF_CONFIG_ENV))
-
-
-def fn_args_fields(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
-  """FnArgs' `strategy`, `is_chief`, `worker_index`, `num_workers`."""
+def fn_args_fields(role: ClusterRole, strategy: str) -> Dict[str, Any]:
+  """FnArgs' `strategy`, `is_chief`, `worker_index`, `num_workers`, from a
+  plan's role and strategy (`core.plan`)."""
   from generic_trainer.core import strategies  # pylint: disable=g-import-not-at-top
-  role = current_role(exec_properties)
   return {
-      'strategy': strategies.get(strategy_name(exec_properties, role)),
+      'strategy': strategies.get(strategy),
       'is_chief': role.is_chief,
       'worker_index': role.worker_index,
       'num_workers': role.num_workers,

@@ -29,21 +29,35 @@ _HOW_TO_EXPORT = (
     'signatures=...)`.')
 
 
-def validate_export(serving_dir: str,
-                    eval_files: List[str],
-                    schema_path: Optional[str] = None,
-                    transform_graph_path: Optional[str] = None,
-                    num_examples: int = 4) -> Dict[str, Any]:
-  """Validates the SavedModel in `serving_dir`; returns what was checked."""
+def load_export(serving_dir: str):
+  """The SavedModel in `serving_dir`, loaded once for every check of it
+  (`validate_export`, the signature gate).
+
+  Raises:
+    ExportValidationError: no SavedModel there, or it does not load.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   _check_files(serving_dir)
   try:
-    loaded = tf.saved_model.load(serving_dir)
+    return tf.saved_model.load(serving_dir)
   except Exception as e:  # pylint: disable=broad-except
     raise ExportValidationError(
         f'The export in {serving_dir} has saved_model.pb but does not load '
         f'with tf.saved_model.load: {type(e).__name__}: {summarize(e)}. '
         f'It may be half-written or corrupt. {_HOW_TO_EXPORT}') from e
+
+
+def validate_export(serving_dir: str,
+                    eval_files: List[str],
+                    schema_path: Optional[str] = None,
+                    transform_graph_path: Optional[str] = None,
+                    num_examples: int = 4,
+                    loaded: Any = None) -> Dict[str, Any]:
+  """Validates the SavedModel in `serving_dir`; returns what was checked.
+  `loaded` is `load_export(serving_dir)`, when the caller has it."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if loaded is None:
+    loaded = load_export(serving_dir)
   signatures = dict(loaded.signatures)
   if SERVING_SIGNATURE not in signatures:
     raise ExportValidationError(
@@ -113,10 +127,10 @@ def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
   records = []
   for path in files:
     try:
-      for record in tf.data.TFRecordDataset(
-          path, tfrecords.compression(path)).take(
-          limit - len(records)):
-        records.append(record.numpy())
+      for record in tfrecords.records(path):
+        if len(records) >= limit:
+          break
+        records.append(record)
     except tf.errors.OpError as e:
       raise ExportValidationError(
           f'Cannot read eval examples from {path} to test the export: '

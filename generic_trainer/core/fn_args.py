@@ -21,6 +21,7 @@ from generic_trainer.core import args
 from generic_trainer.core import distribution
 from generic_trainer.core import inputs
 from generic_trainer.core.fn_args_fields import GenericFnArgsFields
+from generic_trainer.core.request import TrainingRequest
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 from generic_trainer.keys import STATISTICS_KEY
 
@@ -64,16 +65,15 @@ def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
   return proto
 
 
-def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
-                  output_dict: Dict[str, List[types.Artifact]],
-                  exec_properties: Dict[str, Any],
-                  serving_model_dir: str,
-                  eval_model_dir: str,
-                  checkpoint_dir: Optional[str] = None) -> FnArgs:
-  """Builds FnArgs; the model dirs are the staging dirs run_fn writes to."""
+def build_fn_args(request: TrainingRequest) -> FnArgs:
+  """Builds FnArgs from a request: its artifacts and properties, the
+  staging dirs run_fn exports to, and its plan's role and strategy."""
+  input_dict, output_dict = request.input_dict, request.output_dict
+  exec_properties = request.exec_properties
   # First: MultiWorkerMirroredStrategy must exist before TF runs any op
   # (the checks below read TFRecords).
-  distributed = distribution.fn_args_fields(exec_properties)
+  distributed = distribution.fn_args_fields(request.plan.role,
+                                            request.plan.strategy)
   if not input_dict.get(keys.EXAMPLES_KEY):
     raise InputArtifactError(
         "The trainer needs an 'examples' input with at least one Examples "
@@ -99,8 +99,8 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
                                    input_dict[keys.EXAMPLES_KEY]),
       schema_file=common.schema_path,
       transform_output=common.transform_graph_path,
-      serving_model_dir=serving_model_dir,
-      eval_model_dir=eval_model_dir,
+      serving_model_dir=request.serving_dir,
+      eval_model_dir=request.eval_dir,
       model_run_dir=artifact_utils.get_single_uri(
           output_dict[keys.MODEL_RUN_KEY]),
       hyperparameters=inputs.read_hyperparameters(
@@ -109,7 +109,7 @@ def build_fn_args(input_dict: Dict[str, List[types.Artifact]],
       num_examples=inputs.read_num_examples(
           input_dict.get(STATISTICS_KEY), input_dict[keys.EXAMPLES_KEY]),
       statistics_path=inputs.statistics_path(input_dict.get(STATISTICS_KEY)),
-      checkpoint_dir=checkpoint_dir,
+      checkpoint_dir=request.checkpoint_dir,
       **distributed)
   return FnArgs(**fields)
 

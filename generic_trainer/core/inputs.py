@@ -14,6 +14,7 @@ from tfx.types import artifact_utils
 from tfx.utils import io_utils
 
 from generic_trainer import progress
+from generic_trainer.data import statistics
 from generic_trainer.errors import InputArtifactError
 
 
@@ -184,17 +185,14 @@ def _same_data(stats: types.Artifact, examples: types.Artifact) -> bool:
 
 def _count(stats: types.Artifact) -> Dict[str, int]:
   """Examples per split of one ExampleStatistics artifact."""
-  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
   counts = {}
   for split in artifact_utils.decode_split_names(stats.split_names):
-    path = os.path.join(artifact_utils.get_split_uri([stats], split),
-                        'FeatureStats.pb')
-    proto = statistics_pb2.DatasetFeatureStatisticsList()
-    try:
-      proto.ParseFromString(io_utils.read_bytes_file(path))
-    except Exception as e:  # pylint: disable=broad-except
+    proto = statistics.read_split(stats.uri, split)
+    if proto is None:
       raise InputArtifactError(
-          f'Cannot read statistics for split {split!r} from {path}: {e}. '
-          'Expected the FeatureStats.pb that StatisticsGen writes.') from e
+          f'The statistics artifact {stats.uri} lists split {split!r} but '
+          f'holds no statistics for it. Expected the FeatureStats.pb that '
+          'StatisticsGen writes for each split. Re-run StatisticsGen, or '
+          'leave the statistics input out.')
     counts[split] = sum(d.num_examples for d in proto.datasets)
   return counts

@@ -49,26 +49,23 @@ def _trainer_fn_migration(path: Optional[str]) -> str:
   return migration.advice(source)
 
 
-def describe_source(exec_properties: Dict[str, Any]) -> str:
-  """Says, for messages, where the user code comes from."""
-  for key in SOURCE_KEYS:
-    if exec_properties.get(key):
-      return f'{key}={exec_properties[key]!r}'
-  return 'no module'
+def load_entry_point(key: str, value: str, name: Optional[str] = None
+                     ) -> Callable[[Any], None]:
+  """The user's `run_fn`, or a run_fn that trains their TrainSpec (whose
+  `train_spec` attribute is the class).
 
-
-def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
-  """Returns the user's `run_fn`, or a run_fn that trains their TrainSpec.
+  Args:
+    key: 'module_file', 'module_path' or 'run_fn' (checked by the caller,
+      `core.plan`).
+    value: Its value.
+    name: With a module file or path, the top-level name to use (a
+      function of fn_args, or a TrainSpec subclass); None: its `run_fn` or
+      its TrainSpec.
 
   Raises:
-    InvalidArgumentError: not exactly one of the three sources is given.
     UserModuleError: the module is missing, does not import, or has no
-      usable `run_fn`.
+      usable entry point.
   """
-  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
-  key = args.check_one_source(**{k: exec_properties.get(k)
-                                 for k in SOURCE_KEYS})
-  value = exec_properties[key]
   source = f'{key}={value!r}'
   if key == RUN_FN_KEY:
     module_name, _, fn_name = value.rpartition('.')
@@ -78,25 +75,43 @@ def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
     module = _import_module(value, source=source)
   else:
     module = _load_source_file(value)
-  return _module_entry_point(module, source)
+  if name is None:
+    return _module_entry_point(module, source)
+  return _named_entry_point(module, value, name, source)
+
+
+def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
+  """`load_entry_point` for the one source `exec_properties` set.
+
+  Raises:
+    InvalidArgumentError: not exactly one of the three sources is given.
+    UserModuleError: as `load_entry_point`.
+  """
+  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
+  key = args.check_one_source(**{k: exec_properties.get(k)
+                                 for k in SOURCE_KEYS})
+  return load_entry_point(key, exec_properties[key])
 
 
 def load_from_file(path: str, name: Optional[str] = None
                    ) -> Callable[[Any], None]:
-  """The entry point of a module file, as `load_run_fn` finds it.
+  """`load_entry_point` for a module file."""
+  return load_entry_point(MODULE_FILE_KEY, path, name)
 
-  With `name`, the module's top-level `name` (a function of fn_args, or a
-  TrainSpec subclass); without, its `run_fn` or its TrainSpec. A TrainSpec
-  comes back as a run_fn whose `train_spec` attribute is the class.
 
-  Raises:
-    UserModuleError: as `load_run_fn`.
-  """
-  source = f'{MODULE_FILE_KEY}={path!r}'
-  module = _load_source_file(path)
-  if name is None:
-    return _module_entry_point(module, source)
-  return _named_entry_point(module, path, name, source)
+def source_file(key: str, value: str) -> Optional[str]:
+  """The user module's source file, whichever way it was given; None when
+  it cannot be found without importing it (a packaged wheel's module)."""
+  if key == MODULE_FILE_KEY:
+    return value
+  name = value if key == MODULE_PATH_KEY else value.rpartition('.')[0]
+  if not name or '@' in name:  # A packaged wheel's name holds its hash.
+    return None
+  try:
+    spec = importlib.util.find_spec(name)
+  except (ImportError, ValueError):
+    return None
+  return spec.origin if spec else None
 
 
 def _named_entry_point(module: types.ModuleType, module_name: str,
@@ -243,7 +258,7 @@ def _load_source_file(path: str) -> types.ModuleType:
   except SyntaxError as e:
     del sys.modules[name]
     raise _syntax_error(path, e) from e
-  except (SystemExit, user_code.ExitCalled) as e:
+  except user_code.EXITS as e:
     del sys.modules[name]
     raise _exit_at_import(f'the module file {path!r}', e) from e
   except Exception as e:  # pylint: disable=broad-except
@@ -265,7 +280,7 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
       if name in sys.modules:
         return importlib.reload(sys.modules[name])
       return importlib.import_module(name)
-  except (SystemExit, user_code.ExitCalled) as e:
+  except user_code.EXITS as e:
     raise _exit_at_import(f'the module {name!r} ({source})', e) from e
   except ModuleNotFoundError as e:
     if e.name and (e.name == name or name.startswith(e.name + '.')):

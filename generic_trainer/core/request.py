@@ -1,14 +1,17 @@
 """TrainingRequest: everything one training needs, in one object.
 
-The executor builds it; whichever process trains receives it: this one
-(`core.training`), a child under the other Keras or a local worker
-(`launch`), as JSON in between. Keeping it one object is what keeps every
-path passing the same things (a `checkpoint_dir` included).
+The executor (or the command) builds it around the `TrainingPlan`;
+whichever process trains receives it: this one (`core.training`), a child
+under the other Keras or backend, or a local worker (`launch`), as JSON in
+between. Keeping it one object is what keeps every path passing the same
+things, and the plan in it is what keeps them from deciding again.
 """
 
 from typing import Any, Dict, List, Optional
 
 import attr
+
+from generic_trainer.core.plan import TrainingPlan
 
 
 @attr.s(frozen=True)
@@ -23,27 +26,30 @@ class TrainingRequest:
       staging folder of the Model artifact for the chief, scratch for the
       other workers.
     eval_dir: Where an eval SavedModel may go, beside it.
-    checkpoint_dir: Where the training checkpoints, and resumes from after
-      a kill (`generic_trainer.resume`); None: no resume.
+    plan: The resolved training (`core.plan.TrainingPlan`): source,
+      backend, Keras version, role, strategy, where it runs, checkpoint
+      folder.
   """
   input_dict = attr.ib(type=Dict[str, List[Any]])
   output_dict = attr.ib(type=Dict[str, List[Any]])
   exec_properties = attr.ib(type=Dict[str, Any])
   serving_dir = attr.ib(type=str)
   eval_dir = attr.ib(type=str)
-  checkpoint_dir = attr.ib(type=Optional[str], default=None)
+  plan = attr.ib(type=TrainingPlan)
 
   @property
-  def keras_version(self) -> Optional[str]:
-    """'keras3', 'tf_keras', or None (whatever the process has)."""
-    from generic_trainer.keys import KERAS_VERSION_KEY  # pylint: disable=g-import-not-at-top
-    return self.exec_properties.get(KERAS_VERSION_KEY) or None
+  def checkpoint_dir(self) -> Optional[str]:
+    """Where the training checkpoints, and resumes from after a kill
+    (`generic_trainer.resume`); None: no resume."""
+    return self.plan.checkpoint_dir
 
-  @property
-  def backend(self) -> Optional[str]:
-    """'tensorflow', 'jax', or None (the TrainSpec's, else the process's)."""
-    from generic_trainer.keys import BACKEND_KEY  # pylint: disable=g-import-not-at-top
-    return self.exec_properties.get(BACKEND_KEY) or None
+  def in_child(self) -> 'TrainingRequest':
+    """This request for the child process that trains it."""
+    return attr.evolve(self, plan=self.plan.in_child())
+
+  def for_worker(self, index: int) -> 'TrainingRequest':
+    """This request for local worker `index` (0: the chief)."""
+    return attr.evolve(self, plan=self.plan.for_worker(index))
 
   def with_scratch_outputs(self, root: str) -> 'TrainingRequest':
     """This request with Model and ModelRun copies under `root`, for a
@@ -65,7 +71,7 @@ class TrainingRequest:
         'exec_properties': json_utils.dumps(self.exec_properties),
         'serving_dir': self.serving_dir,
         'eval_dir': self.eval_dir,
-        'checkpoint_dir': self.checkpoint_dir,
+        'plan': self.plan.to_json(),
     }
 
   @classmethod
@@ -77,7 +83,7 @@ class TrainingRequest:
         output_dict=artifact_utils.parse_artifact_dict(value['output_dict']),
         exec_properties=json_utils.loads(value['exec_properties']),
         serving_dir=value['serving_dir'], eval_dir=value['eval_dir'],
-        checkpoint_dir=value.get('checkpoint_dir'))
+        plan=TrainingPlan.from_json(value['plan']))
 
   def model_run_dir(self) -> str:
     """The ModelRun artifact's URI (logs, history, workers.json)."""

@@ -25,16 +25,17 @@ from generic_trainer import progress
 from generic_trainer.errors import SignatureChangeError
 
 
-def check(base_dir: str, new_dir: str) -> None:
+def check(base_dir: str, new_dir: str, new_model: Any = None) -> None:
   """Raises SignatureChangeError listing what would break `base_dir`'s
-  clients if `new_dir` replaced it."""
+  clients if `new_dir` replaced it. `new_model` is `new_dir` loaded, when
+  the caller has it (`core.attempt` loads the export once)."""
   if is_tf1(base_dir):
     progress.log().warning(
         'The base model %s is a TF1 (tf.estimator) SavedModel: its '
         'signatures are not compared with the new model\'s. Check that its '
         'serving clients move to the new signatures.', base_dir)
     return
-  found = changes(base_dir, new_dir)
+  found = changes(base_dir, new_dir, new_model)
   if found:
     listed = '\n'.join(f'  - {change}' for change in found)
     raise SignatureChangeError(
@@ -56,12 +57,12 @@ def is_tf1(saved_model_dir: str) -> bool:
                  for graph in saved_model.meta_graphs)
 
 
-def changes(base_dir: str, new_dir: str) -> List[str]:
+def changes(base_dir: str, new_dir: str, new_model: Any = None) -> List[str]:
   """The differences that would break a client of `base_dir`'s signatures
   if `new_dir` replaced it; [] when there are none."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   base = dict(tf.saved_model.load(base_dir).signatures)
-  new = dict(tf.saved_model.load(new_dir).signatures)
+  new = dict((new_model or tf.saved_model.load(new_dir)).signatures)
   found = []
   for name in sorted(base):
     if name not in new:

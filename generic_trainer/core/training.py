@@ -5,7 +5,6 @@ import threading
 from typing import Any, Callable
 
 from generic_trainer import progress
-from generic_trainer.core import module_loader
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.core.user_code import user_code
 from generic_trainer.keys import RUN_FN_KEY
@@ -15,11 +14,10 @@ def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
   """Runs the user's `run_fn` (or TrainSpec), which exports into
   `request.serving_dir`.
 
-  `run_fn` is the entry point, which the caller loaded
-  (`module_loader.load_run_fn`) before FnArgs are built, so a broken module
-  fails in seconds instead of after the data accessors are set up. Where
-  to train (here, a child process, local workers) is `launch.dispatch`'s
-  decision.
+  `run_fn` is the entry point, which `core.plan` loaded before FnArgs are
+  built, so a broken module fails in seconds instead of after the data
+  accessors are set up. Where to train (here, a child process, local
+  workers) is the plan's decision.
 
   Raises:
     UserModuleError, InvalidArgumentError, InputArtifactError: see their docs.
@@ -27,11 +25,9 @@ def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
       `core.user_code`); the user's exception is its `__cause__` and its
       traceback is in the message.
   """
-  source = module_loader.describe_source(request.exec_properties)
+  source = request.plan.describe_source()
   from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
-  fn_args = fn_args_lib.build_fn_args(
-      request.input_dict, request.output_dict, request.exec_properties,
-      request.serving_dir, request.eval_dir, request.checkpoint_dir)
+  fn_args = fn_args_lib.build_fn_args(request)
   spec = getattr(run_fn, 'train_spec', None)
   threads = set(threading.enumerate())
   with user_code(f'TrainSpec {spec.__name__}' if spec else RUN_FN_KEY,

@@ -60,9 +60,9 @@ def guarded(argv0: Optional[str] = None):
     sys.argv = argv
 
 
-def is_exit(e: BaseException) -> bool:
-  """Whether `e` is user code trying to end the process."""
-  return isinstance(e, (SystemExit, ExitCalled))
+# What user code raises when it tries to end the process: `except EXITS`.
+EXITS = (SystemExit, ExitCalled)
+
 
 
 def describe_exit(e: BaseException) -> str:
@@ -95,7 +95,7 @@ def user_code(what: str, source: str):
       yield
     except GenericTrainerError:
       raise
-    except (SystemExit, ExitCalled) as e:
+    except EXITS as e:
       raise RunFnError(
           f'{what} ({source}) called {describe_exit(e)}, which would end the '
           "trainer's process. User code must return when it is done, or "

@@ -37,6 +37,10 @@ class CacheFolder:
     self.on_disk: List[str] = []  # The datasets' cache prefixes in `path`.
     self._stack = contextlib.ExitStack()
 
+  def claim(self, nbytes: int) -> None:
+    """Records that a dataset will keep `nbytes` of parsed rows here."""
+    self.claimed += nbytes
+
   def __enter__(self) -> 'CacheFolder':
     self.path = self._stack.enter_context(scratch.folder(KIND))
     return self

@@ -1,9 +1,12 @@
-"""Feature statistics of a split, as StatisticsGen writes them.
+"""Split folders and their feature statistics, as ExampleGen and
+StatisticsGen lay them out: the one owner of both facts.
 
-An ExampleStatistics artifact holds `Split-<name>/FeatureStats.pb`, a
-`tensorflow_metadata` DatasetFeatureStatisticsList. The canned specs read
-means, standard deviations, vocabularies (top values) and quantiles from
-it instead of reading the data.
+An Examples artifact holds `Split-<name>/` folders of data files; an
+ExampleStatistics artifact holds `Split-<name>/FeatureStats.pb`, a
+`tensorflow_metadata` DatasetFeatureStatisticsList (`read_split`). The
+canned specs read means, standard deviations, vocabularies (top values)
+and quantiles from it instead of reading the data (`read_features`);
+`fn_args.num_examples` comes from its counts.
 """
 
 import os
@@ -12,6 +15,22 @@ from typing import Dict, List, Optional
 from generic_trainer.errors import InputArtifactError
 
 STATS_FILE = 'FeatureStats.pb'
+# TFX's split folder prefix (tfx.types.artifact_utils); kept here so that
+# reading data does not import TFX.
+_SPLIT_PREFIX = 'Split-'
+
+
+def split_folder(split: str) -> str:
+  """'Split-train' for 'train'."""
+  return _SPLIT_PREFIX + split
+
+
+def split_of(path: str) -> Optional[str]:
+  """The split a data file belongs to (`.../Split-train/data.gz` ->
+  'train'), or None when its folder is not a split folder."""
+  folder = os.path.basename(os.path.dirname(path.rstrip('/')))
+  return folder[len(_SPLIT_PREFIX):] if folder.startswith(
+      _SPLIT_PREFIX) else None
 
 
 def split_names(files: List[str]) -> List[str]:
@@ -19,9 +38,9 @@ def split_names(files: List[str]) -> List[str]:
   (`.../Split-train/data.gz` -> 'train')."""
   names = []
   for path in files:
-    folder = os.path.basename(os.path.dirname(path))
-    if folder.startswith('Split-') and folder[6:] not in names:
-      names.append(folder[6:])
+    split = split_of(path)
+    if split is not None and split not in names:
+      names.append(split)
   return names
 
 
@@ -35,19 +54,10 @@ def read_features(statistics_path: Optional[str], splits: List[str]
   """
   if not statistics_path:
     return {}
-  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
   for split in splits:
-    path = os.path.join(statistics_path, f'Split-{split}', STATS_FILE)
-    if not os.path.isfile(path):
+    proto = read_split(statistics_path, split)
+    if proto is None:
       continue
-    proto = statistics_pb2.DatasetFeatureStatisticsList()
-    try:
-      with open(path, 'rb') as f:
-        proto.ParseFromString(f.read())
-    except Exception as e:  # pylint: disable=broad-except
-      raise InputArtifactError(
-          f'Cannot read the statistics of split {split!r} from {path}: {e}. '
-          'Expected the FeatureStats.pb that StatisticsGen writes.') from e
     found = {}
     for dataset in proto.datasets:
       for feature in dataset.features:
@@ -55,3 +65,28 @@ def read_features(statistics_path: Optional[str], splits: List[str]
         found[name] = feature
     return found
   return {}
+
+
+def read_split(statistics_path: str, split: str):
+  """The DatasetFeatureStatisticsList of `split` in the ExampleStatistics
+  artifact at `statistics_path` (local or remote), or None when it has no
+  such split.
+
+  Raises:
+    InputArtifactError: the file is there but unreadable.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
+  path = os.path.join(statistics_path, split_folder(split), STATS_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  proto = statistics_pb2.DatasetFeatureStatisticsList()
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      proto.ParseFromString(f.read())
+  except Exception as e:  # pylint: disable=broad-except
+    raise InputArtifactError(
+        f'Cannot read the statistics of split {split!r} from {path}: {e}. '
+        'Expected the FeatureStats.pb that StatisticsGen writes. Re-run '
+        'StatisticsGen, or leave the statistics input out.') from e
+  return proto

@@ -14,6 +14,8 @@ names, the label popped. So a local run reads exactly what a pipeline reads;
 
 from typing import Any, Dict, List, Tuple, Union
 
+from generic_trainer.errors import InputArtifactError, InvalidArgumentError
+
 _FEATURE_NAME_PREFIX = '_tfx_bsl_'  # tfx_bsl's prefix for multi-column parsers.
 
 
@@ -34,11 +36,18 @@ def dataset(file_pattern: Union[str, List[str]], options, schema):
   from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
   from tfx_bsl.tfxio import dataset_util  # pylint: disable=g-import-not-at-top
   if schema is None:
-    raise ValueError(
-        'Unable to create a parsing config because no schema is provided.')
+    raise InvalidArgumentError(
+        'Unable to create a parsing config because no schema is provided. '
+        'Expected a TFMD Schema (read fn_args.schema_path, or '
+        'tf_transform_output.transformed_metadata.schema). Received: '
+        'schema=None. Pass the schema as the third argument.')
   config, tensor_names = parser_config(schema)
   patterns = file_pattern if isinstance(file_pattern, list) else [file_pattern]
-  assert patterns, 'Must provide at least one file pattern.'
+  if not patterns:
+    raise InvalidArgumentError(
+        'Must provide at least one file pattern. Expected '
+        'fn_args.train_files or fn_args.eval_files. Received: '
+        'file_pattern=[]. Pass the split\'s files.')
   data = dataset_util.make_tf_record_dataset(
       tf.convert_to_tensor(patterns),
       batch_size=options.batch_size,
@@ -54,9 +63,11 @@ def dataset(file_pattern: Union[str, List[str]], options, schema):
   label_key = options.label_key
   if label_key is not None:
     if label_key not in tensor_names.values():
-      raise ValueError(
+      raise InvalidArgumentError(
           f'The `label_key` provided ({label_key}) must be one of the '
-          f'following tensors names: {list(tensor_names.values())}.')
+          f'following tensors names: {list(tensor_names.values())}. Received: '
+          f'label_key={label_key!r}. Pass the name of the label feature as '
+          'the schema has it (after Transform, its transformed name).')
     data = data.map(lambda x: (x, x.pop(label_key)))
   return data.prefetch(buffer_size=tf.data.experimental.AUTOTUNE)
 
@@ -82,10 +93,12 @@ def parser_config(schema) -> Tuple[Dict[str, Any], Dict[str, str]]:
            if isinstance(parser, (tf.io.SparseFeature, tf.io.RaggedFeature))
            else column)
     if key in tensor_names:
-      raise ValueError(
+      raise InputArtifactError(
           f'Unable to create a valid parsing config. Feature name: {key} is '
-          'a duplicate of tensor representation: '
-          f'{representations[tensor_names[key]]}')
+          'a duplicate: the schema names the feature twice (once as the tensor '
+          f'representation {representations[tensor_names[key]]}). Expected '
+          'each feature once. Received: a schema with a duplicate. Remove '
+          'one of them from the schema.')
     tensor_names[key] = tensor_name
     config[key] = parser
   _check_parser_config(config, schema)
@@ -103,7 +116,10 @@ def _check_parser_config(config, schema) -> None:
   try:
     parse.get_concrete_function()
   except (ValueError, TypeError) as err:
-    raise ValueError(
+    raise InputArtifactError(
         'Unable to create a valid parsing config from the provided schema\'s '
-        f'tensor representation: {schema}. Due to the following error: '
-        f'{err}') from err
+        f'tensor representation: {err}. Expected features '
+        'whose type, shape and presence tf.io.parse_example accepts. '
+        f'Received: the schema {str(schema)[:300]}. Fix the feature the '
+        'error names in the schema (SchemaGen\'s output, or --schema).'
+        ) from err

@@ -36,26 +36,22 @@ def check_examples(files: List[str], config: Dict[str, Any], what: str,
     schema_source: Where the schema came from, for the message.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   for path in files:
-    options = tf.io.TFRecordOptions(
-        compression_type=tfrecords.compression(path))
-    with deprecation.silence():
-      records = tf.compat.v1.io.tf_record_iterator(path, options)
-      for index in range(RECORDS_PER_FILE):
-        try:
-          record = next(records, None)
-        except tf.errors.OpError:
-          break  # Reading errors are the TFRecord checks' to report.
-        if record is None:
-          break
-        problem = record_problem(record, config)
-        if problem:
-          raise InputArtifactError(
-              f'The {what} data does not match the schema ({schema_source}): '
-              f'{path}, record {index}: {problem} Fix the data, or the '
-              'schema (a feature that may be missing needs '
-              'presence.min_fraction below 1 and no fixed shape).')
+    records = tfrecords.records(path)
+    for index in range(RECORDS_PER_FILE):
+      try:
+        record = next(records, None)
+      except tf.errors.OpError:
+        break  # Reading errors are the TFRecord checks' to report.
+      if record is None:
+        break
+      problem = record_problem(record, config)
+      if problem:
+        raise InputArtifactError(
+            f'The {what} data does not match the schema ({schema_source}): '
+            f'{path}, record {index}: {problem} Fix the data, or the '
+            'schema (a feature that may be missing needs '
+            'presence.min_fraction below 1 and no fixed shape).')
 
 
 def record_problem(record: bytes, config: Dict[str, Any]) -> str:

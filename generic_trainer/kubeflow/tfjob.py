@@ -27,7 +27,8 @@ From a compiled pipeline and the artifacts of one run:
         --namespace kubeflow --num-workers 2 > tfjob.yaml
     kubectl apply -f tfjob.yaml
 
-(README.md, "Scaling out", says how to write `executor_input.json`.)
+(docs/guides/scaling-out.md, "On several pods: a TFJob", says how to
+write `executor_input.json`.)
 """
 
 import argparse

@@ -1,7 +1,8 @@
 """The program of a child training process: `python -m generic_trainer.launch.child REQUEST`.
 
 `child_process` (in the parent) writes REQUEST and starts this; it reads the
-`TrainingRequest`, trains it in place (`dispatch.train(in_child=True)`), and
+`TrainingRequest`, whose plan says to train here, trains it
+(`dispatch.train`), and
 writes the result JSON that `child_process.read_error` reads: `{}` on
 success (with the replicas a strategy trained with), or the name and
 message of the error raised.
@@ -20,10 +21,9 @@ def main(request_path: str) -> int:
   try:
     from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
     from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top
-    dispatch.train(TrainingRequest.from_json(request['request']),
-                   in_child=True)
-    strategies = sys.modules.get('generic_trainer.core.strategies')
-    if strategies is not None and strategies.replicas_in_sync():
+    dispatch.train(TrainingRequest.from_json(request['request']))
+    from generic_trainer.core import strategies  # pylint: disable=g-import-not-at-top
+    if strategies.replicas_in_sync():
       result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())
   except Exception as e:  # pylint: disable=broad-except
     result = {'error': type(e).__name__, 'message': str(e)}

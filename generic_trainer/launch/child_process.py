@@ -1,8 +1,9 @@
 """Runs a training in a child Python process, and reads back its result.
 
-Used for training under the other Keras (`keras_process`) or on another
-Keras backend (`backend_process`), through `train_in_child`, and for each
-worker of a local multi-worker training (`local_cluster`). The parent writes
+Used for training under the other Keras or on another Keras backend
+(`dispatch`, through `train_in_child`, in the environment
+`TrainingPlan.child_env` gives), and for each worker of a local
+multi-worker training (`local_cluster`). The parent writes
 a request JSON (a `TrainingRequest`: artifacts as TFX serialises them, exec
 properties, where the export goes) and starts `python -m generic_trainer.launch.child REQUEST`
 (`CHILD_MODULE`); the child writes a result JSON: `{}` on success, or the name and message of

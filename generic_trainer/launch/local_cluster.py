@@ -40,10 +40,8 @@ from generic_trainer import machine
 from generic_trainer import resume
 from generic_trainer import scratch
 from generic_trainer.core.request import TrainingRequest
-from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
-from generic_trainer.launch import keras_process
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
 
@@ -186,9 +184,9 @@ def run(request: TrainingRequest) -> None:
     TrainingProcessError if it died without reporting one more often than
     `max_restarts` allows, or did not finish.
   """
-  count = request.exec_properties[NUM_WORKERS_KEY]
+  count = request.plan.num_workers
   check_capacity(count)
-  limit = restarts_lib.max_restarts(request.exec_properties)
+  limit = request.plan.max_restarts
   done: List[restarts_lib.Restart] = []
   while True:
     entries, failure = _run_group(request, count)
@@ -232,14 +230,15 @@ def _run_group(request: TrainingRequest, count: int):
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
       os.makedirs(worker_dir)
-      worker_request = request if index == 0 else (
-          request.with_scratch_outputs(os.path.join(worker_dir, 'outputs')))
+      worker_request = request.for_worker(index) if index == 0 else (
+          request.for_worker(index).with_scratch_outputs(
+              os.path.join(worker_dir, 'outputs')))
       request_path = os.path.join(worker_dir, 'request.json')
       result = os.path.join(worker_dir, 'result.json')
       log_path = os.path.join(worker_dir, 'output.log')
       child_process.write_request(request_path, worker_request, result)
       env = child_process.child_env({
-          **keras_process.keras_env(request.keras_version),
+          **request.plan.child_env(),
           TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
           **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
       })

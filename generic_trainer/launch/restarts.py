@@ -14,7 +14,6 @@ from typing import Any, Dict, List, Optional
 import attr
 
 from generic_trainer import errors
-from generic_trainer.keys import DEFAULT_MAX_RESTARTS, MAX_RESTARTS_KEY
 
 
 @attr.s(frozen=True)
@@ -45,12 +44,6 @@ class Restart:
     return {'worker': self.failure.worker, 'how': self.failure.how,
             'after_s': round(self.failure.after_s, 1),
             'resumed_from': self.resumed_from}
-
-
-def max_restarts(exec_properties: Dict[str, Any]) -> int:
-  """The component's `max_restarts`, or the default when unset."""
-  value = exec_properties.get(MAX_RESTARTS_KEY)
-  return DEFAULT_MAX_RESTARTS if value is None else value
 
 
 def should_restart(failure: WorkerFailure, restarts_done: int,

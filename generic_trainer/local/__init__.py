@@ -4,6 +4,6 @@ local runs (`fn_args`, `data`), the notebook `Estimator`, and the output
 folder's safety: its lock and owner checks (`output_folder`), what a run
 wrote there (`manifest`).
 
-May import: `executor`, `launch`, `core`, `spec`, `data` and the top-level
+May import: `executor`, `launch`, `core`, `loop`, `data` and the top-level
 base modules. Never `kubeflow`.
 """

@@ -7,18 +7,16 @@ Nothing here imports TensorFlow.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from generic_trainer.core import args
+from generic_trainer.core import plan
 from generic_trainer.core import module_loader
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import UserModuleError
-from generic_trainer.keys import BACKENDS, KERAS_VERSIONS, RUN_FN_KEY
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
 from generic_trainer.local import output_folder
@@ -114,18 +112,8 @@ def parse(argv: Optional[Sequence[str]],
             '--eval-data': eval_data or [], '--schema': [schema] if schema
             else []}
   _check_outside_outputs(inputs, output_dir)
-  if ns.keras_version is not None and ns.keras_version not in KERAS_VERSIONS:
-    raise InvalidArgumentError(
-        '--keras-version must be keras3 or tf_keras. Received: '
-        f'--keras-version={ns.keras_version!r}. Use tf_keras for module '
-        'files written for tf.keras 2.')
-  if ns.backend is not None and ns.backend not in BACKENDS:
-    raise InvalidArgumentError(
-        '--backend must be tensorflow or jax. Received: '
-        f'--backend={ns.backend!r}. Leave it out to train on the TrainSpec\'s '
-        'backend (TensorFlow unless it says otherwise).')
-  args.check_backend_fits(ns.backend, f'--backend={ns.backend}',
-                          ns.keras_version)
+  plan.check_settings(plan.COMMAND, keras_version=ns.keras_version,
+                      backend=ns.backend)
   if ns.progress not in PROGRESS:
     raise InvalidArgumentError(
         '--progress must be auto, bar or lines. Received: '
@@ -320,24 +308,3 @@ def _check_run_fn(name: str, module_file: str) -> None:
         f'top level. Expected a function taking fn_args or a TrainSpec '
         f'class. Received: --run-fn={name!r}; the module defines: '
         f'{", ".join(public) or "nothing public"}. Pass one of those.')
-  if kinds[name] != 'class' and name != RUN_FN_KEY:
-    _check_importable_as(name, module_file)
-
-
-def _check_importable_as(name: str, module_file: str) -> None:
-  """A function other than run_fn is imported as `stem.name` (the executor
-  takes a module file or a dotted run_fn, not both): `stem` must be free."""
-  stem = os.path.splitext(os.path.basename(module_file))[0]
-  if not stem.isidentifier():
-    problem = f'{stem!r} is not a Python identifier'
-  else:
-    found = importlib.util.find_spec(stem)
-    if found is None or (found.origin and os.path.realpath(found.origin) ==
-                         os.path.realpath(module_file)):
-      return
-    problem = f'{stem!r} already names the module {found.origin}'
-  raise InvalidArgumentError(
-      f'--run-fn {name} is imported as `{stem}.{name}`, but {problem}. '
-      'Expected a module file named like a free module. Received: '
-      f'--module-file={module_file!r}. Rename the module file, or name the '
-      'function run_fn and leave --run-fn out.')

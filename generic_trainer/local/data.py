@@ -163,9 +163,10 @@ def infer_schema(files: List[str], limit: int = 1000):
     read = 0  # Records of this file read so far.
     shown = os.path.realpath(path)  # The user's file, not the link to it.
     try:
-      for record in tf.data.TFRecordDataset(
-          path, tfrecords.compression(path)).take(limit - seen):
-        example = tf.train.Example.FromString(record.numpy())
+      for record in tfrecords.records(path):
+        if read >= limit - seen:
+          break
+        example = tf.train.Example.FromString(record)
         _count_features(example, kinds, counts, present)
         read += 1
     except tf.errors.OpError as e:
@@ -206,10 +207,11 @@ def _count_features(example, kinds, counts, present) -> None:
 
 def examples_artifact(root: str, splits: dict):
   """An Examples artifact over the split folders written by `to_split`."""
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   artifact = standard_artifacts.Examples()
   artifact.uri = root
-  artifact.split_names = '[' + ', '.join(f'"{s}"' for s in splits) + ']'
+  artifact.split_names = artifact_utils.encode_split_names(list(splits))
   artifact.set_string_custom_property('payload_format', 'FORMAT_TF_EXAMPLE')
   return artifact
 

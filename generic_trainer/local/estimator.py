@@ -1,5 +1,9 @@
 """Estimator: train, evaluate, predict and export a TrainSpec outside a pipeline.
 
+Not tf.estimator's Estimator (removed from TensorFlow 2.16): the name says
+what it offers to those who used that one (train, evaluate, predict,
+export), on a TrainSpec instead of a model_fn.
+
 For notebooks and tests. It runs the same sequence (`loop.runner`: input
 pipeline, checks, fit loop, handlers) and export as GenericTrainer in a
 pipeline, on local files:
@@ -16,6 +20,7 @@ from typing import Any, Dict, Optional
 
 from generic_trainer import paths
 from generic_trainer import train_result
+from generic_trainer.data import statistics
 from generic_trainer.errors import SpecError
 from generic_trainer.local import data as local_data
 from generic_trainer.local import output_folder
@@ -31,7 +36,9 @@ class Estimator:
                hparams: Optional[Dict[str, Any]] = None,
                schema_path: Optional[str] = None,
                base_model: Optional[str] = None):
-    """Args:
+    """A TrainSpec class and the folder its training writes to.
+
+    Args:
       spec_class: A complete TrainSpec subclass.
       model_dir: Where data, run outputs (history, checkpoints, TensorBoard)
         and exports go.
@@ -77,10 +84,11 @@ class Estimator:
       return self._train(train_data, eval_data, steps)
 
   def _train(self, train_data, eval_data, steps):
+    data = os.path.join(self.model_dir, 'data')
     splits = {'train': local_data.to_split(
-        train_data, os.path.join(self.model_dir, 'data', 'Split-train'))}
+        train_data, os.path.join(data, statistics.split_folder('train')))}
     splits['eval'] = (local_data.to_split(
-        eval_data, os.path.join(self.model_dir, 'data', 'Split-eval'))
+        eval_data, os.path.join(data, statistics.split_folder('eval')))
                       if eval_data is not None else splits['train'])
     self._fn_args = self._make_fn_args(splits, steps)
     self.spec.fn_args = self._fn_args  # What canned specs read the data from.
@@ -108,15 +116,30 @@ class Estimator:
     return np.concatenate([np.asarray(o) for o in outputs])
 
   def export(self, export_dir: Optional[str] = None) -> str:
-    """Exports and validates a SavedModel as GenericTrainer does; its path."""
-    from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
+    """Exports and validates a SavedModel as GenericTrainer does (the same
+    attempt sequence, `core.attempt`); its path. An export that fails
+    validation is kept in `run/rejected_export` and never reaches
+    `export_dir`, which keeps what an earlier export put there."""
+    import shutil  # pylint: disable=g-import-not-at-top
+    from generic_trainer.core import attempt  # pylint: disable=g-import-not-at-top
+    from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
     self._require_trained('export')
-    export_dir = export_dir or os.path.join(self.model_dir, 'export')
+    export_dir = os.path.abspath(
+        export_dir or os.path.join(self.model_dir, 'export'))
     fn_args = self._fn_args
     with output_folder.hold(self.model_dir, 'model_dir'):
-      spec_export.export(self.spec, self.spec.model, self._keys, export_dir,
-                         fn_args.schema_path, None)
-      validate_export(export_dir, fn_args.eval_files, fn_args.schema_path)
+      staged = StagedExport(os.path.join(self.model_dir, '.exporting'),
+                            keep_dir=self.run_dir)
+      published = attempt.run(
+          staged, lambda: spec_export.export(
+              self.spec, self.spec.model, self._keys, staged.serving_dir,
+              fn_args.schema_path, None),
+          lambda: attempt.ExportChecks(eval_files=fn_args.eval_files,
+                                       schema_path=fn_args.schema_path))
+      if os.path.lexists(export_dir):
+        shutil.rmtree(export_dir)
+      shutil.move(published.serving_dir, export_dir)
+      shutil.rmtree(staged.model_uri)
     return export_dir
 
   def _make_fn_args(self, splits, steps):

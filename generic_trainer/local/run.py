@@ -4,16 +4,20 @@ What the `generic-trainer` command does once its arguments are checked
 (`generic_trainer.local.cli`), into the output folder `local.layout`
 describes.
 
-A TrainSpec module runs the pipeline's TrainSpec path (`loop.runner`: the
-same checks, fit loop, handlers and export) on `LocalFnArgs`, without
-importing TFX's pipeline code or Apache Beam, so it starts training soon
-after TensorFlow is imported. A `run_fn` module imports TFX itself; it runs
-through `GenericExecutor.Do` on artifacts under the folder, so it gets the
-component's FnArgs, checks, Keras choice and resume, unchanged.
+The training is resolved once, as in a pipeline (`core.plan.resolve`, with
+the settings named as flags). A TrainSpec module that trains in this
+process runs the pipeline's TrainSpec path (`loop.runner`: the same checks,
+fit loop, handlers and export) on `LocalFnArgs`, without importing TFX's
+pipeline code or Apache Beam, so it starts training soon after TensorFlow is
+imported. A `run_fn` module imports TFX itself; it trains through
+`launch.dispatch` on artifacts under the folder, so it gets the component's
+FnArgs, Keras choice and resume, unchanged; so does a TrainSpec that trains
+in a child process (a spec whose `backend = 'jax'`, where --backend did not
+set KERAS_BACKEND before Keras was imported).
 
-Either way the export is staged in `.publishing/` (a Model artifact:
-`StagedExport`, as in the executor), validated with `validate_export`, and
-only then put in place of `model/`. A failed run leaves `model/` as an
+Either way the one attempt sequence (`core.attempt.run`, as in the
+executor) stages the export in `.publishing/` (a Model artifact), validates
+it, and only then the layout puts it in place of `model/`. A failed run leaves `model/` as an
 earlier run published it. A new run into the same folder starts by removing
 the rest of what an earlier run wrote there (`.generic-trainer` marks a
 folder a run wrote; the command refuses a folder whose `data/`, `run/`...
@@ -24,32 +28,31 @@ checkpoint) resumes as in a pipeline: the same command again continues
 from the last epoch checkpoint (TrainSpec modules;
 a `run_fn` that uses `resume.keras_callback` or `resume.checkpoint_manager`)
 in `.resume-<key>/`. The key hashes what defines the training
-(`resume_key`): the module's and the schema's contents, the data files'
-paths, sizes and modification times, and the flags. The folder paths of a
-local run never change, so the key is taken from the data itself, not from
-the artifacts' URIs as in a pipeline. A run with another key, or with
-`resume=False`, removes it; a published model removes its own.
-
-The module is loaded here first, to find out which path it takes; a
-`run_fn` module is then loaded again by the executor, as in a pipeline.
-A TrainSpec takes the executor's path too when it trains on another Keras
-backend than this process's (a spec whose `backend = 'jax'`, where
---backend did not set KERAS_BACKEND before Keras was imported): the
-executor trains it in a child process on that backend (`launch.dispatch`).
+(`resume_key`, through `resume.fingerprint`, the pipeline's too): the
+module's and the schema's contents, the data files' paths, sizes and
+modification times, and the flags. The folder paths of a local run never
+change, so the key is taken from the data itself, not from the artifacts'
+URIs as in a pipeline. A run with another key, or with `resume=False`,
+removes it; a published model removes its own.
 """
 
 import hashlib
 import json
 import os
 import shutil
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import attr
 
 from generic_trainer import atomic_files
 from generic_trainer import paths
-from generic_trainer.core import module_loader
-from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY, BACKEND_KEY
+from generic_trainer.core import attempt
+from generic_trainer.core import keras_env
+from generic_trainer.core import plan as plan_lib
+from generic_trainer.core.plan import Where
+from generic_trainer.core.publish import StagedExport
+from generic_trainer.data import statistics
+from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
 from generic_trainer.local import data as local_data
 from generic_trainer.local.layout import Layout
@@ -103,6 +106,7 @@ class Request:
 def resume_key(request: Request) -> str:
   """A short hash of what defines the training of `request` (a file that
   cannot be read counts as missing, which changes the key)."""
+  from generic_trainer import resume  # pylint: disable=g-import-not-at-top
 
   def content(path):
     try:
@@ -111,25 +115,28 @@ def resume_key(request: Request) -> str:
     except (OSError, TypeError):
       return None
 
-  def stat(path):
-    try:
-      info = os.stat(path)
-    except OSError:
-      return None
-    return info.st_size, info.st_mtime_ns
-
   def files(paths):
-    return [(p, stat(p)) for p in paths or []]
+    found = []
+    for path in paths or []:
+      try:
+        info = os.stat(path)
+        found.append((path, info.st_size, info.st_mtime_ns))
+      except OSError:
+        found.append((path, None))
+    return found
 
-  blob = json.dumps({
-      'module': content(request.module_file), RUN_FN_KEY: request.run_fn,
-      'schema': content(request.schema), 'train': files(request.train_data),
-      'eval': files(request.eval_data), 'steps': request.steps,
-      'eval_steps': request.eval_steps, 'hparams': request.hparams,
-      'keras_version': request.keras_version, 'backend': request.backend,
-      'base_model': files([os.path.join(request.base_model, 'saved_model.pb')]
-                          if request.base_model else [])}, sort_keys=True)
-  return hashlib.sha256(blob.encode()).hexdigest()[:16]
+  return resume.fingerprint(
+      inputs={'schema': content(request.schema),
+              'train': files(request.train_data),
+              'eval': files(request.eval_data),
+              'base_model': files(
+                  [os.path.join(request.base_model, 'saved_model.pb')]
+                  if request.base_model else [])},
+      module_file=request.module_file,
+      settings={RUN_FN_KEY: request.run_fn, 'steps': request.steps,
+                'eval_steps': request.eval_steps, 'hparams': request.hparams,
+                KERAS_VERSION_KEY: request.keras_version,
+                BACKEND_KEY: request.backend})
 
 
 def checkpoint_dir(request: Request) -> str:
@@ -150,9 +157,7 @@ class Outcome:
     entry_point: 'TrainSpec PenguinSpec' or '`run_fn`'.
     result: The training record (train_result.json), or None when a run_fn
       wrote none.
-    report: What `validate_export` checked; None when the executor trained
-      (a run_fn, or a TrainSpec on another backend than this process's):
-      it validated and logged it.
+    report: What `validate_export` checked.
     layout: Where everything is.
   """
   entry_point = attr.ib(type=str)
@@ -181,22 +186,15 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
 
 def _run_holding_folder(request: Request,
                         checkpoint: Optional[str]) -> Outcome:
-  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.launch import backend_process  # pylint: disable=g-import-not-at-top
-  from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top
-  from generic_trainer.launch import keras_process  # pylint: disable=g-import-not-at-top
   # Before TensorFlow and Keras are imported (by the module, usually):
   # tf.keras and Keras's backend are decided once per process.
-  os.environ.update(keras_process.keras_env(request.keras_version))
-  os.environ.update(backend_process.choose_before_import(request.backend))
-  entry = module_loader.load_from_file(request.module_file, request.run_fn)
-  spec_class = getattr(entry, 'train_spec', None)
-  backend = args.resolve_backend(request.backend, spec_class)
-  args.check_backend_fits(
-      backend, args.backend_source(request.backend, spec_class, backend,
-                                   '--backend'), request.keras_version)
+  keras_env.choose_before_import(request.keras_version, request.backend)
   layout = Layout(request.output_dir)
   checkpoint = checkpoint or layout.resume_dir(resume_key(request))
+  plan, entry = plan_lib.resolve(
+      _settings(request), plan_lib.COMMAND, checkpoint_dir=checkpoint,
+      entry_name=None if request.run_fn in (None, RUN_FN_KEY)
+      else request.run_fn)
   layout.clear(keep=checkpoint if request.resume else None,
                checkpoint=checkpoint)
   if request.base_model and paths.is_pattern(request.base_model):
@@ -206,20 +204,37 @@ def _run_holding_folder(request: Request,
     request = attr.evolve(request, base_model=os.path.join(
         layout.link_base_model(request.base_model), SERVING_MODEL_DIR))
   try:
-    # A TrainSpec on another backend than this process's trains as a
-    # run_fn does: through the executor, in a child process.
-    if spec_class is not None and dispatch.trains_here(backend):
-      outcome = _run_spec(request, layout, spec_class, checkpoint)
-    else:
-      outcome = _run_run_fn(request, layout, checkpoint, spec_class)
+    splits = _write_inputs(request, layout)
+    staged = StagedExport(layout.publishing, keep_dir=layout.run)
+    if plan.spec_class is not None and plan.where == Where.HERE:
+      train = _spec_training(request, layout, splits, staged, entry,
+                             checkpoint)
+    else:  # A run_fn, or a TrainSpec that trains in a child process.
+      train = _request_training(request, layout, splits, staged, plan,
+                                entry)
+    published = attempt.run(staged, train, lambda: attempt.ExportChecks(
+        eval_files=splits['eval'], schema_path=layout.schema,
+        base_model=request.base_model,
+        allow_signature_change=request.allow_signature_change))
     layout.take_model()
-    if os.path.lexists(checkpoint):  # The run_fn path removed its own.
+    if os.path.lexists(checkpoint):
       shutil.rmtree(checkpoint)
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)
     layout.record()
-  return outcome
+  from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
+  name = (f'TrainSpec {plan.spec_class}' if plan.spec_class else
+          f'`{request.run_fn or RUN_FN_KEY}`')
+  return Outcome(name, published.trained or train_result.read(layout.run),
+                 published.report, layout)
+
+
+def _settings(request: Request) -> Dict[str, Any]:
+  """The command's settings as the component's execution properties."""
+  return {MODULE_FILE_KEY: request.module_file,
+          KERAS_VERSION_KEY: request.keras_version,
+          BACKEND_KEY: request.backend}
 
 
 def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
@@ -234,14 +249,15 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')
   splits = {'train': local_data.to_split(
-      request.train_data, os.path.join(layout.data, 'Split-train'), schema,
+      request.train_data,
+      os.path.join(layout.data, statistics.split_folder('train')), schema,
       source)}
   if schema is None:
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
   else:
     atomic_files.copy(request.schema, layout.schema)
-  eval_dir = os.path.join(layout.data, 'Split-eval')
+  eval_dir = os.path.join(layout.data, statistics.split_folder('eval'))
   splits['eval'] = (local_data.to_split(request.eval_data, eval_dir, schema,
                                         source)
                     if request.eval_data else
@@ -253,54 +269,50 @@ def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
   return splits
 
 
-def _run_spec(request: Request, layout: Layout, spec_class,
-              checkpoint_dir: str) -> Outcome:
-  """The TrainSpec path: loop.runner on LocalFnArgs; no TFX, no Beam."""
+def _spec_training(request: Request, layout: Layout, splits, staged,
+                   entry, checkpoint: str) -> Callable[[], Dict[str, Any]]:
+  """The TrainSpec path: loop.runner on LocalFnArgs; no TFX, no Beam.
+  Returns the training, which returns its record."""
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import signature_gate  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.export_validation import validate_export  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
   from generic_trainer.core.user_code import user_code  # pylint: disable=g-import-not-at-top
   from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
-  splits = _write_inputs(request, layout)
-  staged = StagedExport(layout.publishing, keep_dir=layout.run)
+  spec_class = entry.train_spec
   fn_args = LocalFnArgs(
       train_files=[paths.as_pattern(f) for f in splits['train']],
       eval_files=[paths.as_pattern(f) for f in splits['eval']],
       train_steps=request.steps, eval_steps=request.eval_steps,
       schema_path=layout.schema, serving_model_dir=staged.serving_dir,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
-      hyperparameters=request.hparams, checkpoint_dir=checkpoint_dir,
+      hyperparameters=request.hparams,
+      checkpoint_dir=checkpoint,
       base_model=request.base_model)
-  timer = FirstStepTime(request.started)
-  what = f'TrainSpec {spec_class.__name__}'
-  with staged.attempt():
-    with user_code(what, f'module_file={request.module_file!r}'):
+
+  def train() -> Dict[str, Any]:
+    timer = FirstStepTime(request.started)
+    with user_code(f'TrainSpec {spec_class.__name__}',
+                   f'module_file={request.module_file!r}'):
       result = spec_runner.run(spec_class, fn_args,
                                interactive=request.interactive,
                                extra_handlers=[timer])
-    report = validate_export(staged.serving_dir, fn_args.eval_files,
-                             layout.schema)
-    if request.base_model and not request.allow_signature_change:
-      signature_gate.check(request.base_model, staged.serving_dir)
-  staged.publish()
-  if timer.seconds is not None:
-    result['time_to_first_step_s'] = round(timer.seconds, 3)
-  train_result.write(layout.run, result)
-  return Outcome(what, result, report, layout)
+    if timer.seconds is not None:
+      result['time_to_first_step_s'] = round(timer.seconds, 3)
+    train_result.write(layout.run, result)
+    return result
+
+  return train
 
 
-def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
-                spec_class=None) -> Outcome:
-  """The run_fn path: GenericExecutor.Do on artifacts in the output folder
-  (also a TrainSpec's, `spec_class`, when it trains in a child process)."""
+def _request_training(request: Request, layout: Layout, splits, staged,
+                      plan, entry) -> Callable[[], None]:
+  """The pipeline's path (`launch.dispatch`) on artifacts in the output
+  folder: a run_fn gets the component's FnArgs; a TrainSpec on another
+  backend than this process's trains in a child process."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
-  from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  splits = _write_inputs(request, layout)
+  from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top
   examples = local_data.examples_artifact(layout.data, splits)
   input_dict = {keys.EXAMPLES_KEY: [examples],
                 keys.SCHEMA_KEY: [_artifact(standard_artifacts.Schema,
@@ -308,48 +320,23 @@ def _run_run_fn(request: Request, layout: Layout, checkpoint_dir: str,
   if request.hparams is not None:
     input_dict[keys.HYPERPARAMETERS_KEY] = [_artifact(
         standard_artifacts.HyperParameters, layout.hparams_dir)]
+  if request.base_model:
+    input_dict[keys.BASE_MODEL_KEY] = [_artifact(
+        standard_artifacts.Model, layout.link_base_model(request.base_model))]
   output_dict = {
       keys.MODEL_KEY: [_artifact(standard_artifacts.Model, layout.publishing)],
       keys.MODEL_RUN_KEY: [_artifact(standard_artifacts.ModelRun,
                                      layout.run)]}
   exec_properties = {
+      **_settings(request),
       keys.TRAIN_ARGS_KEY: json.dumps(
           {'num_steps': request.steps} if request.steps else {}),
       keys.EVAL_ARGS_KEY: json.dumps(
           {'num_steps': request.eval_steps} if request.eval_steps else {}),
-      keys.CUSTOM_CONFIG_KEY: 'null',
-      **_entry_point_properties(request)}
-  if request.keras_version:
-    exec_properties['keras_version'] = request.keras_version
-  if request.backend:
-    exec_properties[BACKEND_KEY] = request.backend
-  if request.base_model:
-    input_dict[keys.BASE_MODEL_KEY] = [_artifact(
-        standard_artifacts.Model, layout.link_base_model(request.base_model))]
-  if request.allow_signature_change:
-    exec_properties[ALLOW_SIGNATURE_CHANGE_KEY] = True
-  GenericExecutor(checkpoint_dir=checkpoint_dir).Do(input_dict, output_dict,
-                                                    exec_properties)
-  return Outcome(f'TrainSpec {spec_class.__name__}' if spec_class else
-                 f'`{request.run_fn or RUN_FN_KEY}`',
-                 train_result.read(layout.run), None, layout)
-
-
-def _entry_point_properties(request: Request) -> Dict[str, str]:
-  """How the executor finds the run_fn: the module file, or `module.name`.
-
-  The executor takes a module file or a dotted `run_fn`, not both; a named
-  function other than `run_fn` is imported by module name, with the module
-  file's folder on sys.path (the command checked the name is free).
-  """
-  if request.run_fn in (None, RUN_FN_KEY):
-    return {MODULE_FILE_KEY: request.module_file}
-  import sys  # pylint: disable=g-import-not-at-top
-  folder, filename = os.path.split(request.module_file)
-  if folder not in sys.path:
-    sys.path.insert(0, folder)
-  return {RUN_FN_KEY:
-          f'{os.path.splitext(filename)[0]}.{request.run_fn}'}
+      keys.CUSTOM_CONFIG_KEY: 'null'}
+  training = TrainingRequest(input_dict, output_dict, exec_properties,
+                             staged.serving_dir, staged.eval_dir, plan)
+  return lambda: dispatch.train(training, entry)
 
 
 def _artifact(artifact_class, uri: str):

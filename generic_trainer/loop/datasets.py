@@ -188,7 +188,7 @@ def cache_decision(spec, files: List[str], config,
             folder, 'sharers', 1), disk_claimed=getattr(folder, 'claimed', 0))
     where, reason = fit.where, fit.reason
     if where == 'disk':
-      folder.claimed += fit.parsed_bytes
+      folder.claim(fit.parsed_bytes)
   else:
     where = {True: 'memory', 'disk': 'disk', False: None}[setting]
     reason = f'TrainSpec.cache={setting!r}'

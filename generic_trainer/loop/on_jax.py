@@ -50,7 +50,7 @@ from generic_trainer.errors import SpecError
 from generic_trainer.keys import JAX_BACKEND
 
 # Where the exported model may be served: the serving TensorFlow runs the
-# module XLA lowered for its device (README.md, "JAX").
+# module XLA lowered for its device (docs/guides/jax.md).
 SERVING_PLATFORMS = ('cpu', 'cuda')
 
 

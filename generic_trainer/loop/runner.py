@@ -155,7 +155,7 @@ def _num_train_examples(fn_args):
   over the Examples artifacts): the train splits' counts, each split once."""
   if not fn_args.num_examples:
     return None
-  splits = {os.path.basename(os.path.dirname(p))[len('Split-'):]
-            for p in fn_args.train_files}
+  from generic_trainer.data import statistics  # pylint: disable=g-import-not-at-top
+  splits = statistics.split_names(fn_args.train_files)
   counts = [fn_args.num_examples.get(s) for s in sorted(splits)]
   return sum(counts) if counts and None not in counts else None

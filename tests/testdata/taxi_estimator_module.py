@@ -1,7 +1,7 @@
 """A tf.estimator module as TFX's taxi example was written before TF 2.16
 removed tf.estimator (abridged): Transform's `preprocessing_fn` and a
 `trainer_fn` that builds a DNNLinearCombinedClassifier on feature columns.
-README.md ("Migrating from tf.estimator") shows what replaces it."""
+docs/guides/migrating-from-estimator.md shows what replaces it."""
 
 import tensorflow as tf
 
