@@ -251,3 +251,22 @@ def test_two_local_workers_listen_in_their_own_network_only(trainer_io,
   assert 'error' not in outcome, outcome
   assert set(ports) <= set(inside), inside
   assert not set(ports) & set(outside), outside
+
+
+def test_estimator_evaluate_and_predict_leave_nothing_behind(
+    tmp_path, penguin_csvs, monkeypatch):
+  """The rows evaluate() and predict() convert go to a private scratch
+  folder, removed after: nothing in model_dir, nothing in TMPDIR."""
+  from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  tmp = tmp_path / 'tmp'
+  tmp.mkdir()
+  monkeypatch.setenv('TMPDIR', str(tmp))
+  monkeypatch.setattr('tempfile.tempdir', None)
+  est = Estimator(PenguinSpec, str(tmp_path / 'model_dir'))
+  est.train(penguin_csvs[0], steps=4)
+  before = sorted(os.listdir(tmp_path / 'model_dir'))
+  assert 'loss' in est.evaluate(penguin_csvs[1])
+  assert est.predict(penguin_csvs[1]).shape[0] > 0
+  assert sorted(os.listdir(tmp_path / 'model_dir')) == before
+  assert [n for n in os.listdir(tmp) if n.startswith('generic-trainer-')] == []

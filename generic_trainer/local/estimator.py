@@ -15,10 +15,12 @@ pipeline, on local files:
     est.export()                          # a validated SavedModel directory
 """
 
+import contextlib
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from generic_trainer import paths
+from generic_trainer import scratch
 from generic_trainer import train_result
 from generic_trainer.data import statistics
 from generic_trainer.errors import SpecError
@@ -101,18 +103,18 @@ class Estimator:
   def evaluate(self, data) -> Dict[str, float]:
     """Loss and metrics over all examples of `data`."""
     self._require_trained('evaluate')
-    files = local_data.to_split(data, self._scratch('evaluate'))
-    values = self.spec.model.evaluate(self._dataset(files), verbose=0,
-                                      return_dict=True)
+    with self._scratch('evaluate', data) as files:
+      values = self.spec.model.evaluate(self._dataset(files), verbose=0,
+                                        return_dict=True)
     return {k: float(v) for k, v in values.items()}
 
   def predict(self, data):
     """Model outputs for every example of `data` (label not needed)."""
     import numpy as np  # pylint: disable=g-import-not-at-top
     self._require_trained('predict')
-    files = local_data.to_split(data, self._scratch('predict'))
-    outputs = [self.spec.model(features, training=False)
-               for features in self._dataset(files, with_label=False)]
+    with self._scratch('predict', data) as files:
+      outputs = [self.spec.model(features, training=False)
+                 for features in self._dataset(files, with_label=False)]
     return np.concatenate([np.asarray(o) for o in outputs])
 
   def export(self, export_dir: Optional[str] = None) -> str:
@@ -167,9 +169,13 @@ class Estimator:
         spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
         with_label=with_label)
 
-  def _scratch(self, name):
-    import tempfile  # pylint: disable=g-import-not-at-top
-    return tempfile.mkdtemp(prefix=f'{name}-', dir=self.model_dir)
+  @contextlib.contextmanager
+  def _scratch(self, name: str, data) -> Iterator[List[str]]:
+    """`data` as a split folder of a private scratch folder (`scratch`),
+    removed after the block; yields its files as patterns."""
+    with scratch.folder(name) as folder:
+      files = local_data.to_split(data, os.path.join(folder, f'Split-{name}'))
+      yield [paths.as_pattern(f) for f in files]
 
   def _require_trained(self, what):
     if not self._trained:

@@ -26,6 +26,7 @@ from generic_trainer import paths
 from generic_trainer.errors import FolderInUseError, UnsafeFolderError
 
 LOCK_FILE = '.generic-trainer.lock'
+_HELD = set()  # The real paths of the folders this process holds.
 
 
 def check(path: str, name: str = '--output-dir') -> None:
@@ -121,6 +122,10 @@ def hold(path: str, name: str = '--output-dir',
     FolderInUseError: another process holds the lock; the message says
       which.
   """
+  real = os.path.realpath(path)
+  if real in _HELD:  # This process holds it already (the command, then run).
+    yield
+    return
   create(path, mode_for(inputs))
   check(path, name)
   lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))
@@ -130,9 +135,11 @@ def hold(path: str, name: str = '--output-dir',
         'one run per output folder at a time: this run would delete what '
         f'that one is writing. Received: {name}={path!r}. Wait for that run '
         'to end, or choose another output folder. Nothing was changed.')
+  _HELD.add(real)
   try:
     yield
   finally:
+    _HELD.discard(real)
     lock.release()
 
 

@@ -177,11 +177,18 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
     GenericTrainerError: the module, the data, the training or the export
       failed; `model/` is as an earlier run left it (or absent).
   """
+  with holding_folder(request):
+    return _run_holding_folder(request, checkpoint)
+
+
+def holding_folder(request: Request):
+  """A context that holds the output folder of `request` (created as
+  private as its inputs; `output_folder.hold`), which a caller may take
+  before `run` (which then finds it held)."""
   from generic_trainer.local import output_folder  # pylint: disable=g-import-not-at-top
   inputs = (list(request.train_data) + list(request.eval_data or []) +
             ([request.schema] if request.schema else []))
-  with output_folder.hold(request.output_dir, inputs=inputs):
-    return _run_holding_folder(request, checkpoint)
+  return output_folder.hold(request.output_dir, inputs=inputs)
 
 
 def _run_holding_folder(request: Request,
