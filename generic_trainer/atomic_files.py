@@ -103,6 +103,46 @@ def put_in_place(temp: str, path: str) -> None:
   sync_folder(os.path.dirname(os.path.abspath(path)))
 
 
+def replace_folder(new: str, target: str) -> None:
+  """Puts the folder `new` in place of `target` (same filesystem) so that
+  `target` never disappears: a rename when it is absent, else an exchange
+  (renameat2 RENAME_EXCHANGE), the old one deleted after; where the kernel
+  cannot exchange, two renames. A link at `target` is replaced itself,
+  never followed."""
+  if not os.path.lexists(target):
+    os.rename(new, target)
+    return
+  if exchange(new, target):
+    old = new  # It names the earlier folder (or link) now.
+  else:
+    old = f'{new}.old'
+    os.rename(target, old)
+    os.rename(new, target)
+  if os.path.islink(old):
+    os.unlink(old)
+  else:
+    shutil.rmtree(old)
+
+
+def exchange(first: str, second: str) -> bool:
+  """Swaps two paths in one step (renameat2 RENAME_EXCHANGE); False when
+  the kernel, the C library or the filesystem cannot."""
+  import ctypes  # pylint: disable=g-import-not-at-top
+  import errno  # pylint: disable=g-import-not-at-top
+  try:
+    renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+  except (OSError, AttributeError):
+    return False
+  at_fdcwd, rename_exchange = -100, 2
+  if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second),
+               rename_exchange) == 0:
+    return True
+  code = ctypes.get_errno()
+  if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+    return False
+  raise OSError(code, os.strerror(code), second)
+
+
 def sync_folder(folder: str) -> None:
   """fsyncs a folder, so that a rename in it survives a power cut."""
   try:

@@ -448,3 +448,27 @@ def _umask():
   mask = os.umask(0)
   os.umask(mask)
   return mask
+
+
+def test_a_folder_is_replaced_without_disappearing(tmp_path, monkeypatch):
+  """replace_folder: the target exists at every step, and a link there is
+  replaced itself, its target untouched."""
+  target, new = tmp_path / 'export', tmp_path / 'export.new'
+  target.mkdir()
+  (target / 'v').write_text('1')
+  new.mkdir()
+  (new / 'v').write_text('2')
+  seen = []
+  real = atomic_files.exchange
+  monkeypatch.setattr(atomic_files, 'exchange', lambda a, b: (
+      seen.append(os.path.isfile(target / 'v')), real(a, b))[1])
+  atomic_files.replace_folder(str(new), str(target))
+  assert seen == [True] and (target / 'v').read_text() == '2'
+  assert sorted(os.listdir(tmp_path)) == ['export']
+  elsewhere = tmp_path / 'elsewhere'
+  elsewhere.mkdir()
+  target.rename(tmp_path / 'real')
+  os.symlink(str(elsewhere), str(target))
+  new.mkdir()
+  atomic_files.replace_folder(str(new), str(target))
+  assert not os.path.islink(target) and elsewhere.is_dir()

@@ -19,6 +19,7 @@ import contextlib
 import os
 from typing import Any, Dict, Iterator, List, Optional
 
+from generic_trainer import atomic_files
 from generic_trainer import paths
 from generic_trainer import scratch
 from generic_trainer import train_result
@@ -138,9 +139,10 @@ class Estimator:
               fn_args.schema_path, None),
           lambda: attempt.ExportChecks(eval_files=fn_args.eval_files,
                                        schema_path=fn_args.schema_path))
-      if os.path.lexists(export_dir):
-        shutil.rmtree(export_dir)
-      shutil.move(published.serving_dir, export_dir)
+      os.makedirs(os.path.dirname(export_dir), exist_ok=True)
+      new = f'{export_dir}.new-{os.getpid()}'
+      shutil.move(published.serving_dir, new)  # Beside: one filesystem.
+      atomic_files.replace_folder(new, export_dir)
       shutil.rmtree(staged.model_uri)
     return export_dir
 

@@ -29,12 +29,12 @@ the run is killed between them. A failed run leaves the earlier model
 untouched.
 """
 
-import errno
 import os
 import shutil
 import time
 from typing import List, Optional
 
+from generic_trainer import atomic_files
 from generic_trainer.errors import ModelFolderError
 from generic_trainer.local import manifest
 
@@ -226,7 +226,7 @@ class Layout:
       return
     aside = os.path.join(self.models, f'{os.path.basename(final)}-old-'
                          f'{time.time_ns():x}')
-    if _exchange(temp, final):
+    if atomic_files.exchange(temp, final):
       os.rename(temp, aside)  # `temp` now names the earlier folder.
       return
     previous = (self.previous_model if final == self.model else
@@ -254,20 +254,3 @@ def _remove(path: str) -> None:
   else:
     shutil.rmtree(path)
 
-
-def _exchange(first: str, second: str) -> bool:
-  """Swaps two paths in one step (renameat2 RENAME_EXCHANGE); False when
-  the kernel, the C library or the filesystem cannot."""
-  import ctypes  # pylint: disable=g-import-not-at-top
-  try:
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = libc.renameat2
-  except (OSError, AttributeError):
-    return False
-  at_fdcwd, rename_exchange = -100, 2
-  if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second),
-               rename_exchange) == 0:
-    return True
-  if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-    return False
-  raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), second)
