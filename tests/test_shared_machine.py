@@ -193,8 +193,9 @@ def test_model_is_swapped_by_one_rename_and_never_disappears(tmp_path,
   layout.take_model()
   assert renames and all(renames), renames
   assert (tmp_path / 'model' / 'saved_model.pb').read_text() == 'v2'
-  assert os.listdir(layout.models) == [os.path.basename(
-      os.readlink(layout.model))]
+  current = os.path.basename(os.readlink(layout.model))
+  assert sorted(os.listdir(layout.models)) == [current,
+                                               current + '.files.json']
 
 
 def test_a_model_folder_of_an_older_version_is_exchanged(tmp_path):
@@ -206,7 +207,7 @@ def test_a_model_folder_of_an_older_version_is_exchanged(tmp_path):
   layout.take_model()
   assert os.path.islink(layout.model)
   assert (tmp_path / 'model' / 'saved_model.pb').read_text() == 'new'
-  assert len(os.listdir(layout.models)) == 1
+  assert len(os.listdir(layout.models)) == 2  # The version, its listing.
 
 
 def test_a_model_link_no_run_made_is_refused_before_training(tmp_path):
@@ -472,3 +473,33 @@ def test_a_folder_is_replaced_without_disappearing(tmp_path, monkeypatch):
   new.mkdir()
   atomic_files.replace_folder(str(new), str(target))
   assert not os.path.islink(target) and elsewhere.is_dir()
+
+
+def test_a_users_file_in_model_survives_the_next_publication(tmp_path):
+  """A file put in model/ after publication is not deleted with the
+  version it was put in; the rest of that version is."""
+  layout = Layout(str(tmp_path))
+  _stage(layout, 'v1')
+  layout.take_model()
+  first = os.path.realpath(layout.model)
+  (tmp_path / 'model' / 'notes.txt').write_text('mine')
+  _stage(layout, 'v2')
+  layout.take_model()
+  assert (tmp_path / 'model' / 'saved_model.pb').read_text() == 'v2'
+  assert os.listdir(first) == ['notes.txt']
+  assert (tmp_path / 'model' / 'saved_model.pb').exists()
+
+
+def test_a_run_folder_that_is_a_link_is_refused_not_written_through(
+    tmp_path):
+  """data -> elsewhere: refused before anything is written through it."""
+  elsewhere = tmp_path / 'elsewhere'
+  elsewhere.mkdir()
+  out = tmp_path / 'out'
+  out.mkdir()
+  os.symlink(str(elsewhere), str(out / 'data'))
+  (out / '.generic-trainer').write_text('{}')
+  with pytest.raises(UnsafeFolderError, match=re.escape(
+      f"{out}/data is a link to '{elsewhere}', which no run made.")):
+    Layout(str(out)).clear()
+  assert os.listdir(elsewhere) == []

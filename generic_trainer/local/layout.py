@@ -29,16 +29,18 @@ the run is killed between them. A failed run leaves the earlier model
 untouched.
 """
 
+import json
 import os
 import shutil
 import time
 from typing import List, Optional
 
 from generic_trainer import atomic_files
-from generic_trainer.errors import ModelFolderError
+from generic_trainer.errors import ModelFolderError, UnsafeFolderError
 from generic_trainer.local import manifest
 
 MODELS = '.models'  # The versions `model` and `eval_model` link to.
+LISTING = '.files.json'  # Beside a version: what it held when published.
 
 
 class Layout:
@@ -97,6 +99,8 @@ class Layout:
       InvalidArgumentError: the folder holds folders a run writes that no
         run wrote (the command checks it first, with its flag name).
       ModelFolderError: see `check_model_place`.
+      UnsafeFolderError: a folder the run writes (`data`, `run`...) is a
+        link that no run made.
     """
     if self.foreign():
       from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
@@ -114,6 +118,15 @@ class Layout:
       if name.startswith(self.CHECKPOINT_PREFIX) and path != keep:
         _remove(path)
     self._remove_unused_versions()
+    for path in self.replaced():
+      if os.path.islink(path):
+        name = os.path.basename(path)
+        raise UnsafeFolderError(
+            f'{path} is a link to {os.readlink(path)!r}, which no run made. '
+            f'A run writes its {name}/ there, and would write through the '
+            'link. Expected it to be absent, or a folder a run made. '
+            f'Received: {path} -> {os.readlink(path)}. Remove the link, or '
+            'choose another output folder. Nothing was trained.')
     self._roots = [os.path.relpath(p, self.root) for p in self.replaced()]
     for extra in (keep, checkpoint):
       if extra and os.path.relpath(extra, self.root) not in self._roots:
@@ -193,6 +206,10 @@ class Layout:
         continue
       name = f'{kind}-{version}'
       os.rename(staged, os.path.join(self.models, name))
+      # What the version holds now: only that is deleted with it.
+      atomic_files.write_json(
+          os.path.join(self.models, name + LISTING),
+          sorted(manifest.entries(self.models, [name])))
       self._swap_link(final, os.path.join(MODELS, name))
     self._remove_unused_versions()
 
@@ -236,15 +253,31 @@ class Layout:
     os.rename(previous, aside)
 
   def _remove_unused_versions(self) -> None:
-    """Deletes the versions in .models/ that no link points to."""
+    """Deletes the versions in .models/ that no link points to: what their
+    listing names (a file a user put in `model/` stays, in its version's
+    folder), or all of a version that never had one (never published)."""
     if not os.path.isdir(self.models) or os.path.islink(self.models):
       return
     used = {os.path.basename(os.readlink(l)) for l in (self.model,
                                                         self.eval_model)
             if os.path.islink(l)}
     for name in os.listdir(self.models):
-      if name not in used and name.startswith(('model-', 'eval_model-')):
-        _remove(os.path.join(self.models, name))
+      path = os.path.join(self.models, name)
+      if name.endswith(LISTING):
+        if os.path.lexists(path) and not os.path.lexists(
+            path[:-len(LISTING)]):
+          os.unlink(path)  # Its version is gone.
+        continue
+      if name in used or not name.startswith(('model-', 'eval_model-')):
+        continue
+      listing = path + LISTING
+      if not os.path.isfile(listing):
+        _remove(path)
+        continue
+      with open(listing, encoding='utf-8') as f:
+        manifest.remove(self.models, json.load(f))
+      if not os.path.lexists(path):
+        os.unlink(listing)
 
 
 def _remove(path: str) -> None:
