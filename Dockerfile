@@ -13,7 +13,7 @@ COPY requirements/lock.txt requirements/lock.txt
 RUN pip install --no-cache-dir uv \
  && uv pip install --system --no-cache -r requirements/lock.txt
 
-COPY setup.py README.md ./
+COPY setup.py pyproject.toml README.md LICENSE ./
 COPY generic_trainer generic_trainer
 COPY pipelines pipelines
 COPY module_files module_files

@@ -19,6 +19,7 @@ from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UnsafeFolderError
 from generic_trainer.errors import UserModuleError
 from generic_trainer.train_spec import TrainSpec
+from generic_trainer.version import __version__
 
 _LAZY = {
     'Estimator': 'generic_trainer.local.estimator',
@@ -42,4 +43,5 @@ __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'G
            'InvalidArgumentError', 'ModelFolderError',
            'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
            'SpecError', 'TrainSpec', 'TrainingProcessError',
-           'UnsafeFolderError', 'UserModuleError', 'validate_export']
+           'UnsafeFolderError', 'UserModuleError', '__version__',
+           'validate_export']

@@ -35,6 +35,12 @@ class SignatureChangeError(ExportValidationError):
   nothing was published."""
 
 
+class ServingCheckError(ExportValidationError):
+  """A signature of the export would fail the TF Serving clients that call
+  it (a label required, a wrong input key, classes that are not strings...);
+  nothing was published."""
+
+
 class TrainingProcessError(GenericTrainerError, RuntimeError):
   """The child process that ran training died without reporting an error."""
 

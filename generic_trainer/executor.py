@@ -14,6 +14,7 @@ from generic_trainer.core import attempt
 from generic_trainer.core import inputs
 from generic_trainer.core import module_loader
 from generic_trainer.core import plan as plan_lib
+from generic_trainer.core import serving_check
 from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
@@ -91,6 +92,8 @@ class GenericExecutor(base_executor.BaseExecutor):
     resume.remove(plan.checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.',
                  published.report, published.serving_dir)
+    if published.report:
+      serving_check.attach(output_dict[keys.MODEL_KEY], published.report)
     if published.trained:
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], published.trained)

@@ -1,35 +1,98 @@
 """What this machine can give a training: cores, free memory and disk.
 
 Read from the process's CPU affinity, `/proc/meminfo` and `/proc/mounts`
-(Linux), so a container's CPU set counts, not the host's.
+(Linux), so a container's CPU set counts, not the host's; and from the
+container's cgroup limits (`cgroup`): in a Kubernetes pod with a memory
+limit, the memory available is what is left under the limit, not the
+node's, and a CPU quota of 2 cores is 2 cores however many the node has.
+Everything that sizes itself to the machine (the cache decision, the local
+workers' capacity, the input's parallelism) asks here.
 """
 
+import math
 import os
-import re
 import shutil
-from typing import Optional
+from typing import NamedTuple, Optional
+
+from generic_trainer import cgroup
 
 # Filesystems that keep their files in memory: no disk to spill onto.
 MEMORY_FILESYSTEMS = ('tmpfs', 'ramfs')
-_OCTAL_ESCAPE = re.compile(r'\\([0-7]{3})')  # /proc/mounts: '\040' is ' '.
+# Where /proc and /sys are read from; tests point it at fake files.
+ROOT = '/'
 
 
-def cores() -> int:
-  """CPU cores this process may run on."""
+class Memory(NamedTuple):
+  """The memory a training may take now.
+
+  Attributes:
+    available: Bytes available (the lower of MemAvailable and what the
+      cgroup's limit leaves), or None if unknown.
+    limit: The cgroup memory limit in bytes when it is what bounds
+      `available`, else None.
+  """
+  available: Optional[int]
+  limit: Optional[int] = None
+
+  def describe(self, size) -> str:
+    """'the 20 GB available', or 'the 1.9 GB available under the 2.1 GB
+    cgroup memory limit'; `size` formats a number of bytes."""
+    text = f'the {size(self.available)} available'
+    if self.limit is not None:
+      text += f' under the {size(self.limit)} cgroup memory limit'
+    return text
+
+
+def cores(root: Optional[str] = None) -> int:
+  """CPU cores this process may run on: its CPU affinity, and no more than
+  the cgroup's CPU quota (rounded up)."""
   try:
-    return len(os.sched_getaffinity(0))
+    count = len(os.sched_getaffinity(0))
   except AttributeError:
-    return os.cpu_count() or 1
+    count = os.cpu_count() or 1
+  quota = cgroup.limits(root or ROOT).cpus
+  if quota is not None:
+    count = min(count, max(1, math.ceil(quota)))
+  return count
 
 
-def available_memory() -> Optional[int]:
-  """Bytes of memory available now (MemAvailable), or None if unknown."""
+def memory(root: Optional[str] = None) -> Memory:
+  """The memory available now: MemAvailable, or less where the cgroup's
+  memory limit leaves less (`cgroup.Limits.memory_left`)."""
+  root = root or ROOT
+  available = _mem_available(root)
+  limits = cgroup.limits(root)
+  left = limits.memory_left
+  if left is not None and (available is None or left < available):
+    return Memory(left, limits.memory)
+  return Memory(available)
+
+
+def available_memory(root: Optional[str] = None) -> Optional[int]:
+  """Bytes of memory available now, or None if unknown (see `memory`)."""
+  return memory(root).available
+
+
+def limits_note(root: Optional[str] = None) -> str:
+  """' (this cgroup's limits: 2 cores, 2.1 GB of memory)' for a message
+  that gives the machine's size, or '' without cgroup limits."""
+  limits = cgroup.limits(root or ROOT)
+  cpus = limits.cpus
+  parts = ([f'{cpus:g} core{"" if cpus == 1 else "s"}'] if cpus is not None
+           else []) + (
+      [f'{limits.memory / 1e9:.1f} GB of memory']
+      if limits.memory is not None else [])
+  return f" (this cgroup's limits: {', '.join(parts)})" if parts else ''
+
+
+def _mem_available(root: str) -> Optional[int]:
+  """MemAvailable of /proc/meminfo, in bytes, or None."""
   try:
-    with open('/proc/meminfo') as f:
+    with open(os.path.join(root, 'proc', 'meminfo')) as f:
       for line in f:
         if line.startswith('MemAvailable:'):
           return int(line.split()[1]) * 1024
-  except OSError:
+  except (OSError, ValueError, IndexError):
     pass
   return None
 
@@ -62,8 +125,7 @@ def filesystem_type(path: str) -> Optional[str]:
         fields = line.split()
         if len(fields) < 3:
           continue
-        mount = _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)),
-                                  fields[1])
+        mount = cgroup.unescape(fields[1])
         inside = path == mount or path.startswith(mount.rstrip('/') + '/')
         if inside and len(mount) >= len(best):
           best, kind = mount, fields[2]

@@ -24,7 +24,7 @@ find_python() {
 }
 
 stamp=".venv/.lock-sha256"
-want="$(cat requirements/lock.txt setup.py | sha256sum | cut -d' ' -f1)"
+want="$(cat requirements/lock.txt setup.py pyproject.toml | sha256sum | cut -d' ' -f1)"
 if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   exit 0
 fi

@@ -195,17 +195,14 @@ def test_python_m_generic_trainer_help():
 
 
 def test_console_script_is_cli_main():
-  """setup.py installs `generic-trainer`, running generic_trainer.local.cli.main."""
+  """pyproject.toml installs `generic-trainer`, running
+  generic_trainer.local.cli.main."""
   import importlib  # pylint: disable=g-import-not-at-top
+  import tomli  # pylint: disable=g-import-not-at-top
   from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(REPO, 'setup.py')) as f:
-    tree = ast.parse(f.read())
-  setup_call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and
-                    getattr(n.func, 'attr', None) == 'setup')
-  entry_points = ast.literal_eval(next(
-      k.value for k in setup_call.keywords if k.arg == 'entry_points'))
-  (script,) = entry_points['console_scripts']
-  name, target = (s.strip() for s in script.split('='))
+  with open(os.path.join(REPO, 'pyproject.toml'), 'rb') as f:
+    scripts = tomli.load(f)['project']['scripts']
+  (name, target), = scripts.items()
   module, _, function = target.partition(':')
   assert name == 'generic-trainer'
   assert getattr(importlib.import_module(module), function) is cli.main
@@ -261,10 +258,11 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
   proc, out = spec_run
   assert len(FIRST_STEP.findall(proc.stdout)) == 1
   assert re.search(
-      r'== Trained TrainSpec PenguinSpec of .*penguin_spec.py: 20 steps, 5 '
-      r'epochs, [\d.]+ s of training\n  train: loss=[\d.]+ '
+      r'== Trained TrainSpec PenguinSpec of .*penguin_spec.py: 20 steps in 5 '
+      r'epochs of 4 steps, [\d.]+ s of training\n  train: loss=[\d.]+ '
       r'sparse_categorical_accuracy=[\d.]+\n  eval:  loss=[\d.]+ '
-      r'sparse_categorical_accuracy=[\d.]+\n  export validated: loads, has '
+      r'sparse_categorical_accuracy=[\d.]+\n  eval on the --eval-data files\n'
+      r'  export validated: loads, has '
       r'serving_default, predicts finite values on 4 eval examples\n',
       proc.stdout)
   assert f'  model:  {out}/model\n' in proc.stdout

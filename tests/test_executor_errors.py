@@ -129,10 +129,10 @@ def test_bad_max_restarts_property(trainer_io):
 def test_tf_keras_module_runs_in_child_when_process_has_keras3(trainer_io):
   """With tf.keras already Keras 3 here, keras_version='tf_keras' uses a child."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.launch import keras_process  # pylint: disable=g-import-not-at-top
-  if keras_process.resolved_tf_keras() is None:
-    keras_process.can_train_in_process('keras3')
-  if keras_process.resolved_tf_keras() != 'keras3':
+  from generic_trainer.core import keras_env  # pylint: disable=g-import-not-at-top
+  if keras_env.resolved_tf_keras() is None:
+    keras_env.claim_tf_keras('keras3')
+  if keras_env.resolved_tf_keras() != 'keras3':
     pytest.skip('tf.keras already means tf_keras in this test process')
   assert tf.keras.layers.Dense.__module__.startswith('keras.')
   io = trainer_io(module_file=_module('tf_keras_save'),

@@ -377,7 +377,7 @@ def test_command_trains_the_penguin_spec_with_backend_jax(tmp_path,
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert proc.stdout.count('first training step after ') == 1
   assert ('== Trained TrainSpec PenguinSpec of ' + SPEC_MODULE +
-          ': 20 steps, 5 epochs') in proc.stdout
+          ': 20 steps in 5 epochs of 4 steps') in proc.stdout
   assert _serves_through_xla(out / 'model', out / 'data')
 
 
@@ -392,7 +392,7 @@ def test_command_trains_a_spec_whose_backend_is_jax(tmp_path, penguin_csvs):
                   '--progress', 'lines')
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert ('== Trained TrainSpec PenguinSpecOnJax of ' + JAX_SPEC_MODULE +
-          ': 10 steps, 5 epochs') in proc.stdout
+          ': 10 steps in 5 epochs of 2 steps') in proc.stdout
   assert '\nepoch 5 done after ' in proc.stderr
   assert _serves_through_xla(out / 'model', out / 'data')
 

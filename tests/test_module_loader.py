@@ -64,18 +64,21 @@ def test_trainer_fn_module_explains_migration():
 
 
 _TAXI_ADVICE = (
-    r'It builds a tf.estimator.DNNLinearCombinedClassifier: the canned spec '
+    r'cannot run: This module uses tf.estimator \(line 45: '
+    r'`tf.estimator.DNNLinearCombinedClassifier`; line 56: '
+    r'`tf.estimator.RunConfig`\), which TF 2.16 and TFX removed; it cannot be '
+    r'imported, so it was read, not run. It builds a '
+    r'tf.estimator.DNNLinearCombinedClassifier \(line 45\): the canned spec '
     r'DNNLinearCombinedClassifierSpec replaces it \(the same kind of model, '
-    r'Keras preprocessing layers in place of the feature columns, read from '
-    r'the schema\). Keep `preprocessing_fn` for Transform and replace '
-    r'`trainer_fn` and the Estimator code with:\n\n'
-    r'from generic_trainer.canned import DNNLinearCombinedClassifierSpec\n\n'
+    r'Keras preprocessing layers in place of the feature columns\). Keep '
+    r'`preprocessing_fn` for Transform and replace `trainer_fn` and the '
+    r'Estimator code with these lines, read from the module:\n\n'
+    r'from generic_trainer.canned import Categorical, '
+    r'DNNLinearCombinedClassifierSpec, Numeric\n\n'
     r'class Spec\(DNNLinearCombinedClassifierSpec\):\n'
-    r"  label_key = '...'  # the label \(its transformed name with "
-    r'Transform\)\n'
-    r'  linear_feature_keys = \[...\]  # linear_feature_columns\n'
-    r'  dnn_feature_keys = \[...\]     # dnn_feature_columns\n'
-    r'  dnn_hidden_units = \[100, 70, 50, 25\]\n')
+    r"(?s).*  dnn_feature_keys = \['trip_miles_xf', 'fare_xf', "
+    r"'trip_seconds_xf'\].*'trip_start_hour_xf': Categorical\(num_buckets=24\)"
+    r'.*  dnn_hidden_units = \[100, 70, 50, 25\]')
 
 
 @pytest.mark.parametrize('check', ['construction', 'load'])
@@ -103,7 +106,8 @@ def test_each_canned_estimator_has_its_spec(tmp_path, estimator, spec):
   path.write_text(f'def trainer_fn(a, s):\n  return tf.estimator.{estimator}('
                   ')\n')
   with pytest.raises(UserModuleError, match=(
-      rf'(?s)It builds a tf.estimator.{estimator}: the canned spec {spec} '
+      rf'(?s)It builds a tf.estimator.{estimator} \(line 2\): the canned '
+      rf'spec {spec} '
       rf'replaces it.*class Spec\({spec}\)')):
     module_loader.check_module_source(str(path))
 

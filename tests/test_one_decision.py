@@ -51,8 +51,9 @@ def test_source_keys_are_defined_once(key):
 
 
 def test_one_reader_of_a_module_files_top_level_names():
-  """One AST walker reads what a module file defines (module_loader)."""
-  assert _calls('parse', on='ast') == {'generic_trainer.core.module_loader'}
+  """One place parses user source (source_tree); module_loader reads what
+  a module file defines from it."""
+  assert _calls('parse', on='ast') == {'generic_trainer.source_tree'}
   from generic_trainer.core import module_loader  # pylint: disable=g-import-not-at-top
   kinds = module_loader.top_level_names(os.path.join(TESTDATA,
                                                      'trainer_fn_only.py'))

@@ -370,10 +370,13 @@ _IN_PLACE = {
     'local/console.py': "the command's log, appended to as it runs",
     'core/publish.py': 'an empty probe that the folder can be written',
     'launch/private_network.py': "/proc files of the child's namespace",
+    'data/tfrecords.py': 'its writer writes a temporary file that '
+                         'atomic_files puts in place',
 }
 _WRITE_CALLS = ('open', 'GFile', 'fdopen')
 _ALWAYS_WRITES = ('json.dump', 'shutil.copyfile', 'shutil.copy',
-                  'shutil.copy2', 'write_text', 'write_bytes')
+                  'shutil.copy2', 'write_text', 'write_bytes',
+                  'TFRecordWriter')
 
 
 def _writes_in_place(path):

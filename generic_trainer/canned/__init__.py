@@ -15,7 +15,8 @@ can be:
 
 Above `loop` (it reads the schema and a data sample with its `datasets`),
 below `core`, whose module loader names a canned spec in the error that
-refuses a tf.estimator `trainer_fn` module (`migration`). May import: the
+refuses a tf.estimator module (`migration`, reading its source with
+`module_source` and writing the spec with `spec_lines`). May import: the
 base modules, `heads`, `loop` and `data`. Importing it loads no
 TensorFlow; the names below are re-exported from the modules that hold
 them.

@@ -14,6 +14,7 @@ from generic_trainer.component.spec import GenericTrainerSpec
 from generic_trainer.core import args
 from generic_trainer.core import module_loader
 from generic_trainer.core import plan
+from generic_trainer.core import static_spec
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
@@ -131,6 +132,9 @@ class GenericTrainer(base_component.BaseComponent):
     plan.check_settings(keras_version=keras_version, backend=backend,
                         num_workers=num_workers, strategy=strategy,
                         max_restarts=max_restarts)
+    # What the module's source says plainly: a head on JAX (row 222).
+    static_spec.check_heads_on_jax(module_file, backend,
+                                   f'backend={backend!r}')
     args.check_flag('allow_signature_change', allow_signature_change)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)

@@ -5,7 +5,8 @@ executor, the `generic-trainer` command and the notebook `Estimator` run.
               block raises, what it staged is moved aside, never published
     train     the caller's `train()`: it exports into `staged.serving_dir`
     validate  the export loads (once), serves eval examples, finite outputs
-              (`export_validation`)
+              (`export_validation`), and answers TF Serving's Classify,
+              Regress and Predict requests without labels (`serving_check`)
     gate      with a base model, its clients' signatures still hold
               (`signature_gate`), unless `allow_signature_change`
     publish   `StagedExport.publish`: the commit point

@@ -11,12 +11,18 @@
      features it names, read from the examples (through the Transform graph
      when one is given and the names are transformed features). When the
      examples are Transform's output and the signature parses raw examples,
-     it is fed synthetic raw examples built from the raw feature spec.
+     it is fed synthetic raw examples built from the raw feature spec;
+  5. every signature a serving client calls answers the Classify, Regress or
+     Predict request TF Serving would give it, built from those examples
+     without labels and weights (`serving_check`); the requests are written
+     into the export as its warmup file.
 """
 
 from typing import Any, Dict, List, Optional
 
 from generic_trainer import paths
+from generic_trainer.core import serving_check
+from generic_trainer.data import not_served as not_served_lib
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import ExportValidationError, summarize
 
@@ -52,9 +58,28 @@ def validate_export(serving_dir: str,
                     schema_path: Optional[str] = None,
                     transform_graph_path: Optional[str] = None,
                     num_examples: int = 4,
-                    loaded: Any = None) -> Dict[str, Any]:
+                    loaded: Any = None,
+                    not_served: Optional[Dict[str, str]] = None,
+                    write_warmup: bool = True) -> Dict[str, Any]:
   """Validates the SavedModel in `serving_dir`; returns what was checked.
-  `loaded` is `load_export(serving_dir)`, when the caller has it."""
+
+  Args:
+    serving_dir: The export.
+    eval_files: File patterns of the eval tf.Examples.
+    schema_path: The schema; its features not in the SERVING environment
+      are left out of the serving requests.
+    transform_graph_path: Transform's graph, when the examples are its input
+      or output.
+    num_examples: How many eval examples each request carries.
+    loaded: `load_export(serving_dir)`, when the caller has it.
+    not_served: {feature: why} of further labels and weights no request
+      carries (the export's own declaration, `data.not_served`, is read too).
+    write_warmup: Write the requests that passed into the export's
+      `assets.extra/tf_serving_warmup_requests`.
+
+  Raises:
+    ExportValidationError: (`ServingCheckError` for step 5) what is wrong.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if loaded is None:
     loaded = load_export(serving_dir)
@@ -90,10 +115,42 @@ def validate_export(serving_dir: str,
           f'{len(serialized)} eval examples: {str(tensor.numpy().tolist())[:200]}. The '
           'model diverged or was exported before it was trained; check the '
           'training loss and learning rate.')
+  requests = _requests(serving_dir, serialized, inputs, schema_path,
+                       transform_graph_path, not_served)
   return {'signature': SERVING_SIGNATURE,
           'inputs': {k: str(v) for k, v in input_specs.items()},
           'outputs': output_shapes,
-          'examples_checked': len(serialized)}
+          'examples_checked': len(serialized),
+          'serving': serving_check.check(serving_dir, loaded, requests,
+                                         write_warmup=write_warmup)}
+
+
+def _requests(serving_dir: str, serialized: List[bytes], inputs, schema_path,
+              transform_graph_path, not_served) -> serving_check.Requests:
+  """What the serving requests carry: the examples step 4 fed (raw ones,
+  with Transform), without labels and weights."""
+  found = {}
+  if schema_path:
+    from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
+    found.update(not_served_lib.from_schema(schema_file.read(schema_path)))
+  found.update(not_served_lib.declared(serving_dir))
+  found.update(not_served or {})
+  examples = serialized
+  fed = next(iter(inputs.values())) if len(inputs) == 1 else None
+  if fed is not None and fed.dtype.name == 'string':
+    examples = [bytes(e) for e in fed.numpy().reshape([-1])]
+  stripped = serving_check.without(examples, found)
+  features = serving_check.features_of(serving_check.without(serialized,
+                                                             found))
+  features.update(serving_check.features_of(stripped))
+  transformed_only = ()
+  if transform_graph_path:
+    import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+    output = tft.TFTransformOutput(transform_graph_path)
+    transformed_only = set(output.transformed_feature_spec()) - set(
+        output.raw_feature_spec())
+  return serving_check.Requests(stripped, features, found, transformed_only)
+
 
 
 def _check_files(serving_dir: str) -> None:

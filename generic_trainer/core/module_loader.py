@@ -26,6 +26,7 @@ import sys
 import types
 from typing import Any, Callable, Dict, Optional
 
+from generic_trainer import source_tree
 from generic_trainer.core import user_code
 from generic_trainer.core.user_code import user_traceback
 from generic_trainer.errors import UserModuleError
@@ -47,6 +48,28 @@ def _trainer_fn_migration(path: Optional[str]) -> str:
     with open(path, errors='replace') as f:
       source = f.read()
   return migration.advice(source)
+
+
+def check_no_estimator(path: Optional[str], what: str) -> None:
+  """Refuses a module whose source uses tf.estimator, before importing it
+  (and TensorFlow): importing it would fail with an ImportError, or its
+  `run_fn` later, after the inputs are read.
+
+  Raises:
+    UserModuleError: naming the lines and the spec that replaces the
+      Estimator, with the module's own settings (`canned.migration`).
+  """
+  if not path or not path.endswith('.py') or not os.path.isfile(path):
+    return
+  from generic_trainer.canned import migration  # pylint: disable=g-import-not-at-top
+  from generic_trainer.canned import estimator_uses  # pylint: disable=g-import-not-at-top
+  with open(path, errors='replace') as f:
+    source = f.read()
+  uses = estimator_uses.estimator_uses(source)
+  if uses:
+    raise UserModuleError(
+        f'The user module ({what}) cannot run: '
+        f'{migration.advice(source, uses)}')
 
 
 def load_entry_point(key: str, value: str, name: Optional[str] = None
@@ -208,20 +231,6 @@ def _public_names(module: types.ModuleType) -> str:
   return ', '.join(names) if names else 'nothing public'
 
 
-def _missing_file_error(path: str) -> UserModuleError:
-  return UserModuleError(
-      'The module file does not exist. Expected a Python file. Received: '
-      f'module_file={path!r} (working directory {os.getcwd()}). Check the '
-      'path; an absolute path avoids surprises.')
-
-
-def _syntax_error(path: str, e: SyntaxError) -> UserModuleError:
-  return UserModuleError(
-      f'The module file {path!r} has a syntax error at line {e.lineno}: '
-      f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
-      'error.')
-
-
 def _exit_at_import(what: str, e: BaseException) -> UserModuleError:
   return UserModuleError(
       f'Importing {what} called {user_code.describe_exit(e)}: the module '
@@ -242,7 +251,8 @@ def _load_source_file(path: str) -> types.ModuleType:
       raise UserModuleError(
           f'Cannot read the module file {path!r}: {e}. Check the path.') from e
   if not os.path.isfile(local_path):
-    raise _missing_file_error(path)
+    raise source_tree.missing_file_error(path)
+  check_no_estimator(local_path, f'{MODULE_FILE_KEY}={path!r}')
   stem = os.path.splitext(os.path.basename(local_path))[0]
   name = f'_generic_trainer_user_module_{next(_counter)}_{stem}'
   spec = importlib.util.spec_from_file_location(name, local_path)
@@ -257,7 +267,7 @@ def _load_source_file(path: str) -> types.ModuleType:
       spec.loader.exec_module(module)
   except SyntaxError as e:
     del sys.modules[name]
-    raise _syntax_error(path, e) from e
+    raise source_tree.syntax_error(path, e) from e
   except user_code.EXITS as e:
     del sys.modules[name]
     raise _exit_at_import(f'the module file {path!r}', e) from e
@@ -272,6 +282,12 @@ def _load_source_file(path: str) -> types.ModuleType:
 
 def _import_module(module_path: str, source: str) -> types.ModuleType:
   """Imports `module_path`, installing the wheel of `name@wheel` first."""
+  if '@' not in module_path and module_path not in sys.modules:
+    try:
+      found = importlib.util.find_spec(module_path)
+    except (ImportError, ValueError):
+      found = None
+    check_no_estimator(getattr(found, 'origin', None), source)
   from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
   name, wheels = udf_utils.decode_user_module_key(module_path)
   try:
@@ -313,14 +329,7 @@ def top_level_names(path: str) -> Optional[Dict[str, str]]:
     UserModuleError: the file is missing or has a syntax error.
   """
   import ast  # pylint: disable=g-import-not-at-top
-  if not os.path.isfile(path):
-    raise _missing_file_error(path)
-  with open(path, 'rb') as f:
-    source = f.read()
-  try:
-    tree = ast.parse(source, filename=path)
-  except SyntaxError as e:
-    raise _syntax_error(path, e) from e
+  tree = source_tree.read(path)
   kinds = {}
   for node in tree.body:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -351,6 +360,7 @@ def check_module_source(path: str) -> None:
   if '://' in path:
     return
   kinds = top_level_names(path)
+  check_no_estimator(path, f'{MODULE_FILE_KEY}={path!r}')
   if kinds is None:
     return  # Cannot know statically.
   if RUN_FN_KEY not in kinds and 'class' not in kinds.values():

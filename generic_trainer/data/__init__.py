@@ -2,7 +2,8 @@
 
 `input_pipeline` (the fast datasets of `run_fn` modules and TrainSpecs),
 `tf_example_dataset` (TFXIO's own dataset and parse config, Beam-free),
-`schema_file` (reading and writing schema.pbtxt), `parsed_size` (what
+`schema_file` (reading and writing schema.pbtxt), `not_served` (the labels
+and weights no serving request carries), `parsed_size` (what
 parsed rows will take), `cache_folder` (where parsed rows go on disk).
 
 May import the base modules (`errors`, `keys`, `machine`).

@@ -260,7 +260,8 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
               disk_claimed: int = 0) -> CacheFit:
   """Where to keep the rows of `patterns` parsed with `config` (dense
   features): in memory if they fit in `CACHE_MEMORY_FRACTION` of
-  `available` bytes (default: the memory available now), else on the disk
+  `available` bytes (default: the memory available now, under the
+  cgroup's limit in a container: `machine.memory`), else on the disk
   of `disk_dir` if they fit in this process's share of it:
   `CACHE_DISK_FRACTION` of `disk_free` bytes (default: free there now; a
   filesystem in memory, tmpfs, is no disk) split between `disk_sharers`
@@ -269,8 +270,9 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
   `parsed_size.estimate`; an unknown size keeps nothing."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
-  if available is None:
-    available = machine.available_memory()
+  room = machine.Memory(available) if available is not None else (
+      machine.memory())  # A cgroup limit bounds it, and is named.
+  available = room.available
   files = paths.expand(patterns)
   size = parsed_size.estimate(files, config)
   if size is None:
@@ -284,8 +286,7 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
   else:
     fits = size.parsed_bytes <= available * CACHE_MEMORY_FRACTION
     memory = (f'{rows} {"fit" if fits else "do not fit"} in '
-              f'{_share(CACHE_MEMORY_FRACTION)} of the {_size(available)} '
-              'available')
+              f'{_share(CACHE_MEMORY_FRACTION)} of {room.describe(_size)}')
     if fits:
       return CacheFit('memory', memory)
   parsed = size.parsed_bytes

@@ -70,10 +70,11 @@ def check_capacity(count: int) -> None:
     raise errors.InvalidArgumentError(
         f'num_workers={count} would start {count} TensorFlow processes on '
         f'this machine, which can run about {limit}: {cores} core(s) and '
-        f'{free} of free memory, at two workers a core and '
-        f'{WORKER_MEMORY >> 30} GiB each. Use num_workers <= {limit} here, or '
-        'run the trainer in a cluster that sets TF_CONFIG, one worker a '
-        'replica (README.md, "Scaling out"). Nothing was started.')
+        f'{free} of free memory{machine.limits_note()}, at two workers a '
+        f'core and {WORKER_MEMORY >> 30} GiB each. Use num_workers <= '
+        f'{limit} here, or run the trainer in a cluster that sets TF_CONFIG, '
+        'one worker a replica (README.md, "Scaling out"). Nothing was '
+        'started.')
 
 
 def tf_config(ports: List[int], index: int) -> Dict[str, Any]:

@@ -55,6 +55,7 @@ from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.local import cli_args
 from generic_trainer.local import console
+from generic_trainer.local import holdout
 from generic_trainer.local import run as local_run
 from generic_trainer.local.cli_args import PROG
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -79,7 +80,9 @@ def _main(argv: Optional[Sequence[str]]) -> int:
   except InvalidArgumentError as e:
     print(f'{PROG}: error: {e}', file=sys.stderr)
     return 2
-  # TensorFlow's C++ INFO and WARNING lines (end of data at each eval...).
+  # TensorFlow's C++ INFO and WARNING lines (end of data at each eval...),
+  # unless the user asked for them; its start-up lines: see
+  # console.import_tensorflow.
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   checkpoint, resuming = None, False
   try:
@@ -91,7 +94,9 @@ def _main(argv: Optional[Sequence[str]]) -> int:
       if resuming:
         print(f'Resuming from the checkpoint an earlier run left in '
               f'{checkpoint} (--no-resume starts over).', flush=True)
-      with console.command_lines():
+      print(holdout.plan(request.eval_data, request.eval_on_train),
+            flush=True)
+      with console.command_lines(), console.quiet_warnings():
         outcome = local_run.run(request, checkpoint)
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
@@ -109,6 +114,18 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     return 130
   _print_outcome(request, outcome)
   return 0
+
+
+def schedule_text(steps: Optional[int], epochs: Optional[int]) -> str:
+  """'20 steps in 5 epochs of 4 steps', '20000 steps in one epoch
+  (evaluated once, at the end)': what the steps and epochs were, in words
+  that do not make 20000 steps of a canned spec (`epochs=1`) read as one
+  pass over the data."""
+  if epochs == 1:
+    return f'{steps} steps in one epoch (evaluated once, at the end)'
+  if steps and epochs and steps % epochs == 0:
+    return f'{steps} steps in {epochs} epochs of {steps // epochs} steps'
+  return f'{steps} steps in {epochs} epochs'
 
 
 def _say_earlier_model_kept(request: local_run.Request) -> None:
@@ -132,9 +149,8 @@ def _print_outcome(request: local_run.Request,
   layout, result = outcome.layout, outcome.result
   lines = [f'== Trained {outcome.entry_point} of {request.module_file}']
   if result:
-    lines[0] += (f': {result.get("steps")} steps, {result.get("epochs")} '
-                 f'epochs, {result.get("training_time_s", 0):.1f} s of '
-                 'training')
+    lines[0] += (f': {schedule_text(result.get("steps"), result.get("epochs"))}'
+                 f', {result.get("training_time_s", 0):.1f} s of training')
     if result.get('resumed_from_batch'):
       lines[0] += (f' (resumed at step {result["resumed_from_step"]}: epoch '
                    f'{result["resumed_from_epoch"] + 1}, batch '
@@ -145,6 +161,8 @@ def _print_outcome(request: local_run.Request,
       metrics = result.get(split) or {}
       lines.append(f'  {split + ":":6} ' + (' '.join(
           f'{k}={v:.4g}' for k, v in sorted(metrics.items())) or 'none'))
+    if outcome.evaluation:
+      lines.append(f'  eval on {holdout.describe(outcome.evaluation)}')
   else:
     lines.append('  metrics: none recorded (a run_fn may write '
                  'train_result.json into fn_args.model_run_dir; see '

@@ -14,14 +14,17 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from generic_trainer.core import plan
 from generic_trainer.core import module_loader
+from generic_trainer.core import static_spec
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import UserModuleError
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
 from generic_trainer.local import output_folder
+from generic_trainer.version import __version__
 
 PROG = 'generic-trainer'
+EVAL_ON_TRAIN = 'train'  # `--eval-data train`: evaluate on the train data.
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}
 _DATA_KINDS = ('a CSV file (*.csv) or TFRecord files of tf.Example '
                '(*.tfrecord, *.gz)')
@@ -50,13 +53,17 @@ def _parser() -> argparse.ArgumentParser:
       'the same command runs again (a run_fn only if it uses the resume '
       'helpers of generic_trainer.resume).')
   add = parser.add_argument
+  add('--version', action='version', version=f'{PROG} {__version__}',
+      help='print the version and exit')
   add('--module-file', required=True, metavar='M',
       help='the module file: a TrainSpec subclass or a run_fn(fn_args)')
   add('--train-data', required=True, action='append', metavar='PATH',
       help='train data: a CSV file, or TFRecord files of tf.Example; a path '
       'or a quoted glob; may repeat')
   add('--eval-data', action='append', metavar='PATH',
-      help='eval data, like --train-data (default: the train data)')
+      help='eval data, like --train-data; `train` evaluates on the train '
+      'data itself (default: a held-out third of the train data, a hash '
+      "split of the rows as CsvExampleGen's default 2:1)")
   add('--schema', metavar='SCHEMA.PBTXT',
       help='the schema (default: inferred from the train data)')
   add('--output-dir', required=True, metavar='DIR',
@@ -102,7 +109,9 @@ def parse(argv: Optional[Sequence[str]],
   module_file = _module_file(ns.module_file)
   output_dir = _output_dir(ns.output_dir)
   train_data = _data_files('--train-data', ns.train_data)
-  eval_data = _data_files('--eval-data', ns.eval_data) if ns.eval_data else None
+  eval_on_train = _eval_on_train(ns.eval_data)
+  eval_data = (_data_files('--eval-data', ns.eval_data)
+               if ns.eval_data and not eval_on_train else None)
   schema = _existing('--schema', ns.schema, 'a schema.pbtxt (a TFMD Schema in '
                      'text format, as SchemaGen writes it)', ', or leave '
                      '--schema out to infer the schema from the train data'
@@ -121,6 +130,8 @@ def parse(argv: Optional[Sequence[str]],
         'lines for a log line per epoch.')
   if ns.run_fn is not None:
     _check_run_fn(ns.run_fn, module_file)
+  static_spec.check_heads_on_jax(module_file, ns.backend,
+                                 f'--backend={ns.backend}', ns.run_fn)
   return local_run.Request(
       module_file=module_file, train_data=train_data, eval_data=eval_data,
       schema=schema, output_dir=output_dir,
@@ -132,7 +143,21 @@ def parse(argv: Optional[Sequence[str]],
       hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
       keras_version=ns.keras_version, backend=ns.backend, interactive=PROGRESS[ns.progress],
       resume=not ns.no_resume, started=started, base_model=base_model,
-      allow_signature_change=ns.allow_signature_change)
+      allow_signature_change=ns.allow_signature_change,
+      eval_on_train=eval_on_train)
+
+
+def _eval_on_train(values: Optional[List[str]]) -> bool:
+  """Whether `--eval-data train` asks for the train data itself."""
+  if not values or EVAL_ON_TRAIN not in values:
+    return False
+  if len(values) > 1:
+    raise InvalidArgumentError(
+        f'--eval-data {EVAL_ON_TRAIN} means the train data itself and takes '
+        'no other --eval-data. Expected either `--eval-data train` alone or '
+        f'eval files. Received: --eval-data={values!r}. Pass one or the '
+        'other (a file named train: ./train).')
+  return True
 
 
 def _where(path: str) -> str:

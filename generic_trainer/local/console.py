@@ -47,6 +47,59 @@ class _Formatter(logging.Formatter):
     return f'{record.levelname}: {message}'
 
 
+# TensorFlow's start-up lines at ERROR level (TF_CPP_MIN_LOG_LEVEL=2 keeps
+# them): XLA's CUDA plugins registered twice, on any machine, GPU or not.
+_START_UP_LINES = re.compile(
+    r'Unable to register cu(FFT|DNN|BLAS) factory: Attempting to register '
+    r'factory for plugin cu\w+ when one has already been registered')
+
+
+def import_tensorflow() -> None:
+  """Imports TensorFlow, dropping its start-up lines from stderr
+  (`_START_UP_LINES`) unless TF_CPP_MIN_LOG_LEVEL asks for its INFO or
+  WARNING lines (0 or 1); every other line is written as it came.
+
+  Call it once the environment that TensorFlow reads at import
+  (TF_USE_LEGACY_KERAS, KERAS_BACKEND) is set.
+  """
+  if 'tensorflow' in sys.modules or os.environ.get(
+      'TF_CPP_MIN_LOG_LEVEL', '0') in ('0', '1'):
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+    return
+  import tempfile  # pylint: disable=g-import-not-at-top
+  sys.stderr.flush()
+  try:
+    saved = os.dup(2)
+  except OSError:  # No stderr to filter.
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+    return
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      import tensorflow  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      captured.seek(0)
+      for line in captured.read().decode(errors='replace').splitlines(True):
+        if not _START_UP_LINES.search(line):
+          sys.stderr.write(line)
+      sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def quiet_warnings() -> Iterator[None]:
+  """While the command runs, Python's FutureWarnings (Google clients'
+  'non-supported Python version', TFX's and Keras's deprecations) are not
+  shown, unless the user chose warnings (-W, PYTHONWARNINGS)."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  with warnings.catch_warnings():
+    if not sys.warnoptions:
+      warnings.simplefilter('ignore', FutureWarning)
+    yield
+
+
 @contextlib.contextmanager
 def command_lines(stream: Optional[TextIO] = None) -> Iterator[None]:
   """While the command runs, the progress log and absl's warnings go to

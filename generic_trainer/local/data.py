@@ -66,9 +66,7 @@ def to_split(data, split_dir: str, schema=None,
     _clear(split_dir)
     out = os.path.join(split_dir, 'data.gz')
     # The rows keep the CSV files' permissions: a private file stays so.
-    with atomic_files.replacing_path(out, _common_mode(files),
-                                     suffix='.gz') as temp:
-      csv_data.write(tables, kinds, temp)
+    csv_data.write(tables, kinds, out, common_mode(files))
     return [out]
   check_tfrecords(files)
   if schema is not None:
@@ -140,7 +138,7 @@ def _clear(folder: str) -> None:
         'elsewhere.')
 
 
-def _common_mode(files: List[str]) -> int:
+def common_mode(files: List[str]) -> int:
   """The permission bits every one of `files` has (read and write only)."""
   mode = 0o666
   for path in files:

@@ -54,7 +54,9 @@ from generic_trainer.core.publish import StagedExport
 from generic_trainer.data import statistics
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
+from generic_trainer.local import console
 from generic_trainer.local import data as local_data
+from generic_trainer.local import holdout
 from generic_trainer.local.layout import Layout
 
 
@@ -65,7 +67,8 @@ class Request:
   Attributes:
     module_file: Absolute path of the module file.
     train_data: Train files (CSV, or TFRecords of tf.Example).
-    eval_data: Eval files; None means the train files.
+    eval_data: Eval files; None means a held-out third of the train data
+      (`local.holdout`), or the train data itself with `eval_on_train`.
     schema: A schema.pbtxt to use, or None to infer one.
     output_dir: Absolute path of the output folder.
     steps: Train steps, or None.
@@ -101,6 +104,7 @@ class Request:
   resume = attr.ib(type=bool, default=True)
   base_model = attr.ib(type=Optional[str], default=None)
   allow_signature_change = attr.ib(type=bool, default=False)
+  eval_on_train = attr.ib(type=bool, default=False)
 
 
 def resume_key(request: Request) -> str:
@@ -135,6 +139,7 @@ def resume_key(request: Request) -> str:
       module_file=request.module_file,
       settings={RUN_FN_KEY: request.run_fn, 'steps': request.steps,
                 'eval_steps': request.eval_steps, 'hparams': request.hparams,
+                'eval_on_train': request.eval_on_train,
                 KERAS_VERSION_KEY: request.keras_version,
                 BACKEND_KEY: request.backend})
 
@@ -159,11 +164,14 @@ class Outcome:
       wrote none.
     report: What `validate_export` checked.
     layout: Where everything is.
+    evaluation: What the eval figures were measured on (`holdout.evaluation`;
+      also the `evaluation` entry of train_result.json).
   """
   entry_point = attr.ib(type=str)
   result = attr.ib(type=Optional[Dict[str, Any]])
   report = attr.ib(type=Optional[Dict[str, Any]])
   layout = attr.ib(type=Layout)
+  evaluation = attr.ib(type=Optional[Dict[str, Any]], default=None)
 
 
 def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
@@ -196,6 +204,7 @@ def _run_holding_folder(request: Request,
   # Before TensorFlow and Keras are imported (by the module, usually):
   # tf.keras and Keras's backend are decided once per process.
   keras_env.choose_before_import(request.keras_version, request.backend)
+  console.import_tensorflow()  # Without its start-up lines.
   layout = Layout(request.output_dir)
   checkpoint = checkpoint or layout.resume_dir(resume_key(request))
   plan, entry = plan_lib.resolve(
@@ -211,7 +220,7 @@ def _run_holding_folder(request: Request,
     request = attr.evolve(request, base_model=os.path.join(
         layout.link_base_model(request.base_model), SERVING_MODEL_DIR))
   try:
-    splits = _write_inputs(request, layout)
+    splits, evaluation = _write_inputs(request, layout)
     staged = StagedExport(layout.publishing, keep_dir=layout.run)
     if plan.spec_class is not None and plan.where == Where.HERE:
       train = _spec_training(request, layout, splits, staged, entry,
@@ -233,8 +242,11 @@ def _run_holding_folder(request: Request,
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
   name = (f'TrainSpec {plan.spec_class}' if plan.spec_class else
           f'`{request.run_fn or RUN_FN_KEY}`')
-  return Outcome(name, published.trained or train_result.read(layout.run),
-                 published.report, layout)
+  result = published.trained or train_result.read(layout.run)
+  if result is not None:  # What the eval figures were measured on.
+    result['evaluation'] = evaluation
+    train_result.write(layout.run, result)
+  return Outcome(name, result, published.report, layout, evaluation)
 
 
 def _settings(request: Request) -> Dict[str, Any]:
@@ -244,36 +256,52 @@ def _settings(request: Request) -> Dict[str, Any]:
           BACKEND_KEY: request.backend}
 
 
-def _write_inputs(request: Request, layout: Layout) -> Dict[str, List[str]]:
-  """The split folders, the schema and the hyperparameters file.
+def _write_inputs(request: Request, layout: Layout):
+  """The split folders, the schema and the hyperparameters file; returns
+  the splits' files and the `evaluation` entry (`holdout.evaluation`).
 
   The data after the schema (all of it with --schema; the eval data when
   the schema is inferred from the train data) is checked against it.
+  Without eval data, a third of the train data is held out for eval.
   """
   from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   schema, source = None, 'the schema inferred from the train data'
   if request.schema:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')
+  train_dir = os.path.join(layout.data, statistics.split_folder('train'))
+  held_out = not request.eval_data and not request.eval_on_train
+  # Held out: all of it first, in a folder named like the split it is
+  # checked as, then split into the train and eval folders.
+  whole = os.path.join(layout.data, '.whole')
   splits = {'train': local_data.to_split(
-      request.train_data,
-      os.path.join(layout.data, statistics.split_folder('train')), schema,
-      source)}
+      request.train_data, os.path.join(whole, os.path.basename(train_dir))
+      if held_out else train_dir, schema, source)}
   if schema is None:
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
   else:
     atomic_files.copy(request.schema, layout.schema)
   eval_dir = os.path.join(layout.data, statistics.split_folder('eval'))
-  splits['eval'] = (local_data.to_split(request.eval_data, eval_dir, schema,
-                                        source)
-                    if request.eval_data else
-                    local_data.link_split(splits['train'], eval_dir))
+  if held_out:
+    parts = holdout.split(splits['train'], train_dir, eval_dir)
+    shutil.rmtree(whole)
+    splits = {'train': parts.train_files, 'eval': parts.eval_files}
+    evaluation = holdout.evaluation(holdout.HELD_OUT,
+                                    train_rows=parts.train_rows,
+                                    eval_rows=parts.eval_rows)
+  elif request.eval_data:
+    splits['eval'] = local_data.to_split(request.eval_data, eval_dir, schema,
+                                         source)
+    evaluation = holdout.evaluation(holdout.FILES, files=request.eval_data)
+  else:
+    splits['eval'] = local_data.link_split(splits['train'], eval_dir)
+    evaluation = holdout.evaluation(holdout.TRAIN)
   if request.hparams is not None:
     atomic_files.write_json(
         os.path.join(layout.hparams_dir, 'hyperparameters.json'),
         request.hparams, mode=0o600, indent=1)
-  return splits
+  return splits, evaluation
 
 
 def _spec_training(request: Request, layout: Layout, splits, staged,

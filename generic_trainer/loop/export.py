@@ -22,6 +22,13 @@ transformed features out, the label included), which TFMA's
 `ModelSpec(preprocessing_function_names=['transform_features'])` uses to
 read a transformed label.
 
+No signature but `transform_features` needs a label or a weight: they are
+left out of the parsing (with Transform, so is every raw feature that feeds
+only them, as the Transform graph says: `data.not_served`), and the export
+declares them (`assets.extra/generic_trainer_not_served.json`) for the
+serving check. The heads' `classification` and `regression` signatures get
+TF Serving's method names (`heads.serving_methods`).
+
 On the JAX backend the parsing and the Transform graph stay TensorFlow ops,
 and `preprocess` with the model become one jax2tf function (`on_jax`): the
 same signatures (but not the heads' own: heads train on TensorFlow), served by TensorFlow with XLA.
@@ -44,7 +51,7 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
-  raw_spec, names, transform_layer = _raw_feature_spec(
+  raw_spec, names, transform_layer, not_served = _raw_feature_spec(
       spec, keys, schema_path, transform_graph_path)
   if on_jax.active():
     archive = on_jax.export_archive()
@@ -96,6 +103,10 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
   if transform_layer is not None:
     _add_transform_features(archive, transform_graph_path)
   archive.write_out(export_dir, verbose=False)
+  from generic_trainer.data import not_served as not_served_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.heads import serving_methods  # pylint: disable=g-import-not-at-top
+  serving_methods.set_method_names(export_dir)
+  not_served_lib.declare(export_dir, not_served)
 
 
 def _add_head_endpoints(archive, outputs, model, features_of) -> None:
@@ -188,13 +199,15 @@ def _model_feature_spec(keys, raw_spec, names, transform_graph_path):
 
 def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
   """(parsing spec of the raw features, labels and weights removed;
-  {parsing key: tensor name}; the TFT layer or None).
+  {parsing key: tensor name}; the TFT layer or None; {feature left out:
+  why}).
 
   Without a Transform graph it is the parse config the training input used
   (TFXIO's, `tf_example_dataset.parser_config`) for the features the model
   reads (`keys`), so serving parses as training did and needs no other
   feature, and TensorFlow Transform (~1.3 s to import) is not loaded. With
-  one, every raw feature Transform reads.
+  one, every raw feature Transform reads but those that feed only the
+  labels and weights.
   """
   from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   if transform_graph_path:
@@ -210,7 +223,13 @@ def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
         schema_file.read(schema_path))
     raw_spec = {k: v for k, v in raw_spec.items() if names[k] in keys}
     layer = None
-  absent = set(outputs.target_keys(spec.outputs)) | (
-      {spec.raw_label_key} if spec.raw_label_key else set())
+  from generic_trainer.data import not_served  # pylint: disable=g-import-not-at-top
+  targets = outputs.target_keys(spec.outputs)
+  absent = {k: 'label or weight' for k in targets}
+  if spec.raw_label_key:
+    absent[spec.raw_label_key] = 'raw_label_key'
+  if transform_graph_path:
+    absent.update({k: why for k, why in not_served.from_transform(
+        transform_graph_path, targets, keys).items() if k not in absent})
   raw_spec = {k: v for k, v in raw_spec.items() if names[k] not in absent}
-  return raw_spec, names, layer
+  return raw_spec, names, layer, absent

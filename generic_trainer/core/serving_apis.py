@@ -1,0 +1,387 @@
+"""How TF Serving's Classify, Regress and Predict APIs call a signature.
+
+For each API, as the model server's classifier, regressor and predictor
+do: the request built from label-less examples (`request`), the checks of
+the signature and of its answer (`serve`), and the PredictionLog of the
+request for the warmup file (`log`). `api` picks the API from the
+signature's method name. Each mistake raises `ServingCheckError` with what
+is wrong, what a client expected, what the export gave and what to do.
+Used by `serving_check`.
+"""
+
+import re
+from typing import Any, Dict, Optional
+
+from generic_trainer.errors import ServingCheckError
+from generic_trainer.errors import summarize
+from generic_trainer.heads.serving_methods import CLASSIFY
+from generic_trainer.heads.serving_methods import named_method
+from generic_trainer.heads.serving_methods import PREDICT
+from generic_trainer.heads.serving_methods import REGRESS
+
+API = {CLASSIFY: 'Classify', REGRESS: 'Regress', PREDICT: 'Predict'}
+_POSITIONAL = re.compile(r'output_\d+$')
+_REQUIRED = re.compile(r'Feature: (\S+) \(data type: \w+\) is required')
+_EXAMPLE_INPUT_NAMES = ('examples', 'inputs', 'input_example_tensor',
+                        'serialized_examples', 'serialized_tf_example')
+_SET_METHODS = ('generic_trainer.heads.serving_methods.set_method_names('
+                'export_dir) after saving')
+
+
+def api(name: str, signature) -> str:
+  """The API clients call `signature` with, as its method name says."""
+  method = signature.method_name
+  wanted = named_method(name)
+  if wanted and method != wanted:
+    raise ServingCheckError(
+        f'Signature {name!r} is named for TF Serving\'s {API[wanted]} API, '
+        f'but its method name is {method!r}: a model server that checks '
+        'method names (--enable_signature_method_name_check, as TF1-era '
+        f'servers did) refuses {API[wanted]} requests to it. Expected '
+        f'method_name={wanted!r}. TF2\'s tf.saved_model.save writes every '
+        f'signature as Predict: call {_SET_METHODS}, or name the '
+        'signature otherwise to serve it with Predict.')
+  return method if method in (CLASSIFY, REGRESS) else PREDICT
+
+
+def _dtype(info) -> str:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.dtypes.as_dtype(info.dtype).name
+
+
+def _shape(info) -> str:
+  if info.tensor_shape.unknown_rank:
+    return '<unknown>'
+  return str([d.size if d.size >= 0 else None for d in info.tensor_shape.dim])
+
+
+def _rank(info) -> Optional[int]:
+  return None if info.tensor_shape.unknown_rank else len(
+      info.tensor_shape.dim)
+
+
+def _describe(info) -> str:
+  return f'{_dtype(info)}{_shape(info)}'
+
+
+def _one_example_input(name: str, signature, api: str) -> str:
+  """The key of the one string [batch] input of a Classify or Regress
+  signature (the server takes the only input, whatever its key)."""
+  inputs = dict(signature.inputs)
+  if len(inputs) != 1:
+    raise ServingCheckError(
+        f'Signature {name!r} is a {API[api]} signature ({api}) with '
+        f'{len(inputs)} inputs {sorted(inputs)}. TF Serving\'s {API[api]} '
+        'feeds exactly one input: the serialized tf.Examples of the request. '
+        'Take one tf.string [None] input and parse the features from it.')
+  (key, info), = inputs.items()
+  _check_examples_input(name, key, info, f'{API[api]} requests')
+  return key
+
+
+def _check_examples_input(name: str, key: str, info, who: str) -> None:
+  from tensorflow.core.framework import types_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+  if info.dtype != types_pb2.DT_STRING:
+    raise ServingCheckError(
+        f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
+        f'{who} carry serialized tf.Examples: a tf.string tensor. Expected '
+        f"tf.TensorSpec([None], tf.string, name={key!r}); parse the features "
+        'inside the signature with tf.io.parse_example.')
+  rank = _rank(info)
+  if rank is not None and rank != 1:
+    raise ServingCheckError(
+        f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
+        f'{who} send the serialized tf.Examples as a vector, one string per '
+        f'example: shape [batch]. Expected tf.TensorSpec([None], tf.string, '
+        f"name={key!r}).")
+
+
+def _call(name: str, fn, feed: Dict[str, Any], count: int, requests,
+          api: str):
+  """Runs the signature, turning a failure into what a client sees."""
+  try:
+    return {k: v.numpy() for k, v in fn(**feed).items()}
+  except Exception as e:  # pylint: disable=broad-except
+    message = summarize(e)
+    required = _REQUIRED.search(str(e))
+    if required:
+      _missing_feature(name, required.group(1), requests, api)
+    what = ('a request of one example' if count == 1 else
+            f'a {API[api]} request of {count} examples')
+    raise ServingCheckError(
+        f'Signature {name!r} failed on {what} without labels and weights, '
+        f'as a client sends it: {type(e).__name__}: {message}. '
+        + ('It works on a batch but not on one example: a squeeze or '
+           'reshape drops the batch dimension; keep [batch, ...] shapes. '
+           if count == 1 else
+           'Check that it parses and transforms the features as training '
+           'did.')) from e
+
+
+def _missing_feature(name: str, feature: str, requests, api: str) -> None:
+  if feature in requests.not_served:
+    raise ServingCheckError(
+        f'Signature {name!r} requires the feature {feature!r} in every '
+        f'request, but {feature!r} is a label or weight '
+        f'({requests.not_served[feature]}): a client asking for a '
+        'prediction does not have it. Expected a signature that parses only '
+        f'the features the model reads. Leave {feature!r} out of the feature '
+        'spec the signature parses (canned specs and heads do; with '
+        'Transform set raw_label_key, or pop it from '
+        'tf_transform_output.raw_feature_spec()).')
+  if feature in requests.transformed_only:
+    raise ServingCheckError(
+        f'Signature {name!r} parses {feature!r}, a feature that only '
+        'Transform\'s output has, from requests that carry raw features: '
+        'the Transform graph is not applied in it. Parse the raw feature '
+        'spec (tf_transform_output.raw_feature_spec()), then call the '
+        'Transform layer, tracked on the model (model.tft_layer = '
+        'tf_transform_output.transform_features_layer()).')
+  raise ServingCheckError(
+      f'Signature {name!r} requires the feature {feature!r}, which the eval '
+      f'examples do not have (they have {sorted(requests.features)}): a '
+      f'client sending {API[api]} requests with the data\'s features cannot '
+      'call it. Parse only features of the data, with the names they have '
+      'there.')
+
+
+def _check_batch(name: str, key: str, value, count: int, what: str) -> None:
+  if value.ndim == 0 or value.shape[0] != count:
+    raise ServingCheckError(
+        f'Output {key!r} of signature {name!r} has shape '
+        f'{list(value.shape)} for a request of {count} example(s); '
+        f'{what} needs one row per example: shape [{count}, ...]. '
+        + ('It drops the batch dimension of a single example (a squeeze?); '
+           if count == 1 else 'It reduces over the batch; ') +
+        'keep the batch as the first dimension.')
+
+
+def _check_finite(name: str, key: str, value, count: int) -> None:
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  if value.dtype.kind == 'f' and not np.all(np.isfinite(value)):
+    raise ServingCheckError(
+        f'Output {key!r} of signature {name!r} is not finite (NaN or Inf) '
+        f'for a request of {count} example(s): '
+        f'{str(value.tolist())[:200]}. The model diverged or was exported '
+        'untrained; check the training loss and the learning rate.')
+
+
+def _check_dtype(name: str, key: str, info, wanted: str, what: str) -> None:
+  if _dtype(info) != wanted:
+    raise ServingCheckError(
+        f'Output {key!r} of signature {name!r} is {_dtype(info)}, but '
+        f'{what} must be {wanted}. Received: {key}={_describe(info)}. '
+        f'Cast it: tf.cast(..., tf.{wanted}).')
+
+
+class _Classify:
+  """TF Serving's classifier: ClassificationRequest -> classes, scores."""
+
+  @staticmethod
+  def request(name, signature, examples, requests):
+    del requests
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorflow_serving.apis import classification_pb2  # pylint: disable=g-import-not-at-top
+    request = classification_pb2.ClassificationRequest()
+    request.model_spec.signature_name = name
+    request.input.example_list.examples.extend(
+        tf.train.Example.FromString(e) for e in examples)
+    return request
+
+  @staticmethod
+  def serve(name, signature, fn, request, count, requests):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    key = _one_example_input(name, signature, CLASSIFY)
+    outputs = dict(signature.outputs)
+    if len(outputs) not in (1, 2):
+      raise ServingCheckError(
+          f'Signature {name!r} is a Classify signature with {len(outputs)} '
+          f'outputs {sorted(outputs)}; TF Serving\'s Classify returns one or '
+          "two: 'classes' and/or 'scores'. Move the other outputs to a "
+          "Predict signature ('predict').")
+    if 'classes' not in outputs and 'scores' not in outputs:
+      raise ServingCheckError(
+          f'Signature {name!r} is a Classify signature whose outputs are '
+          f"{sorted(outputs)}; TF Serving's Classify reads 'classes' (class "
+          "names, tf.string [batch, n]) and/or 'scores' (float32 [batch, "
+          "n]). Name the outputs {'classes': ..., 'scores': ...}.")
+    if 'classes' in outputs:
+      _check_dtype(name, 'classes', outputs['classes'], 'string',
+                   "Classify's classes (class names)")
+    if 'scores' in outputs:
+      _check_dtype(name, 'scores', outputs['scores'], 'float32',
+                   "Classify's scores")
+    serialized = [e.SerializeToString()
+                  for e in request.input.example_list.examples]
+    values = _call(name, fn, {key: tf.constant(serialized)}, count, requests,
+                   CLASSIFY)
+    widths = {}
+    for out in ('classes', 'scores'):
+      if out in values:
+        value = values[out]
+        _check_batch(name, out, value, count, 'Classify')
+        if value.ndim != 2:
+          raise ServingCheckError(
+              f'Output {out!r} of signature {name!r} has shape '
+              f'{list(value.shape)}; TF Serving\'s Classify expects [batch, '
+              'num_classes]: one row per example, one column per class. For '
+              'one probability per example, return [1 - p, p].')
+        widths[out] = value.shape[1]
+        _check_finite(name, out, value, count)
+    if len(set(widths.values())) > 1:
+      raise ServingCheckError(
+          f'Signature {name!r} returns {widths["classes"]} classes but '
+          f'{widths["scores"]} scores per example; TF Serving\'s Classify '
+          'pairs them: one score per class name.')
+
+  @staticmethod
+  def log(request):
+    from tensorflow_serving.apis import prediction_log_pb2  # pylint: disable=g-import-not-at-top
+    log = prediction_log_pb2.PredictionLog()
+    log.classify_log.request.CopyFrom(request)
+    return log
+
+
+class _Regress:
+  """TF Serving's regressor: RegressionRequest -> outputs."""
+
+  @staticmethod
+  def request(name, signature, examples, requests):
+    del requests
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorflow_serving.apis import regression_pb2  # pylint: disable=g-import-not-at-top
+    request = regression_pb2.RegressionRequest()
+    request.model_spec.signature_name = name
+    request.input.example_list.examples.extend(
+        tf.train.Example.FromString(e) for e in examples)
+    return request
+
+  @staticmethod
+  def serve(name, signature, fn, request, count, requests):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    key = _one_example_input(name, signature, REGRESS)
+    outputs = dict(signature.outputs)
+    if len(outputs) != 1 or 'outputs' not in outputs:
+      raise ServingCheckError(
+          f'Signature {name!r} is a Regress signature whose outputs are '
+          f"{sorted(outputs)}; TF Serving's Regress reads exactly one, "
+          "named 'outputs' (float32 [batch] or [batch, 1]). Return "
+          "{'outputs': value}, and the rest from a Predict signature.")
+    _check_dtype(name, 'outputs', outputs['outputs'], 'float32',
+                 "Regress's outputs")
+    serialized = [e.SerializeToString()
+                  for e in request.input.example_list.examples]
+    value = _call(name, fn, {key: tf.constant(serialized)}, count, requests,
+                  REGRESS)['outputs']
+    _check_batch(name, 'outputs', value, count, 'Regress')
+    if value.ndim > 2 or (value.ndim == 2 and value.shape[1] != 1):
+      raise ServingCheckError(
+          f'Output \'outputs\' of signature {name!r} has shape '
+          f'{list(value.shape)}; TF Serving\'s Regress returns one number '
+          'per example: [batch] or [batch, 1]. Serve several numbers with '
+          'Predict.')
+    _check_finite(name, 'outputs', value, count)
+
+  @staticmethod
+  def log(request):
+    from tensorflow_serving.apis import prediction_log_pb2  # pylint: disable=g-import-not-at-top
+    log = prediction_log_pb2.PredictionLog()
+    log.regress_log.request.CopyFrom(request)
+    return log
+
+
+class _Predict:
+  """TF Serving's predictor: PredictRequest inputs by key -> outputs."""
+
+  @staticmethod
+  def _takes_examples(signature) -> bool:
+    from tensorflow.core.framework import types_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
+    inputs = dict(signature.inputs)
+    if len(inputs) != 1:
+      return False
+    (key, info), = inputs.items()
+    return info.dtype == types_pb2.DT_STRING or key in _EXAMPLE_INPUT_NAMES
+
+  @staticmethod
+  def request(name, signature, examples, requests):
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorflow_serving.apis import predict_pb2  # pylint: disable=g-import-not-at-top
+    request = predict_pb2.PredictRequest()
+    request.model_spec.signature_name = name
+    inputs = dict(signature.inputs)
+    if _Predict._takes_examples(signature):
+      (key, info), = inputs.items()
+      if key not in requests.features:
+        batch = np.array(examples, dtype=object)
+        if name != 'serving_default' and _rank(info) == 2:
+          batch = batch.reshape([-1, 1])  # A Predict client sends [N, 1].
+        else:  # TFX's Evaluator and BulkInferrer send a [N] vector.
+          _check_examples_input(name, key, info,
+                                'clients that send tf.Examples')
+        request.inputs[key].CopyFrom(tf.make_tensor_proto(batch))
+        return request
+    count = len(examples)
+    for key, info in sorted(inputs.items()):
+      if key in requests.not_served:
+        _missing_feature(name, key, requests, PREDICT)
+      if key not in requests.features:
+        raise ServingCheckError(
+            f'Signature {name!r} takes an input {key!r} ({_describe(info)}) '
+            'that names no feature of the data, so a client sending the '
+            f'features by name cannot fill it. The data has '
+            f'{sorted(requests.features)}. Name each input after the '
+            "feature it takes (keras.Input(..., name='feature')), or take "
+            'serialized tf.Examples.')
+      value = requests.features[key][:count]
+      wanted = tf.dtypes.as_dtype(info.dtype)
+      have = 'string' if value.dtype == object else value.dtype.name
+      if (have == 'string') != (wanted == tf.string) or (
+          have.startswith('float') and wanted.is_integer):
+        raise ServingCheckError(
+            f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
+            f'the feature {key!r} holds {have} values: a client sending it '
+            'as it is in the data gets "Expects arg to be '
+            f'{wanted.name} but {have} is provided". Take {have} (cast '
+            'inside the signature), or change the feature in the schema.')
+      value = value.astype(wanted.as_numpy_dtype) if wanted != tf.string else (
+          value)
+      rank = _rank(info)
+      if rank is not None and rank != value.ndim:
+        value = value.reshape([count] + [
+            d.size if d.size > 0 else 1
+            for d in info.tensor_shape.dim[1:]] if rank else [])
+      request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+    return request
+
+  @staticmethod
+  def serve(name, signature, fn, request, count, requests):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    outputs = dict(signature.outputs)
+    if not outputs:
+      raise ServingCheckError(
+          f'Signature {name!r} has no outputs; a Predict client gets an '
+          'empty answer. Return a dict of the predictions.')
+    if len(outputs) > 1 and all(_POSITIONAL.match(k) for k in outputs):
+      raise ServingCheckError(
+          f'Signature {name!r} returns {len(outputs)} outputs named only by '
+          f'position ({", ".join(sorted(outputs))}): the function returns a '
+          'tuple or list, and a client cannot tell which is which, nor keep '
+          'working when their order changes. Return a dict, e.g. '
+          "{'probabilities': p, 'class_ids': c}.")
+    feed = {k: tf.constant(tf.make_ndarray(v))
+            for k, v in request.inputs.items()}
+    values = _call(name, fn, feed, count, requests, PREDICT)
+    for key, value in sorted(values.items()):
+      _check_batch(name, key, value, count, 'Predict')
+      _check_finite(name, key, value, count)
+
+  @staticmethod
+  def log(request):
+    from tensorflow_serving.apis import prediction_log_pb2  # pylint: disable=g-import-not-at-top
+    log = prediction_log_pb2.PredictionLog()
+    log.predict_log.request.CopyFrom(request)
+    return log
+
+
+SERVERS = {CLASSIFY: _Classify, REGRESS: _Regress, PREDICT: _Predict}

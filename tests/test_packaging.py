@@ -1,0 +1,150 @@
+"""What the distribution declares: licence, version, dependencies, command.
+
+Read from pyproject.toml and the package's source with `ast`, without
+building anything; tests/test_installed_wheel.py builds and installs the
+wheel."""
+
+import ast
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+
+import tomli
+
+from conftest import REPO, command_env
+
+PACKAGE = 'generic_trainer'
+# Imported only when installed, with a fallback when not: not declared.
+USED_IF_INSTALLED = {
+    # kubeflow-training's SDK models, to rebuild a TFJob manifest as its
+    # client would (kubeflow/tfjob.py, sdk_available).
+    'kubeflow': 'kubeflow-training',
+}
+
+
+def _pyproject():
+  with open(os.path.join(REPO, 'pyproject.toml'), 'rb') as f:
+    return tomli.load(f)
+
+
+def _name(requirement: str) -> str:
+  """'tfx[kfp]>=1.16,<1.17' -> 'tfx': a requirement's normalized name."""
+  name = re.match(r'[A-Za-z0-9._-]+', requirement).group(0)
+  return re.sub(r'[-_.]+', '-', name).lower()
+
+
+def _imported_top_level_names():
+  """{top-level module: first file importing it} over the package."""
+  found = {}
+  for folder, _, files in os.walk(os.path.join(REPO, PACKAGE)):
+    for filename in sorted(files):
+      if not filename.endswith('.py'):
+        continue
+      path = os.path.join(folder, filename)
+      with open(path) as f:
+        tree = ast.parse(f.read())
+      for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+          names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+          names = [node.module]
+        else:
+          continue
+        for name in names:
+          found.setdefault(name.split('.')[0], os.path.relpath(path, REPO))
+  return found
+
+
+def _distributions_by_module():
+  """{top-level module: {distribution}} of the installed distributions,
+  from top_level.txt or, where a wheel has none (attrs), its RECORD."""
+  found = {}
+  for dist in importlib.metadata.distributions():
+    top = (dist.read_text('top_level.txt') or '').split()
+    if not top:
+      top = {str(f).split('/')[0].removesuffix('.py') for f in dist.files or []
+             if '.dist-info' not in str(f).split('/')[0]}
+    for module in top:
+      found.setdefault(module, set()).add(_name(dist.metadata['Name']))
+  return found
+
+
+def test_licence_is_apache_2_and_declared():
+  """LICENSE holds the Apache License 2.0, and the metadata says so."""
+  project = _pyproject()['project']
+  assert project['license'] == 'Apache-2.0'
+  assert project['license-files'] == ['LICENSE']
+  with open(os.path.join(REPO, 'LICENSE')) as f:
+    text = f.read()
+  assert text.split('\n', 2)[:2] == [
+      ' ' * 33 + 'Apache License', ' ' * 27 + 'Version 2.0, January 2004']
+  assert 'END OF TERMS AND CONDITIONS' in text
+
+
+def test_the_version_has_one_source():
+  """pyproject.toml reads generic_trainer/version.py; __version__ is it; the
+  changelog has an entry for it."""
+  from generic_trainer import version  # pylint: disable=g-import-not-at-top
+  import generic_trainer  # pylint: disable=g-import-not-at-top
+  config = _pyproject()
+  assert config['project']['dynamic'] == ['version']
+  assert config['tool']['setuptools']['dynamic']['version'] == {
+      'attr': 'generic_trainer.version.__version__'}
+  assert generic_trainer.__version__ == version.__version__ == '0.2.0'
+  with open(os.path.join(REPO, 'CHANGELOG.md')) as f:
+    headings = re.findall(r'^## (\S+)', f.read(), re.M)
+  assert headings[:2] == [version.__version__, '0.1.0']
+
+
+def test_version_flag_prints_the_version_without_tensorflow():
+  """`generic-trainer --version` answers without importing TensorFlow."""
+  code = ('import sys\nfrom generic_trainer.local import cli\n'
+          'try:\n  cli.main(["--version"])\nexcept SystemExit as e:\n'
+          '  print("exit", e.code)\n'
+          "print(sorted(m for m in ('tensorflow', 'tfx', 'keras') "
+          'if m in sys.modules))')
+  out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                       text=True, env=command_env(), check=True, timeout=120)
+  assert out.stdout.splitlines() == ['generic-trainer 0.2.0', 'exit 0',
+                                     '[]'], out.stdout + out.stderr
+
+
+def test_every_imported_distribution_is_declared():
+  """Each third-party module the package imports comes from a distribution
+  that pyproject.toml names, in its dependencies or an extra."""
+  project = _pyproject()['project']
+  declared = {_name(r) for r in project['dependencies']}
+  for requirements in project['optional-dependencies'].values():
+    declared |= {_name(r) for r in requirements}
+  distributions = _distributions_by_module()
+  missing = {}
+  for module, where in _imported_top_level_names().items():
+    if (module in sys.stdlib_module_names or module == PACKAGE or
+        module in USED_IF_INSTALLED):
+      continue
+    names = distributions.get(module, {module})
+    if not names & declared:
+      missing[module] = (sorted(names), where)
+  assert not missing, f'imported but not declared: {missing}'
+
+
+def test_extras_name_the_optional_parts():
+  """jax, kubeflow, docs and test are extras; the core does not pull in the
+  JAX or docs packages."""
+  project = _pyproject()['project']
+  extras = project['optional-dependencies']
+  assert {'jax', 'kubeflow', 'docs', 'test'} <= set(extras)
+  assert {_name(r) for r in extras['jax']} == {'jax', 'jaxlib'}
+  assert 'mkdocs-material' in {_name(r) for r in extras['docs']}
+  core = {_name(r) for r in project['dependencies']}
+  assert not core & {'jax', 'jaxlib', 'flax', 'mkdocs', 'pytest',
+                     'kubernetes'}
+
+
+def test_only_the_package_is_installed():
+  """The wheel's packages are generic_trainer and its subpackages (no bare
+  `component`, `pipelines` or `module_files`)."""
+  assert _pyproject()['tool']['setuptools']['packages']['find'] == {
+      'include': [PACKAGE, f'{PACKAGE}.*']}
