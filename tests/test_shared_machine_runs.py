@@ -270,3 +270,22 @@ def test_estimator_evaluate_and_predict_leave_nothing_behind(
   assert est.predict(penguin_csvs[1]).shape[0] > 0
   assert sorted(os.listdir(tmp_path / 'model_dir')) == before
   assert [n for n in os.listdir(tmp) if n.startswith('generic-trainer-')] == []
+
+
+def test_a_private_csv_gives_private_outputs(tmp_path, penguin_csvs, capsys):
+  """The command on a 0600 CSV: the split files are 0600 and the new
+  output folder 0700."""
+  import stat  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  private = tmp_path / 'private.csv'
+  shutil.copy(penguin_csvs[0], private)
+  private.chmod(0o600)
+  out = tmp_path / 'out'
+  status = cli.main(['--module-file', SPEC_MODULE, '--train-data',
+                     str(private), '--output-dir', str(out), '--steps', '5'])
+  assert status == 0, capsys.readouterr().err[-3000:]
+  modes = {str(p.relative_to(out)): stat.S_IMODE(p.stat().st_mode)
+           for p in (out / 'data').glob('Split-*/data.gz')}
+  assert modes == {'data/Split-train/data.gz': 0o600,
+                   'data/Split-eval/data.gz': 0o600}
+  assert stat.S_IMODE(out.stat().st_mode) == 0o700
