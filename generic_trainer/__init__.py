@@ -6,15 +6,18 @@ that needs them is used.
 
 from generic_trainer.errors import CheckpointError
 from generic_trainer.errors import ExportValidationError
+from generic_trainer.errors import FolderInUseError
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import ModelFolderError
 from generic_trainer.errors import NonFiniteLossError
 from generic_trainer.errors import RunFnError
 from generic_trainer.errors import SignatureChangeError
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import StorageError
 from generic_trainer.errors import TrainingProcessError
+from generic_trainer.errors import UnsafeFolderError
 from generic_trainer.errors import UserModuleError
 from generic_trainer.train_spec import TrainSpec
 from generic_trainer.version import __version__
@@ -37,8 +40,9 @@ def __getattr__(name):
 
 __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'GenericExecutor',
            'GenericTrainer',
-           'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
+           'FolderInUseError', 'GenericTrainerError', 'InputArtifactError',
+           'InvalidArgumentError', 'ModelFolderError',
            'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
-           'SpecError', 'StorageError', 'TrainSpec',
-           'TrainingProcessError', 'UserModuleError', '__version__',
+           'SpecError', 'StorageError', 'TrainSpec', 'TrainingProcessError',
+           'UnsafeFolderError', 'UserModuleError', '__version__',
            'validate_export']

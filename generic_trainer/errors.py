@@ -63,6 +63,21 @@ class StorageError(GenericTrainerError, OSError):
   (or over quota); nothing was published."""
 
 
+class FolderInUseError(GenericTrainerError, BlockingIOError):
+  """Another run holds the output folder: one run per folder at a time."""
+
+
+class UnsafeFolderError(InvalidArgumentError):
+  """A folder the run would write is not this user's alone (another owner,
+  or writable by group or others), or a path that cannot be taken
+  literally."""
+
+
+class ModelFolderError(GenericTrainerError, OSError):
+  """`model/` cannot be replaced safely: a mount point, or a link or file
+  that no run made."""
+
+
 _NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
           '[[', 'File "', 'Traceback', 'Function call stack')
 

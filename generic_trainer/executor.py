@@ -1,14 +1,14 @@
 """GenericExecutor: trains with the user's run_fn, validates, publishes."""
 
 import os
-import shutil
-import tempfile
 from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx.dsl.components.base import base_executor
 
+from generic_trainer import paths
 from generic_trainer import resume
+from generic_trainer import scratch
 from generic_trainer import train_result
 from generic_trainer.core import attempt
 from generic_trainer.core import inputs
@@ -113,11 +113,8 @@ def _train_as_worker(request: TrainingRequest, entry) -> None:
   logging.info('TF_CONFIG: training as worker %d of %d (%s %d); the chief '
                'publishes the model.', role.worker_index, role.num_workers,
                role.task_type, role.task_index)
-  root = tempfile.mkdtemp(prefix='generic_trainer_worker_')
-  try:
+  with scratch.folder('worker') as root:
     dispatch.train(request.with_scratch_outputs(root), entry)
-  finally:
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _single_uri_or_none(artifacts):
@@ -140,7 +137,7 @@ def _eval_file_patterns(input_dict, exec_properties) -> List[str]:
   from tfx.utils import proto_utils  # pylint: disable=g-import-not-at-top
   eval_args = trainer_pb2.EvalArgs()
   proto_utils.json_to_proto(exec_properties[keys.EVAL_ARGS_KEY], eval_args)
-  return [os.path.join(uri, '*')
+  return [os.path.join(paths.as_pattern(uri), '*')
           for split in (list(eval_args.splits) or ['eval'])
           for uri in artifact_utils.get_split_uris(
               input_dict[keys.EXAMPLES_KEY], split)]

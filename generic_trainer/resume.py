@@ -219,10 +219,9 @@ def write_checkpoint(directory: str, step: int,
     write_files(tmp)
   gfile.rename(tmp, final, overwrite=True)
   pointer = os.path.join(directory, LATEST_FILE)
-  with gfile.GFile(pointer + f'{_TMP_PREFIX}{os.getpid()}', 'w') as f:
-    f.write(json.dumps({**point, 'checkpoint': name}, sort_keys=True))
-  gfile.rename(pointer + f'{_TMP_PREFIX}{os.getpid()}', pointer,
-               overwrite=True)
+  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
+  atomic_files.write_json(pointer, {**point, 'checkpoint': name},
+                          sort_keys=True)
   for entry in gfile.listdir(directory):
     entry = entry.rstrip('/')
     if entry != name and entry.startswith((CHECKPOINT_PREFIX, _TMP_PREFIX)):

@@ -27,11 +27,9 @@ RESULT_FILE = 'train_result.json'
 
 
 def write(model_run_dir: str, result: Dict[str, Any]) -> str:
-  path = os.path.join(model_run_dir, RESULT_FILE)
-  os.makedirs(model_run_dir, exist_ok=True)
-  with open(path, 'w') as f:
-    json.dump(result, f, indent=1, sort_keys=True)
-  return path
+  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
+  return atomic_files.write_json(os.path.join(model_run_dir, RESULT_FILE),
+                                 result, indent=1, sort_keys=True)
 
 
 def read(model_run_dir: str) -> Optional[Dict[str, Any]]:

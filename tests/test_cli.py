@@ -247,7 +247,9 @@ def test_spec_module_publishes_a_model_that_serves(spec_run):
   assert outputs['outputs'].shape == (5, 3)
   assert bool(tf.reduce_all(tf.math.is_finite(outputs['outputs'])))
   assert sorted(os.listdir(out)) == [
-      '.generic-trainer', 'data', 'model', 'run', 'schema']
+      '.generic-trainer', '.generic-trainer.lock', '.models', 'data',
+      'model', 'run', 'schema']
+  assert os.readlink(out / 'model').startswith('.models/model-')
 
 
 @pytest.mark.slow
@@ -309,7 +311,9 @@ def test_run_fn_module_end_to_end(tmp_path, penguin_csvs):
   assert re.search(r'== Trained `run_fn` of .*penguin_keras.py\n  metrics: '
                    'none recorded', proc.stdout)
   assert sorted(os.listdir(out)) == [
-      '.generic-trainer', 'data', 'model', 'run', 'schema']
+      '.generic-trainer', '.generic-trainer.lock', '.models', 'data',
+      'model', 'run', 'schema']
+  assert os.readlink(out / 'model').startswith('.models/model-')
   records = [r.numpy() for r in tf.data.TFRecordDataset(
       str(out / 'data' / 'Split-eval' / 'data.gz'), 'GZIP').take(3)]
   outputs = tf.saved_model.load(str(out / 'model')).signatures[

@@ -3,6 +3,7 @@ caching and shuffling for TrainSpecs; steps per execution."""
 
 import os
 import re
+import sys
 import types
 
 import keras
@@ -387,6 +388,7 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
     assert len(lines) == 1 and re.fullmatch(expected, lines[0]), lines
     assert sum(int(label.shape[0]) for _, label in dataset) == ROWS
     written = [n for d in os.listdir(folder.path)
+               if os.path.isdir(os.path.join(folder.path, d))  # Not the lock.
                for n in os.listdir(os.path.join(folder.path, d))]
     assert ('blocks.index' in written) == (cache == 'disk'), written
   assert not os.path.exists(folder.path)
@@ -408,16 +410,30 @@ def test_a_cache_setting_of_another_kind_is_refused(setting, shown):
 
 
 def test_cache_folders_of_dead_processes_are_removed(tmp_path):
-  """A killed training leaves its folder; the next one removes it, and
-  only the folders whose process no longer runs."""
+  """A killed training leaves its folder; the next one removes it once its
+  lock is free, whatever PID its name holds (PID 1 included); a folder
+  whose lock a process holds stays, even when its named PID is gone."""
+  from generic_trainer import owner_lock  # pylint: disable=g-import-not-at-top
+  from generic_trainer import scratch  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import cache_folder  # pylint: disable=g-import-not-at-top
   import subprocess  # pylint: disable=g-import-not-at-top
-  child = subprocess.Popen(['true'])
-  child.wait()
-  dead = tmp_path / f'{cache_folder.PREFIX}{child.pid}-abc'
-  alive = tmp_path / f'{cache_folder.PREFIX}{os.getpid()}-abc'
+  dead = tmp_path / f'{cache_folder.PREFIX}1-abc'
+  alive = tmp_path / f'{cache_folder.PREFIX}999999-abc'
   other = tmp_path / 'someone-else'
   for folder in (dead, alive, other):
     (folder / 'sub').mkdir(parents=True)
-  cache_folder.remove_stale(str(tmp_path))
-  assert sorted(os.listdir(tmp_path)) == sorted([alive.name, other.name])
+  lock = owner_lock.OwnerLock(str(dead / scratch.LOCK_FILE))
+  assert lock.acquire()
+  lock.release()  # As the kernel does when its process dies.
+  holder = subprocess.Popen(
+      [sys.executable, '-c', 'import fcntl, sys, time\n'
+       'f = open(sys.argv[1], "w"); fcntl.flock(f, fcntl.LOCK_EX)\n'
+       'print("locked", flush=True); time.sleep(60)',
+       str(alive / scratch.LOCK_FILE)], stdout=subprocess.PIPE, text=True)
+  try:
+    assert holder.stdout.readline().strip() == 'locked'
+    cache_folder.remove_stale(str(tmp_path))
+    assert sorted(os.listdir(tmp_path)) == sorted([alive.name, other.name])
+  finally:
+    holder.kill()
+    holder.wait()

@@ -146,8 +146,9 @@ def test_run_fn_gets_the_checkpoint_of_its_key(tmp_path, penguin_csvs,
       got = json.load(f)
     assert (got['checkpoint_dir'], got['checkpoint_contents']) == (
         checkpoint, kept), flags
-    assert sorted(os.listdir(out)) == ['.generic-trainer', 'data', 'model',
-                                       'run', 'schema']
+    assert sorted(os.listdir(out)) == [
+        '.generic-trainer', '.generic-trainer.lock', '.models', 'data',
+        'model', 'run', 'schema']
   assert capsys.readouterr().out.startswith(
       f'Resuming from the checkpoint an earlier run left in {checkpoint} '
       '(--no-resume starts over).\n')

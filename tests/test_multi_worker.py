@@ -34,7 +34,8 @@ def scratch_tmp(tmp_path, monkeypatch):
 
 def _ours(tmp):
   """What GenericTrainer left in a temporary folder (other code uses it too)."""
-  return [n for n in os.listdir(tmp) if n.startswith('generic_trainer_')]
+  return [n for n in os.listdir(tmp)
+          if n.startswith(('generic_trainer_', 'generic-trainer-'))]
 
 
 def _accuracy(serving_dir, examples_uri):

@@ -98,7 +98,9 @@ def test_a_good_run_replaces_the_model_and_nothing_is_left_aside(
   assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
                '--output-dir', str(out), '--steps', '10') == 0
   assert _digest(out / 'model') != digest
-  assert sorted(os.listdir(out)) == ['.generic-trainer', 'data', 'model',
+  assert sorted(os.listdir(out)) == ['.generic-trainer',
+                                     '.generic-trainer.lock', '.models',
+                                     'data', 'model',
                                      'run', 'schema']
 
 

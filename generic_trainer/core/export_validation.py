@@ -20,6 +20,7 @@
 
 from typing import Any, Dict, List, Optional
 
+from generic_trainer import paths
 from generic_trainer.core import serving_check
 from generic_trainer.data import not_served as not_served_lib
 from generic_trainer.data import tfrecords
@@ -155,8 +156,9 @@ def _requests(serving_dir: str, serialized: List[bytes], inputs, schema_path,
 def _check_files(serving_dir: str) -> None:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not tf.io.gfile.isdir(serving_dir):
+    prefix = paths.as_pattern(serving_dir.rstrip('/'))
     stray = [p for suffix in _KERAS_FILE_SUFFIXES
-             for p in tf.io.gfile.glob(serving_dir.rstrip('/') + '*' + suffix)]
+             for p in tf.io.gfile.glob(prefix + '*' + suffix)]
     found = f' Found instead: {stray}.' if stray else ''
     raise ExportValidationError(
         'run_fn exported nothing: fn_args.serving_model_dir '
@@ -178,7 +180,7 @@ def _check_files(serving_dir: str) -> None:
 def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
   """Up to `limit` serialized records from the eval files."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+  files = paths.expand(patterns)
   records = []
   for path in files:
     try:

@@ -16,6 +16,7 @@ from tfx.types import standard_component_specs as keys
 from tfx.utils import json_utils
 from tfx.utils import proto_utils
 
+from generic_trainer import paths
 from generic_trainer.core import args
 from generic_trainer.core import distribution
 from generic_trainer.core import inputs
@@ -91,6 +92,9 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
   common = fn_args_utils.get_common_fn_args(input_dict, exec_properties)
   fields = attr.asdict(common, recurse=False)
   fields.update(
+      # TFX's `uri/*` patterns, with a literal `uri` (`exp[1]/...`).
+      train_files=[paths.folder_pattern(p) for p in common.train_files],
+      eval_files=[paths.folder_pattern(p) for p in common.eval_files],
       data_accessor=_data_accessor(common.data_accessor,
                                    input_dict[keys.EXAMPLES_KEY]),
       schema_file=common.schema_path,

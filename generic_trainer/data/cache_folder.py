@@ -1,20 +1,24 @@
 """The local folder where one training keeps parsed rows on disk.
 
-A folder of the system's temporary directory (TMPDIR), named after the
-process (`generic-trainer-cache-<pid>-...`), removed when the training ends.
-A process killed before that (SIGKILL, out of memory) leaves its folder;
-the next training on the machine removes the folders of processes that no
-longer run, so a crash does not eat the disk the next run would cache on.
+A scratch folder of the system's temporary directory (TMPDIR), named after
+the process (`generic-trainer-cache-<pid>-...`), locked by it while it
+trains and removed when the training ends (`scratch`). A process killed
+before that (SIGKILL, out of memory) leaves its folder; the next training
+on the machine removes it once its lock is free, so a crash does not eat
+the disk the next run would cache on, and a live training's cache is never
+taken for a dead one's (another PID namespace sharing TMPDIR included).
 """
 
+import contextlib
+import errno
 import os
-import re
 import shutil
-import tempfile
-from typing import Optional
+from typing import List, Optional
 
-PREFIX = 'generic-trainer-cache-'
-_OWNED = re.compile(re.escape(PREFIX) + r'(\d+)-')
+from generic_trainer import scratch
+
+KIND = 'cache'
+PREFIX = f'{scratch.PREFIX}{KIND}-'
 
 
 class CacheFolder:
@@ -30,40 +34,47 @@ class CacheFolder:
     self.sharers = max(1, int(sharers or 1))
     self.claimed = 0
     self.path: Optional[str] = None
+    self.on_disk: List[str] = []  # The datasets' cache prefixes in `path`.
+    self._stack = contextlib.ExitStack()
 
   def claim(self, nbytes: int) -> None:
     """Records that a dataset will keep `nbytes` of parsed rows here."""
     self.claimed += nbytes
 
   def __enter__(self) -> 'CacheFolder':
-    remove_stale()
-    self.path = tempfile.mkdtemp(prefix=f'{PREFIX}{os.getpid()}-')
+    self.path = self._stack.enter_context(scratch.folder(KIND))
     return self
 
   def __exit__(self, *unused) -> None:
-    if self.path:
-      shutil.rmtree(self.path, ignore_errors=True)
+    self._stack.close()
+
+  def clear(self) -> None:
+    """Removes what the datasets wrote (the folder stays)."""
+    for name in os.listdir(self.path) if self.path else ():
+      if name != scratch.LOCK_FILE:
+        shutil.rmtree(os.path.join(self.path, name), ignore_errors=True)
+    self.on_disk = []
+    self.claimed = 0
+
+
+# What a write says when the disk is full, or this process may write no
+# more (quota, RLIMIT_FSIZE): TensorFlow's errors carry the text only.
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_FULL_TEXT = tuple(os.strerror(code) for code in _FULL)
+
+
+def disk_full(error: BaseException) -> bool:
+  """Whether `error` (or an error it was raised from) says the disk is
+  full."""
+  while error is not None:
+    if getattr(error, 'errno', None) in _FULL or any(
+        text in str(error) for text in _FULL_TEXT):
+      return True
+    error = error.__cause__ or error.__context__
+  return False
 
 
 def remove_stale(parent: Optional[str] = None) -> None:
-  """Removes the cache folders in `parent` (default: TMPDIR) whose process
-  no longer runs."""
-  parent = parent or tempfile.gettempdir()
-  try:
-    names = os.listdir(parent)
-  except OSError:
-    return
-  for name in names:
-    owner = _OWNED.match(name)
-    if owner and not _running(int(owner.group(1))):
-      shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:  # Another user's process.
-    return True
-  return True
+  """Removes the scratch folders in `parent` (default: TMPDIR) that no
+  process uses (see `scratch.remove_stale`)."""
+  scratch.remove_stale(parent)

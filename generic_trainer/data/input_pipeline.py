@@ -29,6 +29,7 @@ from typing import (Any, Dict, List, NamedTuple, Optional, Sequence, Tuple,
                     Union)
 
 from generic_trainer import machine
+from generic_trainer import paths
 from generic_trainer.data.tfrecords import common_compression
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
@@ -88,9 +89,14 @@ def record_dataset(patterns: List[str], options, schema):
   if options.label_key is not None and options.label_key not in names.values():
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     return tf_example_dataset.dataset(patterns, options, schema)  # Its error.
-  files = tf.data.Dataset.list_files(patterns, shuffle=options.shuffle,
-                                     seed=options.shuffle_seed)
-  compression = _compression(patterns)
+  found = paths.expand(patterns)
+  if not found:
+    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
+    return tf_example_dataset.dataset(patterns, options, schema)  # Its error.
+  files = tf.data.Dataset.from_tensor_slices(found)
+  if options.shuffle:  # As tf.data.Dataset.list_files, without its glob.
+    files = files.shuffle(len(found), seed=options.shuffle_seed)
+  compression = common_compression(found)
   # TFXIO's order (its parallel interleave yields the files one after the
   # other), without the per-record cost of a parallel interleave.
   dataset = files.flat_map(
@@ -197,9 +203,8 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
   parser splits large batches over its threads).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  files = sorted(tf.io.gfile.glob(patterns) if any(
-      c in p for p in patterns for c in '*?[') else patterns)
-  compression = _compression(files)
+  files = paths.expand(patterns)
+  compression = common_compression(files)
   cores = machine.cores()
   readers = max(1, min(len(files), cores))
 
@@ -268,7 +273,7 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
   room = machine.Memory(available) if available is not None else (
       machine.memory())  # A cgroup limit bounds it, and is named.
   available = room.available
-  files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+  files = paths.expand(patterns)
   size = parsed_size.estimate(files, config)
   if size is None:
     return CacheFit(None, 'the size of the parsed rows is unknown: the '
@@ -366,5 +371,4 @@ def _permute_rows_seeded(columns, seed):
 
 def _compression(patterns: List[str]) -> str:
   """The compression of the files `patterns` match (one kind)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return common_compression(tf.io.gfile.glob(patterns))
+  return common_compression(paths.expand(patterns))

@@ -27,9 +27,10 @@ def declare(export_dir: str, features: Dict[str, str]) -> None:
   export, for the serving check."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = os.path.join(export_dir, DECLARATION)
+  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs(os.path.dirname(path))
-  with tf.io.gfile.GFile(path, 'w') as f:
-    json.dump({'features': features}, f, indent=1, sort_keys=True)
+  atomic_files.write_json(path, {'features': features}, indent=1,
+                          sort_keys=True)
 
 
 def declared(export_dir: str) -> Dict[str, str]:

@@ -36,7 +36,6 @@ def write(path: str, schema) -> str:
   import os  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
+  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs(os.path.dirname(path) or '.')
-  with tf.io.gfile.GFile(path, 'w') as f:
-    f.write(text_format.MessageToString(schema))
-  return path
+  return atomic_files.write_text(path, text_format.MessageToString(schema))

@@ -25,6 +25,11 @@ def split_folder(split: str) -> str:
   return _SPLIT_PREFIX + split
 
 
+def is_split_folder(name: str) -> bool:
+  """Whether a folder's name is a split's ('Split-train')."""
+  return name.startswith(_SPLIT_PREFIX)
+
+
 def split_of(path: str) -> Optional[str]:
   """The split a data file belongs to (`.../Split-train/data.gz` ->
   'train'), or None when its folder is not a split folder."""

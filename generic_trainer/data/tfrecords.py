@@ -7,6 +7,7 @@ estimate without TF's reader), and telling early whether a file is a
 readable TFRecord file, cut short or not (`check_error`).
 """
 
+import contextlib
 import struct
 import zlib
 from typing import Iterator, List, Optional, Tuple
@@ -62,10 +63,18 @@ def records(path: str) -> Iterator[bytes]:
   yield from reader
 
 
-def writer(path: str):
-  """A TFRecord writer for `path`: gzip when its name ends in .gz."""
+@contextlib.contextmanager
+def writer(path: str, mode: Optional[int] = None):
+  """A TFRecord writer for `path` (gzip when its name ends in .gz) whose
+  file replaces `path` whole once the block ends without an error
+  (`atomic_files`: a temporary file beside it until then); a new file gets
+  `mode` (less the umask) when given."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.TFRecordWriter(path, options=compression(path))
+  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
+  with atomic_files.replacing_path(
+      path, mode, suffix='.gz' if compression(path) else '') as temp:
+    with tf.io.TFRecordWriter(temp, options=compression(path)) as records:
+      yield records
 
 
 def read_error(path: str, whole: bool = True):

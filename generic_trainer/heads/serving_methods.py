@@ -47,5 +47,5 @@ def set_method_names(export_dir: str,
           name)
       if method:
         signature.method_name = method
-  with tf.io.gfile.GFile(path, 'wb') as f:
-    f.write(saved_model.SerializeToString())
+  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
+  atomic_files.write_bytes(path, saved_model.SerializeToString())

@@ -27,8 +27,8 @@ def main(request_path: str) -> int:
       result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())
   except Exception as e:  # pylint: disable=broad-except
     result = {'error': type(e).__name__, 'message': str(e)}
-  with open(request['result_path'], 'w') as f:
-    json.dump(result, f)
+  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
+  atomic_files.write_json(request['result_path'], result)
   return 1 if result.get('error') else 0
 
 

@@ -16,10 +16,11 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
+from generic_trainer import atomic_files
 from generic_trainer import errors
+from generic_trainer import scratch
 from generic_trainer.core.request import TrainingRequest
 
 CHILD_MODULE = 'generic_trainer.launch.child'
@@ -36,7 +37,7 @@ def train_in_child(request: TrainingRequest, env: Dict[str, str],
     The child's error as the same GenericTrainer error class, with the
     child's message; `TrainingProcessError` if it died without reporting one.
   """
-  with tempfile.TemporaryDirectory(prefix='generic_trainer_') as tmp:
+  with scratch.folder('child') as tmp:
     request_path = os.path.join(tmp, 'request.json')
     result_path = os.path.join(tmp, 'result.json')
     write_request(request_path, request, result_path)
@@ -53,25 +54,38 @@ def train_in_child(request: TrainingRequest, env: Dict[str, str],
 def write_request(path: str, request: TrainingRequest,
                   result_path: str) -> None:
   """Writes what the child needs: the request, and where to report."""
-  with open(path, 'w') as f:
-    json.dump({'request': request.to_json(), 'result_path': result_path}, f)
+  atomic_files.write_json(path, {'request': request.to_json(),
+                                'result_path': result_path}, mode=0o600)
 
 
 def child_env(overrides: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-  """This process's environment, `overrides`, and this package importable."""
+  """This process's environment, `overrides`, and this package importable.
+
+  Run from a checkout, the checkout goes first on PYTHONPATH, so that the
+  child imports the same code; installed, PYTHONPATH is left as the user
+  set it (putting site-packages first would shadow the user's own path).
+  """
   env = dict(os.environ)
   env.update(overrides or {})
-  env['PYTHONPATH'] = os.pathsep.join(
-      p for p in [_package_parent(), env.get('PYTHONPATH')] if p)
+  parent = _package_parent()
+  if not _installed(parent):
+    env['PYTHONPATH'] = os.pathsep.join(
+        p for p in [parent, env.get('PYTHONPATH')] if p)
   return env
 
 
 def start(request_path: str, env: Dict[str, str],
+          wrap_preexec: Optional[Callable[[Any], Any]] = None,
           **popen_kwargs) -> subprocess.Popen:
-  """Starts the child on `request_path`; it dies if this process dies."""
+  """Starts the child on `request_path`; it dies if this process dies.
+
+  `wrap_preexec(die_with_parent)`, when given, returns the preexec_fn to
+  run instead (one that calls `die_with_parent` last; `private_network`).
+  """
+  die = _die_with_parent_fn()
   return subprocess.Popen(
-      [sys.executable, '-m', CHILD_MODULE, request_path],
-      env=env, preexec_fn=_die_with_parent_fn(), **popen_kwargs)
+      [sys.executable, '-m', CHILD_MODULE, request_path], env=env,
+      preexec_fn=wrap_preexec(die) if wrap_preexec else die, **popen_kwargs)
 
 
 def read_error(result_path: str, where: str) -> Optional[Exception]:
@@ -116,6 +130,19 @@ def _package_parent() -> str:
   """The folder that holds the `generic_trainer` package."""
   package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   return os.path.dirname(package)
+
+
+def _installed(folder: str) -> bool:
+  """Whether `folder` is one of the interpreter's site-packages folders
+  (the child finds the package there without PYTHONPATH)."""
+  import site  # pylint: disable=g-import-not-at-top
+  import sysconfig  # pylint: disable=g-import-not-at-top
+  folders = set(getattr(site, 'getsitepackages', lambda: [])())
+  folders.add(getattr(site, 'getusersitepackages', lambda: '')())
+  folders.update(sysconfig.get_paths().get(k, '') for k in ('purelib',
+                                                            'platlib'))
+  real = os.path.realpath(folder)
+  return any(f and os.path.realpath(f) == real for f in folders)
 
 
 def _die_with_parent_fn():

@@ -1,13 +1,21 @@
 """Runs an N-worker training on this machine, one process per worker.
 
 Each worker is a `child_process` with its own TF_CONFIG: a cluster of N
-'worker' tasks on free loopback ports, worker 0 being the chief. The chief
-exports into the staging folder the executor validates and publishes; the
-others export into scratch folders removed afterwards. Every line a worker
-prints is streamed with a `[worker i]` prefix.
+'worker' tasks on `localhost` ports, worker 0 being the chief. The workers
+run in a network of their own that no other process can reach
+(`private_network`; where the machine allows no such network, on ports of
+this machine reserved until the workers bind them, with a warning). The
+chief exports into the staging folder the executor validates and
+publishes; the others export into scratch folders removed afterwards.
+
+A worker writes its output to a file of the group's scratch folder, never
+to a pipe: a thread copies each line to stderr with a `[worker i]` prefix,
+and drops the lines stderr cannot take (closed by `| head`, a full disk),
+so a worker never waits on this process's stderr.
 
 Waits are bounded: as soon as one worker fails the others are killed;
-once one worker has finished, the others get `FINISH_GRACE_S` to finish.
+once one worker has finished, the others get `FINISH_GRACE_S` to finish;
+stopping the group waits `STOP_WAIT_S` in all.
 A worker that died without reporting an error (SIGKILL, OOM) restarts the
 whole group from the last checkpoint, up to `max_restarts` times
 (`restarts` decides); a reported error, or one death too many, is raised.
@@ -15,27 +23,31 @@ Every process started here is killed before `run` returns or raises, and
 dies with the executor anyway.
 """
 
+import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, List, Optional
 
 from absl import logging
 
+from generic_trainer import atomic_files
 from generic_trainer import errors
 from generic_trainer import machine
 from generic_trainer import resume
+from generic_trainer import scratch
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
+from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
 
 FINISH_GRACE_S = 180.0
+STOP_WAIT_S = 30.0  # For all the killed workers of a group together.
+PRIVATE_PORT = 20000  # The first worker's port in a private network.
 WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
 SUMMARY_FILE = 'workers.json'
 _POLL_S = 0.2
@@ -82,22 +94,46 @@ def free_ports(count: int) -> List[int]:
 
 
 class _Worker:
-  """One started worker process and where it reports."""
+  """One started worker process, its log file and where it reports."""
 
-  def __init__(self, index: int, process: subprocess.Popen, result_path: str):
+  def __init__(self, index: int, process: subprocess.Popen, result_path: str,
+               log_path: str):
     self.index = index
     self.process = process
     self.result_path = result_path
+    self.log_path = log_path
     self.started = time.monotonic()
     self.seconds: Optional[float] = None
+    self.dropped = 0  # Lines stderr could not take.
     self.log_thread = threading.Thread(target=self._stream, daemon=True)
     self.log_thread.start()
 
   def _stream(self) -> None:
+    """Copies the log file's lines to stderr until the worker has ended
+    and its file is read."""
     prefix = f'[worker {self.index}] '
-    for line in self.process.stdout:
-      sys.stderr.write(prefix + line)
+    with open(self.log_path, encoding='utf-8', errors='replace') as log:
+      partial = ''
+      while True:
+        ended = self.process.poll() is not None
+        chunk = log.read()
+        lines = (partial + chunk).split('\n')
+        partial = lines.pop()
+        for line in lines:
+          self._show(prefix + line + '\n')
+        if ended and not chunk:
+          if partial:
+            self._show(prefix + partial + '\n')
+          return
+        if not chunk:
+          time.sleep(_POLL_S)
+
+  def _show(self, line: str) -> None:
+    try:
+      sys.stderr.write(line)
       sys.stderr.flush()
+    except (OSError, ValueError):  # Closed, broken, full: drop the line.
+      self.dropped += 1
 
   def poll(self) -> Optional[int]:
     code = self.process.poll()
@@ -114,15 +150,26 @@ class _Worker:
       except ValueError:
         return {}
 
-  def stop(self) -> None:
+  def kill(self) -> None:
     if self.process.poll() is None:
       self.process.kill()
+
+  def wait_stopped(self, deadline: float) -> None:
     try:
-      self.process.wait(timeout=30)
+      self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
       logging.error('Worker %d (pid %d) did not die after SIGKILL.',
                     self.index, self.process.pid)
-    self.log_thread.join(timeout=5)
+    self.log_thread.join(timeout=max(0.1, deadline - time.monotonic()))
+
+
+def _stop_all(workers: List[_Worker]) -> None:
+  """Kills the workers still running, and waits STOP_WAIT_S in all."""
+  for worker in workers:
+    worker.kill()
+  deadline = time.monotonic() + STOP_WAIT_S
+  for worker in workers:
+    worker.wait_stopped(deadline)
 
 
 def run(request: TrainingRequest) -> None:
@@ -160,12 +207,27 @@ def run(request: TrainingRequest) -> None:
 def _run_group(request: TrainingRequest, count: int):
   """Starts the `count` workers, waits, stops them all; returns (their
   `workers.json` entries, the first failure or None)."""
-  ports = free_ports(count)
-  root = tempfile.mkdtemp(prefix='generic_trainer_workers_')
+  why_not_private = private_network.available()
+  reservation = None
+  if why_not_private:
+    reservation = private_network.PortReservation(count)
+    ports = reservation.ports
+    logging.warning(
+        'The %d workers listen on ports %s of this machine, reachable from '
+        'its network (TensorFlow binds every interface): this machine '
+        'refuses a private network (%s). See docs/threat-model.md.', count,
+        ports, why_not_private)
+  else:
+    ports = [PRIVATE_PORT + i for i in range(count)]
   workers: List[_Worker] = []
-  logging.info('Starting %d training workers on localhost ports %s.', count,
-               ports)
-  try:
+  with contextlib.ExitStack() as stack:
+    root = stack.enter_context(scratch.folder('workers'))
+    if reservation:
+      stack.callback(reservation.release)
+    stack.callback(_stop_all, workers)
+    logging.info('Starting %d training workers on localhost ports %s%s.',
+                 count, ports, '' if reservation else
+                 ', in a network of their own')
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
       os.makedirs(worker_dir)
@@ -174,15 +236,31 @@ def _run_group(request: TrainingRequest, count: int):
               os.path.join(worker_dir, 'outputs')))
       request_path = os.path.join(worker_dir, 'request.json')
       result = os.path.join(worker_dir, 'result.json')
+      log_path = os.path.join(worker_dir, 'output.log')
       child_process.write_request(request_path, worker_request, result)
       env = child_process.child_env({
           **request.plan.child_env(),
           TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
+          **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
       })
-      process = child_process.start(
-          request_path, env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-          text=True, errors='replace')
-      workers.append(_Worker(index, process, result))
+      if reservation:
+        network = None
+      elif index == 0:
+        network = lambda die: private_network.create_fn(then=die)
+      else:
+        first = workers[0].process.pid
+        network = lambda die, first=first: private_network.join_fn(
+            first, then=die)
+      # A log the worker appends to, read back by `_Worker._stream`.
+      log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                    os.O_APPEND | os.O_CLOEXEC, 0o600)
+      try:
+        process = child_process.start(
+            request_path, env, wrap_preexec=network, stdout=log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+      finally:
+        os.close(log)
+      workers.append(_Worker(index, process, result, log_path))
     failure = _wait(workers)
     return [{
         'index': w.index,
@@ -191,10 +269,6 @@ def _run_group(request: TrainingRequest, count: int):
         'seconds': w.seconds,
         'replicas_in_sync': w.report().get('replicas_in_sync'),
     } for w in workers], failure
-  finally:
-    for worker in workers:
-      worker.stop()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
@@ -264,5 +338,5 @@ def _write_summary(model_run: str, entries: List[Dict[str, Any]],
   summary = {'num_workers': len(entries), 'workers': entries,
              'restarts': [r.to_json() for r in restarts]}
   fileio.makedirs(model_run)
-  with fileio.open(os.path.join(model_run, SUMMARY_FILE), 'w') as f:
-    f.write(json.dumps(summary, indent=2))
+  atomic_files.write_json(os.path.join(model_run, SUMMARY_FILE), summary,
+                          indent=2)

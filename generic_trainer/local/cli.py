@@ -88,14 +88,16 @@ def _main(argv: Optional[Sequence[str]]) -> int:
   try:
     if request.run_fn is None:
       module_loader.check_module_source(request.module_file)
-    checkpoint = local_run.checkpoint_dir(request)
-    resuming = request.resume and local_run.holds_checkpoint(checkpoint)
-    if resuming:
-      print(f'Resuming from the checkpoint an earlier run left in '
-            f'{checkpoint} (--no-resume starts over).', flush=True)
-    print(holdout.plan(request.eval_data, request.eval_on_train), flush=True)
-    with console.command_lines(), console.quiet_warnings():
-      outcome = local_run.run(request, checkpoint)
+    with local_run.holding_folder(request):  # Before saying anything.
+      checkpoint = local_run.checkpoint_dir(request)
+      resuming = request.resume and local_run.holds_checkpoint(checkpoint)
+      if resuming:
+        print(f'Resuming from the checkpoint an earlier run left in '
+              f'{checkpoint} (--no-resume starts over).', flush=True)
+      print(holdout.plan(request.eval_data, request.eval_on_train),
+            flush=True)
+      with console.command_lines(), console.quiet_warnings():
+        outcome = local_run.run(request, checkpoint)
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
     _say_earlier_model_kept(request)

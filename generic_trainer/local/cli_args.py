@@ -21,6 +21,7 @@ from generic_trainer.errors import UserModuleError
 from generic_trainer.local import csv_dialect
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
+from generic_trainer.local import output_folder
 from generic_trainer.version import __version__
 
 PROG = 'generic-trainer'
@@ -216,6 +217,7 @@ def _output_dir(path: str) -> str:
         '--output-dir is a file. Expected a folder (created if missing). '
         f'Received: --output-dir={path!r}. Choose another path.')
   _check_writable(path)
+  output_folder.check(os.path.abspath(path))
   foreign = local_run.Layout(os.path.abspath(path)).foreign()
   if foreign:
     names = ', '.join(os.path.basename(p) + '/' for p in foreign)

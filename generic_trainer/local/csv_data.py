@@ -167,9 +167,14 @@ def check_required(tables: List[Table], required: Dict[str, str]) -> None:
 def write(tables: List[Table], kinds: Dict[str, str], out: str) -> None:
   """Writes the rows as gzip tf.Examples to `out`, each value of its
   column's kind; a value that is not is named by file, line and column."""
+def write(tables: List[Table], kinds: Dict[str, str], out: str,
+          mode: Optional[int] = None) -> None:
+  """Writes the rows as gzip tf.Examples to `out` (a new file of `mode`,
+  written whole: `tfrecords.writer`), each value of its column's kind; a
+  value that is not is named by file, line and column."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
-  with tfrecords.writer(out) as writer:
+  with tfrecords.writer(out, mode) as writer:
     for table in tables:
       columns = [(i, name, kinds[name]) for i, name in enumerate(table.header)
                  if name in kinds]

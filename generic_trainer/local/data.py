@@ -10,21 +10,22 @@ data converted or linked after it (the eval data, or all of it with a given
 schema) is checked against it.
 """
 
-import glob
 import os
 import json
 from typing import Dict, List, Optional
 
+from generic_trainer import atomic_files
+from generic_trainer import paths
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.local import csv_data
 
 
 def resolve_files(data) -> List[str]:
-  """Files matching a path, a glob, or a list of them."""
+  """Files matching a path, a glob, or a list of them (each globbed once,
+  here: a path that names an existing file is that file; see `paths`)."""
   patterns = [data] if isinstance(data, str) else list(data)
-  files = sorted(f for p in patterns for f in (glob.glob(p) if any(
-      c in p for c in '*?[') else [p]) if os.path.isfile(f))
+  files = sorted({f for p in patterns for f in paths.user_files(p)})
   if not files:
     raise InputArtifactError(
         f'No data files found for {data!r}. Expected CSV files (*.csv) or '
@@ -82,7 +83,8 @@ def to_split(data, split_dir: str, schema=None,
     _clear(split_dir)
     _record_missing(tables, split_dir)
     out = os.path.join(split_dir, 'data.gz')
-    csv_data.write(tables, kinds, out)
+    # The rows keep the CSV files' permissions: a private file stays so.
+    csv_data.write(tables, kinds, out, common_mode(files))
     return [out]
   check_tfrecords(files)
   if schema is not None:
@@ -126,8 +128,7 @@ def _record_missing(tables, split_dir: str) -> None:
         csv_dialect.describe_missing(counts))
     recorded[split] = counts
   if recorded:
-    with open(path, 'w') as f:
-      json.dump(recorded, f, indent=1, sort_keys=True)
+    atomic_files.write_json(path, recorded, indent=1, sort_keys=True)
   elif os.path.exists(path):
     os.remove(path)
 
@@ -203,10 +204,41 @@ def link_split(files: List[str], split_dir: str) -> List[str]:
 
 
 def _clear(folder: str) -> None:
-  import shutil  # pylint: disable=g-import-not-at-top
-  if os.path.lexists(folder):
-    shutil.rmtree(folder)
-  os.makedirs(folder)
+  """Empties the split folder `folder` of what a run writes there (its
+  data.gz, links to the data); creates it when missing.
+
+  Raises:
+    InputArtifactError: the folder holds other files, which would be read
+      as data and which only their owner may delete.
+  """
+  if os.path.islink(folder):
+    raise InputArtifactError(
+        f'{folder} is a link to {os.readlink(folder)!r}, which no run made. '
+        'A run writes the split\'s data there. Remove the link.')
+  os.makedirs(folder, exist_ok=True)
+  others = []
+  for name in sorted(os.listdir(folder)):
+    path = os.path.join(folder, name)
+    if os.path.islink(path) or (name == 'data.gz' and os.path.isfile(path)) \
+        or name.startswith(atomic_files.TEMP_PREFIX):
+      os.unlink(path)
+    else:
+      others.append(name)
+  if others:
+    raise InputArtifactError(
+        f'{folder} holds {others}, which no run wrote. A run writes the '
+        'split\'s data there and reads every file in it as data, and it '
+        'deletes only what it wrote. Expected a folder holding only what a '
+        f'run wrote. Received: {len(others)} other file(s). Move them '
+        'elsewhere.')
+
+
+def common_mode(files: List[str]) -> int:
+  """The permission bits every one of `files` has (read and write only)."""
+  mode = 0o666
+  for path in files:
+    mode &= os.stat(path).st_mode
+  return mode & 0o666
 
 
 def _is_within(path: str, folder: str) -> bool:

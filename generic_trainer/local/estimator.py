@@ -15,13 +15,18 @@ pipeline, on local files:
     est.export()                          # a validated SavedModel directory
 """
 
+import contextlib
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
+from generic_trainer import atomic_files
+from generic_trainer import paths
+from generic_trainer import scratch
 from generic_trainer import train_result
 from generic_trainer.data import statistics
 from generic_trainer.errors import SpecError
 from generic_trainer.local import data as local_data
+from generic_trainer.local import output_folder
 from generic_trainer.loop import datasets as spec_input
 from generic_trainer.loop import export as spec_export
 from generic_trainer.loop import runner as spec_runner
@@ -53,6 +58,7 @@ class Estimator:
     if conflicting_members(spec_class):
       raise SpecError(conflicting_members(spec_class))
     self.model_dir = os.path.abspath(model_dir)
+    output_folder.check(self.model_dir, 'model_dir')
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
     self._base_model = base_model
@@ -71,7 +77,16 @@ class Estimator:
 
     Evaluates on `eval_data` (default: the train data) every epoch. Returns
     the result record: final train and eval metrics, steps, epochs, time.
+    Holds `model_dir`'s lock meanwhile: one training per folder at a time
+    (`output_folder`).
     """
+    inputs = [f for d in (train_data, eval_data) if d is not None
+              for p in ([d] if isinstance(d, str) else d)
+              for f in paths.user_files(p)]
+    with output_folder.hold(self.model_dir, 'model_dir', inputs=inputs):
+      return self._train(train_data, eval_data, steps)
+
+  def _train(self, train_data, eval_data, steps):
     data = os.path.join(self.model_dir, 'data')
     splits = {'train': local_data.to_split(
         train_data, os.path.join(data, statistics.split_folder('train')))}
@@ -89,18 +104,18 @@ class Estimator:
   def evaluate(self, data) -> Dict[str, float]:
     """Loss and metrics over all examples of `data`."""
     self._require_trained('evaluate')
-    files = local_data.to_split(data, self._scratch('evaluate'))
-    values = self.spec.model.evaluate(self._dataset(files), verbose=0,
-                                      return_dict=True)
+    with self._scratch('evaluate', data) as files:
+      values = self.spec.model.evaluate(self._dataset(files), verbose=0,
+                                        return_dict=True)
     return {k: float(v) for k, v in values.items()}
 
   def predict(self, data):
     """Model outputs for every example of `data` (label not needed)."""
     import numpy as np  # pylint: disable=g-import-not-at-top
     self._require_trained('predict')
-    files = local_data.to_split(data, self._scratch('predict'))
-    outputs = [self.spec.model(features, training=False)
-               for features in self._dataset(files, with_label=False)]
+    with self._scratch('predict', data) as files:
+      outputs = [self.spec.model(features, training=False)
+                 for features in self._dataset(files, with_label=False)]
     return np.concatenate([np.asarray(o) for o in outputs])
 
   def export(self, export_dir: Optional[str] = None) -> str:
@@ -115,18 +130,20 @@ class Estimator:
     export_dir = os.path.abspath(
         export_dir or os.path.join(self.model_dir, 'export'))
     fn_args = self._fn_args
-    staged = StagedExport(os.path.join(self.model_dir, '.exporting'),
-                          keep_dir=self.run_dir)
-    published = attempt.run(
-        staged, lambda: spec_export.export(
-            self.spec, self.spec.model, self._keys, staged.serving_dir,
-            fn_args.schema_path, None),
-        lambda: attempt.ExportChecks(eval_files=fn_args.eval_files,
-                                     schema_path=fn_args.schema_path))
-    if os.path.lexists(export_dir):
-      shutil.rmtree(export_dir)
-    shutil.move(published.serving_dir, export_dir)
-    shutil.rmtree(staged.model_uri)
+    with output_folder.hold(self.model_dir, 'model_dir'):
+      staged = StagedExport(os.path.join(self.model_dir, '.exporting'),
+                            keep_dir=self.run_dir)
+      published = attempt.run(
+          staged, lambda: spec_export.export(
+              self.spec, self.spec.model, self._keys, staged.serving_dir,
+              fn_args.schema_path, None),
+          lambda: attempt.ExportChecks(eval_files=fn_args.eval_files,
+                                       schema_path=fn_args.schema_path))
+      os.makedirs(os.path.dirname(export_dir), exist_ok=True)
+      new = f'{export_dir}.new-{os.getpid()}'
+      shutil.move(published.serving_dir, new)  # Beside: one filesystem.
+      atomic_files.replace_folder(new, export_dir)
+      shutil.rmtree(staged.model_uri)
     return export_dir
 
   def _make_fn_args(self, splits, steps):
@@ -136,7 +153,8 @@ class Estimator:
         else None, os.path.join(self.model_dir, 'schema.pbtxt'),
         self._schema_path)
     return LocalFnArgs(
-        train_files=splits['train'], eval_files=splits['eval'],
+        train_files=[paths.as_pattern(f) for f in splits['train']],
+        eval_files=[paths.as_pattern(f) for f in splits['eval']],
         train_steps=steps, schema_path=schema_path,
         model_run_dir=self.run_dir, hyperparameters=self.spec.hparams,
         checkpoint_dir=self.checkpoint_dir, base_model=self._base_model)
@@ -153,9 +171,13 @@ class Estimator:
         spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
         with_label=with_label)
 
-  def _scratch(self, name):
-    import tempfile  # pylint: disable=g-import-not-at-top
-    return tempfile.mkdtemp(prefix=f'{name}-', dir=self.model_dir)
+  @contextlib.contextmanager
+  def _scratch(self, name: str, data) -> Iterator[List[str]]:
+    """`data` as a split folder of a private scratch folder (`scratch`),
+    removed after the block; yields its files as patterns."""
+    with scratch.folder(name) as folder:
+      files = local_data.to_split(data, os.path.join(folder, statistics.split_folder(name)))
+      yield [paths.as_pattern(f) for f in files]
 
   def _require_trained(self, what):
     if not self._trained:

@@ -54,12 +54,15 @@ def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
   outs = [os.path.join(train_dir, 'data.gz'), os.path.join(eval_dir,
                                                            'data.gz')]
   counts = [0, 0]
   for folder in (train_dir, eval_dir):
     os.makedirs(folder, exist_ok=True)
-  with tfrecords.writer(outs[0]) as train, tfrecords.writer(outs[1]) as held:
+  mode = local_data.common_mode(files)  # The rows stay as private.
+  with tfrecords.writer(outs[0], mode) as train, tfrecords.writer(
+      outs[1], mode) as held:
     for path in files:
       for record in tfrecords.records(path):
         example = tf.train.Example.FromString(record)

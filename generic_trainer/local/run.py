@@ -44,6 +44,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import attr
 
+from generic_trainer import atomic_files
+from generic_trainer import paths
 from generic_trainer.core import attempt
 from generic_trainer.core import keras_env
 from generic_trainer.core import plan as plan_lib
@@ -176,14 +178,32 @@ class Outcome:
 
 
 def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
-  """Trains, validates and publishes into `request.output_dir`.
+  """Trains, validates and publishes into `request.output_dir`, holding
+  the folder's lock throughout (`output_folder.hold`).
 
   `checkpoint` is `checkpoint_dir(request)`, when the caller has it.
 
   Raises:
+    FolderInUseError: another run holds the folder; nothing was changed.
     GenericTrainerError: the module, the data, the training or the export
       failed; `model/` is as an earlier run left it (or absent).
   """
+  with holding_folder(request):
+    return _run_holding_folder(request, checkpoint)
+
+
+def holding_folder(request: Request):
+  """A context that holds the output folder of `request` (created as
+  private as its inputs; `output_folder.hold`), which a caller may take
+  before `run` (which then finds it held)."""
+  from generic_trainer.local import output_folder  # pylint: disable=g-import-not-at-top
+  inputs = (list(request.train_data) + list(request.eval_data or []) +
+            ([request.schema] if request.schema else []))
+  return output_folder.hold(request.output_dir, inputs=inputs)
+
+
+def _run_holding_folder(request: Request,
+                        checkpoint: Optional[str]) -> Outcome:
   # Before TensorFlow and Keras are imported (by the module, usually):
   # tf.keras and Keras's backend are decided once per process.
   keras_env.choose_before_import(request.keras_version, request.backend)
@@ -194,7 +214,14 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
       _settings(request), plan_lib.COMMAND, checkpoint_dir=checkpoint,
       entry_name=None if request.run_fn in (None, RUN_FN_KEY)
       else request.run_fn)
-  layout.clear(keep=checkpoint if request.resume else None)
+  layout.clear(keep=checkpoint if request.resume else None,
+               checkpoint=checkpoint)
+  if request.base_model and paths.is_pattern(request.base_model):
+    # TensorFlow globs a SavedModel's variables prefix: load it through a
+    # link whose path holds no glob character.
+    from generic_trainer.core.publish import SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
+    request = attr.evolve(request, base_model=os.path.join(
+        layout.link_base_model(request.base_model), SERVING_MODEL_DIR))
   try:
     splits, evaluation = _write_inputs(request, layout,
                                        getattr(entry, 'train_spec', None))
@@ -215,6 +242,7 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)
+    layout.record()
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
   name = (f'TrainSpec {plan.spec_class}' if plan.spec_class else
           f'`{request.run_fn or RUN_FN_KEY}`')
@@ -264,8 +292,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
   else:
-    os.makedirs(layout.schema_dir)
-    shutil.copyfile(request.schema, layout.schema)
+    atomic_files.copy(request.schema, layout.schema)
   eval_dir = os.path.join(layout.data, statistics.split_folder('eval'))
   if held_out:
     parts = holdout.split(splits['train'], train_dir, eval_dir)
@@ -282,10 +309,9 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
     splits['eval'] = local_data.link_split(splits['train'], eval_dir)
     evaluation = holdout.evaluation(holdout.TRAIN)
   if request.hparams is not None:
-    os.makedirs(layout.hparams_dir)
-    with open(os.path.join(layout.hparams_dir, 'hyperparameters.json'),
-              'w') as f:
-      json.dump(request.hparams, f, indent=1)
+    atomic_files.write_json(
+        os.path.join(layout.hparams_dir, 'hyperparameters.json'),
+        request.hparams, mode=0o600, indent=1)
   return splits, evaluation
 
 
@@ -300,7 +326,8 @@ def _spec_training(request: Request, layout: Layout, splits, staged,
   from generic_trainer.loop.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top
   spec_class = entry.train_spec
   fn_args = LocalFnArgs(
-      train_files=splits['train'], eval_files=splits['eval'],
+      train_files=[paths.as_pattern(f) for f in splits['train']],
+      eval_files=[paths.as_pattern(f) for f in splits['eval']],
       train_steps=request.steps, eval_steps=request.eval_steps,
       schema_path=layout.schema, serving_model_dir=staged.serving_dir,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,

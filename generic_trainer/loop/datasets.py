@@ -35,12 +35,12 @@ def check_data(fn_args, schema) -> None:
   factory = fn_args.data_accessor.tf_dataset_factory
   if not isinstance(factory, input_pipeline.DatasetFactory):
     return
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer import paths  # pylint: disable=g-import-not-at-top
   config, _ = factory.parser(schema)
   source = fn_args.transform_graph_path or fn_args.schema_path
   for what, patterns in (('train', fn_args.train_files),
                          ('eval', fn_args.eval_files)):
-    files = sorted(f for p in patterns for f in tf.io.gfile.glob(p))
+    files = paths.expand(patterns)
     validation.check_examples(files, config, what, source)
 
 
@@ -248,6 +248,7 @@ def cache_decision(spec, files: List[str], config,
     return True
   import tempfile  # pylint: disable=g-import-not-at-top
   path = tempfile.mkdtemp(prefix=f'{what}-', dir=disk)
+  folder.on_disk.append(path)
   log.info('cache: on disk for %s, in %s (%s); the first epoch writes the '
            'parsed rows there, later epochs read them back', what, path,
            reason)

@@ -58,14 +58,8 @@ def prepare(spec, fn_args, cache_folder=None) -> Prepared:
   model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None),
                                  steps_per_epoch, fn_args.eval_steps)
   keys = checks.model_features(model, keys)
-  train = datasets.make_dataset(
-      spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
-      num_epochs=None if steps_per_epoch else 1, shuffle=True,
-      seed=spec.shuffle_seed, cache_folder=cache_folder)
-  evaluation = datasets.make_dataset(
-      spec, fn_args, schema, fn_args.eval_files, keys,
-      spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
-      cache_folder=cache_folder)
+  train, evaluation = _datasets(spec, fn_args, schema, keys, steps_per_epoch,
+                                cache_folder)
   checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
   checks.check_monitors(spec, model)
@@ -88,9 +82,17 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
   workers = getattr(fn_args, 'num_workers', 1)
   with cache_folder.CacheFolder(sharers=workers) as cache:
     prepared = prepare(spec, fn_args, cache)
-    result = fit_loop.fit(spec, prepared.plan, fn_args,
-                          interactive=interactive,
-                          extra_handlers=extra_handlers)
+    try:
+      result = fit_loop.fit(spec, prepared.plan, fn_args,
+                            interactive=interactive,
+                            extra_handlers=extra_handlers)
+    except Exception as e:  # pylint: disable=broad-except
+      if not (cache.on_disk and cache_folder.disk_full(e)):
+        raise
+      prepared = _without_disk_cache(spec, fn_args, prepared, cache, e)
+      result = fit_loop.fit(spec, prepared.plan, fn_args,
+                            interactive=interactive,
+                            extra_handlers=extra_handlers)
   if prepared.warm_start:
     result['warm_start'] = prepared.warm_start
   return prepared, result
@@ -111,6 +113,41 @@ def run(spec_class, fn_args, interactive: Optional[bool] = None,
                 fn_args.transform_graph_path)
   train_result.write(fn_args.model_run_dir, result)
   return result
+
+
+def _datasets(spec, fn_args, schema, keys, steps_per_epoch, cache_folder,
+              cache=None):
+  """(train, eval) datasets; `cache` False reads the files every epoch."""
+  train = datasets.make_dataset(
+      spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
+      num_epochs=None if steps_per_epoch else 1, shuffle=True,
+      seed=spec.shuffle_seed, cache_folder=cache_folder, cache=cache)
+  evaluation = datasets.make_dataset(
+      spec, fn_args, schema, fn_args.eval_files, keys,
+      spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
+      cache_folder=cache_folder, cache=cache)
+  return train, evaluation
+
+
+def _without_disk_cache(spec, fn_args, prepared: Prepared, cache,
+                        error: Exception) -> Prepared:
+  """`prepared` with datasets that read and parse the files every epoch,
+  after the disk filled while the first epoch wrote the cache (logged).
+  The model keeps what the interrupted epoch trained; the fit starts over
+  from the first epoch."""
+  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  progress.log().warning(
+      'cache: the disk filled while the first epoch wrote the parsed rows '
+      'to %s (%s); they are removed, and training starts its epochs again '
+      'reading and parsing the files every epoch (uncached)', cache.path,
+      summarize(error))
+  cache.clear()
+  train, evaluation = _datasets(spec, fn_args, prepared.schema, prepared.keys,
+                                prepared.plan.steps_per_epoch, None,
+                                cache=False)
+  return attr.evolve(prepared, plan=attr.evolve(prepared.plan, train=train,
+                                                evaluation=evaluation))
 
 
 def _num_train_examples(fn_args):

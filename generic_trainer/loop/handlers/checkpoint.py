@@ -1,11 +1,45 @@
-"""The checkpoint handler: Keras's ModelCheckpoint, configured from a spec."""
+"""The checkpoint handler: Keras's ModelCheckpoint, configured from a spec,
+each file written whole.
+
+Keras's ModelCheckpoint saves with h5py's 'w', in place: a save interrupted
+(killed, disk full) leaves a truncated `best.weights.h5` and the previous
+best is gone. `AtomicModelCheckpoint` saves to a temporary file in the same
+folder and renames it into place (`atomic_files`).
+"""
 
 import os
 from typing import Optional
 
 import keras
 
+from generic_trainer import atomic_files
 from generic_trainer.errors import SpecError
+
+
+class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
+  """Keras's ModelCheckpoint whose files replace the old ones atomically."""
+
+  def _save_model(self, epoch, batch, logs):
+    final = self._get_file_path(epoch, batch, logs or {})
+    if '://' in final:  # An object store: an object appears whole.
+      super()._save_model(epoch, batch, logs)
+      return
+    folder, name = os.path.split(final)
+    # Keras wants '.weights.h5' or '.keras' at the end of the name.
+    temp = os.path.join(folder, f'{atomic_files.TEMP_PREFIX}{os.getpid()}-'
+                        f'{name}')
+    pattern = self.filepath
+    self.filepath = temp.replace('{', '{{').replace('}', '}}')
+    try:
+      super()._save_model(epoch, batch, logs)
+    except BaseException:
+      if os.path.lexists(temp):
+        os.unlink(temp)
+      raise
+    finally:
+      self.filepath = pattern
+    if os.path.lexists(temp):  # Not saved when the metric did not improve.
+      atomic_files.put_in_place(temp, final)
 
 
 def checkpoint_handler(directory: str, steps_per_epoch: Optional[int],
@@ -38,6 +72,6 @@ def checkpoint_handler(directory: str, steps_per_epoch: Optional[int],
   if best_only:
     name = 'best.weights.h5'
   os.makedirs(directory, exist_ok=True)
-  return keras.callbacks.ModelCheckpoint(
+  return AtomicModelCheckpoint(
       os.path.join(directory, name), monitor=monitor, mode=mode,
       save_best_only=best_only, save_weights_only=True, save_freq=save_freq)

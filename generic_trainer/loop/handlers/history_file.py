@@ -1,9 +1,8 @@
 """HistoryFile: the per-epoch metrics as JSON, rewritten after every epoch."""
 
-import json
-import os
-
 import keras
+
+from generic_trainer import atomic_files
 
 
 class HistoryFile(keras.callbacks.Callback):
@@ -33,8 +32,4 @@ class HistoryFile(keras.callbacks.Callback):
     self.epochs = [e for e in self.epochs if e['epoch'] <= epoch]
     self.epochs.append({'epoch': epoch + 1,
                         **{k: float(v) for k, v in (logs or {}).items()}})
-    os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
-    tmp = self.path + '.tmp'
-    with open(tmp, 'w') as f:
-      json.dump(self.epochs, f, indent=1)
-    os.replace(tmp, self.path)
+    atomic_files.write_json(self.path, self.epochs, indent=1)

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import keras
 import numpy as np
 
+from generic_trainer import atomic_files
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
 from generic_trainer.loop.handlers import handler_state
@@ -117,8 +118,8 @@ class ResumeCheckpoint(keras.callbacks.Callback):
     def write_files(folder):
       self.model.save_weights(os.path.join(folder, WEIGHTS_FILE))
       document, arrays = to_files({'handlers': states, 'metrics': metrics})
-      with open(os.path.join(folder, STATE_FILE), 'w') as f:
-        json.dump({**point, **document}, f, sort_keys=True)
+      atomic_files.write_json(os.path.join(folder, STATE_FILE),
+                              {**point, **document}, sort_keys=True)
       np.savez(os.path.join(folder, ARRAYS_FILE), **arrays)
 
     if self.is_chief:

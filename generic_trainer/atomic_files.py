@@ -1,0 +1,176 @@
+"""Every file GenericTrainer writes, replaced whole: the old file or the new,
+never half of one.
+
+Locally a file is written to a temporary file in the same folder, flushed
+and fsynced, then renamed over its name (`os.replace`, atomic on POSIX) and
+the folder fsynced, as Orbax's `AtomicRenameTemporaryPath` does for a
+checkpoint. A writer that needs a path rather than a file object (h5py,
+TFRecordWriter) gets the temporary path from `replacing_path`. On an
+object store (`gs://`, `s3://`) an object appears whole when its upload
+completes, so it is written directly.
+
+A new file gets `mode` when one is given (`copy` passes the source's:
+outputs keep their input's permissions), else what `open` would give it
+(0666); the umask applies to both. `tests/test_shared_machine.py` scans the package for
+writes that bypass this module.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Iterator, Optional
+
+TEMP_PREFIX = '.tmp-'  # Temporary files start so: leftovers are ours.
+
+
+def write_text(path: str, text: str, mode: Optional[int] = None) -> str:
+  """Replaces `path` with `text` (UTF-8); returns `path`."""
+  return write_bytes(path, text.encode('utf-8'), mode)
+
+
+def write_json(path: str, value: Any, mode: Optional[int] = None,
+               **dump_args) -> str:
+  """Replaces `path` with `value` as JSON (`json.dumps(value, **dump_args)`)."""
+  return write_text(path, json.dumps(value, **dump_args), mode)
+
+
+def write_bytes(path: str, data: bytes, mode: Optional[int] = None) -> str:
+  """Replaces `path` with `data`; returns `path`."""
+  if _remote(path):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    with tf.io.gfile.GFile(path, 'wb') as f:
+      f.write(data)
+    return path
+  with replacing_path(path, mode) as temp:
+    fd = os.open(temp, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+    try:
+      view = memoryview(data)
+      while view:
+        view = view[os.write(fd, view):]
+    finally:
+      os.close(fd)
+  return path
+
+
+def copy(source: str, target: str) -> str:
+  """Replaces `target` with a copy of `source`, which keeps its permissions."""
+  with replacing_path(target, os.stat(source).st_mode & 0o777) as temp:
+    with open(source, 'rb') as src, open(temp, 'r+b') as dst:
+      shutil.copyfileobj(src, dst)
+  return target
+
+
+@contextlib.contextmanager
+def replacing_path(path: str, mode: Optional[int] = None,
+                   suffix: str = '') -> Iterator[str]:
+  """Yields a new, empty temporary file beside `path` for the block to
+  write (by its path; its name ends in `suffix`, for writers that read the
+  format from the name); when the block ends without an error, the file is
+  fsynced and put in place of `path`. On an error it is removed and `path`
+  is as it was.
+
+  An object-store `path` is yielded as it is (its upload is atomic).
+  """
+  if _remote(path):
+    yield path
+    return
+  folder = os.path.dirname(os.path.abspath(path))
+  os.makedirs(folder, exist_ok=True)
+  fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX + os.path.basename(path)[:64]
+                              + '-', suffix=suffix, dir=folder)
+  os.close(fd)
+  try:
+    os.chmod(temp, _umasked(0o666 if mode is None else mode))
+    yield temp
+    put_in_place(temp, path)
+  except BaseException:
+    with contextlib.suppress(OSError):
+      os.unlink(temp)
+    raise
+
+
+def put_in_place(temp: str, path: str) -> None:
+  """fsyncs the complete file `temp` and renames it over `path` (the same
+  folder), then fsyncs the folder."""
+  fd = os.open(temp, os.O_RDONLY | os.O_NOFOLLOW)
+  try:
+    os.fsync(fd)
+  finally:
+    os.close(fd)
+  os.replace(temp, path)
+  sync_folder(os.path.dirname(os.path.abspath(path)))
+
+
+def replace_folder(new: str, target: str) -> None:
+  """Puts the folder `new` in place of `target` (same filesystem) so that
+  `target` never disappears: a rename when it is absent, else an exchange
+  (renameat2 RENAME_EXCHANGE), the old one deleted after; where the kernel
+  cannot exchange, two renames. A link at `target` is replaced itself,
+  never followed."""
+  if not os.path.lexists(target):
+    os.rename(new, target)
+    return
+  if exchange(new, target):
+    old = new  # It names the earlier folder (or link) now.
+  else:
+    old = f'{new}.old'
+    os.rename(target, old)
+    os.rename(new, target)
+  if os.path.islink(old):
+    os.unlink(old)
+  else:
+    shutil.rmtree(old)
+
+
+def exchange(first: str, second: str) -> bool:
+  """Swaps two paths in one step (renameat2 RENAME_EXCHANGE); False when
+  the kernel, the C library or the filesystem cannot."""
+  import ctypes  # pylint: disable=g-import-not-at-top
+  import errno  # pylint: disable=g-import-not-at-top
+  try:
+    renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+  except (OSError, AttributeError):
+    return False
+  at_fdcwd, rename_exchange = -100, 2
+  if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second),
+               rename_exchange) == 0:
+    return True
+  code = ctypes.get_errno()
+  if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+    return False
+  raise OSError(code, os.strerror(code), second)
+
+
+def sync_folder(folder: str) -> None:
+  """fsyncs a folder, so that a rename in it survives a power cut."""
+  try:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+  except OSError:
+    return
+  try:
+    os.fsync(fd)
+  except OSError:
+    pass  # Some filesystems cannot fsync a folder; the rename still holds.
+  finally:
+    os.close(fd)
+
+
+def _umasked(mode: int) -> int:
+  """`mode` less the process's umask (read from /proc, so that no other
+  thread sees the umask change; else by setting it back)."""
+  try:
+    with open('/proc/self/status') as f:
+      for line in f:
+        if line.startswith('Umask:'):
+          return mode & ~int(line.split()[1], 8)
+  except (OSError, ValueError):
+    pass
+  mask = os.umask(0o022)
+  os.umask(mask)
+  return mode & ~mask
+
+
+def _remote(path: str) -> bool:
+  return '://' in path

@@ -1,0 +1,183 @@
+"""A network only the local workers of one training can reach.
+
+TensorFlow's gRPC server listens on every interface whatever TF_CONFIG says
+(TF 2.16 `grpc_server_lib.cc` binds `0.0.0.0:<port>`; no setting changes
+it), and it has no authentication (TensorFlow's SECURITY.md: trusted
+networks only): anyone who reaches a worker's port can run ops as the
+trainer. So the workers of a local group run in a network namespace of
+their own, which has only a loopback interface: the first worker creates it
+(with a user namespace, so no privilege is needed: `unshare -Urn`), the
+others join it. Their ports exist there only: no other process of this
+machine, nor of the network, can connect to them, and no one can take a
+port between its choice and its bind.
+
+Where the kernel refuses unprivileged user namespaces (some containers'
+seccomp profiles; `kernel.unprivileged_userns_clone=0`), `available` says
+why and the group falls back to ports of this machine's network, reserved
+until the workers bind them (`PortReservation`).
+
+The functions returned by `create_fn` and `join_fn` run in the child
+between fork and exec (Popen's preexec_fn): they make system calls through
+a libc loaded beforehand, write three /proc files and bring loopback up,
+nothing that takes a lock another thread of the parent could hold.
+"""
+
+import ctypes
+import fcntl
+import os
+import socket
+import struct
+import subprocess
+import sys
+from typing import Callable, List, Optional
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_PROBE = ('from generic_trainer.launch import private_network as p\n'
+          'p.create_fn()()\n'
+          'print(p.loopback_only())')
+
+_available: Optional[str] = None  # '' when available, else why not.
+
+
+def available() -> str:
+  """'' when this machine lets this user make a private network, else the
+  reason it does not (asked once, of a short child process)."""
+  global _available
+  if _available is None:
+    try:
+      from generic_trainer.launch import child_process  # pylint: disable=g-import-not-at-top
+      probe = subprocess.run([sys.executable, '-c', _PROBE],
+                             capture_output=True, text=True, timeout=60,
+                             env=child_process.child_env(), check=False)
+      _available = ('' if probe.stdout.strip() == 'True' else
+                    (probe.stderr.strip().splitlines() or ['no reason'])[-1])
+    except (OSError, subprocess.SubprocessError) as e:
+      _available = f'{type(e).__name__}: {e}'
+  return _available
+
+
+def create_fn(then: Optional[Callable[[], None]] = None):
+  """A preexec_fn that moves the child into a new user and network
+  namespace, loopback up, then calls `then`."""
+  libc = ctypes.CDLL(None, use_errno=True)
+  uid, gid = os.geteuid(), os.getegid()
+
+  def create():
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+      raise OSError(ctypes.get_errno(), 'unshare(CLONE_NEWUSER|CLONE_NEWNET)'
+                    ' failed: ' + os.strerror(ctypes.get_errno()))
+    _write('/proc/self/setgroups', 'deny')
+    _write('/proc/self/uid_map', f'{uid} {uid} 1')
+    _write('/proc/self/gid_map', f'{gid} {gid} 1')
+    _loopback_up()
+    if then:
+      then()
+
+  return create
+
+
+def join_fn(pid: int, then: Optional[Callable[[], None]] = None):
+  """A preexec_fn that moves the child into the namespaces of process
+  `pid` (made by `create_fn`), then calls `then`."""
+  libc = ctypes.CDLL(None, use_errno=True)
+
+  def join():
+    for kind, flag in (('user', CLONE_NEWUSER), ('net', CLONE_NEWNET)):
+      fd = os.open(f'/proc/{pid}/ns/{kind}', os.O_RDONLY | os.O_CLOEXEC)
+      try:
+        if libc.setns(fd, flag) != 0:
+          raise OSError(ctypes.get_errno(), f'setns({kind}) failed: ' +
+                        os.strerror(ctypes.get_errno()))
+      finally:
+        os.close(fd)
+    if then:
+      then()
+
+  return join
+
+
+def loopback_only() -> bool:
+  """Whether this process's network has no interface but loopback."""
+  try:
+    names = [name for _, name in socket.if_nameindex()]
+  except OSError:
+    return False
+  return names == ['lo']
+
+
+def listening_ports(pid: Optional[int] = None) -> List[int]:
+  """The TCP ports listening in the network of process `pid` (default:
+  this one), from /proc/<pid>/net/tcp and tcp6."""
+  where = f'/proc/{pid}/net' if pid else '/proc/self/net'
+  ports = set()
+  for name in ('tcp', 'tcp6'):
+    try:
+      with open(os.path.join(where, name)) as f:
+        next(f, None)
+        for line in f:
+          fields = line.split()
+          if len(fields) > 3 and fields[3] == '0A':  # TCP_LISTEN
+            ports.add(int(fields[1].rsplit(':', 1)[1], 16))
+    except OSError:
+      continue
+  return sorted(ports)
+
+
+class PortReservation:
+  """Ports of this machine held by this process until `release`: each is
+  bound (not listening) with SO_REUSEPORT, which the kernel lets share a
+  port only with sockets of the same user that also set it, as TensorFlow's
+  gRPC server does under TF_GRPC_REUSE_PORT=1. No other user can take a
+  port between its choice and the worker's bind."""
+
+  def __init__(self, count: int):
+    self.sockets = []
+    self.ports: List[int] = []
+    while len(self.ports) < count:
+      sock = _reserving_socket()
+      port = sock.getsockname()[1]
+      if port in self.ports:
+        sock.close()
+        continue
+      self.sockets.append(sock)
+      self.ports.append(port)
+
+  def release(self) -> None:
+    for sock in self.sockets:
+      sock.close()
+    self.sockets = []
+
+
+def _reserving_socket() -> socket.socket:
+  try:
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    address = ('::', 0)
+  except OSError:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    address = ('0.0.0.0', 0)
+  sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+  sock.bind(address)
+  return sock
+
+
+def _write(path: str, text: str) -> None:
+  fd = os.open(path, os.O_WRONLY)
+  try:
+    os.write(fd, text.encode())
+  finally:
+    os.close(fd)
+
+
+def _loopback_up() -> None:
+  sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+  try:
+    request = struct.pack('16sH14s', b'lo', 0, b'')
+    flags = struct.unpack('16sH', fcntl.ioctl(sock, _SIOCGIFFLAGS,
+                                              request)[:18])[1]
+    fcntl.ioctl(sock, _SIOCSIFFLAGS,
+                struct.pack('16sH14s', b'lo', flags | _IFF_UP, b''))
+  finally:
+    sock.close()
