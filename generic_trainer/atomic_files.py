@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 from typing import Any, Iterator, Optional
+import errno
 
 TEMP_PREFIX = '.tmp-'  # Temporary files start so: leftovers are ours.
 
@@ -128,7 +129,6 @@ def exchange(first: str, second: str) -> bool:
   """Swaps two paths in one step (renameat2 RENAME_EXCHANGE); False when
   the kernel, the C library or the filesystem cannot."""
   import ctypes  # pylint: disable=g-import-not-at-top
-  import errno  # pylint: disable=g-import-not-at-top
   try:
     renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
   except (OSError, AttributeError):

@@ -13,6 +13,7 @@ import inspect
 from typing import Any
 
 from generic_trainer.errors import SpecError
+from generic_trainer.errors import summarize
 
 
 def describe(value: Any) -> str:
@@ -138,7 +139,6 @@ def compile_error(spec, error: Exception, optimizer, loss,
                   metrics) -> SpecError:
   """Keras's refusal to compile the model with the spec's optimizer, loss
   and metrics (an unknown name, say), as a SpecError naming them."""
-  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   return SpecError(
       f'Keras cannot compile {type(spec).__name__}\'s model: '
       f'{type(error).__name__}: {summarize(error)}. Expected an optimizer, '

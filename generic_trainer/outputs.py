@@ -20,6 +20,8 @@ import attr
 
 from generic_trainer.errors import SpecError
 from generic_trainer.heads.head import Head
+import tensorflow as tf
+from generic_trainer.heads.head import dense_labels
 
 
 @attr.s(frozen=True)
@@ -111,8 +113,6 @@ def targets(outputs: List[Output], columns: Dict[str, Any],
   without weight columns, else shaped like the labels (ones for an output
   without one).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.heads.head import dense_labels  # pylint: disable=g-import-not-at-top
 
   def label(output):
     value = columns[output.name]

@@ -42,6 +42,10 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import logging
+import tensorflow as tf
+import shutil
+import tempfile
+from generic_trainer import atomic_files
 
 RESUME_PREFIX = 'resume-'
 LATEST_FILE = 'latest.json'
@@ -103,7 +107,6 @@ def keras_callback(fn_args, save_freq='epoch'):
   is published. It is `tf.keras`'s, so it is tf.keras 2's callback when the
   module runs with keras_version='tf_keras', and Keras 3's otherwise.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.keras.callbacks.BackupAndRestore(
       fn_args.checkpoint_dir, save_freq=save_freq, delete_checkpoint=False)
 
@@ -115,7 +118,6 @@ def checkpoint_manager(fn_args, checkpoint,
   Returns the manager and the step restored from (0 when starting fresh;
   the step is the checkpoint number given to `manager.save`).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   manager = tf.train.CheckpointManager(
       checkpoint, os.path.join(fn_args.checkpoint_dir, 'tf_checkpoints'),
       max_to_keep=max_to_keep)
@@ -137,7 +139,6 @@ def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
   Raises:
     CheckpointError: the file is there but cannot be read.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not directory:
     return None
   path = os.path.join(directory, LATEST_FILE)
@@ -161,7 +162,6 @@ def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
 def describe(directory: Optional[str]) -> Optional[str]:
   """Where a training restarted now would resume: 'step 40 (epoch 3, batch
   1)', 'epoch 2' for a run_fn's Keras BackupAndRestore, None for nowhere."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   point = latest(directory)
   if point is not None:
     return describe_point(point)
@@ -193,9 +193,6 @@ def write_checkpoint(directory: str, step: int,
   `checkpoint-<step>`, and `latest.json` (`point` plus the folder's name)
   replaces the previous pointer. Older checkpoints are deleted last.
   """
-  import shutil  # pylint: disable=g-import-not-at-top
-  import tempfile  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   gfile = tf.io.gfile
   name = f'{CHECKPOINT_PREFIX}{step:09d}'
   final = os.path.join(directory, name)
@@ -219,7 +216,6 @@ def write_checkpoint(directory: str, step: int,
     write_files(tmp)
   gfile.rename(tmp, final, overwrite=True)
   pointer = os.path.join(directory, LATEST_FILE)
-  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   atomic_files.write_json(pointer, {**point, 'checkpoint': name},
                           sort_keys=True)
   for entry in gfile.listdir(directory):

@@ -22,12 +22,13 @@ may write the same file.
 import json
 import os
 from typing import Any, Dict, Iterable, Optional
+from generic_trainer import atomic_files
+from generic_trainer.errors import InputArtifactError
 
 RESULT_FILE = 'train_result.json'
 
 
 def write(model_run_dir: str, result: Dict[str, Any]) -> str:
-  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   return atomic_files.write_json(os.path.join(model_run_dir, RESULT_FILE),
                                  result, indent=1, sort_keys=True)
 
@@ -38,7 +39,6 @@ def read(model_run_dir: str) -> Optional[Dict[str, Any]]:
   Raises:
     InputArtifactError: the file is not a record as described above.
   """
-  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
   path = os.path.join(model_run_dir, RESULT_FILE)
   if not os.path.exists(path):
     return None

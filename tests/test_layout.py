@@ -251,3 +251,95 @@ def test_entry_points_compiled_into_pipelines_and_setup_exist(entry):
     tree = ast.parse(f.read())
   assert name in {n.name for n in tree.body
                   if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+
+
+# What a module imports inside a function, and why (issue 25, "Imports a
+# reader can see"): importing these costs seconds, needs an optional
+# extra, or fixes what tf.keras means or Keras's backend for the process.
+_HEAVY = {'tensorflow', 'keras', 'tf_keras', 'numpy', 'tfx', 'apache_beam',
+          'tfx_bsl', 'tensorflow_transform', 'ml_metadata',
+          'tensorflow_metadata', 'tensorflow_serving', 'jax', 'jaxlib',
+          'google', 'absl', 'portpicker', 'jsonschema', 'yaml', 'h5py',
+          'kfp', 'kubeflow', 'kubernetes', 'palmerpenguins', 'mkdocs',
+          'ctypes'}
+_DECIDES_THE_PROCESS = {'keras', 'tf_keras', 'jax', 'jaxlib', 'tfx',
+                        'tensorflow_transform', 'apache_beam', 'tfx_bsl',
+                        'ml_metadata', 'tensorflow_serving', 'kubeflow',
+                        'kfp', 'kubernetes', 'palmerpenguins', 'mkdocs',
+                        'ctypes'}
+# Modules that must import light: the package and its __init__s, what
+# users import (keys, errors, train_spec, heads, canned), and the command
+# up to its argument checks; with everything they import at top level.
+_LIGHT_ROOTS = ['generic_trainer.keys', 'generic_trainer.errors',
+                'generic_trainer.train_spec', 'generic_trainer.local.cli',
+                'generic_trainer.local.cli_args', 'generic_trainer.__main__']
+# Reads the process's start time before any import, on purpose.
+_ORDERED_BY_HAND = {'generic_trainer.local.cli'}
+
+
+def _top_level_imports(path):
+  with open(path) as f:
+    tree = ast.parse(f.read())
+  found = set()
+  for node in tree.body:
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      found |= {_resolve(f'{node.module}.{a.name}') for a in node.names}
+    elif isinstance(node, ast.Import):
+      found |= {_resolve(a.name) for a in node.names}
+  return found - {None}
+
+
+def _light_modules():
+  roots = [m for m, p in MODULES.items() if p.endswith('__init__.py')]
+  roots += _LIGHT_ROOTS + [m for m in MODULES if room(m) == BASE and
+                           m.split('.')[1:2] == ['heads']]
+  roots += [m for m in MODULES if m.startswith(f'{PACKAGE}.canned')]
+  light, todo = set(), roots
+  while todo:
+    module = todo.pop()
+    if module in light or module not in MODULES:
+      continue
+    light.add(module)
+    todo += list(_top_level_imports(MODULES[module]))
+  return light
+
+
+def _imported(node):
+  if isinstance(node, ast.Import):
+    return [a.name for a in node.names]
+  if node.module.startswith(PACKAGE):
+    return [f'{node.module}.{a.name}' for a in node.names]
+  return [node.module]
+
+
+def test_imports_inside_functions_keep_something_heavy_out():
+  """An import inside a function keeps TensorFlow, TFX, Beam or an optional
+  package out of a module that must import light (or, elsewhere, keeps
+  tf.keras and Keras's backend undecided until the training decides
+  them); every other import is at the top, where a reader sees it."""
+  light = _light_modules()
+  wrong = []
+  for module, path in MODULES.items():
+    if module in _ORDERED_BY_HAND:
+      continue
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    for function in ast.walk(tree):
+      if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        continue
+      for node in function.body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or (
+            getattr(node, 'level', 0)):
+          continue
+        names = _imported(node)
+        roots = {n.split('.')[0] for n in names}
+        if module in light:
+          needed = bool(roots & _HEAVY) or any(
+              _resolve(n) not in light for n in names
+              if n.startswith(PACKAGE))
+        else:
+          needed = bool(roots & _DECIDES_THE_PROCESS)
+        if not needed:
+          wrong.append(f'{module}:{node.lineno} {ast.unparse(node)}')
+  assert not wrong, 'move these to the top of their modules:\n' + '\n'.join(
+      wrong)

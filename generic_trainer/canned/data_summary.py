@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 import attr
 
 from generic_trainer.errors import SpecError
+from generic_trainer.data import statistics
 
 MOMENTS = 'moments'
 QUANTILES = 'quantiles'
@@ -150,7 +151,6 @@ def summarize(fn_args, schema, needs: Dict[str, str], sample_rows: int
 
   From the statistics where they have it; the rest from one sample.
   """
-  from generic_trainer.data import statistics  # pylint: disable=g-import-not-at-top
   features = {f.name: f for f in schema.feature}
   stats = statistics.read_features(
       getattr(fn_args, 'statistics_path', None),

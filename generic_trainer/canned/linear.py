@@ -12,6 +12,8 @@ from generic_trainer.canned.base import CannedSpec
 from generic_trainer.canned.base import concatenate
 from generic_trainer.canned.heads_from_data import ClassifierHead
 from generic_trainer.canned.heads_from_data import RegressorHead
+from generic_trainer.canned.columns import Crossed
+from generic_trainer.errors import SpecError
 
 
 class LinearSpec(CannedSpec):
@@ -40,8 +42,6 @@ class LinearRegressorSpec(RegressorHead, LinearSpec):
 
 def cross_parts(spec, encoded) -> List:
   """The one-hot feature crosses of `spec.crosses`."""
-  from generic_trainer.canned.columns import Crossed  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
   parts = []
   for cross in spec.crosses:
     if not isinstance(cross, Crossed):

@@ -23,6 +23,7 @@ from generic_trainer.canned import spec_lines
 from generic_trainer.canned.module_source import Call
 from generic_trainer.canned.module_source import Unknown
 from generic_trainer.keys import RUN_FN_KEY
+import ast
 
 # tf.estimator's canned Estimators and the canned specs that replace them.
 REPLACEMENTS = {
@@ -242,7 +243,6 @@ def _labels(reader) -> Tuple[Any, Any, str]:
 
 
 def _batch_size(reader) -> Optional[Tuple[int, str]]:
-  import ast  # pylint: disable=g-import-not-at-top
   found = []
   for node in ast.walk(reader.tree):
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
@@ -299,7 +299,6 @@ def _optimizer_lines(call: Call, estimator: str) -> List[str]:
 
 # model_to_estimator.
 def _keras_advice(reader, node) -> str:
-  import ast  # pylint: disable=g-import-not-at-top
   keras_arg = next((k.value for k in node.keywords if k.arg == 'keras_model'),
                    node.args[0] if node.args else None)
   builder, builder_line, model_name = None, None, None

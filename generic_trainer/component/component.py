@@ -20,6 +20,7 @@ from generic_trainer.core import static_spec
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
+from generic_trainer.kubeflow import tfjob
 
 
 class GenericTrainer(base_component.BaseComponent):
@@ -185,7 +186,6 @@ class GenericTrainer(base_component.BaseComponent):
     """A TFJob (Kubeflow Training Operator) that runs this trainer on
     `num_workers` replicas; see `generic_trainer.kubeflow.tfjob.render_for_component`.
     """
-    from generic_trainer.kubeflow import tfjob  # pylint: disable=g-import-not-at-top
     return tfjob.render_for_component(self, name, image, executor_input,
                                       **kwargs)
 

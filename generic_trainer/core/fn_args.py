@@ -24,6 +24,7 @@ from generic_trainer.core.fn_args_fields import GenericFnArgsFields
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 from generic_trainer.keys import STATISTICS_KEY
+from generic_trainer.data.input_pipeline import DatasetFactory
 
 
 @attr.s
@@ -119,7 +120,6 @@ def _data_accessor(tfx_accessor, examples):
   tf_dataset_factory for tf.Example payloads (same datasets, faster)."""
   from tfx.components.util import tfxio_utils  # pylint: disable=g-import-not-at-top
   from tfx.proto import example_gen_pb2  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data.input_pipeline import DatasetFactory  # pylint: disable=g-import-not-at-top
   payload_format, data_view_uri = (
       tfxio_utils.resolve_payload_format_and_data_view_uri(examples))
   if (payload_format != example_gen_pb2.PayloadFormat.FORMAT_TF_EXAMPLE or

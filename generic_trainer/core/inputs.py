@@ -16,6 +16,10 @@ from tfx.utils import io_utils
 from generic_trainer import progress
 from generic_trainer.data import statistics
 from generic_trainer.errors import InputArtifactError
+from generic_trainer.data import tfrecords
+from generic_trainer.data import validation
+from generic_trainer.errors import summarize
+from generic_trainer.data import spelled_missing
 
 
 def describe(artifact: types.Artifact) -> str:
@@ -65,9 +69,6 @@ def _check_tfrecord(path: str, split: str, examples: types.Artifact,
   """Reads a TFRecord file (all of it when small, else its first record),
   so corruption fails early; with `tf_example`, its first record must be a
   tf.Example."""
-  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import validation  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   error = tfrecords.check_error(path)
   if error is not None:
     raise InputArtifactError(
@@ -91,7 +92,6 @@ def _check_spelled_missing(path: str, split: str,
                            examples: types.Artifact) -> None:
   """Refuses string columns of numbers whose missing values the CSV spelled
   out (see `data.spelled_missing`), read from the split's first file."""
-  from generic_trainer.data import spelled_missing  # pylint: disable=g-import-not-at-top
   problem = spelled_missing.problem(path)
   if problem:
     raise InputArtifactError(

@@ -34,6 +34,13 @@ from generic_trainer.keys import MODULE_FILE_KEY
 from generic_trainer.keys import MODULE_PATH_KEY
 from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.keys import SOURCE_KEYS
+from generic_trainer.canned import migration
+from generic_trainer.canned import estimator_uses
+from generic_trainer.core import args
+from generic_trainer.train_spec import TrainSpec
+from generic_trainer.errors import SpecError
+from generic_trainer.train_spec import conflicting_members, missing_members
+import ast
 
 _counter = itertools.count()
 
@@ -42,7 +49,6 @@ _counter = itertools.count()
 def _trainer_fn_migration(path: Optional[str]) -> str:
   """What to write instead of a `trainer_fn` module (`path`, its source):
   the canned spec for the Estimator it builds (`canned.migration`)."""
-  from generic_trainer.canned import migration  # pylint: disable=g-import-not-at-top
   source = ''
   if path and os.path.isfile(path):
     with open(path, errors='replace') as f:
@@ -61,8 +67,6 @@ def check_no_estimator(path: Optional[str], what: str) -> None:
   """
   if not path or not path.endswith('.py') or not os.path.isfile(path):
     return
-  from generic_trainer.canned import migration  # pylint: disable=g-import-not-at-top
-  from generic_trainer.canned import estimator_uses  # pylint: disable=g-import-not-at-top
   with open(path, errors='replace') as f:
     source = f.read()
   uses = estimator_uses.estimator_uses(source)
@@ -110,7 +114,6 @@ def load_run_fn(exec_properties: Dict[str, Any]) -> Callable[[Any], None]:
     InvalidArgumentError: not exactly one of the three sources is given.
     UserModuleError: as `load_entry_point`.
   """
-  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
   key = args.check_one_source(**{k: exec_properties.get(k)
                                  for k in SOURCE_KEYS})
   return load_entry_point(key, exec_properties[key])
@@ -156,7 +159,6 @@ def _named_entry_point(module: types.ModuleType, module_name: str,
 
 
 def _is_train_spec(obj) -> bool:
-  from generic_trainer.train_spec import TrainSpec  # pylint: disable=g-import-not-at-top
   return isinstance(obj, type) and issubclass(obj, TrainSpec) and (
       obj is not TrainSpec)
 
@@ -196,8 +198,6 @@ def _module_entry_point(module: types.ModuleType, source: str):
 
 def _spec_run_fn(spec_class: type, source: str) -> Callable[[Any], None]:
   """A run_fn that trains and exports `spec_class`, once it is complete."""
-  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.train_spec import conflicting_members, missing_members  # pylint: disable=g-import-not-at-top,g-multiple-import
   missing = missing_members(spec_class)
   if missing:
     raise UserModuleError(
@@ -346,7 +346,6 @@ def top_level_names(path: str) -> Optional[Dict[str, str]]:
   Raises:
     UserModuleError: the file is missing or has a syntax error.
   """
-  import ast  # pylint: disable=g-import-not-at-top
   tree = source_tree.read(path)
   kinds = {}
   for node in tree.body:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 import attr
 
 from generic_trainer.core.plan import TrainingPlan
+from generic_trainer.core import distribution
 
 
 @attr.s(frozen=True)
@@ -55,7 +56,6 @@ class TrainingRequest:
     """This request with Model and ModelRun copies under `root`, for a
     worker whose export and logs are thrown away (see
     `distribution.scratch_outputs`)."""
-    from generic_trainer.core import distribution  # pylint: disable=g-import-not-at-top
     outputs, serving_dir, eval_dir = distribution.scratch_outputs(
         self.output_dict, root)
     return attr.evolve(self, output_dict=outputs, serving_dir=serving_dir,

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Sequence
 from generic_trainer.core import serving_apis
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import ServingCheckError
+import json
 
 # Not called by serving clients: TFMA's preprocessing function, fed the raw
 # examples with their label.
@@ -169,7 +170,6 @@ def read_warmup_requests(serving_dir: str) -> List[Any]:
 
 def custom_properties(report: Dict[str, Any]) -> Dict[str, Any]:
   """What the check recorded, as ML Metadata custom properties."""
-  import json  # pylint: disable=g-import-not-at-top
   serving = report.get('serving') or {}
   signatures = serving.get('signatures', {})
   return {

@@ -8,6 +8,7 @@ from generic_trainer.core import stray_threads
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.core.user_code import user_code
 from generic_trainer.keys import RUN_FN_KEY
+from generic_trainer.core import fn_args as fn_args_lib
 
 
 def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
@@ -26,7 +27,6 @@ def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
       traceback is in the message.
   """
   source = request.plan.describe_source()
-  from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   fn_args = fn_args_lib.build_fn_args(request)
   spec = getattr(run_fn, 'train_spec', None)
   threads = set(threading.enumerate())

@@ -31,6 +31,9 @@ from typing import (Any, Dict, List, NamedTuple, Optional, Sequence, Tuple,
 from generic_trainer import machine
 from generic_trainer import paths
 from generic_trainer.data.tfrecords import common_compression
+from generic_trainer.data import tf_example_dataset
+import tensorflow as tf
+from generic_trainer.data import parsed_size
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
@@ -55,7 +58,6 @@ class DatasetFactory:
     self.telemetry_descriptors = telemetry_descriptors  # As TFXIO's; unused.
 
   def __call__(self, file_pattern, options, schema=None):
-    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     patterns = [file_pattern] if isinstance(file_pattern, str) else list(
         file_pattern)
     if schema is None or any('://' in p for p in patterns):
@@ -71,7 +73,6 @@ def parser_config(schema, keys: Optional[Sequence[str]] = None
                   ) -> Tuple[Dict[str, Any], Dict[str, str]]:
   """TFXIO's tf.Example parse config of `schema`, limited to the tensors
   `keys`: ({feature name: tf.io feature}, {feature name: tensor name})."""
-  from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
   config, names = tf_example_dataset.parser_config(schema)
   if keys is not None:
     wanted = set(keys)
@@ -84,7 +85,6 @@ def record_dataset(patterns: List[str], options, schema):
   """TFXIO's TensorFlowDataset pipeline, with cheaper reading and parsing,
   and without tf.data's autotuning (see `without_autotuning`): its AUTOTUNE
   values resolve to the cores and a self-sizing prefetch buffer."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   config, names = parser_config(schema)
   if options.label_key is not None and options.label_key not in names.values():
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
@@ -118,7 +118,6 @@ def record_dataset(patterns: List[str], options, schema):
 
 def dense_only(config: Dict[str, Any]) -> bool:
   """Whether every feature parses to a dense tensor (what blocks need)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return all(isinstance(c, tf.io.FixedLenFeature) for c in config.values())
 
 
@@ -159,7 +158,6 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
   in every process. Without a seed, reading and parsing take blocks as they
   come, and every run has its own order.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   seeded = seed is not None
   blocks = parsed_blocks(patterns, config, names, label_key,
                          deterministic=seeded or not shuffle)
@@ -202,7 +200,6 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
   `parse_example` call on 4096 records costs less than four on 1024 (TF's
   parser splits large batches over its threads).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   files = paths.expand(patterns)
   compression = common_compression(files)
   cores = machine.cores()
@@ -229,7 +226,6 @@ def without_autotuning(dataset):
   epoch. A tutorial run_fn's `fit` of 2000 steps on one iterator took
   10.2 s with it on, 6.3 s with it off.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   options = tf.data.Options()
   options.autotune.enabled = False
   return dataset.with_options(options)
@@ -268,8 +264,6 @@ def cache_fit(patterns: List[str], config: Dict[str, Any],
   processes (workers caching on the same disk), less the `disk_claimed`
   bytes this process's other datasets take there. Sizes from
   `parsed_size.estimate`; an unknown size keeps nothing."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import parsed_size  # pylint: disable=g-import-not-at-top
   room = machine.Memory(available) if available is not None else (
       machine.memory())  # A cgroup limit bounds it, and is named.
   available = room.available
@@ -337,7 +331,6 @@ def _count(n: int) -> str:
 
 
 def _parse_fn(config, names, label_key):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def parse(serialized):
     parsed = tf.io.parse_example(serialized, config)
@@ -352,7 +345,6 @@ def _parse_fn(config, names, label_key):
 def _permute_rows(*columns):
   """The rows of a block in a random order (features, or features and label;
   tf.data passes a tuple's parts as arguments)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   rows = tf.shape(tf.nest.flatten(columns)[0])[0]
   order = tf.random.shuffle(tf.range(rows))
   permuted = tf.nest.map_structure(lambda t: tf.gather(t, order), columns)
@@ -362,7 +354,6 @@ def _permute_rows(*columns):
 def _permute_rows_seeded(columns, seed):
   """The rows of a block (features, or (features, label)) in the order the
   int64 `seed` gives."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   rows = tf.shape(tf.nest.flatten(columns)[0])[0]
   order = tf.random.experimental.stateless_shuffle(
       tf.range(rows), seed=tf.stack([seed, tf.constant(0, tf.int64)]))

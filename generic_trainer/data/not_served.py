@@ -16,6 +16,7 @@ builds its requests without them.
 import json
 import os
 from typing import Dict, Iterable, List, Optional
+from generic_trainer import atomic_files
 
 # Written into the export by `loop.export`, read by the serving check.
 DECLARATION = os.path.join('assets.extra', 'generic_trainer_not_served.json')
@@ -27,7 +28,6 @@ def declare(export_dir: str, features: Dict[str, str]) -> None:
   export, for the serving check."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = os.path.join(export_dir, DECLARATION)
-  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs(os.path.dirname(path))
   atomic_files.write_json(path, {'features': features}, indent=1,
                           sort_keys=True)

@@ -14,6 +14,9 @@ the rows, and takes ~20 ms.
 
 import zlib
 from typing import Any, Dict, List, NamedTuple, Optional
+import tensorflow as tf
+from generic_trainer.data import tfrecords
+import numpy as np
 
 SAMPLE_BYTES = 1 << 20  # Of the first file, compressed.
 SAMPLE_RECORDS = 1000
@@ -38,8 +41,6 @@ def estimate(files: List[str], config: Dict[str, Any]) -> Optional[Estimate]:
   """The parsed size of `files` (dense features, `config` as for
   `tf.io.parse_example`), or None when the sample does not tell (no
   complete record in it, or it cannot be read)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   try:
     total = sum(tf.io.gfile.stat(f).length for f in files)
     if not total:
@@ -56,8 +57,6 @@ def estimate(files: List[str], config: Dict[str, Any]) -> Optional[Estimate]:
 
 def _row_bytes(records: List[bytes], config: Dict[str, Any]) -> float:
   """The mean memory of a row of `records` parsed with `config`."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   parsed = tf.io.parse_example(tf.constant(records), config)
   total = 0
   for tensor in parsed.values():

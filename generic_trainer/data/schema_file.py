@@ -5,6 +5,12 @@ importing TFX (whose `tfx.dsl` costs seconds at start-up): the local command
 and the Estimator read schemas on their way to the first training step.
 `tf.io.gfile` reads and writes local and remote (gs://...) paths alike.
 """
+import tensorflow as tf
+from google.protobuf import text_format
+from tensorflow_metadata.proto.v0 import schema_pb2
+from generic_trainer.errors import InputArtifactError
+import os
+from generic_trainer import atomic_files
 
 
 def read(path: str):
@@ -14,10 +20,6 @@ def read(path: str):
     InputArtifactError: the file is not a Schema in text format; the message
       names the file and the line.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'r') as f:
     text = f.read()
   try:
@@ -33,9 +35,5 @@ def read(path: str):
 
 def write(path: str, schema) -> str:
   """Writes `schema` to `path`, creating its folder; returns `path`."""
-  import os  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
-  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs(os.path.dirname(path) or '.')
   return atomic_files.write_text(path, text_format.MessageToString(schema))

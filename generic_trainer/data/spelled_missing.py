@@ -11,6 +11,8 @@ refuses a string feature whose values are numbers but for such spellings.
 
 import itertools
 from typing import Dict, Optional, Set
+import tensorflow as tf
+from generic_trainer.data import tfrecords
 
 # As `local.csv_dialect.MISSING`, compared without case (not the empty
 # string: CsvExampleGen reads an empty cell as missing).
@@ -22,8 +24,6 @@ def problem(path: str) -> Optional[str]:
   """What is wrong with the first records of the TFRecord file `path`,
   said with the four parts; None when no string feature holds numbers and
   spelled-out missing values."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   numbers: Dict[str, int] = {}
   spelled: Dict[str, Set[str]] = {}
   words: Set[str] = set()

@@ -15,6 +15,8 @@ names, the label popped. So a local run reads exactly what a pipeline reads;
 from typing import Any, Dict, List, Tuple, Union
 
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
+import tensorflow as tf
+from tensorflow.python.util import deprecation
 
 _FEATURE_NAME_PREFIX = '_tfx_bsl_'  # tfx_bsl's prefix for multi-column parsers.
 
@@ -32,8 +34,6 @@ def dataset(file_pattern: Union[str, List[str]], options, schema):
     Batches of `{name: tensor}`, or `({name: tensor}, label)` with
     `options.label_key`.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
   from tfx_bsl.tfxio import dataset_util  # pylint: disable=g-import-not-at-top
   if schema is None:
     raise InvalidArgumentError(
@@ -74,7 +74,6 @@ def dataset(file_pattern: Union[str, List[str]], options, schema):
 
 def parser_config(schema) -> Tuple[Dict[str, Any], Dict[str, str]]:
   """(tf.io parser config, parser key -> tensor name), as TFXIO builds them."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfx_bsl.tfxio import tensor_representation_util as reps  # pylint: disable=g-import-not-at-top
   types = {f.name: f.type for f in schema.feature}
   config, tensor_names = {}, {}
@@ -107,7 +106,6 @@ def parser_config(schema) -> Tuple[Dict[str, Any], Dict[str, str]]:
 
 def _check_parser_config(config, schema) -> None:
   """Traces tf.io.parse_example with `config`, which raises if it is invalid."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   @tf.function(input_signature=[tf.TensorSpec(shape=[None], dtype=tf.string)])
   def parse(serialized):

@@ -11,6 +11,7 @@ import contextlib
 import struct
 import zlib
 from typing import Iterator, List, Optional, Tuple
+from generic_trainer import atomic_files
 
 # A record's framing: an 8-byte length and its 4-byte CRC before the data,
 # the data's 4-byte CRC after it.
@@ -70,7 +71,6 @@ def writer(path: str, mode: Optional[int] = None):
   (`atomic_files`: a temporary file beside it until then); a new file gets
   `mode` (less the umask) when given."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   with atomic_files.replacing_path(
       path, mode, suffix='.gz' if compression(path) else '') as temp:
     with tf.io.TFRecordWriter(temp, options=compression(path)) as records:

@@ -16,6 +16,7 @@ from typing import Any, Dict, List
 
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
+import tensorflow as tf
 
 RECORDS_PER_FILE = 64  # Enough to meet a column of another kind.
 _KINDS = {'float32': 'float_list', 'int64': 'int64_list',
@@ -35,7 +36,6 @@ def check_examples(files: List[str], config: Dict[str, Any], what: str,
     what: What the files are, for the message: 'train', 'eval'...
     schema_source: Where the schema came from, for the message.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   for path in files:
     records = tfrecords.records(path)
     for index in range(RECORDS_PER_FILE):
@@ -57,7 +57,6 @@ def check_examples(files: List[str], config: Dict[str, Any], what: str,
 
 def record_problem(record: bytes, config: Dict[str, Any]) -> str:
   """What parsing `record` with `config` would fail on, or ''."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     example = tf.train.Example.FromString(record)
   except Exception as e:  # pylint: disable=broad-except

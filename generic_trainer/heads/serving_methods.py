@@ -14,6 +14,7 @@ from typing import Dict, Optional
 
 from generic_trainer.heads.head import CLASSIFICATION
 from generic_trainer.heads.head import REGRESSION
+from generic_trainer import atomic_files
 
 CLASSIFY = 'tensorflow/serving/classify'
 REGRESS = 'tensorflow/serving/regress'
@@ -47,5 +48,4 @@ def set_method_names(export_dir: str,
           name)
       if method:
         signature.method_name = method
-  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   atomic_files.write_bytes(path, saved_model.SerializeToString())

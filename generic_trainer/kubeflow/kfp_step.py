@@ -17,6 +17,8 @@ import json
 from typing import Any, Dict, List, Optional
 
 from generic_trainer.errors import InvalidArgumentError
+import yaml
+from google.protobuf import json_format
 
 TRAINER_EXECUTOR = 'generic_trainer.executor.GenericExecutor'
 EXECUTOR_INPUT_PLACEHOLDER = '{{$}}'
@@ -24,7 +26,6 @@ EXECUTOR_INPUT_PLACEHOLDER = '{{$}}'
 
 def load(path: str) -> Dict[str, Any]:
   """Reads a compiled PipelineJob (JSON, or the YAML newer runners write)."""
-  import yaml  # pylint: disable=g-import-not-at-top
   with open(path) as f:
     return yaml.safe_load(f)
 
@@ -93,7 +94,6 @@ def executor_input(job: Dict[str, Any], task: str,
     output_file: Where the entrypoint writes the executor's output metadata.
   """
   from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as entrypoint_utils  # pylint: disable=g-import-not-at-top
-  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
   component = _component(job, task)
 
   def artifacts(declared, given, direction):

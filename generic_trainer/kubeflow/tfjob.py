@@ -41,6 +41,9 @@ from generic_trainer.keys import DEFAULT_MAX_RESTARTS
 from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.kubeflow import kfp_step
+import jsonschema
+from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA
+import yaml
 
 API_VERSION = 'kubeflow.org/v1'
 KIND = 'TFJob'
@@ -187,8 +190,6 @@ def render_for_component(component, name: str, image: str,
 
 def validate(manifest: Dict[str, Any]) -> None:
   """Raises InvalidArgumentError unless `manifest` is a valid TFJob."""
-  import jsonschema  # pylint: disable=g-import-not-at-top
-  from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA  # pylint: disable=g-import-not-at-top
   errors = sorted(
       jsonschema.Draft202012Validator(TFJOB_SCHEMA).iter_errors(manifest),
       key=lambda e: list(e.absolute_path))
@@ -202,7 +203,6 @@ def validate(manifest: Dict[str, Any]) -> None:
 
 
 def to_yaml(manifest: Dict[str, Any]) -> str:
-  import yaml  # pylint: disable=g-import-not-at-top
   return yaml.safe_dump(manifest, sort_keys=False, width=1000)
 
 

@@ -10,13 +10,14 @@ message of the error raised.
 
 import json
 import sys
+from generic_trainer import progress
+from generic_trainer import atomic_files
 
 
 def main(request_path: str) -> int:
   with open(request_path) as f:
     request = json.load(f)
   result = {}
-  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
   progress.print_plain()
   try:
     from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
@@ -27,7 +28,6 @@ def main(request_path: str) -> int:
       result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())
   except Exception as e:  # pylint: disable=broad-except
     result = {'error': type(e).__name__, 'message': str(e)}
-  from generic_trainer import atomic_files  # pylint: disable=g-import-not-at-top
   atomic_files.write_json(request['result_path'], result)
   return 1 if result.get('error') else 0
 

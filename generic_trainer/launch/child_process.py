@@ -22,6 +22,8 @@ from generic_trainer import atomic_files
 from generic_trainer import errors
 from generic_trainer import scratch
 from generic_trainer.core.request import TrainingRequest
+import site
+import sysconfig
 
 CHILD_MODULE = 'generic_trainer.launch.child'
 
@@ -135,8 +137,6 @@ def _package_parent() -> str:
 def _installed(folder: str) -> bool:
   """Whether `folder` is one of the interpreter's site-packages folders
   (the child finds the package there without PYTHONPATH)."""
-  import site  # pylint: disable=g-import-not-at-top
-  import sysconfig  # pylint: disable=g-import-not-at-top
   folders = set(getattr(site, 'getsitepackages', lambda: [])())
   folders.add(getattr(site, 'getusersitepackages', lambda: '')())
   folders.update(sysconfig.get_paths().get(k, '') for k in ('purelib',

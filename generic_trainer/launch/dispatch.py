@@ -17,6 +17,7 @@ from generic_trainer.core import training
 from generic_trainer.core.plan import Where
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.launch import child_process
+from absl import logging
 
 
 def train(request: TrainingRequest,
@@ -50,7 +51,6 @@ def train(request: TrainingRequest,
 
 
 def _in_child(request: TrainingRequest, what: str) -> None:
-  from absl import logging  # pylint: disable=g-import-not-at-top
   logging.info('Training in a child process with %s.', what)
   child_process.train_in_child(request.in_child(), request.plan.child_env(),
                                what)

@@ -44,6 +44,8 @@ from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
+import portpicker
+import tensorflow as tf
 
 FINISH_GRACE_S = 180.0
 STOP_WAIT_S = 30.0  # For all the killed workers of a group together.
@@ -84,7 +86,6 @@ def tf_config(ports: List[int], index: int) -> Dict[str, Any]:
 
 
 def free_ports(count: int) -> List[int]:
-  import portpicker  # pylint: disable=g-import-not-at-top
   ports = []
   while len(ports) < count:
     port = portpicker.pick_unused_port()
@@ -325,7 +326,6 @@ def _failure(worker: _Worker, count: int) -> restarts_lib.WorkerFailure:
 
 def _clear(directory: str) -> None:
   """Empties the chief's export folder before its group starts again."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if directory and tf.io.gfile.exists(directory):
     tf.io.gfile.rmtree(directory)
 

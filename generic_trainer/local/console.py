@@ -25,6 +25,9 @@ import time
 from typing import Callable, Iterator, Optional, TextIO
 
 from generic_trainer import progress
+import tempfile
+import warnings
+from generic_trainer.errors import GenericTrainerError, summarize
 
 # The lines of TFX's LocalDagRunner that say a component started or ended.
 _COMPONENT_RUNNING = 'Component %s is running.'
@@ -66,7 +69,6 @@ def import_tensorflow() -> None:
       'TF_CPP_MIN_LOG_LEVEL', '0') in ('0', '1'):
     import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
     return
-  import tempfile  # pylint: disable=g-import-not-at-top
   sys.stderr.flush()
   try:
     saved = os.dup(2)
@@ -93,7 +95,6 @@ def quiet_warnings() -> Iterator[None]:
   """While the command runs, Python's FutureWarnings (Google clients'
   'non-supported Python version', TFX's and Keras's deprecations) are not
   shown, unless the user chose warnings (-W, PYTHONWARNINGS)."""
-  import warnings  # pylint: disable=g-import-not-at-top
   with warnings.catch_warnings():
     if not sys.warnoptions:
       warnings.simplefilter('ignore', FutureWarning)
@@ -278,7 +279,6 @@ def failure_message(error: BaseException, log_path: Optional[str]) -> str:
   """What to print when a pipeline run fails: our error's message (the
   first in the chain of causes, which says what to do) or the error's
   useful line, and where the full log is."""
-  from generic_trainer.errors import GenericTrainerError, summarize  # pylint: disable=g-import-not-at-top
   chain, seen = error, set()
   ours = None
   while chain is not None and id(chain) not in seen:

@@ -26,6 +26,7 @@ import attr
 
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.local import csv_dialect
+from generic_trainer.data import tfrecords
 
 KINDS = ('int', 'float', 'bytes')
 _STRAYS_SHOWN = 3
@@ -173,7 +174,6 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str,
   written whole: `tfrecords.writer`), each value of its column's kind; a
   value that is not is named by file, line and column."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   with tfrecords.writer(out, mode) as writer:
     for table in tables:
       columns = [(i, name, kinds[name]) for i, name in enumerate(table.header)

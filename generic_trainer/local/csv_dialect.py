@@ -15,6 +15,7 @@ import csv
 from typing import Dict, List, Optional
 
 from generic_trainer.errors import InputArtifactError
+from generic_trainer.errors import InvalidArgumentError
 
 # Spellings of a missing value (compared without case): R and the raw
 # penguin table write NA; spreadsheets N/A or an empty cell; databases
@@ -42,7 +43,6 @@ def parse_delimiter(value: Optional[str]) -> Optional[str]:
   Raises:
     InvalidArgumentError: not one character of DELIMITERS or a name.
   """
-  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
   if value is None:
     return None
   delimiter = NAMES.get(value.lower(), value)

@@ -19,6 +19,10 @@ from generic_trainer import paths
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.local import csv_data
+from generic_trainer import progress
+from generic_trainer.local import csv_dialect
+from generic_trainer.data import statistics
+from generic_trainer.errors import summarize
 
 
 def resolve_files(data) -> List[str]:
@@ -102,15 +106,12 @@ MISSING_FILE = 'missing_values.json'
 def _record_missing(tables, split_dir: str) -> None:
   """Logs the missing values of `tables` per column and adds them to
   MISSING_FILE beside `split_dir` ({split: {column: {spelling: count}}})."""
-  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import csv_dialect  # pylint: disable=g-import-not-at-top
   counts: Dict[str, Dict[str, int]] = {}
   for table in tables:
     for column, spelled in table.missing.items():
       for spelling, n in spelled.items():
         into = counts.setdefault(column, {})
         into[spelling] = into.get(spelling, 0) + n
-  from generic_trainer.data import statistics  # pylint: disable=g-import-not-at-top
   split = statistics.split_of(os.path.join(split_dir, 'data')) or (
       os.path.basename(split_dir))
   root = os.path.dirname(split_dir)
@@ -175,7 +176,6 @@ def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
 def check_tfrecords(files: List[str]) -> None:
   """Reads each file (all of it when small, else its first record), so a
   wrong, damaged or truncated file fails before training."""
-  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   for path in files:
     error = tfrecords.check_error(path)
     if error is not None:
@@ -250,7 +250,6 @@ def infer_schema(files: List[str], limit: int = 1000):
   """A Schema from the first `limit` tf.Examples of `files`."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   kinds, counts, present, seen = {}, {}, {}, 0
   for path in files:
     read = 0  # Records of this file read so far.

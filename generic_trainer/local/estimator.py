@@ -30,6 +30,12 @@ from generic_trainer.local import output_folder
 from generic_trainer.loop import datasets as spec_input
 from generic_trainer.loop import export as spec_export
 from generic_trainer.loop import runner as spec_runner
+from generic_trainer.train_spec import conflicting_members, missing_members
+import numpy as np
+import shutil
+from generic_trainer.core import attempt
+from generic_trainer.core.publish import StagedExport
+from generic_trainer.local.fn_args import LocalFnArgs
 
 
 class Estimator:
@@ -50,7 +56,6 @@ class Estimator:
       base_model: A SavedModel folder to warm-start from (as the component's
         base_model input; see `TrainSpec.warm_start`).
     """
-    from generic_trainer.train_spec import conflicting_members, missing_members  # pylint: disable=g-import-not-at-top,g-multiple-import
     missing = missing_members(spec_class)
     if missing:
       raise SpecError(f'The TrainSpec {spec_class.__name__} does not define '
@@ -111,7 +116,6 @@ class Estimator:
 
   def predict(self, data):
     """Model outputs for every example of `data` (label not needed)."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
     self._require_trained('predict')
     with self._scratch('predict', data) as files:
       outputs = [self.spec.model(features, training=False)
@@ -123,9 +127,6 @@ class Estimator:
     attempt sequence, `core.attempt`); its path. An export that fails
     validation is kept in `run/rejected_export` and never reaches
     `export_dir`, which keeps what an earlier export put there."""
-    import shutil  # pylint: disable=g-import-not-at-top
-    from generic_trainer.core import attempt  # pylint: disable=g-import-not-at-top
-    from generic_trainer.core.publish import StagedExport  # pylint: disable=g-import-not-at-top
     self._require_trained('export')
     export_dir = os.path.abspath(
         export_dir or os.path.join(self.model_dir, 'export'))
@@ -147,7 +148,6 @@ class Estimator:
     return export_dir
 
   def _make_fn_args(self, splits, steps):
-    from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
     schema_path = local_data.write_schema(
         local_data.infer_schema(splits['train']) if not self._schema_path
         else None, os.path.join(self.model_dir, 'schema.pbtxt'),

@@ -18,6 +18,8 @@ import os
 from typing import Any, Dict, List, NamedTuple
 
 from generic_trainer.errors import InputArtifactError
+from generic_trainer.data import tfrecords
+from generic_trainer.local import data as local_data
 
 # CsvExampleGen's default output config: {train: 2, eval: 1} hash buckets.
 TRAIN_BUCKETS, EVAL_BUCKETS = 2, 1
@@ -53,8 +55,6 @@ def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
     InputArtifactError: one of the splits would be empty (too few rows).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
   outs = [os.path.join(train_dir, 'data.gz'), os.path.join(eval_dir,
                                                            'data.gz')]
   counts = [0, 0]

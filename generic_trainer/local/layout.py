@@ -38,6 +38,8 @@ from typing import List, Optional
 from generic_trainer import atomic_files
 from generic_trainer.errors import ModelFolderError, UnsafeFolderError
 from generic_trainer.local import manifest
+from generic_trainer.core.publish import SERVING_MODEL_DIR
+from generic_trainer.core.publish import EVAL_MODEL_DIR, SERVING_MODEL_DIR
 
 MODELS = '.models'  # The versions `model` and `eval_model` link to.
 LISTING = '.files.json'  # Beside a version: what it held when published.
@@ -147,7 +149,6 @@ class Layout:
   def link_base_model(self, saved_model_dir: str) -> str:
     """A Model artifact folder whose Format-Serving is `saved_model_dir`
     (a link), for the executor's base_model input; returns the folder."""
-    from generic_trainer.core.publish import SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
     os.makedirs(self.base_model, exist_ok=True)
     link = os.path.join(self.base_model, SERVING_MODEL_DIR)
     target = os.path.realpath(saved_model_dir)  # Also when it is `link`.
@@ -188,7 +189,6 @@ class Layout:
   def take_model(self) -> None:
     """Puts the validated export in `publishing` in place of model/ (and
     eval_model/): the commit point of a run."""
-    from generic_trainer.core.publish import EVAL_MODEL_DIR, SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
     self.check_model_place()
     self.recover()
     os.makedirs(self.models, exist_ok=True)

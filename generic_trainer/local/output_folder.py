@@ -24,6 +24,7 @@ from typing import Iterable, Iterator
 from generic_trainer import owner_lock
 from generic_trainer import paths
 from generic_trainer.errors import FolderInUseError, UnsafeFolderError
+import re
 
 LOCK_FILE = '.generic-trainer.lock'
 _HELD = set()  # The real paths of the folders this process holds.
@@ -81,7 +82,6 @@ def check_literal(path: str, name: str = '--output-dir') -> None:
 
 def _unglobbed(name: str) -> str:
   """What a glob of `name` may match instead: 'exp[1]' -> 'exp1'."""
-  import re  # pylint: disable=g-import-not-at-top
   return re.sub(r'\[(.)[^\]]*\]', r'\1', name).replace('*', '').replace(
       '?', '_')
 

@@ -58,6 +58,8 @@ from generic_trainer.local import console
 from generic_trainer.local import data as local_data
 from generic_trainer.local import holdout
 from generic_trainer.local.layout import Layout
+from generic_trainer.local import output_folder
+from generic_trainer.core.user_code import user_code
 
 
 @attr.s(frozen=True)
@@ -196,7 +198,6 @@ def holding_folder(request: Request):
   """A context that holds the output folder of `request` (created as
   private as its inputs; `output_folder.hold`), which a caller may take
   before `run` (which then finds it held)."""
-  from generic_trainer.local import output_folder  # pylint: disable=g-import-not-at-top
   inputs = (list(request.train_data) + list(request.eval_data or []) +
             ([request.schema] if request.schema else []))
   return output_folder.hold(request.output_dir, inputs=inputs)
@@ -320,7 +321,6 @@ def _spec_training(request: Request, layout: Layout, splits, staged,
   """The TrainSpec path: loop.runner on LocalFnArgs; no TFX, no Beam.
   Returns the training, which returns its record."""
   from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.user_code import user_code  # pylint: disable=g-import-not-at-top
   from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import runner as spec_runner  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop.handlers.first_step import FirstStepTime  # pylint: disable=g-import-not-at-top

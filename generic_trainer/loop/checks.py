@@ -5,6 +5,11 @@ from typing import List
 from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
 from generic_trainer.loop import label_checks
+import os
+import inspect
+import types
+from generic_trainer import outputs as outputs_lib
+import numpy as np
 
 
 def check_backend(spec) -> None:
@@ -15,7 +20,6 @@ def check_backend(spec) -> None:
   Raises:
     SpecError: saying how to train it on its backend.
   """
-  import os  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   running = keras.backend.backend()
   if spec.backend is not None and spec.backend != running:
@@ -52,7 +56,6 @@ def check_train_step(spec, backend: str) -> None:
   """A custom train_step has the form of the backend that runs it:
   `(model, data)` returning logs on TensorFlow; `(model, state, data)`
   returning `(logs, state)`, without tf.GradientTape, on JAX."""
-  import inspect  # pylint: disable=g-import-not-at-top
   step = spec.train_step
   if step is None:
     return
@@ -86,7 +89,6 @@ def check_train_step(spec, backend: str) -> None:
 def _uses_gradient_tape(step) -> bool:
   """Whether the code of `step` (or a function defined in it) names
   GradientTape: comments and strings that mention it do not count."""
-  import types  # pylint: disable=g-import-not-at-top
   code = getattr(step, '__code__', None)
   todo = [code] if code is not None else []
   while todo:
@@ -140,7 +142,6 @@ def model_features(model, keys: List[str]) -> List[str]:
 def check_batch(spec, model, batch) -> None:
   """The model runs on a batch and each output fits its label, loss and
   metrics. `batch` is (features, labels[, weights]), labels as read."""
-  from generic_trainer import outputs as outputs_lib  # pylint: disable=g-import-not-at-top
   features, labels = batch[0], batch[1]
   try:
     outputs = model(features, training=False)
@@ -205,7 +206,6 @@ def _per_output(member: str, value, names: List[str], default=None):
 def _check_output(name, output, outputs, labels, loss, metrics) -> None:
   """One output against its label, loss and metrics; `name` None for a
   spec's only output (the messages then name no output)."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
   where = f'Output {name!r}: ' if name else ''
   if output.head is not None:
     output.head.check_labels(labels, output.name)

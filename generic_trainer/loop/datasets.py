@@ -9,6 +9,17 @@ from typing import List, Optional, Tuple, Union
 from generic_trainer import progress
 from generic_trainer.errors import SpecError
 from generic_trainer.train_spec import TrainSpec
+from generic_trainer.data import schema_file
+from generic_trainer.data import input_pipeline
+from generic_trainer.data import validation
+from generic_trainer import paths
+from generic_trainer import outputs
+import difflib
+from generic_trainer.loop import on_jax
+from generic_trainer import machine
+import tempfile
+import tensorflow as tf
+from generic_trainer.loop import first_batch_errors
 
 
 def load_schema(fn_args):
@@ -22,7 +33,6 @@ def load_schema(fn_args):
         'A TrainSpec needs to know the features: connect a `schema` input '
         "(e.g. schema=schema_gen.outputs['schema']) or a `transform_graph`. "
         'Received neither. Connect one of them to GenericTrainer.')
-  from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   return schema_file.read(fn_args.schema_path)
 
 
@@ -30,12 +40,9 @@ def check_data(fn_args, schema) -> None:
   """The first records of every train and eval file parse with the schema;
   else an InputArtifactError names the file, record and feature (see
   `data.validation`). tf.Example data read by our factory only."""
-  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import validation  # pylint: disable=g-import-not-at-top
   factory = fn_args.data_accessor.tf_dataset_factory
   if not isinstance(factory, input_pipeline.DatasetFactory):
     return
-  from generic_trainer import paths  # pylint: disable=g-import-not-at-top
   config, _ = factory.parser(schema)
   source = fn_args.transform_graph_path or fn_args.schema_path
   for what, patterns in (('train', fn_args.train_files),
@@ -47,7 +54,6 @@ def check_data(fn_args, schema) -> None:
 def feature_keys(spec, schema) -> List[str]:
   """The spec's feature_keys, or every schema feature but the labels and
   weights."""
-  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   names = [f.name for f in schema.feature]
   targets = outputs.target_keys(spec.outputs)
   for key in outputs.label_keys(spec.outputs):
@@ -81,7 +87,6 @@ def feature_keys(spec, schema) -> List[str]:
 
 def _close(name: str, names: List[str]) -> str:
   """' (did you mean 'species'?)' for a near name of `names`, or ''."""
-  import difflib  # pylint: disable=g-import-not-at-top
   lowered = {n.lower(): n for n in names}
   near = ([lowered[name.lower()]] if name.lower() in lowered else
           difflib.get_close_matches(name, names, n=1, cutoff=0.75))
@@ -109,8 +114,6 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   `data.cache_folder.CacheFolder`, or nowhere), or nowhere with
   `cache=False`; otherwise the dataset comes from the factory, row by row.
   """
-  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
   plain = outputs.plain(spec.outputs)
   # A plain label is popped by the reader; other targets are read as columns
   # and split off by `targets`.
@@ -152,8 +155,6 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
   On JAX the features are checked first (dense numbers only), and
   `preprocess` is its jax2tf conversion (see `on_jax`).
   """
-  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
   columns_spec = dataset.element_spec
   if with_label and plain:
     columns_spec = columns_spec[0]
@@ -216,8 +217,6 @@ def cache_decision(spec, files: List[str], config,
   or None for `input_pipeline.cache_fit`'s choice. The decision and its
   reason go to the progress log: a user should know what each epoch costs.
   """
-  from generic_trainer import machine  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
   setting = spec.cache
   disk = folder.path if folder is not None else None
   if setting is None:
@@ -246,7 +245,6 @@ def cache_decision(spec, files: List[str], config,
   if where == 'memory':
     log.info('cache: in memory for %s (%s)', what, reason)
     return True
-  import tempfile  # pylint: disable=g-import-not-at-top
   path = tempfile.mkdtemp(prefix=f'{what}-', dir=disk)
   folder.on_disk.append(path)
   log.info('cache: on disk for %s, in %s (%s); the first epoch writes the '
@@ -266,8 +264,6 @@ def _describe(files: List[str]) -> str:
 def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
   """One shuffled train batch, read without caching, labels as read (for
   the checks)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import first_batch_errors  # pylint: disable=g-import-not-at-top
   dataset = make_dataset(spec, fn_args, schema, files, keys, spec.batch_size,
                          num_epochs=1, shuffle=True, cache=False,
                          encode_labels=False)
@@ -282,7 +278,6 @@ def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
 def _shard_by_data(dataset):
   """With several workers, each takes every N-th batch: splits often have
   fewer files than workers, which TF's default (by file) cannot shard."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   options = tf.data.Options()
   options.experimental_distribute.auto_shard_policy = (
       tf.data.experimental.AutoShardPolicy.DATA)

@@ -39,6 +39,12 @@ from typing import List, Optional
 from generic_trainer.heads.head import CLASSIFY_INPUTS
 from generic_trainer.heads.head import PREDICT
 from generic_trainer.heads.head import logits_layer_name
+import tensorflow as tf
+from generic_trainer.loop import on_jax
+from generic_trainer.data import not_served as not_served_lib
+from generic_trainer.heads import serving_methods
+from generic_trainer import outputs
+from generic_trainer.data import not_served
 
 SERVING_DEFAULT = 'serving_default'
 SERVING_RAW = 'serving_raw'
@@ -49,8 +55,6 @@ EXAMPLES = 'examples'
 def export(spec, model, keys: List[str], export_dir: str, schema_path:
            Optional[str], transform_graph_path: Optional[str]) -> None:
   import keras  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
   raw_spec, names, transform_layer, not_served = _raw_feature_spec(
       spec, keys, schema_path, transform_graph_path)
   if on_jax.active():
@@ -103,8 +107,6 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
   if transform_layer is not None:
     _add_transform_features(archive, transform_graph_path)
   archive.write_out(export_dir, verbose=False)
-  from generic_trainer.data import not_served as not_served_lib  # pylint: disable=g-import-not-at-top
-  from generic_trainer.heads import serving_methods  # pylint: disable=g-import-not-at-top
   serving_methods.set_method_names(export_dir)
   not_served_lib.declare(export_dir, not_served)
 
@@ -112,7 +114,6 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
 def _add_head_endpoints(archive, outputs, model, features_of) -> None:
   """`predict`, and each head's `classification`/`regression` signatures."""
   import keras  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   single = len(outputs) == 1
   both = keras.Model(model.input, {
       **{o.name: model.get_layer(o.name).output for o in outputs},
@@ -147,14 +148,12 @@ def _add_head_endpoints(archive, outputs, model, features_of) -> None:
 
 def _symbolic(output):
   """Placeholder logits and outputs, to ask a head which signatures it has."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   width = output.head.logits_dimension
   value = tf.zeros([1, width])
   return value, value
 
 
 def _signature(predictions, output, kind: str):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   @tf.function(input_signature=[
       tf.TensorSpec([None], tf.string, CLASSIFY_INPUTS)])
@@ -168,7 +167,6 @@ def _signature(predictions, output, kind: str):
 def _add_transform_features(archive, transform_graph_path: str) -> None:
   """`transform_features`: raw serialized examples (label included) in,
   the transformed features out."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   output = tft.TFTransformOutput(transform_graph_path)
   layer = output.transform_features_layer()
@@ -186,7 +184,6 @@ def _add_transform_features(archive, transform_graph_path: str) -> None:
 def _model_feature_spec(keys, raw_spec, names, transform_graph_path):
   """{feature: tf.TensorSpec} of what the model reads (after Transform,
   before `preprocess`), batch first; dense features only, as on JAX."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if transform_graph_path:
     import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
     parsed = tft.TFTransformOutput(
@@ -209,7 +206,6 @@ def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
   one, every raw feature Transform reads but those that feed only the
   labels and weights.
   """
-  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
   if transform_graph_path:
     import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
     output = tft.TFTransformOutput(transform_graph_path)
@@ -223,7 +219,6 @@ def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
         schema_file.read(schema_path))
     raw_spec = {k: v for k, v in raw_spec.items() if names[k] in keys}
     layer = None
-  from generic_trainer.data import not_served  # pylint: disable=g-import-not-at-top
   targets = outputs.target_keys(spec.outputs)
   absent = {k: 'label or weight' for k in targets}
   if spec.raw_label_key:

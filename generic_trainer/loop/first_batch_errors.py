@@ -20,6 +20,9 @@ from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import summarize
+from tensorflow_metadata.proto.v0 import schema_pb2
+import tensorflow as tf
+from generic_trainer.data import tfrecords
 
 _SHOWN = 3
 
@@ -35,7 +38,6 @@ def explain(error: BaseException, schema, keys: List[str], files: List[str],
     files: The train files.
     source: Where the schema came from (its path), for the message.
   """
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
   text = summarize(error)
   where = source or 'the schema'
   strings = [f.name for f in schema.feature
@@ -71,7 +73,6 @@ def explain(error: BaseException, schema, keys: List[str], files: List[str],
 
 
 def _types(schema, keys: List[str]) -> str:
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
   return ', '.join(f'{f.name}: {schema_pb2.FeatureType.Name(f.type)}'
                    for f in schema.feature if f.name in keys)
 
@@ -79,8 +80,6 @@ def _types(schema, keys: List[str]) -> str:
 def _first_values(files: List[str], names: List[str]):
   """{feature: [value, ...]} of the first records of the first file, as
   text."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   values = {n: [] for n in names}
   paths = sorted(f for p in files for f in tf.io.gfile.glob(p))
   if not paths:

@@ -20,6 +20,19 @@ from typing import Any, Dict, List, Optional, Sequence
 import attr
 
 from generic_trainer.errors import NonFiniteLossError, SpecError
+from generic_trainer.loop.handlers.checkpoint import checkpoint_handler
+from generic_trainer.loop.handlers.history_file import HistoryFile
+from generic_trainer.loop.handlers.log_lines import LogLines
+from generic_trainer.loop.handlers.nan_guard import NaNGuard
+from generic_trainer.loop.checks import monitors
+from generic_trainer.loop.handlers.monitor_check import MonitorCheck
+import tensorflow as tf
+from generic_trainer.loop import checks
+from generic_trainer.loop import on_jax
+from generic_trainer import resume
+from generic_trainer.loop import fit_schedule
+from generic_trainer.loop.handlers.handler_list import HandlerList
+from generic_trainer.loop.handlers.resume_checkpoint import ResumeCheckpoint
 
 HISTORY_FILE = 'history.json'
 CHECKPOINT_DIR = 'checkpoints'
@@ -30,12 +43,6 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
                      interactive: bool) -> List[Any]:
   """The built-in handlers, in the order they are called."""
   import keras  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.checkpoint import checkpoint_handler  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.log_lines import LogLines  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.checks import monitors  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.monitor_check import MonitorCheck  # pylint: disable=g-import-not-at-top
   built_in = [NaNGuard(),
               HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
               keras.callbacks.TensorBoard(os.path.join(run_dir,
@@ -79,9 +86,6 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
   them (see `steps_per_execution`).
   """
   import keras  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import on_jax  # pylint: disable=g-import-not-at-top
   distributed = (strategy is not None and
                  strategy is not tf.distribute.get_strategy())
   jax = on_jax.active()
@@ -224,12 +228,6 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
     CheckpointError: a handler's state cannot be saved, or the checkpoint
       cannot be read.
   """
-  from generic_trainer import resume  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import fit_schedule  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.handler_list import HandlerList  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.history_file import HistoryFile  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.nan_guard import NaNGuard  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop.handlers.resume_checkpoint import ResumeCheckpoint  # pylint: disable=g-import-not-at-top
   model = spec.model
   if interactive is None:
     interactive = sys.stdout.isatty()

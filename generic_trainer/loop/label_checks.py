@@ -10,6 +10,7 @@ vocabulary that maps the names to indices. A head brings its own check
 """
 
 from generic_trainer.errors import SpecError
+import numpy as np
 
 _SHOWN = 3
 
@@ -27,7 +28,6 @@ def check_kind(label_key: str, labels, loss, units) -> None:
     SpecError: strings for any loss (saying how to map them to indices), or
       fractions for a loss that takes class indices.
   """
-  import numpy as np  # pylint: disable=g-import-not-at-top
   values = np.asarray(getattr(labels, 'numpy', lambda: labels)())
   name = _loss_name(loss)
   if values.dtype.kind in ('S', 'U', 'O'):

@@ -48,6 +48,8 @@ from typing import Any, Callable, Dict, Iterator
 
 from generic_trainer.errors import SpecError
 from generic_trainer.keys import JAX_BACKEND
+import tensorflow as tf
+from tensorflow.compiler.mlir.stablehlo import stablehlo
 
 # Where the exported model may be served: the serving TensorFlow runs the
 # module XLA lowered for its device (docs/guides/jax.md).
@@ -68,7 +70,6 @@ def check_features(features_spec: Dict[str, Any]) -> None:
   Raises:
     SpecError: naming the first feature that is not.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   for name, type_spec in sorted(features_spec.items()):
     if not isinstance(type_spec, tf.TensorSpec):
       kind = type(type_spec).__name__.replace('Spec', '')
@@ -88,7 +89,6 @@ def check_features(features_spec: Dict[str, Any]) -> None:
 def tf_preprocess(spec, features_spec: Dict[str, Any]) -> Callable:
   """`spec.preprocess` as a TensorFlow function of feature dicts shaped as
   `features_spec` (batch first), for tf.data on the JAX backend."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
   converted = jax2tf.convert(
       spec.preprocess, polymorphic_shapes=[_polymorphic(features_spec)],
@@ -112,7 +112,6 @@ def _stablehlo_for_tensorflow() -> Iterator[None]:
   """While in it, jax serializes StableHLO no newer than the version the
   installed TensorFlow's XLA reads (see the module docstring)."""
   from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  from tensorflow.compiler.mlir.stablehlo import stablehlo  # pylint: disable=g-import-not-at-top
   hlo = _export.hlo
   jax_choice = hlo.get_version_from_compatibility_requirement
   target = min(jax_choice(hlo.StablehloCompatibilityRequirement.WEEK_4),
@@ -141,7 +140,6 @@ def export_archive():
   its variables by their Keras path ('dense_1/kernel', as on TensorFlow;
   Keras 3.12's JAX archive names them 'kernel')."""
   import keras  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   class Archive(keras.export.ExportArchive):
 

@@ -18,6 +18,10 @@ from generic_trainer.loop import datasets
 from generic_trainer.loop import export
 from generic_trainer.loop import fit_loop
 from generic_trainer.loop import warm_start
+from generic_trainer.data import cache_folder
+from generic_trainer import progress
+from generic_trainer.errors import summarize
+from generic_trainer.data import statistics
 
 
 @attr.s(frozen=True)
@@ -78,7 +82,6 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
   (TMPDIR), removed when training ends, failed or not (a killed process's
   folder by the next training; see `data.cache_folder`).
   """
-  from generic_trainer.data import cache_folder  # pylint: disable=g-import-not-at-top
   workers = getattr(fn_args, 'num_workers', 1)
   with cache_folder.CacheFolder(sharers=workers) as cache:
     prepared = prepare(spec, fn_args, cache)
@@ -135,8 +138,6 @@ def _without_disk_cache(spec, fn_args, prepared: Prepared, cache,
   after the disk filled while the first epoch wrote the cache (logged).
   The model keeps what the interrupted epoch trained; the fit starts over
   from the first epoch."""
-  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   progress.log().warning(
       'cache: the disk filled while the first epoch wrote the parsed rows '
       'to %s (%s); they are removed, and training starts its epochs again '
@@ -155,7 +156,6 @@ def _num_train_examples(fn_args):
   over the Examples artifacts): the train splits' counts, each split once."""
   if not fn_args.num_examples:
     return None
-  from generic_trainer.data import statistics  # pylint: disable=g-import-not-at-top
   splits = statistics.split_names(fn_args.train_files)
   counts = [fn_args.num_examples.get(s) for s in sorted(splits)]
   return sum(counts) if counts and None not in counts else None

@@ -27,6 +27,9 @@ from typing import Any, Dict, List, Optional
 
 from generic_trainer import progress
 from generic_trainer.errors import InputArtifactError, SpecError
+import tensorflow as tf
+from generic_trainer.errors import summarize
+import re
 
 MODES = (True, False, 'strict')
 
@@ -97,8 +100,6 @@ def base_weights(base_model_dir: str) -> Dict[str, Any]:
   Raises:
     InputArtifactError: it does not load, or holds no variables.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
   try:
     loaded = tf.saved_model.load(base_model_dir)
   except Exception as e:  # pylint: disable=broad-except
@@ -147,7 +148,6 @@ def match(model, base: Dict[str, Any]):
 def _ranked(paths: List[str]) -> Dict[str, str]:
   """{path: 'dense#1/kernel'}: each layer's name without Keras's number,
   and its rank among the layers of that name, in order of appearance."""
-  import re  # pylint: disable=g-import-not-at-top
   ranks, seen, ranked = {}, {}, {}
   for path in paths:
     layer, _, variable = path.rpartition('/')

@@ -23,6 +23,7 @@ from generic_trainer import atomic_files
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
 from generic_trainer.loop.handlers import handler_state
+import tensorflow as tf
 
 WEIGHTS_FILE = 'model.weights.h5'
 STATE_FILE = 'state.json'
@@ -210,7 +211,6 @@ class _readable:  # pylint: disable=invalid-name
   def __enter__(self) -> str:
     if '://' not in self.folder:
       return self.folder
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     self._copy = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
     for name in (WEIGHTS_FILE, STATE_FILE, ARRAYS_FILE):
       try:
