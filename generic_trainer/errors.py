@@ -58,6 +58,12 @@ class CheckpointError(GenericTrainerError, RuntimeError):
   training (a handler's state that cannot be saved, a damaged file)."""
 
 
+class PreemptedError(GenericTrainerError, RuntimeError):
+  """SIGTERM stopped the training at a step boundary; a resume checkpoint
+  of that step was written and nothing was published. The same run, started
+  again, resumes there."""
+
+
 _NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
           '[[', 'File "', 'Traceback', 'Function call stack')
 
