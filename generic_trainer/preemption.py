@@ -38,6 +38,7 @@ _requested = threading.Event()
 _children: 'weakref.WeakSet' = weakref.WeakSet()
 _watchers = 0
 _previous = signal.SIG_DFL
+_installed = False
 
 
 def requested() -> bool:
@@ -50,25 +51,33 @@ def handling() -> Iterator[None]:
   """While the block runs, SIGTERM is a preemption (see the module
   docstring); the previous handler is put back after. Outside the main
   thread, where Python cannot install signal handlers, it does nothing."""
-  global _previous
+  global _previous, _installed
   if threading.current_thread() is not threading.main_thread():
     yield
     return
   _requested.clear()
   previous = signal.signal(signal.SIGTERM, _on_sigterm)
-  _previous = previous
+  _previous, _installed = previous, True
   try:
     yield
   finally:
     signal.signal(signal.SIGTERM, previous)
-    _previous = signal.SIG_DFL
+    _previous, _installed = signal.SIG_DFL, False
 
 
 @contextlib.contextmanager
 def watching() -> Iterator[None]:
   """While the block runs, training steps read the flag: SIGTERM does not
-  end the process."""
+  end the process.
+
+  It installs the handler again: TensorFlow's coordination service
+  (MultiWorkerMirroredStrategy) replaces it with its own when it starts
+  (`preemption_notifier.cc`, "SIGTERM caught"), which would make SIGTERM
+  do nothing here.
+  """
   global _watchers
+  if _installed and threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGTERM, _on_sigterm)
   _watchers += 1
   try:
     yield
