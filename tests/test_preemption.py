@@ -81,6 +81,29 @@ def test_preemption_stop_agrees_on_one_step_through_the_stop_file(tmp_path):
     preemption._requested.clear()  # pylint: disable=protected-access
 
 
+def test_workers_that_share_no_stop_file_do_not_stop_on_their_own():
+  """The workers of a TF_CONFIG cluster cannot agree on a step: SIGTERM
+  ends them as before instead (`watches` is False)."""
+  from generic_trainer import preemption  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.preemption_stop import PreemptionStop  # pylint: disable=g-import-not-at-top
+
+  class Model:
+    stop_training = False
+
+  alone = PreemptionStop(is_chief=True, num_workers=1)
+  pod = PreemptionStop(is_chief=True, num_workers=2)
+  assert alone.watches and not pod.watches
+  preemption._requested.set()  # pylint: disable=protected-access
+  try:
+    for handler in (alone, pod):
+      handler.set_model(Model())
+      handler.on_train_begin()
+      handler.on_train_batch_end(0)
+    assert alone.stopping and not pod.stopping
+  finally:
+    preemption._requested.clear()  # pylint: disable=protected-access
+
+
 @pytest.mark.slow
 def test_sigterm_saves_the_step_and_the_command_resumes_there(
     tmp_path, penguin_csvs):

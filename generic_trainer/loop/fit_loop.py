@@ -235,7 +235,9 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
                               plan.steps_per_epoch, interactive)
   handlers += list(extra_handlers)
   handlers += list(spec.user_handlers)
-  handlers.append(PreemptionStop(is_chief=fn_args.is_chief))
+  stop = PreemptionStop(is_chief=fn_args.is_chief,
+                        num_workers=getattr(fn_args, 'num_workers', 1))
+  handlers.append(stop)
   checkpoint_dir = fn_args.checkpoint_dir
   point = resume.latest(checkpoint_dir)
   if checkpoint_dir:
@@ -254,7 +256,8 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
                           epochs=plan.epochs, steps=plan.steps_per_epoch)
   started = time.monotonic()
   container.begin()
-  with warnings.catch_warnings(), preemption.watching():
+  with warnings.catch_warnings(), (
+      preemption.watching() if stop.watches else contextlib.nullcontext()):
     # The eval split is read to its end each epoch, on purpose; Keras warns
     # when a dataset of unknown length runs out.
     warnings.filterwarnings('ignore', message='Your input ran out of data')

@@ -14,7 +14,9 @@ forever. In a local group (`keys.STOP_FILE_ENV` names a file the group
 shares) the chief decides: at its first step boundary after SIGTERM, it
 writes the next step into the file and every worker stops there. No worker
 can pass that step before the file is written: each step's gradients wait
-for the chief's, and the chief writes before its next step.
+for the chief's, and the chief writes before its next step. The workers of
+a TF_CONFIG cluster (a TFJob's pods) share no such file: there
+`watches` is False and SIGTERM ends the process at once, as before.
 """
 
 import os
@@ -31,19 +33,23 @@ class PreemptionStop(keras.callbacks.Callback):
 
   Args:
     is_chief: Whether this process decides the step of a group.
+    num_workers: The processes that train together.
     stop_file: The file a local group's chief writes that step into; None
       (one process, the default from `keys.STOP_FILE_ENV`): stop at the
       first boundary after the signal.
 
   Attributes:
     stopping: Whether the training stopped for a preemption.
+    watches: Whether it can stop at all: one process, or a group that
+      shares a stop file.
   """
 
-  def __init__(self, is_chief: bool = True,
+  def __init__(self, is_chief: bool = True, num_workers: int = 1,
                stop_file: Optional[str] = None):
     super().__init__()
     self.is_chief = is_chief
     self.stop_file = stop_file or os.environ.get(STOP_FILE_ENV) or None
+    self.watches = num_workers <= 1 or self.stop_file is not None
     self.stopping = False
     self._batches = 0
     self._target: Optional[int] = None
@@ -68,7 +74,7 @@ class PreemptionStop(keras.callbacks.Callback):
 
   def _decide(self) -> Optional[int]:
     """The count of step boundaries to stop at, once known."""
-    if self._target is not None:
+    if self._target is not None or not self.watches:
       return self._target
     if self.stop_file is None:
       if preemption.requested():
