@@ -13,6 +13,7 @@ from generic_trainer.errors import NonFiniteLossError
 from generic_trainer.errors import RunFnError
 from generic_trainer.errors import SignatureChangeError
 from generic_trainer.errors import SpecError
+from generic_trainer.errors import StorageError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UserModuleError
 from generic_trainer.train_spec import TrainSpec
@@ -38,6 +39,6 @@ __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'G
            'GenericTrainer',
            'GenericTrainerError', 'InputArtifactError', 'InvalidArgumentError',
            'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
-           'SpecError', 'TrainSpec',
+           'SpecError', 'StorageError', 'TrainSpec',
            'TrainingProcessError', 'UserModuleError', '__version__',
            'validate_export']

@@ -64,6 +64,11 @@ class PreemptedError(GenericTrainerError, RuntimeError):
   again, resumes there."""
 
 
+class StorageError(GenericTrainerError, OSError):
+  """A file could not be written where training writes: the disk is full
+  (or over quota); nothing was published."""
+
+
 _NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
           '[[', 'File "', 'Traceback', 'Function call stack')
 
@@ -77,4 +82,9 @@ def summarize(e: BaseException) -> str:
   text = getattr(e, 'message', None) or str(e)
   lines = [l.strip() for l in str(text).strip().splitlines() if l.strip()]
   useful = [l for l in lines if not l.startswith(_NOISE)]
-  return (useful or lines or [type(e).__name__])[0]
+  line = (useful or lines or [type(e).__name__])[0]
+  # '{{function_node __wrapped__MakeIterator_device_/job:...}} Cast string
+  # to float is not supported': the node says nothing to a user.
+  if line.startswith('{{function_node') and '}} ' in line:
+    line = line.split('}} ', 1)[1]
+  return line

@@ -59,9 +59,12 @@ def outputs_of(spec) -> List[Output]:
   if not names or not all(isinstance(n, str) and n for n in names):
     raise SpecError(
         'TrainSpec.label_key must be a feature name, or a list of them for '
-        f'several outputs. Received: label_key={label_key!r}.')
+        f'several outputs. Received: label_key={label_key!r}. Set it to the '
+        "label column's name, e.g. label_key = 'species'.")
   if len(set(names)) < len(names):
-    raise SpecError(f'TrainSpec.label_key names a label twice: {names}.')
+    raise SpecError(f'TrainSpec.label_key names a label twice: {names}. '
+                    'Expected each label once. Received: label_key='
+                    f'{label_key!r}. Remove the repeated name.')
   if head is None:
     return [Output(n, None, weight_key) for n in names]
   _check_heads({names[0]: head})
@@ -145,18 +148,22 @@ def with_heads(body, outputs: List[Output]):
         'With a head, build_model() must return a functional keras.Model '
         'whose output is the last hidden layer (keras.Model(inputs, '
         f'hidden)); the head adds the output layer. Received: {body!r} '
-        f'({e}).') from e
+        f'({e}). Build the body with the functional API and return '
+        'keras.Model(inputs, hidden).') from e
   names = label_keys(outputs)
   if isinstance(hidden, dict):
     if sorted(hidden) != sorted(names):
       raise SpecError(
           f'build_model() returns a model whose outputs are {sorted(hidden)}'
           f'; with a head per output they must be the outputs {names} (one '
-          'hidden layer per head), or one tensor that every head reads.')
+          'hidden layer per head), or one tensor that every head reads. '
+          f'Received: outputs {sorted(hidden)}. Key the outputs by label, or '
+          'return one hidden tensor.')
   elif isinstance(hidden, (list, tuple)):
     raise SpecError(
         'build_model() returns a model with a list of outputs; with a head, '
-        'return one hidden tensor, or a dict of them keyed by output name.')
+        'return one hidden tensor, or a dict of them keyed by output name. '
+        'Expected one tensor or a dict. Received: a list.')
   else:
     hidden = {n: hidden for n in names}
   result = per_output(outputs, lambda o: o.head.output(hidden[o.name], o.name))
@@ -178,7 +185,7 @@ def metrics_with_heads(outputs: List[Output], extra) -> Any:
     raise SpecError(
         'With several outputs, build_metrics() returns extra metrics as a '
         f'dict keyed by output name ({label_keys(outputs)}). Received: '
-        f'{extra!r}.')
+        f'{extra!r}. Return {{name: [metrics]}} keyed by those names.')
   return {o.name: o.head.build_metrics() + list(extra.get(o.name, []))
           for o in outputs}
 
@@ -193,10 +200,12 @@ def _as_list(label_key) -> List[Any]:
 def _check_heads(heads: Dict[str, Any]) -> None:
   if not heads:
     raise SpecError('TrainSpec.head is an empty dict; give a head per label '
-                    "(e.g. {'species': MultiClassHead(3)}) or None.")
+                    "(e.g. {'species': MultiClassHead(3)}) or None. Expected "
+                    'a head per label. Received: head={}.')
   for name, head in heads.items():
     if not isinstance(head, Head):
       raise SpecError(
           f'TrainSpec.head for {name!r} must be a head from '
           'generic_trainer.heads (BinaryClassHead, MultiClassHead, '
-          f'MultiLabelHead, RegressionHead). Received: {head!r}.')
+          f'MultiLabelHead, RegressionHead). Received: {head!r}. Use one of '
+          'those (an instance: MultiClassHead(3)).')

@@ -69,5 +69,6 @@ def missing_file_error(path: str) -> UserModuleError:
 def syntax_error(path: str, e: SyntaxError) -> UserModuleError:
   return UserModuleError(
       f'The module file {path!r} has a syntax error at line {e.lineno}: '
-      f'{e.msg}. Fix the file; `python -m py_compile {path}` shows the same '
-      'error.')
+      f'{e.msg}. Expected Python that compiles. Received: '
+      f'{(e.text or "").strip()!r} at line {e.lineno}. Fix the file; '
+      f'`python -m py_compile {path}` shows the same error.')

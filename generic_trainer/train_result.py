@@ -53,7 +53,8 @@ def read(model_run_dir: str) -> Optional[Dict[str, Any]]:
         f'{path} is not a training record: {e}. Expected a JSON object with '
         '"train" and "eval" dicts of numbers and numeric "steps", "epochs" '
         'and "training_time_s" (see generic_trainer/train_result.py), or no '
-        'such file.') from e
+        f'such file. Received: {type(e).__name__}. Fix what the run_fn '
+        'writes there, or write no such file.') from e
   return result
 
 

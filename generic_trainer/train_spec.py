@@ -193,7 +193,8 @@ class TrainSpec(abc.ABC):
 
   @functools.cached_property
   def model(self):
-    model = self.build_model()
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+    model = member_checks.model(self, self.build_model())
     if self.head is None:
       return model
     from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
@@ -201,15 +202,18 @@ class TrainSpec(abc.ABC):
 
   @functools.cached_property
   def optimizer(self):
-    return self.build_optimizer()
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+    return member_checks.optimizer(self, self.build_optimizer())
 
   @functools.cached_property
   def loss(self):
-    return self.build_loss()
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+    return member_checks.loss(self, self.build_loss())
 
   @functools.cached_property
   def metrics(self):
-    metrics = self.build_metrics()
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+    metrics = member_checks.metrics(self, self.build_metrics())
     if self.head is None:
       return metrics if isinstance(metrics, dict) else list(metrics)
     from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
@@ -218,7 +222,8 @@ class TrainSpec(abc.ABC):
   @functools.cached_property
   def user_handlers(self) -> list:
     """`handlers()`, called once: the callbacks training runs with."""
-    return list(self.handlers())
+    from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+    return member_checks.handlers(self, self.handlers())
 
 
 def missing_members(spec_class: type) -> List[str]:

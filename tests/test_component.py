@@ -74,7 +74,7 @@ def test_constructs_with_run_fn_path(examples):
      r"^'max_restarts' must be a non-negative int: how many times a "
      r'multi-worker training restarts its workers from the last checkpoint '
      r'after one died \(0: the execution fails at the first death; None: '
-     r'2\)\. Received: max_restarts=-1\.$'),
+     r'2\)\. Received: max_restarts=-1\. Set 0 or more, or leave it unset\.$'),
 ])
 def test_argument_errors(examples, kwargs, message):
   """Wrong arguments fail at construction with a message naming them."""

@@ -121,7 +121,7 @@ def test_bad_max_restarts_property(trainer_io):
                   max_restarts='3')
   with pytest.raises(errors.InvalidArgumentError, match=(
       r"^'max_restarts' must be a non-negative int: .* Received: "
-      r"max_restarts='3'\.$")):
+      r"max_restarts='3'\. Set 0 or more, or leave it unset\.$")):
     _do(io)
 
 

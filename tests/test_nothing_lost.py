@@ -247,8 +247,9 @@ def _penguin_rows(path):
      r'flipper_length_mm, body_mass_g\)'),
     ('too_many_fields', r'{csv}, line 3: 6 field\(s\), expected 5'),
     ('stray_word', r"Column 'bill_length_mm' holds numbers in \d+ rows but "
-     r"not in 1: {csv}, line 4: 'n/a'\. Expected one kind of value per "
-     r'column\.'),
+     r"not in 1: {csv}, line 4: 'twelve'\. Expected one kind of value per "
+     r'column: numbers\. Received: 1 value\(s\) that are not\. Fix those '
+     r'values'),
     ('empty', r'{csv} is empty or its first line is blank'),
 ])
 def test_csv_mistakes_are_named_by_line(tmp_path, penguin_csvs, capsys, case,
@@ -262,7 +263,7 @@ def test_csv_mistakes_are_named_by_line(tmp_path, penguin_csvs, capsys, case,
   elif case == 'too_many_fields':
     rows[2] = rows[2] + ['7']
   elif case == 'stray_word':
-    rows[3][1] = 'n/a'
+    rows[3][1] = 'twelve'
   path = _write_csv(tmp_path / 'train.csv', rows,
                     text='' if case == 'empty' else None)
   assert _main('--module-file', SPEC_MODULE, '--train-data', path,
@@ -276,15 +277,17 @@ def test_csv_mistakes_are_named_by_line(tmp_path, penguin_csvs, capsys, case,
 @pytest.mark.parametrize('variant', ['bom', 'semicolon', 'tab'])
 def test_csv_with_a_bom_or_another_delimiter_trains(tmp_path, penguin_csvs,
                                                      capsys, variant):
-  """A byte-order mark (Excel) or a ';' or tab delimiter is read as meant:
-  the label is found."""
+  """A byte-order mark (Excel), or a ';' or tab delimiter named with
+  --csv-delimiter, is read as meant: the label is found."""
   rows = [r[:5] for r in _penguin_rows(penguin_csvs[0])]
   delimiter = {'bom': ',', 'semicolon': ';', 'tab': '\t'}[variant]
   text = '\n'.join(delimiter.join(r) for r in rows) + '\n'
   path = _write_csv(tmp_path / 'train.csv', None, text=text,
                     encoding='utf-8-sig' if variant == 'bom' else 'utf-8')
+  flag = {'bom': [], 'semicolon': ['--csv-delimiter', ';'],
+          'tab': ['--csv-delimiter', 'tab']}[variant]
   status = _main('--module-file', SPEC_MODULE, '--train-data', path,
-                 '--output-dir', str(tmp_path / 'out'), '--steps', '5')
+                 '--output-dir', str(tmp_path / 'out'), '--steps', '5', *flag)
   assert status == 0, capsys.readouterr().err[-2000:]
 
 

@@ -181,7 +181,8 @@ def test_outputs_incompatible_with_metric(tmp_path, penguin_csvs):
     ({'epochs': 5}, 3, r'train_args.num_steps=3 is fewer than '
      r'TrainSpec.epochs=5'),
     ({'epochs': 3}, 10, r'train_args.num_steps=10 does not divide into '
-     r'TrainSpec.epochs=3 equal epochs. Use a multiple of 3 \(e.g. 9\)'),
+     r'TrainSpec.epochs=3 equal epochs. Expected a multiple of 3. Received: '
+     r'num_steps=10, epochs=3. Use a multiple of 3 \(e.g. 9\)'),
 ])
 def test_schedule_checks(tmp_path, penguin_csvs, attrs, steps, message):
   """Epochs, batch size and steps that make no sense are refused."""

@@ -1,5 +1,6 @@
 """GenericTrainer: a drop-in replacement for `tfx.components.Trainer`."""
 
+import os
 from typing import Any, Dict, Optional, Union
 
 from tfx import types
@@ -10,6 +11,7 @@ from tfx.proto import trainer_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import json_utils
 
+from generic_trainer.component import channels
 from generic_trainer.component.spec import GenericTrainerSpec
 from generic_trainer.core import args
 from generic_trainer.core import module_loader
@@ -123,8 +125,16 @@ class GenericTrainer(base_component.BaseComponent):
                           run_fn=run_fn)
     if examples is None:
       raise InvalidArgumentError(
-          "'examples' is required: pass the Examples channel, e.g. "
-          "examples=example_gen.outputs['examples'].")
+          "'examples' is required: GenericTrainer trains on them. Expected "
+          'a channel of Examples artifacts. Received: examples=None. Pass '
+          "the Examples channel, e.g. examples=example_gen.outputs['examples']"
+          '.')
+    channels.check_inputs(
+        GenericTrainerSpec.INPUTS, examples=examples,
+        transform_graph=transform_graph, schema=schema, base_model=base_model,
+        hyperparameters=hyperparameters, statistics=statistics)
+    if isinstance(module_file, os.PathLike):  # pathlib.Path: read as meant.
+      module_file = os.fspath(module_file)
     if isinstance(module_file, str):
       module_loader.check_module_source(module_file)
     # The part of the training plan the settings alone decide; the rest
@@ -138,27 +148,30 @@ class GenericTrainer(base_component.BaseComponent):
     args.check_flag('allow_signature_change', allow_signature_change)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
-    spec = GenericTrainerSpec(
-        examples=examples,
-        transform_graph=transform_graph,
-        schema=schema,
-        base_model=base_model,
-        hyperparameters=hyperparameters,
-        statistics=statistics,
-        train_args=train_args,
-        eval_args=eval_args,
-        module_file=module_file,
-        module_path=module_path,
-        run_fn=run_fn,
-        custom_config=_serialized_custom_config(custom_config),
-        keras_version=keras_version,
-        num_workers=num_workers,
-        strategy=strategy,
-        allow_signature_change=allow_signature_change,
-        max_restarts=max_restarts,
-        backend=backend,
-        model=types.Channel(type=standard_artifacts.Model),
-        model_run=types.Channel(type=standard_artifacts.ModelRun))
+    try:
+      spec = GenericTrainerSpec(
+          examples=examples,
+          transform_graph=transform_graph,
+          schema=schema,
+          base_model=base_model,
+          hyperparameters=hyperparameters,
+          statistics=statistics,
+          train_args=train_args,
+          eval_args=eval_args,
+          module_file=module_file,
+          module_path=module_path,
+          run_fn=run_fn,
+          custom_config=_serialized_custom_config(custom_config),
+          keras_version=keras_version,
+          num_workers=num_workers,
+          strategy=strategy,
+          allow_signature_change=allow_signature_change,
+          max_restarts=max_restarts,
+          backend=backend,
+          model=types.Channel(type=standard_artifacts.Model),
+          model_run=types.Channel(type=standard_artifacts.ModelRun))
+    except TypeError as e:
+      raise channels.parameter_error(e) from e
     super().__init__(spec=spec)
     from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
     if udf_utils.should_package_user_modules():

@@ -24,7 +24,8 @@ def check_one_source(**sources: Any) -> str:
   if len(given) != 1:
     raise InvalidArgumentError(
         "Exactly one of 'module_file', 'module_path' or 'run_fn' must be "
-        f"supplied. Received: {', '.join(given) or 'none of them'}.")
+        f"supplied. Received: {', '.join(given) or 'none of them'}. Pass "
+        'one: module_file is the usual choice.')
   if given == [RUN_FN_KEY] and isinstance(sources[RUN_FN_KEY], str):
     check_run_fn_path(sources[RUN_FN_KEY])
   return given[0]
@@ -34,7 +35,8 @@ def check_run_fn_path(run_fn: str) -> None:
   if '.' not in run_fn.strip('.'):
     raise InvalidArgumentError(
         "'run_fn' must be a dotted path such as 'my_pkg.my_module.run_fn'. "
-        f'Received: run_fn={run_fn!r}.')
+        f'Received: run_fn={run_fn!r}. Pass the module and the name, or '
+        'give module_file instead.')
 
 
 def check_keras_version(keras_version: Optional[str],
@@ -152,21 +154,23 @@ def check_flag(name: str, value: Any) -> None:
   if value is not None and not isinstance(value, bool):
     raise InvalidArgumentError(
         f"'{name}' must be True, False or None. Received: {name}={value!r} "
-        f'that is a {type(value).__name__}.')
+        f'that is a {type(value).__name__}. Pass True or False.')
 
 
 def check_num_steps(name: str, num_steps: int) -> None:
   if num_steps < 0:
     raise InvalidArgumentError(
         f"'{name}.num_steps' must be positive, or unset to read the split "
-        f'once. Received: num_steps={num_steps}.')
+        f'once. Received: num_steps={num_steps}. Set a positive number, or '
+        'leave it unset.')
 
 
 def check_custom_config(custom_config: Any) -> None:
   if custom_config is not None and not isinstance(custom_config, dict):
     raise InvalidArgumentError(
         "'custom_config' must be a dict. Received: custom_config that is a "
-        f'{type(custom_config).__name__}.')
+        f'{type(custom_config).__name__}. Pass a dict, e.g. '
+        "custom_config={'epochs': 5}.")
 
 
 def max_restarts(value: Optional[int]) -> int:
@@ -183,4 +187,5 @@ def check_max_restarts(max_restarts: Any) -> None:
         "'max_restarts' must be a non-negative int: how many times a "
         'multi-worker training restarts its workers from the last checkpoint '
         'after one died (0: the execution fails at the first death; None: '
-        f'{DEFAULT_MAX_RESTARTS}). Received: max_restarts={max_restarts!r}.')
+        f'{DEFAULT_MAX_RESTARTS}). Received: max_restarts={max_restarts!r}. '
+        'Set 0 or more, or leave it unset.')

@@ -56,17 +56,19 @@ def check_settings(num_workers: Any, strategy: Any) -> None:
     raise InvalidArgumentError(
         "'num_workers' must be a positive int: the number of processes that "
         'train together (1 trains in one process). Received: '
-        f'num_workers={num_workers!r}.')
+        f'num_workers={num_workers!r}. Set 1 or more, or leave it unset.')
   if strategy is not None and strategy not in STRATEGIES:
     raise InvalidArgumentError(
         f"'strategy' must be one of {STRATEGIES} or None (chosen from "
-        f'num_workers). Received: strategy={strategy!r}.')
+        f'num_workers). Received: strategy={strategy!r}. Set one of those, '
+        'or leave it unset.')
   if (num_workers or 1) > 1 and strategy not in (None, MULTI_WORKER_MIRRORED):
     raise InvalidArgumentError(
         f"A {num_workers}-worker training needs strategy="
         f"'{MULTI_WORKER_MIRRORED}' (or None, which picks it); {strategy!r} "
         f'trains in one process. Received: num_workers={num_workers}, '
-        f'strategy={strategy!r}.')
+        f'strategy={strategy!r}. Leave strategy unset, or train with one '
+        'worker.')
 
 
 def role_from_tf_config(tf_config: Optional[str]) -> ClusterRole:
@@ -86,7 +88,8 @@ def role_from_tf_config(tf_config: Optional[str]) -> ClusterRole:
     raise InvalidArgumentError(
         f'TF_CONFIG must be JSON with "cluster" and "task": {{"type", '
         f'"index"}}, as the Training Operator and Vertex AI set it ({e!r}). '
-        f'Received: TF_CONFIG={tf_config!r}.') from e
+        f'Received: TF_CONFIG={tf_config!r}. Fix TF_CONFIG, or unset it to '
+        'train in one process.') from e
   if task_type not in _TRAINING_TASK_TYPES:
     raise InvalidArgumentError(
         f'TF_CONFIG names this task {task_type!r}; GenericTrainer trains with '
@@ -114,7 +117,8 @@ def check_role(role: ClusterRole, tf_config: Optional[str],
     raise InvalidArgumentError(
         f'TF_CONFIG describes a cluster of {role.num_workers}, which trains '
         f"with strategy='{MULTI_WORKER_MIRRORED}'. Received: "
-        f'strategy={strategy!r}.')
+        f'strategy={strategy!r}. Leave strategy unset, or set '
+        f"'{MULTI_WORKER_MIRRORED}'.")
 
 
 def strategy_name(setting: Optional[str], num_workers: int) -> str:

@@ -40,7 +40,8 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
             f"The examples have no split {split!r} (asked for by {name}"
             f"{'' if split_args.splits else ' by default'}). The examples "
             f'({describe(examples)}) have the splits {available}. Set '
-            f'{name}.splits to some of those, or leave these examples out.')
+            f'{name}.splits to some of those, or leave these examples out. '
+            f'Expected a split of {available}. Received: {split!r}.')
       uri = artifact_utils.get_split_uri([examples], split)
       files = sorted(f for f in _list_files(uri)
                      if not os.path.basename(f).startswith('.'))
@@ -48,12 +49,15 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
         raise InputArtifactError(
             f'The {split!r} split of the examples is empty: no files in '
             f'{uri} ({describe(examples)}). Check the component that '
-            'produced the examples.')
+            'produced the examples. Expected TFRecord files. Received: an '
+            'empty folder.')
       payload = examples.get_string_custom_property('payload_format')
       if payload in ('', 'FORMAT_TF_EXAMPLE', 'FORMAT_TF_SEQUENCE_EXAMPLE'):
         for filename in files:
           _check_tfrecord(os.path.join(uri, filename), split, examples,
                           tf_example=payload != 'FORMAT_TF_SEQUENCE_EXAMPLE')
+        if payload != 'FORMAT_TF_SEQUENCE_EXAMPLE':
+          _check_spelled_missing(os.path.join(uri, files[0]), split, examples)
 
 
 def _check_tfrecord(path: str, split: str, examples: types.Artifact,
@@ -70,13 +74,28 @@ def _check_tfrecord(path: str, split: str, examples: types.Artifact,
         f'The {split!r} split file {path} is not a readable '
         f'{tfrecords.describe(path)} file: {summarize(error)}. It is corrupt '
         'or truncated: re-run the component that produced the examples '
-        f'({describe(examples)}).') from error
+        f'({describe(examples)}). Expected a readable TFRecord file. '
+        f'Received: {type(error).__name__}.') from error
   record = tfrecords.first_record(path) if tf_example else None
   problem = validation.record_problem(record, {}) if record else ''
+  if record and not problem:
+    from generic_trainer.data import glued_columns  # pylint: disable=g-import-not-at-top
+    problem = glued_columns.problem(record) or ''
   if problem:
     raise InputArtifactError(
         f'The {split!r} split file {path} ({describe(examples)}), record 0: '
         f'{problem}')
+
+
+def _check_spelled_missing(path: str, split: str,
+                           examples: types.Artifact) -> None:
+  """Refuses string columns of numbers whose missing values the CSV spelled
+  out (see `data.spelled_missing`), read from the split's first file."""
+  from generic_trainer.data import spelled_missing  # pylint: disable=g-import-not-at-top
+  problem = spelled_missing.problem(path)
+  if problem:
+    raise InputArtifactError(
+        f'The {split!r} split file {path} ({describe(examples)}): {problem}')
 
 
 def base_model_path(artifacts: List[types.Artifact]) -> Optional[str]:
@@ -100,7 +119,7 @@ def check_base_model(artifacts: List[types.Artifact]) -> None:
         f'The base_model artifact ({artifacts[0].uri}) holds no SavedModel: '
         f'{path}/saved_model.pb does not exist. Expected the `model` output '
         'of a trainer that finished; connect that channel, or drop '
-        'base_model.')
+        'base_model. Received: a Model artifact without a SavedModel.')
 
 
 def _list_files(uri: str) -> List[str]:
@@ -118,18 +137,22 @@ def read_hyperparameters(artifacts: List[types.Artifact]) -> Optional[dict]:
   except Exception as e:  # pylint: disable=broad-except
     raise InputArtifactError(
         f'The hyperparameters artifact ({uri}) must hold exactly one JSON '
-        f'file (as Tuner writes it). {e}') from e
+        f'file (as Tuner writes it). {e}. Expected one JSON file. Received: '
+        f'the folder {uri}. Connect tuner.outputs[\'best_hyperparameters\'].'
+        ) from e
   try:
     value = json.loads(io_utils.read_string_file(path))
   except ValueError as e:
     raise InputArtifactError(
         f'The hyperparameters file {path} is not valid JSON: {e}. Expected '
         'the `keras_tuner.HyperParameters.get_config()` JSON that Tuner '
-        'writes.') from e
+        f'writes. Received: {type(e).__name__}. Fix the file, or re-run the '
+        'Tuner.') from e
   if not isinstance(value, dict):
     raise InputArtifactError(
         f'The hyperparameters file {path} must hold a JSON object. Received: '
-        f'a {type(value).__name__}.')
+        f'a {type(value).__name__}. Write an object ({{"learning_rate": '
+        '0.01}), as Tuner does.')
   return value
 
 
@@ -192,7 +215,7 @@ def _count(stats: types.Artifact) -> Dict[str, int]:
       raise InputArtifactError(
           f'The statistics artifact {stats.uri} lists split {split!r} but '
           f'holds no statistics for it. Expected the FeatureStats.pb that '
-          'StatisticsGen writes for each split. Re-run StatisticsGen, or '
+          'StatisticsGen writes for each split. Received: none for it. Re-run StatisticsGen, or '
           'leave the statistics input out.')
     counts[split] = sum(d.num_examples for d in proto.datasets)
   return counts

@@ -137,13 +137,18 @@ def source_file(key: str, value: str) -> Optional[str]:
   return spec.origin if spec else None
 
 
+_ENTRY_POINTS = ('a top-level `run_fn(fn_args)` function or a subclass of '
+                 '`generic_trainer.TrainSpec`')
+
+
 def _named_entry_point(module: types.ModuleType, module_name: str,
                        fn_name: str, source: str):
   """The module's top-level `fn_name`: a run_fn, or a TrainSpec's run_fn."""
   if not hasattr(module, fn_name):
     raise UserModuleError(
         f'The module {module_name!r} ({source}) has no top-level '
-        f'`{fn_name}`. It defines: {_public_names(module)}.')
+        f'`{fn_name}`. It defines: {_public_names(module)}. Expected '
+        f'{_ENTRY_POINTS}. Received: {fn_name!r}. Name one of those.')
   entry = getattr(module, fn_name)
   if _is_train_spec(entry):
     return _spec_run_fn(entry, source)
@@ -167,12 +172,14 @@ def _module_entry_point(module: types.ModuleType, source: str):
     raise UserModuleError(
         f'The user module ({source}) defines both `run_fn` and the TrainSpec '
         f'{leaves[0].__name__}; GenericTrainer would not know which to use. '
-        'Keep one of them.')
+        'Keep one of them. Expected one entry point. Received: run_fn and '
+        f'{leaves[0].__name__}.')
   if len(leaves) > 1:
     raise UserModuleError(
         f'The user module ({source}) defines several unrelated TrainSpec '
         f'subclasses: {", ".join(sorted(c.__name__ for c in leaves))}. Keep '
-        "one, or pass run_fn='module.SpecName' to choose.")
+        "one, or pass run_fn='module.SpecName' to choose. Expected one "
+        f'TrainSpec. Received: {len(leaves)}.')
   if leaves:
     return _spec_run_fn(leaves[0], source)
   if run_fn is None:
@@ -182,7 +189,8 @@ def _module_entry_point(module: types.ModuleType, source: str):
         '`generic_trainer.TrainSpec` in it.')
     raise UserModuleError(
         f'The user module ({source}) has no top-level `run_fn` and no '
-        f'TrainSpec. It defines: {_public_names(module)}. {hint}')
+        f'TrainSpec. It defines: {_public_names(module)}. Expected '
+        f'{_ENTRY_POINTS}. Received: a module without either. {hint}')
   return _checked_run_fn(run_fn, RUN_FN_KEY, source)
 
 
@@ -195,7 +203,8 @@ def _spec_run_fn(spec_class: type, source: str) -> Callable[[Any], None]:
     raise UserModuleError(
         f'The TrainSpec {spec_class.__name__} ({source}) does not define the '
         f'required member(s): {", ".join(missing)}. Define them in the class '
-        '(see `help(generic_trainer.TrainSpec)`).')
+        '(see `help(generic_trainer.TrainSpec)`). Expected those members. '
+        f'Received: {spec_class.__name__} without them.')
   conflict = conflicting_members(spec_class)
   if conflict:
     raise SpecError(conflict)
@@ -212,7 +221,8 @@ def _checked_run_fn(fn, fn_name: str, source: str):
   if not callable(fn):
     raise UserModuleError(
         f'`{fn_name}` in the user module ({source}) must be a function taking '
-        f'fn_args. Received: {fn_name} that is a {type(fn).__name__}.')
+        f'fn_args. Received: {fn_name} that is a {type(fn).__name__}. Define '
+        f'it as `def {fn_name}(fn_args):`.')
   try:
     inspect.signature(fn).bind(object())
   except TypeError:
@@ -249,7 +259,8 @@ def _load_source_file(path: str) -> types.ModuleType:
       local_path = io_utils.ensure_local(path)
     except Exception as e:  # pylint: disable=broad-except
       raise UserModuleError(
-          f'Cannot read the module file {path!r}: {e}. Check the path.') from e
+          f'Cannot read the module file {path!r}: {e}. Check the path. '
+          f'Expected a readable file. Received: {type(e).__name__}.') from e
   if not os.path.isfile(local_path):
     raise source_tree.missing_file_error(path)
   check_no_estimator(local_path, f'{MODULE_FILE_KEY}={path!r}')
@@ -259,7 +270,8 @@ def _load_source_file(path: str) -> types.ModuleType:
   if spec is None:
     raise UserModuleError(
         f'The module file {path!r} is not a Python source file. Expected a '
-        'path ending in .py.')
+        f'path ending in .py. Received: {path!r}. Pass the module\'s .py '
+        'file.')
   module = importlib.util.module_from_spec(spec)
   sys.modules[name] = module
   try:
@@ -276,7 +288,9 @@ def _load_source_file(path: str) -> types.ModuleType:
     raise UserModuleError(
         f'Importing the module file {path!r} raised '
         f'{type(e).__name__}: {e}. The module runs at import time; its '
-        f'traceback:\n{user_traceback(e)}') from e
+        f'traceback:\n{user_traceback(e)}\nExpected the module to import '
+        'without an error. Received: the error above. Fix the module where '
+        'its traceback points.') from e
   return module
 
 
@@ -307,16 +321,20 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
       ) from e
     raise UserModuleError(
         f'Importing {name!r} ({source}) failed: it imports {e.name!r}, which '
-        f'is not installed. Install it in the trainer environment.\n'
+        f'is not installed. Install it in the trainer environment. Expected '
+        f'{e.name!r} importable. Received: ModuleNotFoundError.\n'
         f'{user_traceback(e)}') from e
   except SyntaxError as e:
     raise UserModuleError(
         f'The module {name!r} ({source}) has a syntax error in {e.filename} '
-        f'at line {e.lineno}: {e.msg}.') from e
+        f'at line {e.lineno}: {e.msg}. Expected Python that compiles. '
+        f'Received: {(e.text or "").strip()!r}. Fix that line.') from e
   except Exception as e:  # pylint: disable=broad-except
     raise UserModuleError(
         f'Importing {name!r} ({source}) raised {type(e).__name__}: {e}\n'
-        f'{user_traceback(e)}') from e
+        f'{user_traceback(e)}\nExpected the module to import without an '
+        'error. Received: the error above. Fix the module where its traceback '
+        'points.') from e
 
 
 def top_level_names(path: str) -> Optional[Dict[str, str]]:
@@ -371,4 +389,5 @@ def check_module_source(path: str) -> None:
     raise UserModuleError(
         f'The module file {path!r} has no top-level `run_fn` and no '
         f"TrainSpec. It defines: {', '.join(public) or 'nothing public'}. "
+        f'Expected {_ENTRY_POINTS}. Received: a module without either. '
         f'{hint}')

@@ -4,7 +4,7 @@ point."""
 import threading
 from typing import Any, Callable
 
-from generic_trainer import progress
+from generic_trainer.core import stray_threads
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.core.user_code import user_code
 from generic_trainer.keys import RUN_FN_KEY
@@ -30,14 +30,9 @@ def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
   fn_args = fn_args_lib.build_fn_args(request)
   spec = getattr(run_fn, 'train_spec', None)
   threads = set(threading.enumerate())
-  with user_code(f'TrainSpec {spec.__name__}' if spec else RUN_FN_KEY,
-                 source):
-    run_fn(fn_args)
-  stray = [t.name for t in threading.enumerate()
-           if t not in threads and t.is_alive() and not t.daemon]
-  if stray:
-    progress.log().warning(
-        '%s left %d thread(s) running (%s): they keep a process from exiting '
-        'until they end. generic-trainer and the local pipelines exit anyway; '
-        'make them daemon threads, or join them before returning.',
-        source, len(stray), ', '.join(sorted(stray)))
+  try:
+    with user_code(f'TrainSpec {spec.__name__}' if spec else RUN_FN_KEY,
+                   source):
+      run_fn(fn_args)
+  finally:  # Failed or not, its threads cannot hold the process.
+    stray_threads.release(threads, source)

@@ -103,6 +103,10 @@ def user_code(what: str, source: str):
           f'and published nothing. Where it was called:\n{user_traceback(e)}'
       ) from e
     except Exception as e:  # pylint: disable=broad-except
+      from generic_trainer.core import disk_full  # pylint: disable=g-import-not-at-top
+      full = disk_full.error_for(e, f'{what} ({source})')
+      if full is not None:
+        raise full from e
       if _is_data_loss(e):
         raise InputArtifactError(
             f'Reading the data failed while {what} ({source}) trained: '

@@ -51,7 +51,8 @@ def check_examples(files: List[str], config: Dict[str, Any], what: str,
             f'The {what} data does not match the schema ({schema_source}): '
             f'{path}, record {index}: {problem} Fix the data, or the '
             'schema (a feature that may be missing needs '
-            'presence.min_fraction below 1 and no fixed shape).')
+            'presence.min_fraction below 1 and no fixed shape). Expected '
+            'records that follow the schema. Received: the record above.')
 
 
 def record_problem(record: bytes, config: Dict[str, Any]) -> str:

@@ -39,13 +39,15 @@ class _ClassHead(Head):
       raise SpecError(
           f'{name} needs n_classes, an int of at least 2, or a '
           'label_vocabulary of the class names. Received: '
-          f'n_classes={n_classes!r}, label_vocabulary={label_vocabulary!r}.')
+          f'n_classes={n_classes!r}, label_vocabulary={label_vocabulary!r}. '
+          'Pass n_classes=N (N >= 2), or label_vocabulary=[...].')
     if (self.label_vocabulary is not None and
         len(self.label_vocabulary) != n_classes):
       raise SpecError(
           f'{name} has n_classes={n_classes} but a label_vocabulary of '
           f'{len(self.label_vocabulary)} names: {self.label_vocabulary}. '
-          'Give one name per class, or leave n_classes unset.')
+          'Give one name per class, or leave n_classes unset. Expected '
+          f'{n_classes} names. Received: {len(self.label_vocabulary)}.')
     self.n_classes = n_classes
 
   def _describe(self) -> str:
@@ -88,7 +90,8 @@ class _ClassHead(Head):
         raise SpecError(
             f'The label {label_key!r} holds numbers ({values.dtype}) but the '
             f'{head} has a label_vocabulary of names. Leave label_vocabulary '
-            f'unset for class ids 0..{self.n_classes - 1}.')
+            f'unset for class ids 0..{self.n_classes - 1}. Expected class '
+            f'names. Received: numbers such as {_first(values)!r}.')
       check_unknown_labels(values, self.label_vocabulary, label_key, head)
       return
     if values.dtype.kind in ('S', 'U', 'O'):
@@ -96,7 +99,9 @@ class _ClassHead(Head):
           f'The label {label_key!r} holds strings (e.g. '
           f'{_first(values)!r}), which the {head} reads only with a '
           'label_vocabulary: label_vocabulary=[...] lists the class names, '
-          'in class id order.')
+          'in class id order. Expected class ids 0..n_classes-1, or a '
+          f'label_vocabulary. Received: strings such as {_first(values)!r}. '
+          'Give label_vocabulary=[...] to the head.')
     outside = sorted({int(v) for v in values.ravel()
                       if not 0 <= v < self.n_classes})
     if outside:
@@ -104,7 +109,8 @@ class _ClassHead(Head):
           f'The label {label_key!r} has the value(s) {outside[:10]}, outside '
           f'the class ids 0..{self.n_classes - 1} of the {head} '
           f'(n_classes={self.n_classes}). Raise n_classes, or map the labels '
-          'to 0..n_classes-1.')
+          f'to 0..n_classes-1. Expected ids 0..{self.n_classes - 1}. '
+          f'Received: {outside[:10]}.')
 
   def _class_predictions(self, logits, probabilities, class_ids):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -142,7 +148,8 @@ class BinaryClassHead(_ClassHead):
     super().__init__(2, label_vocabulary, weight_key)
     if not 0 < threshold < 1:
       raise SpecError('BinaryClassHead threshold must be between 0 and 1. '
-                      f'Received: threshold={threshold!r}.')
+                      f'Received: threshold={threshold!r}. Pass a '
+                      'threshold such as 0.5.')
     self.threshold = threshold
 
   @property

@@ -125,13 +125,14 @@ def check_vocabulary(vocabulary, what: str) -> List[str]:
       isinstance(v, str) for v in vocabulary):
     raise SpecError(
         f'{what} must be a list of strings, the class names in class id '
-        f'order. Received: label_vocabulary={vocabulary!r}.')
+        f'order. Received: label_vocabulary={vocabulary!r}. Pass e.g. '
+        "label_vocabulary=['Adelie', 'Chinstrap', 'Gentoo'].")
   vocabulary = list(vocabulary)
   repeated = sorted({v for v in vocabulary if vocabulary.count(v) > 1})
   if repeated:
     raise SpecError(
         f'{what} names {repeated} more than once; each class needs one name. '
-        f'Received: label_vocabulary={vocabulary!r}.')
+        f'Received: label_vocabulary={vocabulary!r}. Remove the repeats.')
   return vocabulary
 
 
@@ -148,4 +149,5 @@ def check_unknown_labels(values, vocabulary: List[str], label_key: str,
         f'are not in the label vocabulary {vocabulary} of the '
         f'{head_name}. Add them to label_vocabulary (in class id order), or '
         'leave label_vocabulary unset in a canned spec to read the classes '
-        'from the data.')
+        f'from the data. Expected values of {vocabulary}. Received: '
+        f'{unknown[:10]}.')

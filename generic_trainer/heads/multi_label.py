@@ -48,7 +48,8 @@ class MultiLabelHead(Head):
           'MultiLabelHead needs n_classes, an int of at least 2, or a '
           'label_vocabulary of that many class names (or both, agreeing). '
           f'Received: n_classes={n_classes!r}, '
-          f'label_vocabulary={label_vocabulary!r}.')
+          f'label_vocabulary={label_vocabulary!r}. Pass n_classes=N, or '
+          'label_vocabulary=[...].')
     self.n_classes = n_classes
     self.threshold = threshold
 
@@ -96,7 +97,9 @@ class MultiLabelHead(Head):
     if labels.dtype == tf.string:
       if self.label_vocabulary is None:
         raise SpecError('MultiLabelHead reads class names only with a '
-                        'label_vocabulary; give the class names in order.')
+                        'label_vocabulary; give the class names in order. '
+                        'Expected class ids, or a label_vocabulary. '
+                        'Received: class names.')
       table = tf.lookup.StaticHashTable(
           tf.lookup.KeyValueTensorInitializer(
               tf.constant(self.label_vocabulary),
@@ -121,7 +124,9 @@ class MultiLabelHead(Head):
         raise SpecError(
             f'The label {label_key!r} holds class names, which the '
             'MultiLabelHead reads only with a label_vocabulary: '
-            'label_vocabulary=[...] lists them in class id order.')
+            'label_vocabulary=[...] lists them in class id order. Expected '
+            'class ids. Received: class names. Give label_vocabulary=[...] '
+            'to the head.')
       check_unknown_labels([v for v in values.ravel() if v],
                            self.label_vocabulary, label_key, 'MultiLabelHead')
       return
@@ -134,7 +139,9 @@ class MultiLabelHead(Head):
           f'The label {label_key!r} has the value(s) {outside[:10]}, which '
           f'are not {what} of the MultiLabelHead '
           f'(n_classes={self.n_classes}). A dense label of n_classes values '
-          'is read as multi-hot; any other as lists of class ids.')
+          'is read as multi-hot; any other as lists of class ids. Expected '
+          f'{what}. Received: {outside[:10]}. Fix the labels, or raise '
+          'n_classes.')
 
   def predictions(self, logits, outputs) -> Dict[str, Any]:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -29,7 +29,8 @@ class RegressionHead(Head):
     if (not isinstance(label_dimension, int) or
         isinstance(label_dimension, bool) or label_dimension < 1):
       raise SpecError('RegressionHead label_dimension must be a positive '
-                      f'int. Received: label_dimension={label_dimension!r}.')
+                      f'int. Received: label_dimension={label_dimension!r}. '
+                      'Set the number of values per label (1 for one).')
     self.label_dimension = label_dimension
 
   def _describe(self) -> str:
@@ -60,13 +61,15 @@ class RegressionHead(Head):
       raise SpecError(
           f'The label {label_key!r} holds {values.dtype} values, which a '
           'RegressionHead cannot learn: it needs numbers. For classes use '
-          'BinaryClassHead or MultiClassHead.')
+          f'BinaryClassHead or MultiClassHead. Received: {values.dtype} '
+          'values.')
     width = values.shape[-1] if values.ndim > 1 else 1
     if width != self.label_dimension:
       raise SpecError(
           f'The label {label_key!r} holds {width} number(s) per example but '
           f'the RegressionHead has label_dimension={self.label_dimension}. '
-          f'Set label_dimension={width}.')
+          f'Set label_dimension={width}. Expected {self.label_dimension}. '
+          f'Received: {width}.')
 
   def predictions(self, logits, outputs) -> Dict[str, Any]:
     return {'predictions': outputs}

@@ -118,6 +118,18 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             'changed the model, say), run again with --no-resume.',
             file=sys.stderr)
     return 1
+  except Exception as e:  # pylint: disable=broad-except
+    # No traceback on the user: a full disk is said as such (the data
+    # conversion, the publication); a cause we could not name is still said
+    # in four parts, with the traceback in a file for a bug report.
+    from generic_trainer.core import disk_full  # pylint: disable=g-import-not-at-top
+    full = disk_full.error_for(e, PROG, request.output_dir)
+    if full is not None:
+      print(f'{PROG}: {type(full).__name__}: {full}', file=sys.stderr)
+    else:
+      print(f'{PROG}: {type(e).__name__}: {_unnamed(e)}', file=sys.stderr)
+    _say_earlier_model_kept(request)
+    return 1
   except KeyboardInterrupt:
     print(f'{PROG}: interrupted; nothing was published.' +
           _resume_hint(request, checkpoint), file=sys.stderr)
@@ -125,6 +137,27 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     return 130
   _print_outcome(request, outcome)
   return 0
+
+
+def _unnamed(e: Exception) -> str:
+  """The message of an error that is not ours, with the four parts; its
+  traceback goes to a file in the temporary directory, named there."""
+  import tempfile  # pylint: disable=g-import-not-at-top
+  import traceback  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  try:
+    fd, path = tempfile.mkstemp(prefix='generic-trainer-traceback-',
+                                suffix='.txt')
+    with os.fdopen(fd, 'w') as f:
+      traceback.print_exception(type(e), e, e.__traceback__, file=f)
+    where = f'Its traceback is in {path}'
+  except OSError:
+    where = 'Its traceback could not be written'
+  return (f'{summarize(e)}. This error has no message of ours. Expected the '
+          'run to train, or to stop with an error that says what to do. '
+          f'Received: {type(e).__name__}. {where}. Check the module and the '
+          'data against it, and report it as a bug of generic-trainer if it '
+          'comes from there; nothing was published.')
 
 
 def schedule_text(steps: Optional[int], epochs: Optional[int]) -> str:

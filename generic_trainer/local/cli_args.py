@@ -18,6 +18,7 @@ from generic_trainer.core import static_spec
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import UserModuleError
+from generic_trainer.local import csv_dialect
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
 from generic_trainer.version import __version__
@@ -89,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
       'signatures')
   add('--allow-signature-change', action='store_true',
       help='publish even if the signatures differ from --base-model\'s')
+  add('--csv-delimiter', metavar='D',
+      help="what separates the fields of CSV data: ',' (default), ';', "
+      "'|' or tab; a file separated by another than this is refused")
   add('--no-resume', action='store_true',
       help='start over, even where an unfinished run of the same module, '
       'data and flags left a checkpoint in OUTPUT_DIR (default: resume '
@@ -143,7 +147,8 @@ def parse(argv: Optional[Sequence[str]],
       keras_version=ns.keras_version, backend=ns.backend, interactive=PROGRESS[ns.progress],
       resume=not ns.no_resume, started=started, base_model=base_model,
       allow_signature_change=ns.allow_signature_change,
-      eval_on_train=eval_on_train)
+      eval_on_train=eval_on_train,
+      csv_delimiter=csv_dialect.parse_delimiter(ns.csv_delimiter))
 
 
 def _eval_on_train(values: Optional[List[str]]) -> bool:

@@ -298,9 +298,10 @@ def exit_despite_threads(status: int) -> None:
   """Ends the process with `status` now if user code left non-daemon
   threads running, which would keep Python from exiting; says so first.
   Returns when there are none."""
+  from generic_trainer.core import stray_threads  # pylint: disable=g-import-not-at-top
   stray = [t for t in threading.enumerate()
            if t is not threading.main_thread() and t.is_alive() and
-           not t.daemon]
+           (not t.daemon or t in stray_threads.RELEASED)]
   if not stray:
     return
   print(f'Note: user code left {len(stray)} thread(s) running '

@@ -2,28 +2,32 @@
 line and column.
 
 - Encoding: UTF-8, with or without a byte-order mark (Excel writes one).
-- Delimiter: a comma; a file whose header holds no comma but one of ';',
-  tab or '|' is read with that one.
+- Delimiter: a comma, or the one `--csv-delimiter` names; a file that
+  splits evenly at ';', tab or '|' but not at commas is refused, naming
+  the delimiter found (`csv_dialect`).
 - Every row has as many fields as the header (a missing or extra comma is
   named by its line).
 - Kinds: a column is int, float or bytes (strings). A column of numbers with
   a stray word ('n/a', '12,5'...) is refused, naming the lines, rather than
-  read as strings. Empty and 'NA' fields are missing values.
+  read as strings; so is a column of numbers with decimal commas ('39,1').
+  Empty fields and the spellings of `csv_dialect.MISSING` ('NA', 'N/A',
+  'null', 'NaN', '?', '-') are missing values, counted per column (the
+  Table's `missing`); a column that cannot be missing (a label, a feature
+  the schema requires) refuses them, naming the lines.
 - With a schema (given, or inferred from the train data when converting the
   eval data), the columns must be the schema's features and each value of
   the kind the schema says.
 """
 
 import csv
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import attr
 
 from generic_trainer.errors import InputArtifactError
+from generic_trainer.local import csv_dialect
 
-MISSING = ('', 'NA')
 KINDS = ('int', 'float', 'bytes')
-_OTHER_DELIMITERS = (';', '\t', '|')
 _STRAYS_SHOWN = 3
 
 
@@ -34,36 +38,40 @@ class Table:
   header = attr.ib(type=List[str])
   rows = attr.ib(type=List[Tuple[int, List[str]]])
   delimiter = attr.ib(type=str, default=',')
+  missing = attr.ib(type=Dict[str, Dict[str, int]], factory=dict)
 
 
-def read(path: str) -> Table:
-  """Reads `path`; raises InputArtifactError naming what is wrong."""
+def read(path: str, delimiter: Optional[str] = None) -> Table:
+  """Reads `path`, separated by `delimiter` (None: commas, and another
+  delimiter found is refused); raises InputArtifactError naming what is
+  wrong."""
   with open(path, newline='', encoding='utf-8-sig') as f:
     try:
       text = f.read()
     except UnicodeDecodeError as e:
       raise InputArtifactError(
           f'{path} is not UTF-8 text ({e}). Expected a CSV file in UTF-8; '
-          'save it as UTF-8 (CSV UTF-8 in spreadsheet programs).') from e
-  first_line = text.split('\n', 1)[0]
-  delimiter = ','
-  if ',' not in first_line:
-    others = [d for d in _OTHER_DELIMITERS if d in first_line]
-    if len(others) == 1:
-      delimiter = others[0]
+          'save it as UTF-8 (CSV UTF-8 in spreadsheet programs). Received: '
+          f'byte {e.object[e.start:e.start + 1]!r} at offset {e.start}.'
+          ) from e
+  delimiter = csv_dialect.delimiter_of(path, text, delimiter)
   reader = csv.reader(text.splitlines(), delimiter=delimiter)
   header = next(reader, None)
   if not header or not any(h.strip() for h in header):
     raise InputArtifactError(
         f'{path} is empty or its first line is blank. Expected a CSV file '
-        'whose first line names the columns.')
+        'whose first line names the columns, then one row per example. '
+        f'Received: {"an empty file" if not text.strip() else "a blank first line"}'
+        f' ({len(text)} bytes). Write the column names on the first line '
+        '(e.g. species,bill_length_mm), then the rows; or leave the file '
+        'out of the data.')
   header = [h.strip() for h in header]
   doubled = sorted({h for h in header if header.count(h) > 1})
   if doubled or '' in header:
     raise InputArtifactError(
         f'{path}: the header names the column(s) {doubled or [""]} more than '
         f'once or not at all. Received: {header}. Give every column one '
-        'name of its own.')
+        'name of its own. Expected one name per column.')
   rows = []
   for line, row in enumerate(reader, start=2):
     if not row or not any(field.strip() for field in row):
@@ -77,8 +85,13 @@ def read(path: str) -> Table:
           'that is not quoted.')
     rows.append((line, row))
   if not rows:
-    raise InputArtifactError(f'{path} has a header but no rows.')
-  return Table(path, header, rows, delimiter)
+    raise InputArtifactError(
+        f'{path} has a header but no rows. Expected at least one row of '
+        f'values under the header. Received: the header alone '
+        f'({", ".join(header)}). Add the rows, or leave the file out of the '
+        'data.')
+  return Table(path, header, rows, delimiter,
+               csv_dialect.missing_counts(header, rows))
 
 
 def infer_kinds(tables: List[Table]) -> Dict[str, str]:
@@ -94,7 +107,8 @@ def infer_kinds(tables: List[Table]) -> Dict[str, str]:
   kinds = {}
   for index, name in enumerate(header):
     values = [(t.path, line, row[index]) for t in tables
-              for line, row in t.rows if row[index] not in MISSING]
+              for line, row in t.rows if not csv_dialect.is_missing(
+                  row[index])]
     kinds[name] = _kind(name, values)
   return kinds
 
@@ -112,6 +126,44 @@ def check_against(table: Table, kinds: Dict[str, str], source: str) -> None:
   _check_same_columns(table, list(kinds), source)
 
 
+def required_by_schema(schema, source: str) -> Dict[str, str]:
+  """{feature: why} of the features `schema` says are in every example
+  (presence.min_fraction 1)."""
+  return {f.name: f'{source} requires it in every example (presence '
+                  'min_fraction 1)'
+          for f in schema.feature if f.presence.min_fraction >= 1.0}
+
+
+def check_required(tables: List[Table], required: Dict[str, str]) -> None:
+  """No missing value in a column of `required` ({column: why}; the key
+  '*' stands for every column not named).
+
+  Raises:
+    InputArtifactError: naming the column, why it cannot be missing, the
+      lines and the spellings found.
+  """
+  for table in tables:
+    every = required.get('*')  # local.data.ALL_COLUMNS
+    named = {n: w for n, w in required.items() if n != '*'}
+    if every:
+      named.update({n: every for n in table.header if n not in named})
+    for name, why in sorted(named.items()):
+      if name not in table.missing:
+        continue
+      index = table.header.index(name)
+      lines = [line for line, row in table.rows
+               if csv_dialect.is_missing(row[index])]
+      shown = ', '.join(map(str, lines[:_STRAYS_SHOWN])) + (
+          f' and {len(lines) - _STRAYS_SHOWN} more'
+          if len(lines) > _STRAYS_SHOWN else '')
+      spelled = ', '.join(repr(s) for s in sorted(table.missing[name]))
+      raise InputArtifactError(
+          f'{table.path}: column {name!r} has {len(lines)} missing value(s) '
+          f'(line {shown}), but it cannot be missing: {why}. Expected a '
+          f'value on every row of {name!r}. Received: {spelled} (read as '
+          'missing). Fill those cells in, or drop those rows.')
+
+
 def write(tables: List[Table], kinds: Dict[str, str], out: str) -> None:
   """Writes the rows as gzip tf.Examples to `out`, each value of its
   column's kind; a value that is not is named by file, line and column."""
@@ -125,7 +177,7 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str) -> None:
         feature = {}
         for index, name, kind in columns:
           value = row[index]
-          if value in MISSING:
+          if csv_dialect.is_missing(value):
             continue
           feature[name] = _feature(tf, value, kind, table.path, line, name)
         writer.write(tf.train.Example(features=tf.train.Features(
@@ -145,8 +197,10 @@ def _feature(tf, value: str, kind: str, path: str, line: int, name: str):
     raise InputArtifactError(
         f'{path}, line {line}, column {name!r}: {value!r} is not {expected}, '
         f'as the column is {kind} in the schema the data must follow (the '
-        'one given, or inferred from the train data). Fix the value, or '
-        'leave it empty for a missing value.') from None
+        f'one given, or inferred from the train data). Expected {expected}. '
+        f'Received: {value!r}. Fix the value, or leave it empty for a '
+        'missing value; if the column holds words, say BYTES for it in the '
+        'schema.') from None
   return tf.train.Feature(bytes_list=tf.train.BytesList(
       value=[value.encode()]))
 
@@ -156,6 +210,16 @@ def _kind(name: str, values: List[Tuple[str, int, str]]) -> str:
     bad = [v for v in values if not _parses(parse, v[2])]
     if not bad:
       return kind
+  commas = [v for v in bad if _parses(float, v[2].replace(',', '.', 1))]
+  if commas and len(commas) == len(bad):
+    path, line, value = commas[0]
+    raise InputArtifactError(
+        f'Column {name!r} holds numbers written with a decimal comma '
+        f'({len(commas)} rows; first {path}, line {line}: {value!r}), which '
+        'would be read as words. Expected numbers with a decimal point '
+        f'(39.1). Received: {value!r}. Re-save the file with decimal points '
+        "(pandas: pd.read_csv(path, decimal=',').to_csv(new_path, "
+        'index=False)).')
   numbers = len(values) - len(bad)
   if bad and numbers >= 0.9 * len(values):
     shown = '; '.join(f'{path}, line {line}: {value!r}'
@@ -164,9 +228,9 @@ def _kind(name: str, values: List[Tuple[str, int, str]]) -> str:
             else '')
     raise InputArtifactError(
         f'Column {name!r} holds numbers in {numbers} rows but not in '
-        f'{len(bad)}: {shown}{more}. Expected one kind of value per column. '
-        'Fix those values (a decimal comma, a word for a missing value), or '
-        'leave them empty (or NA) for missing values.')
+        f'{len(bad)}: {shown}{more}. Expected one kind of value per column: '
+        f'numbers. Received: {len(bad)} value(s) that are not. Fix those '
+        'values, or leave them empty (or NA) for missing values.')
   return 'bytes'
 
 

@@ -12,7 +12,8 @@ schema) is checked against it.
 
 import glob
 import os
-from typing import List, Optional
+import json
+from typing import Dict, List, Optional
 
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
@@ -27,18 +28,26 @@ def resolve_files(data) -> List[str]:
   if not files:
     raise InputArtifactError(
         f'No data files found for {data!r}. Expected CSV files (*.csv) or '
-        'TFRecord files of tf.Example (*.tfrecord, *.gz).')
+        'TFRecord files of tf.Example (*.tfrecord, *.gz). Received: a path '
+        'or glob that matches no file. Check the path.')
   return files
 
 
 def to_split(data, split_dir: str, schema=None,
-             schema_source: str = 'the schema') -> List[str]:
+             schema_source: str = 'the schema',
+             delimiter: Optional[str] = None,
+             required: Optional[Dict[str, str]] = None) -> List[str]:
   """Makes `split_dir` a split folder of the data; returns its TFRecord files.
 
   CSV files become one gzip TFRecord file, `data.gz`; TFRecord files are
   linked. What the folder held before is removed. With `schema` (described
   by `schema_source` in messages), the data must follow it: CSV columns and
-  kinds, tf.Example features.
+  kinds, tf.Example features. CSV files are separated by `delimiter` (None:
+  commas; another delimiter found is refused). Their missing values (see
+  `csv_dialect.MISSING`) are counted per column, logged, and kept in
+  `missing_values.json` beside the split folders (`missing_values` reads
+  it); in a column of `required` ({column: why it cannot be missing}), or
+  one the schema requires, they are refused.
 
   Raises:
     InputArtifactError: the data is unreadable or does not follow the
@@ -48,21 +57,30 @@ def to_split(data, split_dir: str, schema=None,
   if any(f.endswith('.csv') for f in files) and not all(
       f.endswith('.csv') for f in files):
     raise InputArtifactError(
-        f'Mixed CSV and non-CSV files in {files}; pass one kind at a time.')
+        f'Mixed CSV and non-CSV files in {files}; pass one kind at a time. '
+        'Expected CSV files only, or TFRecord files only. Received: '
+        f'{sum(f.endswith(".csv") for f in files)} CSV and '
+        f'{sum(not f.endswith(".csv") for f in files)} other file(s). Pass '
+        'one kind of file per split.')
   inside = [f for f in files if _is_within(f, split_dir)]
   if inside:
     raise InputArtifactError(
         f'The data files {inside} lie in {split_dir}, the folder they would '
-        'be written to. Move them elsewhere first.')
+        'be written to. Expected data outside it. Received: the files above. '
+        'Move them elsewhere first.')
   if files[0].endswith('.csv'):
-    tables = [csv_data.read(f) for f in files]
+    tables = [csv_data.read(f, delimiter) for f in files]
+    required = dict(required or {})
     if schema is not None:
       kinds = csv_data.kinds_from_schema(schema)
       for table in tables:
         csv_data.check_against(table, kinds, schema_source)
+      required.update(csv_data.required_by_schema(schema, schema_source))
     else:
       kinds = csv_data.infer_kinds(tables)
+    csv_data.check_required(tables, required)
     _clear(split_dir)
+    _record_missing(tables, split_dir)
     out = os.path.join(split_dir, 'data.gz')
     csv_data.write(tables, kinds, out)
     return [out]
@@ -76,6 +94,83 @@ def to_split(data, split_dir: str, schema=None,
   return link_split(files, split_dir)
 
 
+MISSING_FILE = 'missing_values.json'
+
+
+def _record_missing(tables, split_dir: str) -> None:
+  """Logs the missing values of `tables` per column and adds them to
+  MISSING_FILE beside `split_dir` ({split: {column: {spelling: count}}})."""
+  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import csv_dialect  # pylint: disable=g-import-not-at-top
+  counts: Dict[str, Dict[str, int]] = {}
+  for table in tables:
+    for column, spelled in table.missing.items():
+      for spelling, n in spelled.items():
+        into = counts.setdefault(column, {})
+        into[spelling] = into.get(spelling, 0) + n
+  from generic_trainer.data import statistics  # pylint: disable=g-import-not-at-top
+  split = statistics.split_of(os.path.join(split_dir, 'data')) or (
+      os.path.basename(split_dir))
+  root = os.path.dirname(split_dir)
+  if os.path.basename(root).startswith('.'):  # A staging folder ('.whole').
+    root = os.path.dirname(root)
+  path = os.path.join(root, MISSING_FILE)
+  recorded = missing_values(root) or {}
+  recorded.pop(split, None)
+  if counts:
+    progress.log().warning(
+        'missing values: %s data read %s as missing (no value in the '
+        'tf.Example); counts per column (spelling count): %s',
+        split, '/'.join(sorted({repr(s) for c in counts.values()
+                                for s in c})),
+        csv_dialect.describe_missing(counts))
+    recorded[split] = counts
+  if recorded:
+    with open(path, 'w') as f:
+      json.dump(recorded, f, indent=1, sort_keys=True)
+  elif os.path.exists(path):
+    os.remove(path)
+
+
+ALL_COLUMNS = '*'  # A key of `required`: every column not named otherwise.
+
+
+def required_columns(spec_class) -> Dict[str, str]:
+  """{column: why} of the columns a TrainSpec cannot train on with a value
+  missing: its labels, and the features it feeds the model (its
+  `feature_keys`; without them, every column: `ALL_COLUMNS`), which the
+  model takes as one value per example. A run_fn module (None): none
+  known, every missing value is read as missing."""
+  if spec_class is None:
+    return {}
+  from generic_trainer import outputs  # pylint: disable=g-import-not-at-top
+  name = spec_class.__name__
+  try:
+    keys = outputs.label_keys(outputs.outputs_of(spec_class))
+  except Exception:  # pylint: disable=broad-except
+    keys = []  # The spec's own checks say what is wrong with its labels.
+  required = {k: f'it is the label of TrainSpec {name}' for k in keys}
+  why = (f'TrainSpec {name} feeds it to the model, which takes one value '
+         'per example (leave it out of feature_keys, or use a run_fn that '
+         'handles missing values, to train without it)')
+  features = getattr(spec_class, 'feature_keys', None)
+  if isinstance(features, (list, tuple)):
+    required.update({k: why for k in features if k not in required})
+  else:
+    required[ALL_COLUMNS] = why
+  return required
+
+
+def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
+  """{split: {column: {spelling: count}}} of the CSV data converted into
+  `data_dir`, or None when no value was missing."""
+  path = os.path.join(data_dir, MISSING_FILE)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
 def check_tfrecords(files: List[str]) -> None:
   """Reads each file (all of it when small, else its first record), so a
   wrong, damaged or truncated file fails before training."""
@@ -85,9 +180,10 @@ def check_tfrecords(files: List[str]) -> None:
     if error is not None:
       raise InputArtifactError(
           f'{path} is not a readable {tfrecords.describe(path)} file: '
-          f'{summarize(error)}. Expected TFRecord files of tf.Example (gzip '
-          'when the name ends in .gz) or CSV files (named *.csv). Check the '
-          'file, or convert it.') from error
+          f'{summarize(error)} (Received: {type(error).__name__}). Expected '
+          'TFRecord files of tf.Example (gzip when the name ends in .gz) or '
+          'CSV files (named *.csv). Check the file, or convert it.'
+      ) from error
 
 
 def link_split(files: List[str], split_dir: str) -> List[str]:
@@ -138,17 +234,22 @@ def infer_schema(files: List[str], limit: int = 1000):
       raise InputArtifactError(
           f'{shown} is not a readable {tfrecords.describe(path)} file: '
           f'{summarize(e)} (after {read} records). It is damaged or cut '
-          'short; re-write it.') from e
+          'short; re-write it. Expected a whole TFRecord file. Received: '
+          f'{type(e).__name__} after {read} records. Re-write the file.'
+          ) from e
     except Exception as e:  # pylint: disable=broad-except
       raise InputArtifactError(
           f'{shown}, record {read}, is not a tf.Example ({type(e).__name__}'
           f': {e}). Expected TFRecord files of serialized tf.Example, as '
-          'ExampleGen writes them, or CSV files.') from e
+          'ExampleGen writes them, or CSV files. Received: a record that does '
+          'not parse. Convert the data, or pass CSV files.') from e
     seen += read
     if seen >= limit:
       break
   if not seen:
-    raise InputArtifactError(f'No tf.Example records in {files}.')
+    raise InputArtifactError(
+        f'No tf.Example records in {files}. Expected at least one record. '
+        'Received: empty files. Write the data again, or pass other files.')
   types = {'int64_list': schema_pb2.INT, 'float_list': schema_pb2.FLOAT,
            'bytes_list': schema_pb2.BYTES}
   schema = schema_pb2.Schema()

@@ -85,6 +85,7 @@ class Request:
     allow_signature_change: Publish even if the signatures differ from the
       base model's.
     started: `time.monotonic()` when the process started.
+    csv_delimiter: What separates the fields of CSV data; None: commas.
   """
   module_file = attr.ib(type=str)
   train_data = attr.ib(type=List[str])
@@ -103,6 +104,7 @@ class Request:
   base_model = attr.ib(type=Optional[str], default=None)
   allow_signature_change = attr.ib(type=bool, default=False)
   eval_on_train = attr.ib(type=bool, default=False)
+  csv_delimiter = attr.ib(type=Optional[str], default=None)
 
 
 def resume_key(request: Request) -> str:
@@ -139,7 +141,8 @@ def resume_key(request: Request) -> str:
                 'eval_steps': request.eval_steps, 'hparams': request.hparams,
                 'eval_on_train': request.eval_on_train,
                 KERAS_VERSION_KEY: request.keras_version,
-                BACKEND_KEY: request.backend})
+                BACKEND_KEY: request.backend,
+                'csv_delimiter': request.csv_delimiter})
 
 
 def checkpoint_dir(request: Request) -> str:
@@ -193,7 +196,8 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
       else request.run_fn)
   layout.clear(keep=checkpoint if request.resume else None)
   try:
-    splits, evaluation = _write_inputs(request, layout)
+    splits, evaluation = _write_inputs(request, layout,
+                                       getattr(entry, 'train_spec', None))
     staged = StagedExport(layout.publishing, keep_dir=layout.run)
     if plan.spec_class is not None and plan.where == Where.HERE:
       train = _spec_training(request, layout, splits, staged, entry,
@@ -217,6 +221,9 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
   result = published.trained or train_result.read(layout.run)
   if result is not None:  # What the eval figures were measured on.
     result['evaluation'] = evaluation
+    missing = local_data.missing_values(layout.data)
+    if missing:  # And what was read as missing.
+      result['missing_values'] = missing
     train_result.write(layout.run, result)
   return Outcome(name, result, published.report, layout, evaluation)
 
@@ -228,9 +235,11 @@ def _settings(request: Request) -> Dict[str, Any]:
           BACKEND_KEY: request.backend}
 
 
-def _write_inputs(request: Request, layout: Layout):
+def _write_inputs(request: Request, layout: Layout, spec_class=None):
   """The split folders, the schema and the hyperparameters file; returns
   the splits' files and the `evaluation` entry (`holdout.evaluation`).
+  CSV data is read with `request.csv_delimiter`; the labels of
+  `spec_class` (a TrainSpec, or None) cannot be missing.
 
   The data after the schema (all of it with --schema; the eval data when
   the schema is inferred from the train data) is checked against it.
@@ -241,6 +250,8 @@ def _write_inputs(request: Request, layout: Layout):
   if request.schema:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')
+  csv_options = {'delimiter': request.csv_delimiter,
+                 'required': local_data.required_columns(spec_class)}
   train_dir = os.path.join(layout.data, statistics.split_folder('train'))
   held_out = not request.eval_data and not request.eval_on_train
   # Held out: all of it first, in a folder named like the split it is
@@ -248,7 +259,7 @@ def _write_inputs(request: Request, layout: Layout):
   whole = os.path.join(layout.data, '.whole')
   splits = {'train': local_data.to_split(
       request.train_data, os.path.join(whole, os.path.basename(train_dir))
-      if held_out else train_dir, schema, source)}
+      if held_out else train_dir, schema, source, **csv_options)}
   if schema is None:
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
@@ -265,7 +276,7 @@ def _write_inputs(request: Request, layout: Layout):
                                     eval_rows=parts.eval_rows)
   elif request.eval_data:
     splits['eval'] = local_data.to_split(request.eval_data, eval_dir, schema,
-                                         source)
+                                         source, **csv_options)
     evaluation = holdout.evaluation(holdout.FILES, files=request.eval_data)
   else:
     splits['eval'] = local_data.link_split(splits['train'], eval_dir)

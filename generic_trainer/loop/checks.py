@@ -4,6 +4,7 @@ from typing import List
 
 from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
+from generic_trainer.loop import label_checks
 
 
 def check_backend(spec) -> None:
@@ -43,7 +44,8 @@ def check_cache(spec) -> None:
   raise SpecError(
       'TrainSpec.cache must be None (keep the parsed rows where they fit: '
       "in memory, else on local disk), True (memory), 'disk', or False "
-      f'(read and parse the files every epoch). Received: cache={shown}.')
+      f'(read and parse the files every epoch). Received: cache={shown}. '
+      'Set one of those four, or leave it unset.')
 
 
 def check_train_step(spec, backend: str) -> None:
@@ -128,7 +130,8 @@ def model_features(model, keys: List[str]) -> List[str]:
   if missing:
     raise SpecError(
         f'The model expects the input(s) {missing}, which the data lacks. '
-        f'The features given to the model are: {", ".join(keys)}. Name each '
+        f'The features given to the model are: {", ".join(keys)}. Expected '
+        f'inputs named after them. Received: inputs {names}. Name each '
         "keras.Input after a feature (keras.Input(shape=(1,), name='...')), "
         'or set TrainSpec.feature_keys.')
   return [k for k in keys if k in names] if names else keys
@@ -145,7 +148,9 @@ def check_batch(spec, model, batch) -> None:
     raise SpecError(
         f'The model fails on a batch of the train data: {type(e).__name__}: '
         f'{summarize(e)}. The batch has features '
-        f'{_shapes(features)}. Check the inputs of build_model().') from e
+        f'{_shapes(features)}. Check the inputs of build_model(). Expected '
+        'inputs that take the features as read. Received: the features '
+        'above.') from e
   declared = spec.outputs
   if len(declared) == 1:
     output = declared[0]
@@ -157,7 +162,7 @@ def check_batch(spec, model, batch) -> None:
     raise SpecError(
         f'The spec has {len(names)} labels {names}, so the model must output '
         f'a dict with one output per label, keyed by label. Its outputs: '
-        f'{got}. Return keras.Model(inputs, {{{names[0]!r}: ..., '
+        f'{got}. Received: {"a dict" if isinstance(outputs, dict) else "one tensor"}. Return keras.Model(inputs, {{{names[0]!r}: ..., '
         f'{names[1]!r}: ...}}).')
   losses = _per_output('build_loss()', spec.loss, names)
   metrics = _per_output('build_metrics()', spec.metrics, names, default=[])
@@ -165,7 +170,8 @@ def check_batch(spec, model, batch) -> None:
     if key not in names:
       raise SpecError(
           f'TrainSpec.loss_weights names {key!r}, which is not an output. '
-          f'The outputs: {names}. Received: loss_weights={spec.loss_weights}.')
+          f'The outputs: {names}. Expected keys among those. Received: '
+          f'loss_weights={spec.loss_weights}. Key loss_weights by output.')
   for output in declared:
     _check_output(output.name, output, outputs[output.name],
                   labels[output.name], losses[output.name],
@@ -191,7 +197,8 @@ def _per_output(member: str, value, names: List[str], default=None):
         f'{member} is keyed by {sorted(value)} but the outputs are {names}'
         f'{"; it lacks " + str(missing) if missing and default is None else ""}'
         f'{"; unknown: " + str(unknown) if unknown else ""}. Give one entry '
-        'per output, keyed by its label.')
+        'per output, keyed by its label. Expected one entry per output. '
+        f'Received: keys {sorted(value)}.')
   return {n: value.get(n, default) for n in names}
 
 
@@ -204,6 +211,8 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
     output.head.check_labels(labels, output.name)
     labels = output.head.encode_labels(labels)
   units = outputs.shape[-1] if hasattr(outputs, 'shape') else None
+  if output.head is None and not isinstance(loss, dict):
+    label_checks.check_kind(output.name, labels, loss, units)
   if _is_sparse_categorical(loss) and units:
     top = int(np.max(np.asarray(labels)))
     if top >= units:
@@ -211,7 +220,9 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
           f'{where}The labels go up to {top} but the model has {units} '
           f'output unit(s): SparseCategoricalCrossentropy needs one unit per '
           f'class (here at least {top + 1}), e.g. '
-          f'keras.layers.Dense({top + 1}).')
+          f'keras.layers.Dense({top + 1}). Received: {units} unit(s), labels '
+          f'up to {top}. Use keras.layers.Dense({top + 1}) as the output '
+          'layer.')
   import keras  # pylint: disable=g-import-not-at-top
   try:
     value = keras.losses.get(loss)(labels, outputs)
@@ -224,11 +235,14 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
         f'{type(e).__name__}: {summarize(e)}. Model outputs: '
         f'{_shapes(outputs)}; labels: {_shapes(labels)}. For integer class '
         'labels use SparseCategoricalCrossentropy with one output unit per '
-        'class; for 0/1 labels, BinaryCrossentropy with one unit.') from e
+        'class; for 0/1 labels, BinaryCrossentropy with one unit. Expected '
+        'outputs the loss takes with these labels. Received: the shapes '
+        'above.') from e
   if not np.all(np.isfinite(np.asarray(value))):
     raise SpecError(
         f'{where}The loss is {np.asarray(value)} on the first batch, before '
-        'any training. Check the inputs for NaN/Inf and the label range.')
+        'any training. Check the inputs for NaN/Inf and the label range. '
+        f'Expected a finite loss. Received: {np.asarray(value)}.')
 
 
 def _is_sparse_categorical(loss) -> bool:

@@ -21,7 +21,7 @@ def load_schema(fn_args):
     raise SpecError(
         'A TrainSpec needs to know the features: connect a `schema` input '
         "(e.g. schema=schema_gen.outputs['schema']) or a `transform_graph`. "
-        'Received neither.')
+        'Received neither. Connect one of them to GenericTrainer.')
   from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   return schema_file.read(fn_args.schema_path)
 
@@ -54,22 +54,38 @@ def feature_keys(spec, schema) -> List[str]:
     if key not in names:
       raise SpecError(
           f'The label {key!r} (TrainSpec.label_key) is not a '
-          f'feature of the data. The schema has: {", ".join(names)}. Set '
+          f'feature of the data. The schema has: {", ".join(names)}. '
+          f'Expected one of those{_close(key, names)}. Received: '
+          f'label_key={key!r}. Set '
           'label_key to one of them (the transformed name, with Transform).')
   weights = [k for k in targets if k not in outputs.label_keys(spec.outputs)]
   for key in weights:
     if key not in names:
       raise SpecError(
           f'The weight column {key!r} (weight_key) is not a feature of the '
-          f'data. The schema has: {", ".join(names)}. Set weight_key to one '
-          'of them, or to None to weigh every example equally.')
+          f'data. The schema has: {", ".join(names)}. Expected one of '
+          f'those{_close(key, names)}. Received: weight_key={key!r}. Set '
+          'weight_key to one of them, or to None to weigh every example '
+          'equally.')
   keys = list(spec.feature_keys or [n for n in names if n not in targets])
   missing = [k for k in keys if k not in names]
   if missing:
     raise SpecError(
         f'TrainSpec.feature_keys names {missing}, which the data lacks. The '
-        f'schema has: {", ".join(names)}.')
+        f'schema has: {", ".join(names)}. Expected features of the data'
+        f'{_close(missing[0], names)}. Received: feature_keys='
+        f'{spec.feature_keys!r}. Name features of the data, or leave '
+        'feature_keys unset to read them all.')
   return keys
+
+
+def _close(name: str, names: List[str]) -> str:
+  """' (did you mean 'species'?)' for a near name of `names`, or ''."""
+  import difflib  # pylint: disable=g-import-not-at-top
+  lowered = {n.lower(): n for n in names}
+  near = ([lowered[name.lower()]] if name.lower() in lowered else
+          difflib.get_close_matches(name, names, n=1, cutoff=0.75))
+  return f' (did you mean {near[0]!r}?)' if near else ''
 
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
@@ -151,13 +167,24 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
   if plain and not (own or select):
     return dataset
 
+  refused = []  # Our error, which autograph would wrap in a StagingError.
+
   def features_of(columns):
-    return preprocess({k: columns[k] for k in keys})
+    features = preprocess({k: columns[k] for k in keys})
+    if features is None:
+      refused.append(SpecError(
+          f'{type(spec).__name__}.preprocess() returned None. Expected the '
+          'features the model reads: a dict of tensors by name. Received: '
+          'None. Return the dict (`return features`) at the end of '
+          'preprocess().'))
+      raise refused[-1]
+    return features
 
   if not with_label:
-    return dataset.map(features_of)
+    return _mapped(dataset, features_of, refused)
   if plain:
-    return dataset.map(lambda features, label: (features_of(features), label))
+    return _mapped(dataset, lambda features, label: (features_of(features),
+                                                     label), refused)
 
   def example(columns):
     labels, weights = outputs.targets(spec.outputs, columns, encode_labels)
@@ -165,7 +192,18 @@ def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
     return (features, labels) if weights is None else (
         features, labels, weights)
 
-  return dataset.map(example)
+  return _mapped(dataset, example, refused)
+
+
+def _mapped(dataset, fn, refused: list):
+  """`dataset.map(fn)`, raising the SpecError `fn` raised while traced
+  (in `refused`) rather than autograph's StagingError around it."""
+  try:
+    return dataset.map(fn)
+  except Exception as e:  # pylint: disable=broad-except
+    if refused:
+      raise refused[0] from e
+    raise
 
 
 def cache_decision(spec, files: List[str], config,
@@ -227,10 +265,17 @@ def _describe(files: List[str]) -> str:
 def first_batch(spec, fn_args, schema, files: List[str], keys: List[str]):
   """One shuffled train batch, read without caching, labels as read (for
   the checks)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import first_batch_errors  # pylint: disable=g-import-not-at-top
   dataset = make_dataset(spec, fn_args, schema, files, keys, spec.batch_size,
                          num_epochs=1, shuffle=True, cache=False,
                          encode_labels=False)
-  return next(iter(dataset))
+  try:
+    return next(iter(dataset))
+  except tf.errors.OpError as e:
+    raise first_batch_errors.explain(
+        e, schema, keys, files, fn_args.transform_graph_path or
+        fn_args.schema_path) from e
 
 
 def _shard_by_data(dataset):
@@ -250,18 +295,21 @@ def schedule(spec, train_steps: Optional[int],
   for name, value in (('epochs', epochs), ('batch_size', batch_size)):
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
       raise SpecError(f'TrainSpec.{name} must be a positive int. Received: '
-                      f'{name}={value!r}.')
+                      f'{name}={value!r}. Set it to 1 or more.')
   if train_steps:
     if train_steps < epochs:
       raise SpecError(
           f'train_args.num_steps={train_steps} is fewer than '
-          f'TrainSpec.epochs={epochs}: every epoch needs a step. Raise '
-          'num_steps or lower epochs.')
+          f'TrainSpec.epochs={epochs}: every epoch needs a step. Expected '
+          f'at least {epochs} steps. Received: num_steps={train_steps}, '
+          f'epochs={epochs}. Raise num_steps or lower epochs.')
     if train_steps % epochs:
       raise SpecError(
           f'train_args.num_steps={train_steps} does not divide into '
-          f'TrainSpec.epochs={epochs} equal epochs. Use a multiple of '
-          f'{epochs} (e.g. {train_steps - train_steps % epochs or epochs}).')
+          f'TrainSpec.epochs={epochs} equal epochs. Expected a multiple of '
+          f'{epochs}. Received: num_steps={train_steps}, epochs={epochs}. Use '
+          f'a multiple of {epochs} (e.g. '
+          f'{train_steps - train_steps % epochs or epochs}).')
     return epochs, train_steps // epochs
   if num_train_examples:
     return epochs, -(-num_train_examples // batch_size)

@@ -94,10 +94,18 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
     if spec.train_step is not None:
       step = on_jax.train_step(spec) if jax else _checked_train_step(spec)
       model.train_step = types.MethodType(step, model)
-    model.compile(optimizer=spec.optimizer, loss=spec.loss,
-                  loss_weights=spec.loss_weights, metrics=spec.metrics,
-                  steps_per_execution=steps_per_execution(
-                      spec, steps_per_epoch, validation_steps, distributed))
+    optimizer, loss, metrics = spec.optimizer, spec.loss, spec.metrics
+    try:
+      model.compile(optimizer=optimizer, loss=loss,
+                    loss_weights=spec.loss_weights, metrics=metrics,
+                    steps_per_execution=steps_per_execution(
+                        spec, steps_per_epoch, validation_steps, distributed))
+    except SpecError:
+      raise  # Ours already (a member's value, steps_per_execution).
+    except (ValueError, TypeError) as e:
+      from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+      raise member_checks.compile_error(spec, e, optimizer, loss,
+                                        metrics) from e
   return model
 
 

@@ -1,0 +1,149 @@
+"""What a TrainSpec's members return, checked once, where it is built.
+
+`build_model()`, `build_optimizer()`, `build_loss()`, `build_metrics()` and
+`handlers()` are called once (the spec's cached properties); what they
+return goes deep into Keras, which fails on a wrong kind of value with an
+AttributeError or TypeError that names neither the member nor the fix (a
+plain function among the handlers: "'function' object has no attribute
+'set_model'"). Each is checked here instead, naming the member, what it
+takes, what it got and how to write it.
+"""
+
+import inspect
+from typing import Any
+
+from generic_trainer.errors import SpecError
+
+
+def describe(value: Any) -> str:
+  """'the function log_epoch', 'the class EarlyStopping (not an instance)',
+  'None', 'a str ('adam')'."""
+  if value is None:
+    return 'None'
+  if inspect.isclass(value):
+    return f'the class {value.__name__} (not an instance of it)'
+  if inspect.isfunction(value) or inspect.ismethod(value) or (
+      inspect.isbuiltin(value)):
+    return f'the function {getattr(value, "__qualname__", value)}'
+  shown = repr(value)
+  if len(shown) > 60:
+    shown = shown[:57] + '...'
+  return f'a {type(value).__name__} ({shown})'
+
+
+def _is_callback(value) -> bool:
+  return (not inspect.isclass(value) and hasattr(value, 'set_model') and
+          hasattr(value, 'on_epoch_end'))
+
+
+def handlers(spec, value) -> list:
+  """`spec.handlers()`'s value as a list of callbacks.
+
+  Raises:
+    SpecError: not a list (or tuple) of Keras callback instances.
+  """
+  name = type(spec).__name__
+  if value is None:
+    return []
+  if _is_callback(value) or not isinstance(value, (list, tuple)):
+    raise SpecError(
+        f'{name}.handlers() returned {describe(value)}. Expected a list of '
+        'Keras callbacks (keras.callbacks.Callback instances). Received: '
+        f'{describe(value)}. Return a list, e.g. `return [MyCallback()]`'
+        + ('' if _is_callback(value) else
+           '; wrap a plain function in keras.callbacks.LambdaCallback('
+           'on_epoch_end=fn)') + '.')
+  for index, handler in enumerate(value):
+    if not _is_callback(handler):
+      fix = ('call the class: `MyCallback()`' if inspect.isclass(handler)
+             else 'wrap a plain function in keras.callbacks.LambdaCallback('
+             'on_epoch_end=fn), or subclass keras.callbacks.Callback')
+      raise SpecError(
+          f'{name}.handlers() returned, at index {index}, '
+          f'{describe(handler)}, which is not a Keras callback. Expected '
+          'keras.callbacks.Callback instances (objects with on_epoch_end, '
+          f'set_model...). Received: {describe(handler)}. Return instances '
+          f'only: {fix}.')
+  return list(value)
+
+
+def model(spec, value):
+  """`build_model()`'s value: a Keras model instance."""
+  if value is None or inspect.isclass(value) or not (
+      hasattr(value, 'compile') and hasattr(value, 'fit')):
+    fix = ('Call it: `return keras.Sequential([...])`' if inspect.isclass(value)
+           else 'Return the model, e.g. `return keras.Model(inputs, outputs)`')
+    raise SpecError(
+        f'{type(spec).__name__}.build_model() returned {describe(value)}. '
+        'Expected a Keras model (keras.Model or keras.Sequential). Received: '
+        f'{describe(value)}. {fix}.')
+  return value
+
+
+def optimizer(spec, value):
+  """`build_optimizer()`'s value: an optimizer instance, or a Keras name."""
+  if value is None or inspect.isclass(value) or callable(value) and not (
+      hasattr(value, 'apply_gradients') or hasattr(value, 'apply')):
+    raise SpecError(
+        f'{type(spec).__name__}.build_optimizer() returned '
+        f'{describe(value)}. Expected a Keras optimizer, e.g. '
+        'keras.optimizers.Adam(1e-3), or its name (\'adam\'). Received: '
+        f'{describe(value)}. Return an optimizer instance: '
+        '`return keras.optimizers.Adam(1e-3)`.')
+  return value
+
+
+def loss(spec, value):
+  """`build_loss()`'s value: not None, not a class."""
+  if value is None or (inspect.isclass(value) and not isinstance(value, dict)):
+    fix = (f'Call the class: `return {value.__name__}()`'
+           if inspect.isclass(value) else
+           'Return the loss, e.g. `return '
+           'keras.losses.SparseCategoricalCrossentropy()`, or declare a head')
+    raise SpecError(
+        f'{type(spec).__name__}.build_loss() returned {describe(value)}. '
+        'Expected a Keras loss: an instance, a function or its name (a dict '
+        f'of them by label for several labels). Received: {describe(value)}'
+        f'. {fix}.')
+  return value
+
+
+def metrics(spec, value):
+  """`build_metrics()`'s value as a list (or a dict by label)."""
+  if value is None:
+    return []
+  if isinstance(value, dict):
+    return value
+  if isinstance(value, str) or not isinstance(value, (list, tuple)):
+    raise SpecError(
+        f'{type(spec).__name__}.build_metrics() returned {describe(value)}. '
+        'Expected a list of Keras metrics (or a dict of lists by label). '
+        f'Received: {describe(value)}. Return a list, e.g. `return '
+        f'[{value!r}]`.' if isinstance(value, str) else
+        f'{type(spec).__name__}.build_metrics() returned {describe(value)}. '
+        'Expected a list of Keras metrics (or a dict of lists by label). '
+        f'Received: {describe(value)}. Return a list, e.g. `return '
+        '[keras.metrics.SparseCategoricalAccuracy()]`.')
+  for index, metric in enumerate(value):
+    if inspect.isclass(metric):
+      raise SpecError(
+          f'{type(spec).__name__}.build_metrics() returned, at index '
+          f'{index}, {describe(metric)}. Expected metric instances or '
+          f'names. Received: {describe(metric)}. Call the class: '
+          f'`{metric.__name__}()`.')
+  return list(value)
+
+
+def compile_error(spec, error: Exception, optimizer, loss,
+                  metrics) -> SpecError:
+  """Keras's refusal to compile the model with the spec's optimizer, loss
+  and metrics (an unknown name, say), as a SpecError naming them."""
+  from generic_trainer.errors import summarize  # pylint: disable=g-import-not-at-top
+  return SpecError(
+      f'Keras cannot compile {type(spec).__name__}\'s model: '
+      f'{type(error).__name__}: {summarize(error)}. Expected an optimizer, '
+      'a loss and metrics Keras knows: objects (keras.optimizers.Adam(), '
+      'keras.losses.SparseCategoricalCrossentropy()) or their names '
+      f'(\'adam\'). Received: optimizer={describe(optimizer)}, '
+      f'loss={describe(loss)}, metrics={describe(metrics)}. Fix the name or '
+      'object in build_optimizer(), build_loss() or build_metrics().')
