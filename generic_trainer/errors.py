@@ -58,6 +58,12 @@ class CheckpointError(GenericTrainerError, RuntimeError):
   training (a handler's state that cannot be saved, a damaged file)."""
 
 
+class PreemptedError(GenericTrainerError, RuntimeError):
+  """SIGTERM stopped the training at a step boundary; a resume checkpoint
+  of that step was written and nothing was published. The same run, started
+  again, resumes there."""
+
+
 class StorageError(GenericTrainerError, OSError):
   """A file could not be written where training writes: the disk is full
   (or over quota); nothing was published."""

@@ -7,6 +7,7 @@ from absl import logging
 from tfx.dsl.components.base import base_executor
 
 from generic_trainer import paths
+from generic_trainer import preemption
 from generic_trainer import resume
 from generic_trainer import scratch
 from generic_trainer import train_result
@@ -38,6 +39,11 @@ class GenericExecutor(base_executor.BaseExecutor):
   on another Keras backend, `num_workers` local processes) is the plan's
   decision; `launch.dispatch` carries it out. Under a TF_CONFIG that makes
   this process a non-chief worker, it trains and publishes nothing.
+
+  SIGTERM during `Do` (a pod deleted or preempted) stops the training at
+  the next step, saves that step in the resume checkpoint, publishes
+  nothing and raises PreemptedError; the same execution again resumes
+  there (`generic_trainer.preemption`).
   """
 
   def __init__(self, context: Optional[base_executor.BaseExecutor.Context]
@@ -52,6 +58,10 @@ class GenericExecutor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
+    with preemption.handling():
+      self._do(input_dict, output_dict, exec_properties)
+
+  def _do(self, input_dict, output_dict, exec_properties) -> None:
     from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
     from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     self._log_startup(input_dict, output_dict, exec_properties)

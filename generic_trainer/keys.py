@@ -44,3 +44,18 @@ STRATEGIES = (DEFAULT_STRATEGY, MIRRORED, MULTI_WORKER_MIRRORED)
 
 # The environment variable a cluster describes itself in.
 TF_CONFIG_ENV = 'TF_CONFIG'
+
+# SIGTERM (a preemption, a pod deleted): training stops at the next step,
+# saves it, and the command exits with 128 + SIGTERM, as a shell reports a
+# process that SIGTERM ended (`preemption`).
+PREEMPTED_EXIT_CODE = 143
+# How long a parent waits for its child or local workers to save after it
+# forwarded SIGTERM to them, before it kills them: inside Kubernetes's
+# default grace period of 30 s.
+PREEMPTION_WAIT_S = 25.0
+# The pods' grace period in a rendered TFJob: the time from SIGTERM to
+# SIGKILL, which the step's checkpoint and the exit must fit in.
+TERMINATION_GRACE_PERIOD_S = 60
+# The file through which a local group's chief tells its workers the step
+# to stop at after a SIGTERM (`loop.handlers.preemption_stop`).
+STOP_FILE_ENV = 'GENERIC_TRAINER_STOP_FILE'

@@ -257,3 +257,55 @@ def test_a_killed_worker_restarts_the_group_from_the_checkpoint(
   assert ('restarting all 2 (restart 1 of at most 2) from the checkpoint at '
           f'{restart["resumed_from"]}.') in caplog.text
   assert _ours(scratch_tmp) == []
+
+
+def test_sigterm_stops_every_worker_at_one_step_and_the_group_resumes_there(
+    trainer_io, scratch_tmp, tmp_path):
+  """SIGTERM to the executor's process (sent to itself from a thread):
+  it forwards it to both workers, which stop at one step; the chief saves
+  it, PreemptedError, nothing published; the next execution trains exactly
+  the steps after it."""
+  from generic_trainer.errors import PreemptedError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  record = tmp_path / 'record'
+  io = trainer_io(train_steps=40, eval_steps=0, num_workers=2,
+                  module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),
+                  custom_config=json.dumps({'record_dir': str(record)}))
+  model, model_run = io[1]['model'][0], io[1]['model_run'][0]
+  pointer = os.path.join(model_run.uri, 'resume-*', 'latest.json')
+
+  def point():
+    for path in glob.glob(pointer):
+      with open(path) as f:
+        return json.load(f)
+    return {}
+
+  def terminate_at_step_10():
+    deadline = time.monotonic() + 240
+    while point().get('step', 0) < 10 and time.monotonic() < deadline:
+      time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+  threading.Thread(target=terminate_at_step_10, daemon=True).start()
+  with pytest.raises(PreemptedError, match=(
+      r'SIGTERM stopped the local 2-worker training; every worker stopped at '
+      r'the same step and the chief saved it: the resume checkpoint in .* is '
+      r'at step \d+ .*Nothing was published\.')):
+    GenericExecutor().Do(*io)
+  saved = point()
+  by_worker = {}
+  for line in (record / 'steps.log').read_text().splitlines():
+    _, worker, step = line.split()
+    by_worker.setdefault(worker, []).append(int(step))
+  assert by_worker['0'][-1] == by_worker['1'][-1] == saved['step'] >= 10
+  assert saved['step'] < 40 and not saved['stopped']
+  assert not os.listdir(model.uri)
+
+  (record / 'steps.log').unlink()
+  GenericExecutor().Do(*io)
+  chief = [int(line.split()[2]) for line in
+           (record / 'steps.log').read_text().splitlines()
+           if line.split()[1] == '0']
+  assert chief == list(range(saved['step'] + 1, 41))
+  assert os.listdir(model.uri) == ['Format-Serving']
+  assert _ours(scratch_tmp) == []

@@ -21,7 +21,8 @@ def test_three_workers_are_a_chief_and_two_workers():
                           _ARGS, num_workers=3, namespace='kubeflow',
                           active_deadline_seconds=3600)
   replica = {'replicas': 1, 'restartPolicy': 'Never',
-             'template': {'spec': {'containers': [_container()]}}}
+             'template': {'spec': {'containers': [_container()],
+                                   'terminationGracePeriodSeconds': 60}}}
   assert manifest == {
       'apiVersion': 'kubeflow.org/v1',
       'kind': 'TFJob',
@@ -33,6 +34,17 @@ def test_three_workers_are_a_chief_and_two_workers():
                              'Worker': {**replica, 'replicas': 2}},
       },
   }
+
+
+def test_pods_get_a_grace_period_for_the_preemption_checkpoint():
+  """Every pod has terminationGracePeriodSeconds, 60 s unless given."""
+  for given, expected in ((None, 60), (120, 120)):
+    extra = {} if given is None else {'termination_grace_period_s': given}
+    manifest = tfjob.render('penguin-train', 'example.com/trainer:1',
+                            _COMMAND, _ARGS, num_workers=2, **extra)
+    for replica in manifest['spec']['tfReplicaSpecs'].values():
+      assert replica['template']['spec'][
+          'terminationGracePeriodSeconds'] == expected
 
 
 def test_one_worker_is_a_chief_alone():

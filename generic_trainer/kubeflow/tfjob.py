@@ -20,6 +20,15 @@ volume). `backoffLimit` counts pod restarts, each replica's: it is
 `max_restarts` times the replicas, room for `max_restarts` restarts of
 the whole group.
 
+Every pod gets `terminationGracePeriodSeconds` (`keys.
+TERMINATION_GRACE_PERIOD_S`, 60 s unless `render` is given another): the
+time between the SIGTERM that deleting or preempting a pod sends and the
+SIGKILL after it. On SIGTERM the executor stops the training at the next
+step, saves that step in the resume checkpoint and exits publishing nothing
+(`generic_trainer.preemption`); 60 s leaves room for a slow step and a
+checkpoint written to object storage, where Kubernetes's default of 30 s
+could cut the write short.
+
 From a compiled pipeline and the artifacts of one run:
 
     python -m generic_trainer.kubeflow.tfjob --pipeline penguin_kubeflow.json \\
@@ -40,6 +49,7 @@ from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS
 from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
+from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
 from generic_trainer.kubeflow import kfp_step
 import jsonschema
 from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA
@@ -63,7 +73,9 @@ def render(name: str, image: str, command: List[str], args: List[str],
            backoff_limit: int = 0,
            env: Optional[Dict[str, str]] = None,
            resources: Optional[Dict[str, Dict[str, str]]] = None,
-           service_account: Optional[str] = None) -> Dict[str, Any]:
+           service_account: Optional[str] = None,
+           termination_grace_period_s: int = TERMINATION_GRACE_PERIOD_S
+           ) -> Dict[str, Any]:
   """The TFJob manifest (a dict, as `kubectl apply` takes it in YAML/JSON).
 
   Args:
@@ -82,6 +94,9 @@ def render(name: str, image: str, command: List[str], args: List[str],
     env: Extra environment variables of every replica.
     resources: Container resources, e.g. {'limits': {'cpu': '2'}}.
     service_account: The pods' service account (storage credentials).
+    termination_grace_period_s: The pods' `terminationGracePeriodSeconds`:
+      seconds from SIGTERM to SIGKILL, which the last step, its resume
+      checkpoint and the exit must fit in.
 
   Raises:
     InvalidArgumentError: an argument is wrong, or the manifest does not
@@ -102,7 +117,8 @@ def render(name: str, image: str, command: List[str], args: List[str],
     container['env'] = [{'name': k, 'value': v} for k, v in env.items()]
   if resources:
     container['resources'] = resources
-  pod_spec = {'containers': [container]}
+  pod_spec = {'containers': [container],
+              'terminationGracePeriodSeconds': termination_grace_period_s}
   if service_account:
     pod_spec['serviceAccountName'] = service_account
   replica_specs = {'Chief': _replica(1, restart_policy, pod_spec)}
@@ -228,6 +244,8 @@ def _through_sdk(manifest: Dict[str, Any]) -> Dict[str, Any]:
     pod = template['spec']
     return k8s.V1PodTemplateSpec(spec=k8s.V1PodSpec(
         service_account_name=pod.get('serviceAccountName'),
+        termination_grace_period_seconds=pod.get(
+            'terminationGracePeriodSeconds'),
         containers=[k8s.V1Container(
             name=c['name'], image=c['image'], command=c.get('command'),
             args=c.get('args'),

@@ -68,6 +68,8 @@ _REPLICA_SPEC = {
                     'required': ['containers'],
                     'properties': {
                         'serviceAccountName': {'type': 'string'},
+                        'terminationGracePeriodSeconds': {
+                            'type': 'integer', 'minimum': 0},
                         'containers': {
                             'type': 'array',
                             'minItems': 1,

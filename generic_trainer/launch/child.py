@@ -5,31 +5,40 @@
 (`dispatch.train`), and
 writes the result JSON that `child_process.read_error` reads: `{}` on
 success (with the replicas a strategy trained with), or the name and
-message of the error raised.
+message of the error raised. SIGTERM stops its training at the next step,
+which is saved (`generic_trainer.preemption`); it reports PreemptedError.
 """
 
 import json
 import sys
 from generic_trainer import progress
 from generic_trainer import atomic_files
+from generic_trainer import preemption
 
 
 def main(request_path: str) -> int:
   with open(request_path) as f:
     request = json.load(f)
-  result = {}
   progress.print_plain()
+  with preemption.handling():
+    result = _train(request['request'])
+  atomic_files.write_json(request['result_path'], result)
+  return 1 if result.get('error') else 0
+
+
+def _train(request) -> dict:
+  """Trains the request; returns the result to report."""
+  result = {}
   try:
     from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
     from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top
-    dispatch.train(TrainingRequest.from_json(request['request']))
+    dispatch.train(TrainingRequest.from_json(request))
     from generic_trainer.core import strategies  # pylint: disable=g-import-not-at-top
     if strategies.replicas_in_sync():
       result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())
   except Exception as e:  # pylint: disable=broad-except
     result = {'error': type(e).__name__, 'message': str(e)}
-  atomic_files.write_json(request['result_path'], result)
-  return 1 if result.get('error') else 0
+  return result
 
 
 if __name__ == '__main__':

@@ -8,7 +8,9 @@ a request JSON (a `TrainingRequest`: artifacts as TFX serialises them, exec
 properties, where the export goes) and starts `python -m generic_trainer.launch.child REQUEST`
 (`CHILD_MODULE`); the child writes a result JSON: `{}` on success, or the name and message of
 the error it raised. The child dies with its parent (PR_SET_PDEATHSIG), so no
-training outlives a killed orchestrator.
+training outlives a killed orchestrator; a parent that gets SIGTERM forwards
+it to the child instead, and waits (at most `keys.PREEMPTION_WAIT_S`) while
+the child saves its step (`generic_trainer.preemption`).
 """
 
 import json
@@ -21,6 +23,8 @@ from typing import Any, Callable, Dict, Optional
 from generic_trainer import atomic_files
 from generic_trainer import errors
 from generic_trainer import scratch
+from generic_trainer import preemption
+from generic_trainer.keys import PREEMPTION_WAIT_S
 from generic_trainer.core.request import TrainingRequest
 import site
 import sysconfig
@@ -43,10 +47,16 @@ def train_in_child(request: TrainingRequest, env: Dict[str, str],
     request_path = os.path.join(tmp, 'request.json')
     result_path = os.path.join(tmp, 'result.json')
     write_request(request_path, request, result_path)
-    returncode = start(request_path, child_env(env)).wait()
+    returncode = wait(start(request_path, child_env(env)))
     error = read_error(result_path, f'raised in the {what} training process')
     if error is not None:
       raise error
+    if preemption.requested():
+      raise errors.PreemptedError(
+          f'SIGTERM ended the {what} training process (it '
+          f'{describe_exit(returncode)}) before or after its training steps, '
+          'so no step was lost; nothing was published. Run the same training '
+          'again: it resumes from its last resume checkpoint.')
     if returncode != 0 or not reported(result_path):
       raise errors.TrainingProcessError(
           f'The {what} training process {describe_exit(returncode)} without '
@@ -79,15 +89,35 @@ def child_env(overrides: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 def start(request_path: str, env: Dict[str, str],
           wrap_preexec: Optional[Callable[[Any], Any]] = None,
           **popen_kwargs) -> subprocess.Popen:
-  """Starts the child on `request_path`; it dies if this process dies.
+  """Starts the child on `request_path`; it dies if this process dies, and
+  gets the SIGTERM this process gets (`preemption.track`).
 
   `wrap_preexec(die_with_parent)`, when given, returns the preexec_fn to
   run instead (one that calls `die_with_parent` last; `private_network`).
   """
   die = _die_with_parent_fn()
-  return subprocess.Popen(
+  process = subprocess.Popen(
       [sys.executable, '-m', CHILD_MODULE, request_path], env=env,
       preexec_fn=wrap_preexec(die) if wrap_preexec else die, **popen_kwargs)
+  preemption.track(process)
+  return process
+
+
+def wait(process: subprocess.Popen) -> int:
+  """Waits for `process`; returns its exit status. After a SIGTERM (which
+  `preemption` forwarded to it) it waits `PREEMPTION_WAIT_S` at most, then
+  kills it."""
+  while True:
+    try:
+      return process.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+      pass
+    if preemption.requested():
+      try:
+        return process.wait(timeout=PREEMPTION_WAIT_S)
+      except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 def read_error(result_path: str, where: str) -> Optional[Exception]:

@@ -20,7 +20,10 @@ A worker that died without reporting an error (SIGKILL, OOM) restarts the
 whole group from the last checkpoint, up to `max_restarts` times
 (`restarts` decides); a reported error, or one death too many, is raised.
 Every process started here is killed before `run` returns or raises, and
-dies with the executor anyway.
+dies with the executor anyway. After a SIGTERM, forwarded to every worker
+(`preemption`), the workers stop at one step the chief chooses
+(`keys.STOP_FILE_ENV`), all save it, and the group is not restarted:
+PreemptedError.
 """
 
 import contextlib
@@ -37,9 +40,11 @@ from absl import logging
 from generic_trainer import atomic_files
 from generic_trainer import errors
 from generic_trainer import machine
+from generic_trainer import preemption
 from generic_trainer import resume
 from generic_trainer import scratch
 from generic_trainer.core.request import TrainingRequest
+from generic_trainer.keys import PREEMPTION_WAIT_S, STOP_FILE_ENV
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
@@ -192,6 +197,14 @@ def run(request: TrainingRequest) -> None:
   done: List[restarts_lib.Restart] = []
   while True:
     entries, failure = _run_group(request, count)
+    if preemption.requested():
+      raise errors.PreemptedError(
+          f'SIGTERM stopped the local {count}-worker training; every worker '
+          'stopped at the same step and the chief saved it: the resume '
+          f'checkpoint in {request.checkpoint_dir} is at '
+          f'{resume.describe(request.checkpoint_dir) or "no step yet"}. '
+          'Nothing was published. Run the same training again: it resumes '
+          'there, repeating no step.')
     if failure is None:
       _write_summary(request.model_run_dir(), entries, done)
       return
@@ -243,6 +256,7 @@ def _run_group(request: TrainingRequest, count: int):
           **request.plan.child_env(),
           TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
           **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
+          STOP_FILE_ENV: os.path.join(root, 'stop-step'),
       })
       if reservation:
         network = None
@@ -281,6 +295,9 @@ def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
     codes = [w.poll() for w in workers]
     failed = [w for w, code in zip(workers, codes) if code not in (None, 0) or
               (code == 0 and not child_process.reported(w.result_path))]
+    if preemption.requested():
+      _wait_saved(workers)  # `run` raises PreemptedError.
+      return None
     if failed:
       return _failure(_first_failure(failed), count)
     if all(code == 0 for code in codes):
@@ -297,6 +314,15 @@ def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
           'trains fewer steps) leaves the others waiting for it: every '
           'worker must run the same training. Their output is above, '
           "prefixed '[worker i]'. Nothing was published.")
+    time.sleep(_POLL_S)
+
+
+def _wait_saved(workers: List[_Worker]) -> None:
+  """After a SIGTERM: waits until every worker ended (each saves its step
+  first), `PREEMPTION_WAIT_S` at most."""
+  deadline = time.monotonic() + PREEMPTION_WAIT_S
+  while (any(w.poll() is None for w in workers) and
+         time.monotonic() < deadline):
     time.sleep(_POLL_S)
 
 

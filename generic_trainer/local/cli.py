@@ -20,9 +20,14 @@ runs again on unchanged data: TrainSpec modules always, a `run_fn` that
 uses `resume.keras_callback` or `resume.checkpoint_manager`. `--no-resume`
 starts over.
 
+SIGTERM (a preemption) stops the training at the next step, saves that
+step in the resume checkpoint and exits with 143; the same command resumes
+there (`generic_trainer.preemption`).
+
 Exit status: 0 trained, validated and published; 1 the run failed (the
 module, the data, the spec, the training or the export; the message says
-what to do); 2 the command line is wrong.
+what to do); 2 the command line is wrong; 130 interrupted (Ctrl-C); 143
+stopped by SIGTERM, the step saved.
 """
 
 import time
@@ -50,9 +55,12 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from generic_trainer import preemption
 from generic_trainer.core import module_loader
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import PreemptedError
+from generic_trainer.keys import PREEMPTED_EXIT_CODE
 from generic_trainer.local import cli_args
 from generic_trainer.local import console
 from generic_trainer.local import holdout
@@ -68,7 +76,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if user code left threads running, which would otherwise keep it alive
   (see `console.exit_despite_threads`).
   """
-  status = _main(argv)
+  with preemption.handling():
+    status = _main(argv)
   if argv is None:
     console.exit_despite_threads(status)
   return status
@@ -98,6 +107,10 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             flush=True)
       with console.command_lines(), console.quiet_warnings():
         outcome = local_run.run(request, checkpoint)
+  except PreemptedError as e:
+    print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
+    _say_earlier_model_kept(request)
+    return PREEMPTED_EXIT_CODE
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
     _say_earlier_model_kept(request)

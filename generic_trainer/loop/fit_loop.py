@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import attr
 
-from generic_trainer.errors import NonFiniteLossError, SpecError
+from generic_trainer.errors import NonFiniteLossError, PreemptedError
+from generic_trainer.errors import SpecError
 from generic_trainer.loop.handlers.checkpoint import checkpoint_handler
 from generic_trainer.loop.handlers.history_file import HistoryFile
 from generic_trainer.loop.handlers.log_lines import LogLines
@@ -33,6 +34,8 @@ from generic_trainer import resume
 from generic_trainer.loop import fit_schedule
 from generic_trainer.loop.handlers.handler_list import HandlerList
 from generic_trainer.loop.handlers.resume_checkpoint import ResumeCheckpoint
+from generic_trainer import preemption
+from generic_trainer.loop.handlers.preemption_stop import PreemptionStop
 
 HISTORY_FILE = 'history.json'
 CHECKPOINT_DIR = 'checkpoints'
@@ -221,12 +224,15 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
   after every epoch and, with checkpoint `every_steps`, every N steps; a
   killed training started again continues at the step of its last
   checkpoint (`fit_schedule`), and the record says where
-  (`resumed_from_epoch`, `_batch`, `_step`).
+  (`resumed_from_epoch`, `_batch`, `_step`). After a SIGTERM
+  (`generic_trainer.preemption`), training stops at the next step
+  (`PreemptionStop`), which `ResumeCheckpoint` saves.
 
   Raises:
     NonFiniteLossError: the loss became NaN/Inf; the message says where.
     CheckpointError: a handler's state cannot be saved, or the checkpoint
       cannot be read.
+    PreemptedError: SIGTERM stopped the training; nothing was exported.
   """
   model = spec.model
   if interactive is None:
@@ -235,6 +241,9 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
                               plan.steps_per_epoch, interactive)
   handlers += list(extra_handlers)
   handlers += list(spec.user_handlers)
+  stop = PreemptionStop(is_chief=fn_args.is_chief,
+                        num_workers=getattr(fn_args, 'num_workers', 1))
+  handlers.append(stop)
   checkpoint_dir = fn_args.checkpoint_dir
   point = resume.latest(checkpoint_dir)
   if checkpoint_dir:
@@ -253,7 +262,8 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
                           epochs=plan.epochs, steps=plan.steps_per_epoch)
   started = time.monotonic()
   container.begin()
-  with warnings.catch_warnings():
+  with warnings.catch_warnings(), (
+      preemption.watching() if stop.watches else contextlib.nullcontext()):
     # The eval split is read to its end each epoch, on purpose; Keras warns
     # when a dataset of unknown length runs out.
     warnings.filterwarnings('ignore', message='Your input ran out of data')
@@ -269,6 +279,8 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
         break
   container.finish()
   elapsed = time.monotonic() - started
+  if preemption.requested():
+    raise PreemptedError(_preempted_message(checkpoint_dir, fn_args.is_chief))
   guard = next(h for h in handlers if isinstance(h, NaNGuard))
   if guard.failure:
     if checkpoint_dir:  # The last checkpoint may hold diverged weights.
@@ -292,6 +304,20 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
       'training_time_s': round(elapsed, 3),
   }
 
+
+def _preempted_message(checkpoint_dir: Optional[str], is_chief: bool) -> str:
+  """What PreemptedError says: where training stopped, what was saved."""
+  point = resume.latest(checkpoint_dir) if checkpoint_dir else None
+  if point is None:
+    return ('SIGTERM stopped the training at a step boundary, and no resume '
+            'checkpoint could be written (this training has no '
+            'checkpoint_dir); nothing was exported or published.')
+  who = '' if is_chief else ' (written by the chief)'
+  return (f'SIGTERM stopped the training at {resume.describe_point(point)} '
+          f'and saved that step in the resume checkpoint in {checkpoint_dir}'
+          f'{who}; nothing was exported or published. Run the same training '
+          'again (the same command, or the pipeline on the same inputs): it '
+          f"resumes at step {point['step']}, repeating no step.")
 
 
 def _build_compiled_state(model, dataset) -> None:

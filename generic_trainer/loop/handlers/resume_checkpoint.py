@@ -8,6 +8,10 @@ of the train metrics (so the resumed epoch's logs are those of an
 uninterrupted one), whether a handler had stopped the training, and the
 state of every handler that has one (`handler_state`). The folder layout
 and the atomic write are `generic_trainer.resume`'s.
+
+After a SIGTERM (`PreemptionStop.stopping`), it saves the step where the
+training stopped, on every worker, and not the end of that epoch: the
+resumed training repeats no step.
 """
 
 import json
@@ -24,6 +28,7 @@ from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
 from generic_trainer.loop.handlers import handler_state
 import tensorflow as tf
+from generic_trainer.loop.handlers.preemption_stop import PreemptionStop
 
 WEIGHTS_FILE = 'model.weights.h5'
 STATE_FILE = 'state.json'
@@ -69,6 +74,9 @@ class ResumeCheckpoint(keras.callbacks.Callback):
     self.steps_per_epoch = steps_per_epoch
     self.resume_from = resume_from
     self._stateful = handler_state.keys(handlers)
+    self._preemption = next(
+        (h for h in handlers if isinstance(h, PreemptionStop)), None)
+    self._saved_preempted = False
     self._epoch = 0
     self._last_batch = -1
     self._step = 0
@@ -78,6 +86,7 @@ class ResumeCheckpoint(keras.callbacks.Callback):
     for key, handler in self._stateful.items():
       to_files(handler_state.get_state(handler), key)  # Unsavable: fail now.
     self._step = 0
+    self._saved_preempted = False
     if self.resume_from:
       self._restore(self.resume_from)
 
@@ -96,21 +105,38 @@ class ResumeCheckpoint(keras.callbacks.Callback):
   def on_train_batch_end(self, batch, logs=None):
     before, self._step = self._step, self._step + batch - self._last_batch
     self._last_batch = batch
+    if self._preempted():
+      if not self._saved_preempted:
+        self._saved_preempted = True
+        if batch + 1 == self.steps_per_epoch:  # The epoch's last step.
+          self._save(self._epoch + 1, 0, stopped=False)
+        else:
+          self._save(self._epoch, batch + 1, stopped=False)
+      return
     if (self.every_steps and
         self._step // self.every_steps > before // self.every_steps and
         batch + 1 != self.steps_per_epoch):
       self._save(self._epoch, batch + 1)
 
   def on_epoch_end(self, epoch, logs=None):
+    if self._preempted():
+      return  # Saved at the step it stopped; the epoch did not finish.
     self._save(epoch + 1, 0)
 
-  def _save(self, epoch: int, batch: int) -> None:
+  def _preempted(self) -> bool:
+    return self._preemption is not None and self._preemption.stopping
+
+  def _save(self, epoch: int, batch: int,
+            stopped: Optional[bool] = None) -> None:
     """Writes a checkpoint: the chief into `directory`, every other worker
     into `scratch_dir`. All must read the same variables in
     the same order: under MultiWorkerMirroredStrategy reading a metric
-    (an on-read variable) is a collective op every worker joins."""
+    (an on-read variable) is a collective op every worker joins.
+    `stopped`: whether training is over; None: `model.stop_training`."""
+    if stopped is None:
+      stopped = bool(self.model.stop_training)
     point = {'epoch': epoch, 'batch': batch, 'step': self._step,
-             'stopped': bool(self.model.stop_training)}
+             'stopped': stopped}
     states = {key: handler_state.get_state(h)
               for key, h in self._stateful.items()}
     metrics = [keras.ops.convert_to_numpy(v)
