@@ -117,8 +117,9 @@ def test_interrupted_run_resumes_when_run_again(tmp_path, penguin_csvs):
   assert second.stdout.startswith(
       f'Resuming from the checkpoint an earlier run left in {checkpoint} '
       '(--no-resume starts over).\n')
-  assert re.search(r'== Trained TrainSpec SlowPenguinSpec of .*: 40 steps, 8 '
-                   rf'epochs, .* \(resumed after epoch {epoch}\)',
+  assert re.search(r'== Trained TrainSpec SlowPenguinSpec of .*: 40 steps in '
+                   r'8 epochs of 5 steps, .* '
+                   rf'\(resumed after epoch {epoch}\)',
                    second.stdout)
   with open(out / 'run' / 'train_result.json') as f:
     assert json.load(f)['resumed_from_epoch'] == epoch >= 2

@@ -280,18 +280,25 @@ def test_sigterm_stops_every_worker_at_one_step_and_the_group_resumes_there(
         return json.load(f)
     return {}
 
+  done = threading.Event()
+
   def terminate_at_step_10():
     deadline = time.monotonic() + 240
     while point().get('step', 0) < 10 and time.monotonic() < deadline:
-      time.sleep(0.05)
-    os.kill(os.getpid(), signal.SIGTERM)
+      if done.wait(0.05):
+        return  # The execution ended first: never signal a later test.
+    if not done.is_set():
+      os.kill(os.getpid(), signal.SIGTERM)
 
   threading.Thread(target=terminate_at_step_10, daemon=True).start()
-  with pytest.raises(PreemptedError, match=(
-      r'SIGTERM stopped the local 2-worker training; every worker stopped at '
-      r'the same step and the chief saved it: the resume checkpoint in .* is '
-      r'at step \d+ .*Nothing was published\.')):
-    GenericExecutor().Do(*io)
+  try:
+    with pytest.raises(PreemptedError, match=(
+        r'SIGTERM stopped the local 2-worker training; every worker stopped '
+        r'at the same step and the chief saved it: the resume checkpoint in '
+        r'.* is at step \d+ .*Nothing was published\.')):
+      GenericExecutor().Do(*io)
+  finally:
+    done.set()
   saved = point()
   by_worker = {}
   for line in (record / 'steps.log').read_text().splitlines():

@@ -273,6 +273,16 @@ def _run_group(request: TrainingRequest, count: int):
         process = child_process.start(
             request_path, env, wrap_preexec=network, stdout=log,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+      except subprocess.SubprocessError as e:
+        if network is None:
+          raise
+        # The probe's fresh process could make a namespace; this one's
+        # children cannot (seen: unshare EINVAL under a LocalDagRunner
+        # pipeline's threads). Start the group again on reserved ports.
+        private_network.refuse(f'starting a worker in it failed here ({e})')
+        _stop_all(workers)
+        workers.clear()
+        return _run_group(request, count)
       finally:
         os.close(log)
       workers.append(_Worker(index, process, result, log_path))

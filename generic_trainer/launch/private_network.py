@@ -58,6 +58,13 @@ def available() -> str:
   return _available
 
 
+def refuse(why: str) -> None:
+  """Records that private networks cannot be made from this process
+  (`available` says `why` from now on)."""
+  global _available
+  _available = why
+
+
 def create_fn(then: Optional[Callable[[], None]] = None):
   """A preexec_fn that moves the child into a new user and network
   namespace, loopback up, then calls `then`."""
