@@ -42,7 +42,6 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from absl import logging
-import tensorflow as tf
 import shutil
 import tempfile
 from generic_trainer import atomic_files
@@ -107,6 +106,7 @@ def keras_callback(fn_args, save_freq='epoch'):
   is published. It is `tf.keras`'s, so it is tf.keras 2's callback when the
   module runs with keras_version='tf_keras', and Keras 3's otherwise.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.keras.callbacks.BackupAndRestore(
       fn_args.checkpoint_dir, save_freq=save_freq, delete_checkpoint=False)
 
@@ -118,6 +118,7 @@ def checkpoint_manager(fn_args, checkpoint,
   Returns the manager and the step restored from (0 when starting fresh;
   the step is the checkpoint number given to `manager.save`).
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   manager = tf.train.CheckpointManager(
       checkpoint, os.path.join(fn_args.checkpoint_dir, 'tf_checkpoints'),
       max_to_keep=max_to_keep)
@@ -139,6 +140,7 @@ def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
   Raises:
     CheckpointError: the file is there but cannot be read.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not directory:
     return None
   path = os.path.join(directory, LATEST_FILE)
@@ -162,6 +164,7 @@ def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
 def describe(directory: Optional[str]) -> Optional[str]:
   """Where a training restarted now would resume: 'step 40 (epoch 3, batch
   1)', 'epoch 2' for a run_fn's Keras BackupAndRestore, None for nowhere."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   point = latest(directory)
   if point is not None:
     return describe_point(point)
@@ -193,6 +196,7 @@ def write_checkpoint(directory: str, step: int,
   `checkpoint-<step>`, and `latest.json` (`point` plus the folder's name)
   replaces the previous pointer. Older checkpoints are deleted last.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   gfile = tf.io.gfile
   name = f'{CHECKPOINT_PREFIX}{step:09d}'
   final = os.path.join(directory, name)

@@ -271,7 +271,8 @@ _DECIDES_THE_PROCESS = {'keras', 'tf_keras', 'jax', 'jaxlib', 'tfx',
 # users import (keys, errors, train_spec, heads, canned), and the command
 # up to its argument checks; with everything they import at top level.
 _LIGHT_ROOTS = ['generic_trainer.keys', 'generic_trainer.errors',
-                'generic_trainer.train_spec', 'generic_trainer.local.cli',
+                'generic_trainer.train_spec', 'generic_trainer.resume',
+                'generic_trainer.local.cli',
                 'generic_trainer.local.cli_args', 'generic_trainer.__main__']
 # Reads the process's start time before any import, on purpose.
 _ORDERED_BY_HAND = {'generic_trainer.local.cli'}

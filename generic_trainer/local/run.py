@@ -46,6 +46,7 @@ import attr
 
 from generic_trainer import atomic_files
 from generic_trainer import paths
+from generic_trainer import resume
 from generic_trainer.core import attempt
 from generic_trainer.core import keras_env
 from generic_trainer.core import plan as plan_lib
@@ -114,7 +115,6 @@ class Request:
 def resume_key(request: Request) -> str:
   """A short hash of what defines the training of `request` (a file that
   cannot be read counts as missing, which changes the key)."""
-  from generic_trainer import resume  # pylint: disable=g-import-not-at-top
 
   def content(path):
     try:
