@@ -17,10 +17,10 @@ prefixes each metric with its output's name (`species_accuracy`).
 from typing import Any, Callable, Dict, List, Optional
 
 import attr
+import tensorflow as tf
 
 from generic_trainer.errors import SpecError
 from generic_trainer.heads.head import Head
-import tensorflow as tf
 from generic_trainer.heads.head import dense_labels
 
 

@@ -40,10 +40,11 @@ import hashlib
 import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
-
-from absl import logging
 import shutil
 import tempfile
+
+from absl import logging
+
 from generic_trainer import atomic_files
 
 RESUME_PREFIX = 'resume-'

@@ -16,6 +16,7 @@ module, before importing it.
 """
 
 from typing import Any, Dict, List, Optional, Tuple
+import ast
 
 from generic_trainer import source_tree
 from generic_trainer.canned import module_source
@@ -23,7 +24,6 @@ from generic_trainer.canned import spec_lines
 from generic_trainer.canned.module_source import Call
 from generic_trainer.canned.module_source import Unknown
 from generic_trainer.keys import RUN_FN_KEY
-import ast
 
 # tf.estimator's canned Estimators and the canned specs that replace them.
 REPLACEMENTS = {

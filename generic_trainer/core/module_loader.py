@@ -25,6 +25,7 @@ import os
 import sys
 import types
 from typing import Any, Callable, Dict, Optional
+import ast
 
 from generic_trainer import source_tree
 from generic_trainer.core import user_code
@@ -40,7 +41,6 @@ from generic_trainer.core import args
 from generic_trainer.train_spec import TrainSpec
 from generic_trainer.errors import SpecError
 from generic_trainer.train_spec import conflicting_members, missing_members
-import ast
 
 _counter = itertools.count()
 

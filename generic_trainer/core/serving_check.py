@@ -30,11 +30,11 @@ docs/guides/serving-checks.md.
 import os
 import time
 from typing import Any, Dict, List, Sequence
+import json
 
 from generic_trainer.core import serving_apis
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import ServingCheckError
-import json
 
 # Not called by serving clients: TFMA's preprocessing function, fed the raw
 # examples with their label.

@@ -28,11 +28,12 @@ rows from gzip files ~2.5 s (benchmarks/README.md has the training numbers).
 from typing import (Any, Dict, List, NamedTuple, Optional, Sequence, Tuple,
                     Union)
 
+import tensorflow as tf
+
 from generic_trainer import machine
 from generic_trainer import paths
 from generic_trainer.data.tfrecords import common_compression
 from generic_trainer.data import tf_example_dataset
-import tensorflow as tf
 from generic_trainer.data import parsed_size
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.

@@ -14,9 +14,11 @@ the rows, and takes ~20 ms.
 
 import zlib
 from typing import Any, Dict, List, NamedTuple, Optional
+
 import tensorflow as tf
-from generic_trainer.data import tfrecords
 import numpy as np
+
+from generic_trainer.data import tfrecords
 
 SAMPLE_BYTES = 1 << 20  # Of the first file, compressed.
 SAMPLE_RECORDS = 1000

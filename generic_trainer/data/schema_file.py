@@ -5,11 +5,13 @@ importing TFX (whose `tfx.dsl` costs seconds at start-up): the local command
 and the Estimator read schemas on their way to the first training step.
 `tf.io.gfile` reads and writes local and remote (gs://...) paths alike.
 """
+import os
+
 import tensorflow as tf
 from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
+
 from generic_trainer.errors import InputArtifactError
-import os
 from generic_trainer import atomic_files
 
 

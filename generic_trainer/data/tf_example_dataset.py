@@ -14,9 +14,10 @@ names, the label popped. So a local run reads exactly what a pipeline reads;
 
 from typing import Any, Dict, List, Tuple, Union
 
-from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 import tensorflow as tf
 from tensorflow.python.util import deprecation
+
+from generic_trainer.errors import InputArtifactError, InvalidArgumentError
 
 _FEATURE_NAME_PREFIX = '_tfx_bsl_'  # tfx_bsl's prefix for multi-column parsers.
 

@@ -14,9 +14,10 @@ what the record holds.
 
 from typing import Any, Dict, List
 
+import tensorflow as tf
+
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
-import tensorflow as tf
 
 RECORDS_PER_FILE = 64  # Enough to meet a column of another kind.
 _KINDS = {'float32': 'float_list', 'int64': 'int64_list',

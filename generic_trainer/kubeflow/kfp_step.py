@@ -16,9 +16,10 @@ the cluster's part.
 import json
 from typing import Any, Dict, List, Optional
 
-from generic_trainer.errors import InvalidArgumentError
 import yaml
 from google.protobuf import json_format
+
+from generic_trainer.errors import InvalidArgumentError
 
 TRAINER_EXECUTOR = 'generic_trainer.executor.GenericExecutor'
 EXECUTOR_INPUT_PLACEHOLDER = '{{$}}'

@@ -45,15 +45,16 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
+import jsonschema
+import yaml
+
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS
 from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
 from generic_trainer.kubeflow import kfp_step
-import jsonschema
 from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA
-import yaml
 
 API_VERSION = 'kubeflow.org/v1'
 KIND = 'TFJob'

@@ -19,6 +19,8 @@ import signal
 import subprocess
 import sys
 from typing import Any, Callable, Dict, Optional
+import site
+import sysconfig
 
 from generic_trainer import atomic_files
 from generic_trainer import errors
@@ -26,8 +28,6 @@ from generic_trainer import scratch
 from generic_trainer import preemption
 from generic_trainer.keys import PREEMPTION_WAIT_S
 from generic_trainer.core.request import TrainingRequest
-import site
-import sysconfig
 
 CHILD_MODULE = 'generic_trainer.launch.child'
 

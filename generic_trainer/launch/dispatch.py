@@ -12,12 +12,13 @@ Validation and publication stay with the caller (`core.attempt`).
 
 from typing import Any, Callable, Optional
 
+from absl import logging
+
 from generic_trainer.core import plan as plan_lib
 from generic_trainer.core import training
 from generic_trainer.core.plan import Where
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.launch import child_process
-from absl import logging
 
 
 def train(request: TrainingRequest,

@@ -36,6 +36,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 from absl import logging
+import portpicker
+import tensorflow as tf
 
 from generic_trainer import atomic_files
 from generic_trainer import errors
@@ -49,8 +51,6 @@ from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
-import portpicker
-import tensorflow as tf
 
 FINISH_GRACE_S = 180.0
 STOP_WAIT_S = 30.0  # For all the killed workers of a group together.

@@ -23,10 +23,10 @@ import sys
 import threading
 import time
 from typing import Callable, Iterator, Optional, TextIO
-
-from generic_trainer import progress
 import tempfile
 import warnings
+
+from generic_trainer import progress
 from generic_trainer.errors import GenericTrainerError, summarize
 
 # The lines of TFX's LocalDagRunner that say a component started or ended.

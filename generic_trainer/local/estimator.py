@@ -18,6 +18,9 @@ pipeline, on local files:
 import contextlib
 import os
 from typing import Any, Dict, Iterator, List, Optional
+import shutil
+
+import numpy as np
 
 from generic_trainer import atomic_files
 from generic_trainer import paths
@@ -31,8 +34,6 @@ from generic_trainer.loop import datasets as spec_input
 from generic_trainer.loop import export as spec_export
 from generic_trainer.loop import runner as spec_runner
 from generic_trainer.train_spec import conflicting_members, missing_members
-import numpy as np
-import shutil
 from generic_trainer.core import attempt
 from generic_trainer.core.publish import StagedExport
 from generic_trainer.local.fn_args import LocalFnArgs

@@ -20,11 +20,11 @@ import contextlib
 import os
 import stat
 from typing import Iterable, Iterator
+import re
 
 from generic_trainer import owner_lock
 from generic_trainer import paths
 from generic_trainer.errors import FolderInUseError, UnsafeFolderError
-import re
 
 LOCK_FILE = '.generic-trainer.lock'
 _HELD = set()  # The real paths of the folders this process holds.

@@ -1,15 +1,16 @@
 """Checks a TrainSpec against one real batch, before training starts."""
 
 from typing import List
+import os
+import inspect
+import types
+
+import numpy as np
 
 from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
 from generic_trainer.loop import label_checks
-import os
-import inspect
-import types
 from generic_trainer import outputs as outputs_lib
-import numpy as np
 
 
 def check_backend(spec) -> None:

@@ -5,6 +5,10 @@ Parsed with the schema's TFXIO config; see `input_pipeline` for how.
 
 import os
 from typing import List, Optional, Tuple, Union
+import difflib
+import tempfile
+
+import tensorflow as tf
 
 from generic_trainer import progress
 from generic_trainer.errors import SpecError
@@ -14,11 +18,8 @@ from generic_trainer.data import input_pipeline
 from generic_trainer.data import validation
 from generic_trainer import paths
 from generic_trainer import outputs
-import difflib
 from generic_trainer.loop import on_jax
 from generic_trainer import machine
-import tempfile
-import tensorflow as tf
 from generic_trainer.loop import first_batch_errors
 
 

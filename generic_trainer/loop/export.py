@@ -36,10 +36,11 @@ same signatures (but not the heads' own: heads train on TensorFlow), served by T
 
 from typing import List, Optional
 
+import tensorflow as tf
+
 from generic_trainer.heads.head import CLASSIFY_INPUTS
 from generic_trainer.heads.head import PREDICT
 from generic_trainer.heads.head import logits_layer_name
-import tensorflow as tf
 from generic_trainer.loop import on_jax
 from generic_trainer.data import not_served as not_served_lib
 from generic_trainer.heads import serving_methods

@@ -16,12 +16,13 @@ values) and says which side to change.
 import itertools
 from typing import List, Optional
 
+from tensorflow_metadata.proto.v0 import schema_pb2
+import tensorflow as tf
+
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import summarize
-from tensorflow_metadata.proto.v0 import schema_pb2
-import tensorflow as tf
 from generic_trainer.data import tfrecords
 
 _SHOWN = 3

@@ -18,6 +18,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 import attr
+import tensorflow as tf
 
 from generic_trainer.errors import NonFiniteLossError, PreemptedError
 from generic_trainer.errors import SpecError
@@ -27,7 +28,6 @@ from generic_trainer.loop.handlers.log_lines import LogLines
 from generic_trainer.loop.handlers.nan_guard import NaNGuard
 from generic_trainer.loop.checks import monitors
 from generic_trainer.loop.handlers.monitor_check import MonitorCheck
-import tensorflow as tf
 from generic_trainer.loop import checks
 from generic_trainer.loop import on_jax
 from generic_trainer import resume

@@ -9,8 +9,9 @@ vocabulary that maps the names to indices. A head brings its own check
 (`heads.*.check_labels`).
 """
 
-from generic_trainer.errors import SpecError
 import numpy as np
+
+from generic_trainer.errors import SpecError
 
 _SHOWN = 3
 

@@ -46,10 +46,11 @@ import collections.abc
 import contextlib
 from typing import Any, Callable, Dict, Iterator
 
-from generic_trainer.errors import SpecError
-from generic_trainer.keys import JAX_BACKEND
 import tensorflow as tf
 from tensorflow.compiler.mlir.stablehlo import stablehlo
+
+from generic_trainer.errors import SpecError
+from generic_trainer.keys import JAX_BACKEND
 
 # Where the exported model may be served: the serving TensorFlow runs the
 # module XLA lowered for its device (docs/guides/jax.md).

@@ -24,12 +24,13 @@ defines its own `warm_start()`.
 
 import os
 from typing import Any, Dict, List, Optional
+import re
+
+import tensorflow as tf
 
 from generic_trainer import progress
 from generic_trainer.errors import InputArtifactError, SpecError
-import tensorflow as tf
 from generic_trainer.errors import summarize
-import re
 
 MODES = (True, False, 'strict')
 

@@ -22,12 +22,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from generic_trainer import atomic_files
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
 from generic_trainer.loop.handlers import handler_state
-import tensorflow as tf
 from generic_trainer.loop.handlers.preemption_stop import PreemptionStop
 
 WEIGHTS_FILE = 'model.weights.h5'
