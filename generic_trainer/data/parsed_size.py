@@ -47,12 +47,13 @@ def estimate(files: List[str], config: Dict[str, Any]) -> Optional[Estimate]:
     total = sum(tf.io.gfile.stat(f).length for f in files)
     if not total:
       return Estimate(0, 0.0, 0)
-    records, stored_per_record = tfrecords.sample(files[0], SAMPLE_BYTES)
+    records, stored, inflated, framed = tfrecords.sample(files[0],
+                                                         SAMPLE_BYTES)
   except (OSError, ValueError, zlib.error, tf.errors.OpError):
     return None
   if not records:
     return None
-  rows = round(total / stored_per_record)
+  rows = round(total * inflated / stored / (framed / len(records)))
   row_bytes = _row_bytes(records[:SAMPLE_RECORDS], config)
   return Estimate(rows, row_bytes, int(rows * row_bytes))
 

@@ -99,12 +99,11 @@ def first_record(path: str):
   return next(records(path), None)
 
 
-def sample(path: str, stored_bytes: int
-           ) -> Tuple[List[bytes], Optional[float]]:
-  """The complete records in the first `stored_bytes` of the file, and the
-  bytes a record takes in the file (framing and compression included; None
-  without a complete record): what an estimate of its rows needs, without
-  reading the rest.
+def sample(path: str, stored_bytes: int) -> Tuple[List[bytes], int, int, int]:
+  """What an estimate of the file's rows needs, without reading the rest:
+  (the complete records in the first `stored_bytes` of the file, the bytes
+  read, those bytes inflated, the inflated bytes the records take with
+  their framing).
 
   Raises:
     OSError, zlib.error, tf.errors.OpError: the file cannot be read.
@@ -114,9 +113,7 @@ def sample(path: str, stored_bytes: int
     stored = f.read(stored_bytes)
   data = _inflate(stored) if compression(path) else stored
   found, framed = _frame(data)
-  if not found:
-    return [], None
-  return found, len(stored) / len(data) * framed / len(found)
+  return found, len(stored), len(data), framed
 
 
 def _inflate(stored: bytes) -> bytes:
