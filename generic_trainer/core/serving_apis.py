@@ -174,19 +174,25 @@ def _check_dtype(name: str, key: str, info, wanted: str, what: str) -> None:
         f'Cast it: tf.cast(..., tf.{wanted}).')
 
 
+def _example_list_request(request, name, examples):
+  """`request` (a Classification or Regression request) for signature
+  `name`, carrying the serialized tf.Examples `examples`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  request.model_spec.signature_name = name
+  request.input.example_list.examples.extend(
+      tf.train.Example.FromString(e) for e in examples)
+  return request
+
+
 class _Classify:
   """TF Serving's classifier: ClassificationRequest -> classes, scores."""
 
   @staticmethod
   def request(name, signature, examples, requests):
     del requests
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from tensorflow_serving.apis import classification_pb2  # pylint: disable=g-import-not-at-top
-    request = classification_pb2.ClassificationRequest()
-    request.model_spec.signature_name = name
-    request.input.example_list.examples.extend(
-        tf.train.Example.FromString(e) for e in examples)
-    return request
+    return _example_list_request(classification_pb2.ClassificationRequest(),
+                                 name, examples)
 
   @staticmethod
   def serve(name, signature, fn, request, count, requests):
@@ -248,13 +254,9 @@ class _Regress:
   @staticmethod
   def request(name, signature, examples, requests):
     del requests
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     from tensorflow_serving.apis import regression_pb2  # pylint: disable=g-import-not-at-top
-    request = regression_pb2.RegressionRequest()
-    request.model_spec.signature_name = name
-    request.input.example_list.examples.extend(
-        tf.train.Example.FromString(e) for e in examples)
-    return request
+    return _example_list_request(regression_pb2.RegressionRequest(), name,
+                                 examples)
 
   @staticmethod
   def serve(name, signature, fn, request, count, requests):
