@@ -95,11 +95,7 @@ def replacing_path(path: str, mode: Optional[int] = None,
 def put_in_place(temp: str, path: str) -> None:
   """fsyncs the complete file `temp` and renames it over `path` (the same
   folder), then fsyncs the folder."""
-  fd = os.open(temp, os.O_RDONLY | os.O_NOFOLLOW)
-  try:
-    os.fsync(fd)
-  finally:
-    os.close(fd)
+  sync_file(temp)
   os.replace(temp, path)
   sync_folder(os.path.dirname(os.path.abspath(path)))
 
@@ -141,6 +137,15 @@ def exchange(first: str, second: str) -> bool:
   if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
     return False
   raise OSError(code, os.strerror(code), second)
+
+
+def sync_file(path: str) -> None:
+  """fsyncs a complete file (before a rename makes it visible)."""
+  fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+  try:
+    os.fsync(fd)
+  finally:
+    os.close(fd)
 
 
 def sync_folder(folder: str) -> None:

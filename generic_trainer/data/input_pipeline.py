@@ -125,7 +125,8 @@ def dense_only(config: Dict[str, Any]) -> bool:
 def block_dataset(patterns: List[str], config: Dict[str, Any],
                   names: Dict[str, str], label_key: Optional[str],
                   batch_size: int, num_epochs: Optional[int], shuffle: bool,
-                  cache: Union[bool, str], seed: Optional[int] = None):
+                  cache: Union[bool, str], seed: Optional[int] = None,
+                  kept=None):
   """Batches of (features, label) (features alone without `label_key`).
 
   Dense features only (`dense_only`). The blocks of parsed rows
@@ -158,10 +159,14 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
   of the dataset in a process is shuffled differently, iteration i the same
   in every process. Without a seed, reading and parsing take blocks as they
   come, and every run has its own order.
+
+  With `kept` (a `data.span_cache.SpanCache` and the key fields every file
+  shares), each file's blocks come from its kept entry, or are parsed and
+  written to one (`kept_blocks`); the blocks are the same either way.
   """
   seeded = seed is not None
   blocks = parsed_blocks(patterns, config, names, label_key,
-                         deterministic=seeded or not shuffle)
+                         deterministic=seeded or not shuffle, kept=kept)
   if isinstance(cache, str):
     blocks = blocks.prefetch(PREFETCH_BATCHES).cache(cache)
   elif cache:
@@ -194,17 +199,23 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
 
 def parsed_blocks(patterns: List[str], config: Dict[str, Any],
                   names: Dict[str, str], label_key: Optional[str],
-                  deterministic: bool):
+                  deterministic: bool, kept=None):
   """The records of `patterns`, parsed `PARSE_ROWS` at a time.
 
   Files are read in parallel and the blocks parsed in parallel: one
   `parse_example` call on 4096 records costs less than four on 1024 (TF's
-  parser splits large batches over its threads).
+  parser splits large batches over its threads). With `kept` (see
+  `block_dataset`), each file's blocks are its entry's or written to one,
+  interleaved as the files' records would be.
   """
   files = paths.expand(patterns)
   compression = common_compression(files)
   cores = machine.cores()
   readers = max(1, min(len(files), cores))
+  if kept is not None and files:
+    return _kept_blocks(files, compression, _parse_fn(config, names,
+                                                      label_key),
+                        label_key, kept, readers, deterministic)
 
   def read(path):
     return tf.data.TFRecordDataset(path, compression,
@@ -216,6 +227,26 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
       deterministic=deterministic if readers > 1 else None)
   return records.map(_parse_fn(config, names, label_key),
                      num_parallel_calls=cores, deterministic=deterministic)
+
+
+def _kept_blocks(files: List[str], compression: str, parse, label_key,
+                 kept, readers: int, deterministic: bool):
+  """The blocks of `files` (each a kept entry's, or parsed and written to
+  one), interleaved as `parsed_blocks` interleaves the files."""
+  from generic_trainer.data import kept_blocks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import span_key  # pylint: disable=g-import-not-at-top
+  store, shared = kept
+  each = [kept_blocks.file_blocks(
+      f, parse, compression, store,
+      {**shared, **span_key.file_fields(f, compression)}, label_key,
+      PARSE_ROWS, machine.cores()) for f in files]
+  nested = tf.data.Dataset.from_tensors(each[0])
+  for dataset in each[1:]:
+    nested = nested.concatenate(tf.data.Dataset.from_tensors(dataset))
+  return nested.interleave(
+      lambda dataset: dataset, cycle_length=readers,
+      num_parallel_calls=readers if readers > 1 else None,
+      deterministic=deterministic if readers > 1 else None)
 
 
 def without_autotuning(dataset):
