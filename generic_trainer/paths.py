@@ -56,3 +56,12 @@ def expand(patterns: Iterable[str]) -> List[str]:
     else:
       found.update(tf.io.gfile.glob(pattern))
   return sorted(found)
+
+
+def user_cache_dir(name: str) -> str:
+  """`$XDG_CACHE_HOME/tfx-generic-trainer/<name>` (`~/.cache` when
+  XDG_CACHE_HOME is unset or not absolute, as the XDG spec says)."""
+  base = os.environ.get('XDG_CACHE_HOME', '')
+  if not os.path.isabs(base):
+    base = os.path.join(os.path.expanduser('~'), '.cache')
+  return os.path.join(base, 'tfx-generic-trainer', name)

@@ -175,3 +175,11 @@ def penguin_csvs(tmp_path_factory):
       writer.writerows(part)
     paths.append(str(path))
   return tuple(paths)
+
+
+@pytest.fixture(autouse=True, scope='session')
+def _own_user_cache(tmp_path_factory):
+  """The user's cache folder (XDG_CACHE_HOME: the command's and the
+  Estimator's kept parsed rows) is the test session's own, so that no test
+  writes to or reads from the real one."""
+  os.environ['XDG_CACHE_HOME'] = str(tmp_path_factory.mktemp('user-cache'))

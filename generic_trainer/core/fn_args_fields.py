@@ -35,6 +35,16 @@ class GenericFnArgsFields:
       same for a retry on the same inputs, and for every worker of a
       multi-worker training; deleted once the model is published. See
       `generic_trainer.resume`.
+    parsed_rows_dir: Where a TrainSpec keeps the parsed rows of each file of
+      its data for the next training (`data.span_cache`): the
+      `updated_parsed_rows` output (a ParsedRows artifact) in a pipeline,
+      the user's cache folder for the command and the Estimator; None
+      keeps none.
+    parsed_rows_from: A folder of rows kept by an earlier training (the
+      `parsed_rows` input), read and carried into `parsed_rows_dir`; None
+      without one.
+    parsed_rows_budget: The most bytes of parsed rows `parsed_rows_dir`
+      keeps; None for `span_cache.DEFAULT_BUDGET_BYTES`.
   """
   num_examples = attr.ib(type=Dict[str, int], default=None)
   strategy = attr.ib(type=Any, default=None)
@@ -43,3 +53,6 @@ class GenericFnArgsFields:
   num_workers = attr.ib(type=int, default=1)
   checkpoint_dir = attr.ib(type=str, default=None)
   statistics_path = attr.ib(type=str, default=None)
+  parsed_rows_dir = attr.ib(type=str, default=None)
+  parsed_rows_from = attr.ib(type=str, default=None)
+  parsed_rows_budget = attr.ib(type=int, default=None)

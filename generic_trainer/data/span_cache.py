@@ -276,7 +276,7 @@ class SpanCache:
 
   def __init__(self, folder: str, previous: Optional[str] = None,
                budget_bytes: int = DEFAULT_BUDGET_BYTES, evict: bool = True,
-               record: bool = False):
+               record: bool = True):
     self.folder = folder
     self.previous = previous if previous != folder else None
     self.budget_bytes = budget_bytes
@@ -440,6 +440,22 @@ class SpanCache:
     return {'hits': values.count('hit'), 'misses': values.count('miss'),
             'spans': spans}
 
+  def log_decisions(self) -> None:
+    """One log line per span: 'parsed rows: hit for Examples/3/Split-train
+    (2 files)', or 'miss for ... (part-0.gz: changed: the file's size
+    (3,200 -> 3,456))'."""
+    log = progress.log()
+    for span, decisions in self.summary()['spans'].items():
+      misses = [d for d in decisions if d['decision'] == 'miss']
+      if not misses:
+        log.info('parsed rows: hit for %s (%d files, kept in %s)', span,
+                 len(decisions), self.folder)
+      else:
+        log.info('parsed rows: miss for %s (%s); the first epoch parses '
+                 'and keeps them in %s', span, '; '.join(
+                     f"{d['file']}: {d['why']}" for d in misses),
+                 self.folder)
+
   # Eviction.
 
   def evict_to_budget(self) -> List[str]:
@@ -482,6 +498,18 @@ class SpanCache:
       if name.startswith(_TEMP) and not owner_lock.in_use(
           os.path.join(path, _OWNER)):
         shutil.rmtree(path, ignore_errors=True)
+
+
+def store(fn_args):
+  """The `SpanCache` of `fn_args.parsed_rows_dir` (a context manager),
+  or a null context (None) when it is unset."""
+  folder = getattr(fn_args, 'parsed_rows_dir', None)
+  if not folder:
+    return contextlib.nullcontext()
+  previous = getattr(fn_args, 'parsed_rows_from', None)
+  budget = getattr(fn_args, 'parsed_rows_budget', None)
+  return SpanCache(folder, previous=previous,
+                   budget_bytes=budget or DEFAULT_BUDGET_BYTES)
 
 
 def _lock(path: str, how: int) -> Optional[int]:

@@ -45,7 +45,8 @@ class Estimator:
   def __init__(self, spec_class: type, model_dir: str,
                hparams: Optional[Dict[str, Any]] = None,
                schema_path: Optional[str] = None,
-               base_model: Optional[str] = None):
+               base_model: Optional[str] = None,
+               parsed_rows_cache: Union[str, bool] = True):
     """A TrainSpec class and the folder its training writes to.
 
     Args:
@@ -56,6 +57,11 @@ class Estimator:
       schema_path: A schema.pbtxt; inferred from the train data if None.
       base_model: A SavedModel folder to warm-start from (as the component's
         base_model input; see `TrainSpec.warm_start`).
+      parsed_rows_cache: Where the parsed rows of each TFRecord file are
+        kept for the next training, which reads them back instead of
+        parsing the file again: a folder, True for the user's cache folder
+        (`~/.cache/tfx-generic-trainer/parsed-rows`), False for nowhere
+        (docs/guides/parsed-rows-cache.md).
     """
     missing = missing_members(spec_class)
     if missing:
@@ -68,6 +74,9 @@ class Estimator:
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
     self._base_model = base_model
+    self._parsed_rows_dir = (
+        paths.user_cache_dir('parsed-rows') if parsed_rows_cache is True else
+        os.path.abspath(parsed_rows_cache) if parsed_rows_cache else None)
     self.checkpoint_dir: Optional[str] = None  # Set to resume when killed.
     self._fn_args = None
     self._keys = None
@@ -158,7 +167,8 @@ class Estimator:
         eval_files=[paths.as_pattern(f) for f in splits['eval']],
         train_steps=steps, schema_path=schema_path,
         model_run_dir=self.run_dir, hyperparameters=self.spec.hparams,
-        checkpoint_dir=self.checkpoint_dir, base_model=self._base_model)
+        checkpoint_dir=self.checkpoint_dir, base_model=self._base_model,
+        parsed_rows_dir=self._parsed_rows_dir)
 
   def _dataset(self, files, with_label=True):
     spec, fn_args = self.spec, self._fn_args

@@ -91,6 +91,9 @@ class Request:
       base model's.
     started: `time.monotonic()` when the process started.
     csv_delimiter: What separates the fields of CSV data; None: commas.
+    parsed_rows_dir: Where a TrainSpec keeps parsed rows for the next run
+      (`data.span_cache`); None keeps none.
+    parsed_rows_budget: The most bytes kept there; None: the default.
   """
   module_file = attr.ib(type=str)
   train_data = attr.ib(type=List[str])
@@ -110,6 +113,8 @@ class Request:
   allow_signature_change = attr.ib(type=bool, default=False)
   eval_on_train = attr.ib(type=bool, default=False)
   csv_delimiter = attr.ib(type=Optional[str], default=None)
+  parsed_rows_dir = attr.ib(type=Optional[str], default=None)
+  parsed_rows_budget = attr.ib(type=Optional[int], default=None)
 
 
 def resume_key(request: Request) -> str:
@@ -333,7 +338,9 @@ def _spec_training(request: Request, layout: Layout, splits, staged,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
       hyperparameters=request.hparams,
       checkpoint_dir=checkpoint,
-      base_model=request.base_model)
+      base_model=request.base_model,
+      parsed_rows_dir=request.parsed_rows_dir,
+      parsed_rows_budget=request.parsed_rows_budget)
 
   def train() -> Dict[str, Any]:
     timer = FirstStepTime(request.started)

@@ -98,7 +98,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
                  batch_size: int, num_epochs: Optional[int], shuffle: bool,
                  with_label: bool = True, cache: Optional[bool] = None,
                  encode_labels: bool = True, seed: Optional[int] = None,
-                 cache_folder=None):
+                 cache_folder=None, kept_rows=None):
   """(features, labels) batches of `files`, features restricted to `keys`;
   (features, labels, weights) when the spec has weight columns.
 
@@ -114,6 +114,9 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   logs why: in memory, on local disk in `cache_folder`, a
   `data.cache_folder.CacheFolder`, or nowhere), or nowhere with
   `cache=False`; otherwise the dataset comes from the factory, row by row.
+  With `kept_rows` (a `data.span_cache.SpanCache`), each file's parsed
+  blocks are read back from the rows an earlier training kept, or kept
+  for the next one as the first epoch parses them (numbers only).
   """
   plain = outputs.plain(spec.outputs)
   # A plain label is popped by the reader; other targets are read as columns
@@ -131,7 +134,8 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
         cache = cache_decision(spec, files, config, cache_folder)
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
-          cache=cache, seed=seed))
+          cache=cache, seed=seed,
+          kept=_kept(kept_rows, config, names, label, fn_args)))
       # Blocks hold exactly the columns (and a plain label).
       return _preprocessed(spec, dataset, keys, with_label, plain,
                            encode_labels, select=False)
@@ -143,6 +147,20 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   dataset = _shard_by_data(factory(files, options, schema))
   return _preprocessed(spec, dataset, keys, with_label, plain, encode_labels,
                        select=True)
+
+
+def _kept(store, config, names, label: Optional[str], fn_args):
+  """(store, the key fields every file shares) for `block_dataset`, or
+  None: no store, or a column of strings (entries keep numbers only)."""
+  if store is None or any(c.dtype == tf.string for c in config.values()):
+    return None
+  from generic_trainer.data import span_key  # pylint: disable=g-import-not-at-top
+  return store, {
+      **span_key.parser_fields(config, names, label,
+                               input_pipeline.PARSE_ROWS),
+      **span_key.environment_fields(),
+      'transform': span_key.transform_fingerprint(
+          getattr(fn_args, 'transform_graph_path', None))}
 
 
 def _preprocessed(spec, dataset, keys: List[str], with_label: bool,

@@ -19,6 +19,7 @@ from generic_trainer.loop import export
 from generic_trainer.loop import fit_loop
 from generic_trainer.loop import warm_start
 from generic_trainer.data import cache_folder
+from generic_trainer.data import span_cache
 from generic_trainer import progress
 from generic_trainer.errors import summarize
 from generic_trainer.data import statistics
@@ -43,11 +44,13 @@ class Prepared:
   warm_start = attr.ib(default=None)
 
 
-def prepare(spec, fn_args, cache_folder=None) -> Prepared:
+def prepare(spec, fn_args, cache_folder=None, kept_rows=None) -> Prepared:
   """Builds the datasets and the compiled model, and checks the spec
   against the data, before any training step. Parsed rows that the cache
   decision puts on disk go in `cache_folder` (a
-  `data.cache_folder.CacheFolder`; None: none goes on disk).
+  `data.cache_folder.CacheFolder`; None: none goes on disk); rows kept
+  across trainings in `kept_rows` (a `data.span_cache.SpanCache`, None:
+  none kept).
 
   Raises:
     SpecError: the spec does not fit the data; the message says how.
@@ -63,7 +66,9 @@ def prepare(spec, fn_args, cache_folder=None) -> Prepared:
                                  steps_per_epoch, fn_args.eval_steps)
   keys = checks.model_features(model, keys)
   train, evaluation = _datasets(spec, fn_args, schema, keys, steps_per_epoch,
-                                cache_folder)
+                                cache_folder, kept_rows=kept_rows)
+  if kept_rows is not None:
+    kept_rows.log_decisions()
   checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
   checks.check_monitors(spec, model)
@@ -83,8 +88,9 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
   folder by the next training; see `data.cache_folder`).
   """
   workers = getattr(fn_args, 'num_workers', 1)
-  with cache_folder.CacheFolder(sharers=workers) as cache:
-    prepared = prepare(spec, fn_args, cache)
+  with cache_folder.CacheFolder(sharers=workers) as cache, \
+      span_cache.store(fn_args) as kept:
+    prepared = prepare(spec, fn_args, cache, kept)
     try:
       result = fit_loop.fit(spec, prepared.plan, fn_args,
                             interactive=interactive,
@@ -119,16 +125,17 @@ def run(spec_class, fn_args, interactive: Optional[bool] = None,
 
 
 def _datasets(spec, fn_args, schema, keys, steps_per_epoch, cache_folder,
-              cache=None):
+              cache=None, kept_rows=None):
   """(train, eval) datasets; `cache` False reads the files every epoch."""
   train = datasets.make_dataset(
       spec, fn_args, schema, fn_args.train_files, keys, spec.batch_size,
       num_epochs=None if steps_per_epoch else 1, shuffle=True,
-      seed=spec.shuffle_seed, cache_folder=cache_folder, cache=cache)
+      seed=spec.shuffle_seed, cache_folder=cache_folder, cache=cache,
+      kept_rows=kept_rows)
   evaluation = datasets.make_dataset(
       spec, fn_args, schema, fn_args.eval_files, keys,
       spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
-      cache_folder=cache_folder, cache=cache)
+      cache_folder=cache_folder, cache=cache, kept_rows=kept_rows)
   return train, evaluation
 
 
