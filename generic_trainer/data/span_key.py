@@ -147,7 +147,9 @@ def differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
   size (3,200 -> 3,456)', 'the TensorFlow version (2.15.1 -> 2.16.2)'];
   long values are not shown."""
   found = []
-  for field in sorted(set(old) | set(new)):
+  order = list(_FIELDS)
+  for field in sorted(set(old) | set(new), key=lambda f: (
+      order.index(f) if f in order else len(order), f)):
     before, after = old.get(field), new.get(field)
     if before == after:
       continue

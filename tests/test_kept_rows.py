@@ -1,0 +1,391 @@
+"""Parsed rows kept across trainings (`data.span_cache`): every mutation of
+the data, the parse or the entry is a miss that says why, and every read
+gives the rows a cache-less read gives (real entries on real TFRecords)."""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO, command_env
+from generic_trainer import progress
+from generic_trainer.data import input_pipeline
+from generic_trainer.data import kept_blocks
+from generic_trainer.data import span_cache
+from generic_trainer.data import span_key
+from generic_trainer.loop import datasets
+
+ROWS = (5000, 3000)  # Two files: blocks of 4096 rows and a short last one.
+
+
+def _write(path, rows, offset=0.0, extra=False):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with tf.io.TFRecordWriter(path, 'GZIP') as writer:
+    for r in range(rows):
+      feature = {f'x{j}': tf.train.Feature(float_list=tf.train.FloatList(
+          value=[r * 0.001 + j + offset])) for j in range(3)}
+      feature['y'] = tf.train.Feature(int64_list=tf.train.Int64List(
+          value=[r % 3]))
+      if extra:
+        feature['z'] = tf.train.Feature(float_list=tf.train.FloatList(
+            value=[-r]))
+      writer.write(tf.train.Example(features=tf.train.Features(
+          feature=feature)).SerializeToString())
+
+
+@pytest.fixture(scope='module')
+def span(tmp_path_factory):
+  """A span's train split: two gzip TFRecord files."""
+  folder = tmp_path_factory.mktemp('Examples') / '7' / 'Split-train'
+  files = [str(folder / f'data_tfrecord-{i}.gz') for i in range(2)]
+  for path, rows in zip(files, ROWS):
+    _write(path, rows)
+  return files
+
+
+def _config(extra=False, default=None):
+  config = {f'x{j}': tf.io.FixedLenFeature([], tf.float32, default)
+            for j in range(3)}
+  config['y'] = tf.io.FixedLenFeature([], tf.int64)
+  if extra:
+    config['z'] = tf.io.FixedLenFeature([], tf.float32)
+  return config
+
+
+def _read(files, store=None, config=None, transform=None, epochs=2):
+  """The rows of `files` as a seeded, shuffled two-epoch stream reads
+  them: (x0 column, label column)."""
+  config = config or _config()
+  names = {k: k for k in config}
+  fn_args = types.SimpleNamespace(transform_graph_path=transform)
+  kept = datasets._kept(store, config, names, 'y', fn_args)  # pylint: disable=protected-access
+  dataset = input_pipeline.block_dataset(
+      files, config, names, 'y', 256, epochs, True, cache=False, seed=7,
+      kept=kept)
+  batches = [(f['x0'].numpy(), y.numpy()) for f, y in dataset]
+  return (np.concatenate([b[0] for b in batches]),
+          np.concatenate([b[1] for b in batches]))
+
+
+def _same(a, b):
+  return all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def _decisions(store):
+  return {os.path.basename(f): (d['decision'], d['why'])
+          for f, d in store.decisions.items()}
+
+
+def _kept_twice(span, folder, **kw):
+  """Reads with a store twice (writes, then hits); returns the rows."""
+  for _ in range(2):
+    with span_cache.SpanCache(str(folder)) as store:
+      rows = _read(span, store, **kw)
+  assert set(d for d, _ in _decisions(store).values()) == {'hit'}
+  return rows
+
+
+def test_a_second_read_hits_and_gives_the_same_rows(span, tmp_path, caplog):
+  """Written as the first read parses, read back by the second: the same
+  seeded stream as without the cache; the log says hit."""
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  expected = _read(span)
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    assert _same(_read(span, store), expected)
+  assert _decisions(store) == {
+      'data_tfrecord-0.gz': ('miss', 'no entry'),
+      'data_tfrecord-1.gz': ('miss', 'no entry')}
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    assert _same(_read(span, store), expected)
+    store.log_decisions()
+  assert _decisions(store) == {
+      'data_tfrecord-0.gz': ('hit', '5,000 rows'),
+      'data_tfrecord-1.gz': ('hit', '3,000 rows')}
+  assert any('parsed rows: hit for' in r.getMessage() and '7/Split-train'
+             in r.getMessage() for r in caplog.records)
+  summary = json.loads((tmp_path / span_cache.DECISIONS).read_text())
+  assert summary['hits'] == 2 and summary['misses'] == 0
+
+
+def test_entries_take_less_than_twice_the_gzip_input(span, tmp_path):
+  """Cache bytes per row are the parsed columns' bytes: 20 a row here
+  (three float32, one int64), with nothing per block but a manifest."""
+  _kept_twice(span, tmp_path)
+  kept = sum(os.path.getsize(os.path.join(tmp_path, n, span_cache.BLOCKS))
+             for n in os.listdir(tmp_path) if not n.endswith('.json'))
+  assert kept == sum(ROWS) * 20
+
+
+def _mutated(span, tmp_path, mutate, read=None):
+  """Keeps the span, applies `mutate(folder)`, then reads again: returns
+  (the decisions, whether the rows equal a cache-less read)."""
+  read = read or (lambda store: _read(span, store))
+  _kept_twice(span, tmp_path)
+  mutate(tmp_path)
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    rows = read(store)
+  return _decisions(store), rows
+
+
+def test_a_span_rewritten_in_place_misses(tmp_path_factory):
+  """The same URI with other rows: the file's checksum (and size, time)
+  changed; the new rows are read."""
+  folder = tmp_path_factory.mktemp('rewritten') / 'Split-train'
+  files = [str(folder / 'data_tfrecord-0.gz')]
+  _write(files[0], 5000)
+  cache = tmp_path_factory.mktemp('cache')
+  _kept_twice(files, cache)
+  _write(files[0], 5000, offset=0.5)
+  with span_cache.SpanCache(str(cache)) as store:
+    rows = _read(files, store)
+  decision, why = _decisions(store)['data_tfrecord-0.gz']
+  assert decision == 'miss' and "the file's content checksum" in why, why
+  assert _same(rows, _read(files))
+  with span_cache.SpanCache(str(cache)) as store:
+    assert _same(_read(files, store), _read(files))
+  assert _decisions(store)['data_tfrecord-0.gz'][0] == 'hit'
+
+
+def test_a_changed_schema_misses(span, tmp_path):
+  """Default values in the schema: the parse changed."""
+  _kept_twice(span, tmp_path)
+  config = _config(default=0.0)
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    rows = _read(span, store, config=config)
+  assert _same(rows, _read(span, config=config))
+  assert _decisions(store)['data_tfrecord-0.gz'] == (
+      'miss', 'changed: the parsed features (schema: names, dtypes, shapes '
+      'or default values): x0, x1, x2')
+
+
+def test_an_added_feature_in_the_data_misses(tmp_path_factory):
+  """The data gained a column the schema now reads."""
+  folder = tmp_path_factory.mktemp('added') / 'Split-train'
+  files = [str(folder / 'data_tfrecord-0.gz')]
+  _write(files[0], 3000)
+  cache = tmp_path_factory.mktemp('cache')
+  _kept_twice(files, cache)
+  _write(files[0], 3000, extra=True)
+  with span_cache.SpanCache(str(cache)) as store:
+    rows = _read(files, store, config=_config(extra=True))
+  assert _same(rows, _read(files, config=_config(extra=True)))
+  _, why = _decisions(store)['data_tfrecord-0.gz']
+  assert "the file's size (" in why and 'default values): z' in why, why
+
+
+def test_a_changed_transform_graph_misses(span, tmp_path):
+  """Another transform_fn (its files are fingerprinted)."""
+  graph = tmp_path / 'transform_graph'
+  (graph / 'transform_fn').mkdir(parents=True)
+  (graph / 'transform_fn' / 'saved_model.pb').write_bytes(b'graph one')
+  cache = tmp_path / 'cache'
+  _kept_twice(span, cache, transform=str(graph))
+  (graph / 'transform_fn' / 'saved_model.pb').write_bytes(b'graph two')
+  with span_cache.SpanCache(str(cache)) as store:
+    rows = _read(span, store, transform=str(graph))
+  assert _same(rows, _read(span))
+  assert _decisions(store)['data_tfrecord-0.gz'] == (
+      'miss', 'changed: the Transform graph')
+
+
+def test_another_parser_version_misses(span, tmp_path, monkeypatch):
+  """Entries of another entry format are not read."""
+  _kept_twice(span, tmp_path)
+  monkeypatch.setattr(span_key, 'FORMAT_VERSION', span_key.FORMAT_VERSION + 1)
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    assert _same(_read(span, store), _read(span))
+  assert _decisions(store)['data_tfrecord-1.gz'] == (
+      'miss', f'changed: the entry format ({span_key.FORMAT_VERSION - 1} -> '
+      f'{span_key.FORMAT_VERSION})')
+
+
+def test_an_entry_of_another_tensorflow_misses(span, tmp_path, monkeypatch):
+  """Written under TensorFlow 2.15.1 (the key says so): not read."""
+  real = span_key.environment_fields
+  monkeypatch.setattr(span_key, 'environment_fields',
+                      lambda: dict(real(), tensorflow='2.15.1'))
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    _read(span, store)
+  monkeypatch.setattr(span_key, 'environment_fields', real)
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    assert _same(_read(span, store), _read(span))
+  assert _decisions(store)['data_tfrecord-0.gz'] == (
+      'miss', 'changed: the TensorFlow version (2.15.1 -> '
+      f'{tf.__version__})')
+
+
+def _blocks_file(folder, source):
+  return os.path.join(str(folder), span_key.entry_name(source),
+                      span_cache.BLOCKS)
+
+
+def test_a_truncated_entry_misses(span, tmp_path):
+  """Blocks cut short: the size tells, before any row is read."""
+  _kept_twice(span, tmp_path)
+  path = _blocks_file(tmp_path, span[0])
+  os.truncate(path, os.path.getsize(path) - 100)
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    assert _same(_read(span, store), _read(span))
+  assert _decisions(store)['data_tfrecord-0.gz'] == (
+      'miss', 'damaged: its blocks take 99,900 bytes, its manifest says '
+      '100,000')
+
+
+def test_a_bit_flipped_entry_misses(span, tmp_path):
+  """One bit flipped, the size unchanged: the block's CRC32 tells."""
+  _kept_twice(span, tmp_path)
+  path = _blocks_file(tmp_path, span[0])
+  with open(path, 'r+b') as f:
+    f.seek(70_000)
+    byte = f.read(1)
+    f.seek(70_000)
+    f.write(bytes([byte[0] ^ 0x10]))
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    assert _same(_read(span, store), _read(span))
+  assert _decisions(store)['data_tfrecord-0.gz'] == (
+      'miss', 'damaged: block 0 fails its CRC32')
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    _read(span, store)  # The miss wrote a whole entry again.
+  assert _decisions(store)['data_tfrecord-0.gz'][0] == 'hit'
+
+
+def test_a_foreign_manifest_misses(span, tmp_path):
+  """A manifest that is not ours (or half a JSON) is a miss."""
+  _kept_twice(span, tmp_path)
+  manifest = os.path.join(tmp_path, span_key.entry_name(span[0]),
+                          span_cache.MANIFEST)
+  os.chmod(manifest, 0o644)
+  with open(manifest, 'w') as f:
+    f.write('{"key": ')
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    assert _same(_read(span, store), _read(span))
+  decision, why = _decisions(store)['data_tfrecord-0.gz']
+  assert decision == 'miss' and why.startswith('its manifest is unreadable')
+
+
+def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
+  """The first of a file's two blocks read, then the iterator dropped: an
+  unfinished folder while the training lasts, no entry, and nothing left
+  once it ends."""
+  config = _config()
+  names = {k: k for k in config}
+  parse = input_pipeline._parse_fn(config, names, 'y')  # pylint: disable=protected-access
+  with span_cache.SpanCache(str(tmp_path)) as store:
+    blocks = kept_blocks.file_blocks(span[0], parse, 'GZIP', store,
+                                     _key(span[0]), 'y', 4096, 2)
+    first, = list(blocks.take(1))
+    assert first[1].shape == (4096,)
+    assert [n for n in os.listdir(tmp_path) if n.startswith('.tmp-')]
+  assert os.listdir(tmp_path) == [span_cache.DECISIONS]
+
+
+_TRAINING = '''
+import sys
+sys.path[:0] = [sys.argv[1]]
+import numpy as np
+import tensorflow as tf
+from generic_trainer.data import input_pipeline, span_cache, span_key
+limit = int(sys.argv[4])
+if limit:
+  import resource, signal
+  signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+  resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+config = {f'x{j}': tf.io.FixedLenFeature([], tf.float32) for j in range(3)}
+config['y'] = tf.io.FixedLenFeature([], tf.int64)
+names = {k: k for k in config}
+with span_cache.SpanCache(sys.argv[2]) as store:
+  shared = {**span_key.parser_fields(config, names, 'y', 4096),
+            **span_key.environment_fields(), 'transform': None}
+  dataset = input_pipeline.block_dataset(
+      sys.argv[5:], config, names, 'y', 256, 1, True, cache=False, seed=7,
+      kept=(store, shared))
+  np.save(sys.argv[3], np.concatenate([f['x0'].numpy() for f, _ in dataset]))
+print({k.rsplit('/', 1)[-1]: d for k, d in store.decisions.items()})
+'''
+
+
+def _trainings(tmp_path, span, cache, count, limit=0):
+  script = tmp_path / 'training.py'
+  script.write_text(_TRAINING)
+  procs = [subprocess.Popen(
+      [sys.executable, str(script), REPO, str(cache),
+       str(tmp_path / f'rows-{i}.npy'), str(limit)] + span,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=command_env()) for i in range(count)]
+  outputs = [p.communicate(timeout=300) for p in procs]
+  for proc, (_, err) in zip(procs, outputs):
+    assert proc.returncode == 0, err[-3000:]
+  return [out for out, _ in outputs]
+
+
+@pytest.mark.slow
+def test_two_trainings_writing_the_same_span_at_once(span, tmp_path):
+  """Two processes miss and write the same entries at once: both get the
+  right rows, one entry per file stays, and it is whole."""
+  cache = tmp_path / 'cache'
+  _trainings(tmp_path, span, cache, 2)
+  expected = _read(span, epochs=1)[0]
+  for i in range(2):
+    assert np.array_equal(np.load(tmp_path / f'rows-{i}.npy'), expected)
+  entries = [n for n in os.listdir(cache) if n != span_cache.DECISIONS]
+  assert sorted(entries) == sorted(span_key.entry_name(f) for f in span)
+  with span_cache.SpanCache(str(cache)) as store:
+    assert _same(_read(span, store), _read(span))
+  assert {d for d, _ in _decisions(store).values()} == {'hit'}
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_writing_keeps_no_entry(span, tmp_path):
+  """Files may not pass 70 kB (RLIMIT_FSIZE: the kernel refuses the write,
+  EFBIG, as on a full disk): the rows are right, the entry is dropped, the
+  decision says why, and nothing unfinished is left."""
+  cache = tmp_path / 'cache'
+  out, = _trainings(tmp_path, span, cache, 1, limit=70_000)
+  assert np.array_equal(np.load(tmp_path / 'rows-0.npy'),
+                        _read(span, epochs=1)[0])
+  assert "not kept: the disk is full" in out, out
+  assert [n for n in os.listdir(cache) if n != span_cache.DECISIONS] == [
+      span_key.entry_name(span[1])]  # 60 kB of rows: kept.
+
+
+def test_least_recently_used_entries_go_past_the_budget(span, tmp_path):
+  """Over a budget of 70 kB the least recently used entry goes first, but
+  never one in use."""
+  _kept_twice(span, tmp_path)
+  os.utime(os.path.join(tmp_path, span_key.entry_name(span[0]),
+                        span_cache.MANIFEST), (1, 1))
+  with span_cache.SpanCache(str(tmp_path), budget_bytes=70_000,
+                            evict=False) as store:
+    assert store.lookup(span[0], _key(span[0])) is not None  # In use.
+    assert store.evict_to_budget() == [span_key.entry_name(span[1])]
+  store = span_cache.SpanCache(str(tmp_path), budget_bytes=70_000)
+  assert store.evict_to_budget() == [span_key.entry_name(span[0])]
+
+
+def _key(path):
+  config = _config()
+  return {**span_key.parser_fields(config, {k: k for k in config}, 'y',
+                                   input_pipeline.PARSE_ROWS),
+          **span_key.environment_fields(), 'transform': None,
+          **span_key.file_fields(path, 'GZIP')}
+
+
+def test_an_earlier_artifacts_entries_are_carried_over(span, tmp_path):
+  """A pipeline's ParsedRows input: hits are linked into the new output,
+  which then holds this execution's files only."""
+  earlier, later = tmp_path / 'earlier', tmp_path / 'later'
+  _kept_twice(span[:1], earlier)
+  with span_cache.SpanCache(str(later), previous=str(earlier)) as store:
+    assert _same(_read(span, store), _read(span))
+  assert _decisions(store) == {'data_tfrecord-0.gz': ('hit', '5,000 rows'),
+                               'data_tfrecord-1.gz': ('miss', 'no entry')}
+  entry = span_key.entry_name(span[0])
+  assert os.path.samefile(earlier / entry / span_cache.BLOCKS,
+                          later / entry / span_cache.BLOCKS)
+  assert len([n for n in os.listdir(later) if not n.endswith('.json')]) == 2
