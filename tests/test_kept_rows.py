@@ -18,6 +18,7 @@ from generic_trainer import progress
 from generic_trainer.data import input_pipeline
 from generic_trainer.data import kept_blocks
 from generic_trainer.data import span_cache
+from generic_trainer.data import span_entry
 from generic_trainer.data import span_key
 from generic_trainer.loop import datasets
 
@@ -117,7 +118,7 @@ def test_entries_take_less_than_twice_the_gzip_input(span, tmp_path):
   """Cache bytes per row are the parsed columns' bytes: 20 a row here
   (three float32, one int64), with nothing per block but a manifest."""
   _kept_twice(span, tmp_path)
-  kept = sum(os.path.getsize(os.path.join(tmp_path, n, span_cache.BLOCKS))
+  kept = sum(os.path.getsize(os.path.join(tmp_path, n, span_entry.BLOCKS))
              for n in os.listdir(tmp_path) if not n.endswith('.json'))
   assert kept == sum(ROWS) * 20
 
@@ -222,7 +223,7 @@ def test_an_entry_of_another_tensorflow_misses(span, tmp_path, monkeypatch):
 
 def _blocks_file(folder, source):
   return os.path.join(str(folder), span_key.entry_name(source),
-                      span_cache.BLOCKS)
+                      span_entry.BLOCKS)
 
 
 def test_a_truncated_entry_misses(span, tmp_path):
@@ -259,7 +260,7 @@ def test_a_foreign_manifest_misses(span, tmp_path):
   """A manifest that is not ours (or half a JSON) is a miss."""
   _kept_twice(span, tmp_path)
   manifest = os.path.join(tmp_path, span_key.entry_name(span[0]),
-                          span_cache.MANIFEST)
+                          span_entry.MANIFEST)
   os.chmod(manifest, 0o644)
   with open(manifest, 'w') as f:
     f.write('{"key": ')
@@ -359,7 +360,7 @@ def test_least_recently_used_entries_go_past_the_budget(span, tmp_path):
   never one in use."""
   _kept_twice(span, tmp_path)
   os.utime(os.path.join(tmp_path, span_key.entry_name(span[0]),
-                        span_cache.MANIFEST), (1, 1))
+                        span_entry.MANIFEST), (1, 1))
   with span_cache.SpanCache(str(tmp_path), budget_bytes=70_000,
                             evict=False) as store:
     assert store.lookup(span[0], _key(span[0])) is not None  # In use.
@@ -386,6 +387,6 @@ def test_an_earlier_artifacts_entries_are_carried_over(span, tmp_path):
   assert _decisions(store) == {'data_tfrecord-0.gz': ('hit', '5,000 rows'),
                                'data_tfrecord-1.gz': ('miss', 'no entry')}
   entry = span_key.entry_name(span[0])
-  assert os.path.samefile(earlier / entry / span_cache.BLOCKS,
-                          later / entry / span_cache.BLOCKS)
+  assert os.path.samefile(earlier / entry / span_entry.BLOCKS,
+                          later / entry / span_entry.BLOCKS)
   assert len([n for n in os.listdir(later) if not n.endswith('.json')]) == 2
