@@ -27,6 +27,7 @@ _LAZY = {
     'GenericExecutor': 'generic_trainer.executor',
     'FnArgs': 'generic_trainer.core.fn_args',
     'GenericTrainer': 'generic_trainer.component',
+    'ParsedRows': 'generic_trainer.component',
     'validate_export': 'generic_trainer.core.export_validation',
 }
 
@@ -42,7 +43,7 @@ __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'G
            'GenericTrainer',
            'FolderInUseError', 'GenericTrainerError', 'InputArtifactError',
            'InvalidArgumentError', 'ModelFolderError',
-           'NonFiniteLossError', 'RunFnError', 'SignatureChangeError',
+           'NonFiniteLossError', 'ParsedRows', 'RunFnError', 'SignatureChangeError',
            'SpecError', 'StorageError', 'TrainSpec', 'TrainingProcessError',
            'UnsafeFolderError', 'UserModuleError', '__version__',
            'validate_export']

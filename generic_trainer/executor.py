@@ -20,6 +20,7 @@ from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import TF_CONFIG_ENV
+from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 from generic_trainer.launch import dispatch
 
 
@@ -107,6 +108,7 @@ class GenericExecutor(base_executor.BaseExecutor):
     if published.trained:
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], published.trained)
+    _attach_parsed_rows(output_dict.get(UPDATED_PARSED_ROWS_KEY))
 
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""
@@ -125,6 +127,25 @@ def _train_as_worker(request: TrainingRequest, entry) -> None:
                role.task_type, role.task_index)
   with scratch.folder('worker') as root:
     dispatch.train(request.with_scratch_outputs(root), entry)
+
+
+def _attach_parsed_rows(artifacts) -> None:
+  """What the training decided for each file's parsed rows (hit, or miss
+  and why), as custom properties of the ParsedRows output (ML Metadata):
+  `hits`, `misses` and `decisions` (JSON, by span)."""
+  import json  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import span_cache  # pylint: disable=g-import-not-at-top
+  from generic_trainer.keys import PARSED_ROWS_DECISIONS, PARSED_ROWS_HITS, PARSED_ROWS_MISSES  # pylint: disable=g-import-not-at-top,g-multiple-import
+  for artifact in artifacts or ():
+    summary = span_cache.read_decisions(artifact.uri)
+    if summary is None:
+      continue
+    artifact.set_int_custom_property(PARSED_ROWS_HITS, summary['hits'])
+    artifact.set_int_custom_property(PARSED_ROWS_MISSES, summary['misses'])
+    artifact.set_string_custom_property(
+        PARSED_ROWS_DECISIONS, json.dumps(summary['spans'], sort_keys=True))
+    logging.info('Parsed rows: %d files read back, %d parsed; kept in %s.',
+                 summary['hits'], summary['misses'], artifact.uri)
 
 
 def _single_uri_or_none(artifacts):

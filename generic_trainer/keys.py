@@ -20,6 +20,15 @@ STRATEGY_KEY = 'strategy'
 ALLOW_SIGNATURE_CHANGE_KEY = 'allow_signature_change'
 BACKEND_KEY = 'backend'
 MAX_RESTARTS_KEY = 'max_restarts'
+# Parsed rows kept across executions (data.span_cache): the input resolved
+# from an earlier execution, and the output this one writes.
+PARSED_ROWS_KEY = 'parsed_rows'
+UPDATED_PARSED_ROWS_KEY = 'updated_parsed_rows'
+# Custom properties of the output: counts of files hit and missed, and the
+# decision per span and file (JSON).
+PARSED_ROWS_HITS = 'hits'
+PARSED_ROWS_MISSES = 'misses'
+PARSED_ROWS_DECISIONS = 'decisions'
 
 # Restarts of a local worker group after a worker died, when unset.
 DEFAULT_MAX_RESTARTS = 2

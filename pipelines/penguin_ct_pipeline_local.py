@@ -9,8 +9,10 @@ writes the spans up to N, then:
     StatisticsGen, SchemaGen (on the newest span)
     Resolver: the last two spans (a rolling window of Examples)
     Resolver: the latest blessed model
+    Resolver: the latest ParsedRows (the rows the last training parsed)
     GenericTrainer (the window; the blessed model as base_model: warm start
-                    and the signature gate)
+                    and the signature gate; the spans of the window the
+                    last run parsed are read back, not parsed again)
     Evaluator (the newest span; accuracy >= 0.6 and no worse than the
                blessed model by more than 0.05)
     Pusher
@@ -67,13 +69,14 @@ def create_pipeline(pipeline_root: str, data_root: str, module_file: str,
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   from tfx.components import CsvExampleGen, Evaluator, Pusher, SchemaGen, StatisticsGen  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.dsl.components.common import resolver  # pylint: disable=g-import-not-at-top
+  from tfx.dsl.input_resolution.strategies import latest_artifact_strategy  # pylint: disable=g-import-not-at-top
   from tfx.dsl.input_resolution.strategies import latest_blessed_model_strategy  # pylint: disable=g-import-not-at-top
   from tfx.dsl.input_resolution.strategies import span_range_strategy  # pylint: disable=g-import-not-at-top
   from tfx.orchestration import metadata, pipeline  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.proto import example_gen_pb2, pusher_pb2, range_config_pb2, trainer_pb2  # pylint: disable=g-import-not-at-top,g-multiple-import
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
 
-  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer, ParsedRows  # pylint: disable=g-import-not-at-top,g-multiple-import
 
   example_gen = CsvExampleGen(
       input_base=data_root,
@@ -96,11 +99,15 @@ def create_pipeline(pipeline_root: str, data_root: str, module_file: str,
       model=Channel(type=standard_artifacts.Model),
       model_blessing=Channel(type=standard_artifacts.ModelBlessing)).with_id(
           'latest_blessed_model')
+  parsed_rows = resolver.Resolver(
+      strategy_class=latest_artifact_strategy.LatestArtifactStrategy,
+      parsed_rows=Channel(type=ParsedRows)).with_id('latest_parsed_rows')
   trainer = GenericTrainer(
       module_file=module_file,
       examples=window.outputs['examples'],
       schema=schema_gen.outputs['schema'],
       base_model=blessed.outputs['model'],
+      parsed_rows=parsed_rows.outputs['parsed_rows'],
       train_args=trainer_pb2.TrainArgs(num_steps=train_steps),
       eval_args=trainer_pb2.EvalArgs())
   eval_config = tfma.EvalConfig(
@@ -132,7 +139,7 @@ def create_pipeline(pipeline_root: str, data_root: str, module_file: str,
   return pipeline.Pipeline(
       pipeline_name=PIPELINE_NAME, pipeline_root=pipeline_root,
       components=[example_gen, statistics_gen, schema_gen, window, blessed,
-                  trainer, evaluator, pusher],
+                  parsed_rows, trainer, evaluator, pusher],
       metadata_connection_config=metadata.sqlite_metadata_connection_config(
           metadata_path))
 

@@ -390,3 +390,54 @@ def test_an_earlier_artifacts_entries_are_carried_over(span, tmp_path):
   assert os.path.samefile(earlier / entry / span_entry.BLOCKS,
                           later / entry / span_entry.BLOCKS)
   assert len([n for n in os.listdir(later) if not n.endswith('.json')]) == 2
+
+
+def test_the_parsed_rows_flags_are_checked(tmp_path):
+  """--parsed-rows-cache: a folder outside the output folder, or off;
+  --parsed-rows-budget: positive gigabytes; each message has four parts."""
+  from message_parts import assert_four_parts  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
+  module = tmp_path / 'mod.py'
+  module.write_text('def run_fn(fn_args):\n  pass\n')
+  data = tmp_path / 'train.csv'
+  data.write_text('a,b\n1,2\n')
+  out = tmp_path / 'out'
+  base = ['--module-file', str(module), '--train-data', str(data),
+          '--output-dir', str(out)]
+  request = cli_args.parse(base, 0.0)
+  assert request.parsed_rows_dir == os.path.join(
+      os.environ['XDG_CACHE_HOME'], 'tfx-generic-trainer', 'parsed-rows')
+  assert request.parsed_rows_budget is None
+  request = cli_args.parse(base + ['--parsed-rows-cache', 'off',
+                                   '--parsed-rows-budget', '0.5'], 0.0)
+  assert (request.parsed_rows_dir, request.parsed_rows_budget) == (
+      None, 500_000_000)
+  for extra, text in (
+      (['--parsed-rows-cache', str(data)], '--parsed-rows-cache names a file'),
+      (['--parsed-rows-cache', str(out / 'rows')],
+       '--parsed-rows-cache is inside --output-dir'),
+      (['--parsed-rows-budget', '-1'], '--parsed-rows-budget must be a '
+       'positive number of gigabytes')):
+    with pytest.raises(InvalidArgumentError, match=text) as info:
+      cli_args.parse(base + extra, 0.0)
+    assert_four_parts(str(info.value))
+
+
+def test_keep_parsed_rows_must_be_a_flag():
+  """keep_parsed_rows='yes' is refused when the pipeline is built; a
+  ParsedRows input alone keeps rows for the next execution too."""
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer, ParsedRows  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  examples = Channel(type=standard_artifacts.Examples)
+  module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  with pytest.raises(InvalidArgumentError, match="'keep_parsed_rows' must "
+                     'be True, False or None'):
+    GenericTrainer(examples=examples, module_file=module,
+                   keep_parsed_rows='yes')
+  assert 'updated_parsed_rows' not in GenericTrainer(
+      examples=examples, module_file=module).outputs
+  trainer = GenericTrainer(examples=examples, module_file=module,
+                           parsed_rows=Channel(type=ParsedRows))
+  assert trainer.outputs['updated_parsed_rows'].type is ParsedRows

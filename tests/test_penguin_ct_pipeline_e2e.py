@@ -54,6 +54,8 @@ def test_three_days_of_continuous_training(tmp_path):
     models = m.store.get_artifacts_by_type('Model')
     model_run = max(m.store.get_artifacts_by_type('ModelRun'),
                     key=lambda a: a.id)
+    kept = sorted(m.store.get_artifacts_by_type('ParsedRows'),
+                  key=lambda a: a.id)
   examples = [a for a in inputs if a.type_id == examples_type]
   spans = sorted((a.properties.get('span') or
                   a.custom_properties['span']).int_value for a in examples)
@@ -62,6 +64,16 @@ def test_three_days_of_continuous_training(tmp_path):
   assert len(base) == 1  # Day 1's blessed model, as base_model.
   latest_model = max(models, key=lambda a: a.id)
   assert latest_model.custom_properties['warm_start_layers'].int_value == 4
+
+  # Day 2 read span 1's parsed rows back (train and eval files), parsed
+  # span 2's; both days' decisions are in ML Metadata.
+  assert [a.custom_properties['hits'].int_value for a in kept] == [0, 2]
+  assert [a.custom_properties['misses'].int_value for a in kept] == [2, 2]
+  decisions = json.loads(kept[1].custom_properties['decisions'].string_value)
+  by_span = {span.split('/')[-2]: {d['decision'] for d in files}
+             for span, files in decisions.items()}
+  assert sorted(by_span.values(), key=sorted) == [{'hit'}, {'miss'}], (
+      decisions)
 
   # The same training from scratch on the same rows starts far higher.
   with open(os.path.join(model_run.uri, 'history.json')) as f:

@@ -2,7 +2,8 @@
 GenericTrainer` (also `generic_trainer.GenericTrainer`).
 
 `component` wires channels and checks arguments at pipeline construction;
-`spec` is TFX's TrainerSpec plus GenericTrainer's parameters. Both import
+`spec` is TFX's TrainerSpec plus GenericTrainer's parameters; `artifacts`
+the artifact type it adds (`ParsedRows`). Both import
 TFX (seconds), so the names load when first used: importing the package
 stays light, as every package `__init__` here does.
 
@@ -11,7 +12,8 @@ never `local`.
 """
 
 _NAMES = {'GenericTrainer': 'generic_trainer.component.component',
-          'GenericTrainerSpec': 'generic_trainer.component.spec'}
+          'GenericTrainerSpec': 'generic_trainer.component.spec',
+          'ParsedRows': 'generic_trainer.component.artifacts'}
 
 
 def __getattr__(name):
@@ -21,4 +23,4 @@ def __getattr__(name):
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
-__all__ = ['GenericTrainer', 'GenericTrainerSpec']
+__all__ = ['GenericTrainer', 'GenericTrainerSpec', 'ParsedRows']

@@ -25,6 +25,8 @@ _USUAL_SOURCE = {
                   'model)',
     'hyperparameters': "tuner.outputs['best_hyperparameters']",
     'statistics': "statistics_gen.outputs['statistics']",
+    'parsed_rows': "a resolver's outputs['parsed_rows'] (the latest "
+                   "ParsedRows, LatestArtifactStrategy)",
 }
 
 

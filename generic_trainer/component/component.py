@@ -18,6 +18,7 @@ from generic_trainer.core import module_loader
 from generic_trainer.core import plan
 from generic_trainer.core import static_spec
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.component.artifacts import ParsedRows
 from generic_trainer.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
 from generic_trainer.kubeflow import tfjob
@@ -67,7 +68,9 @@ class GenericTrainer(base_component.BaseComponent):
       strategy: Optional[str] = None,
       allow_signature_change: Optional[bool] = None,
       max_restarts: Optional[int] = None,
-      backend: Optional[str] = None):
+      backend: Optional[str] = None,
+      parsed_rows: Optional[types.BaseChannel] = None,
+      keep_parsed_rows: Optional[bool] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -116,6 +119,14 @@ class GenericTrainer(base_component.BaseComponent):
         export is a TensorFlow SavedModel (docs/guides/jax.md). JAX
         trains in one process only: not with tf_keras, several workers or
         a tf.distribute strategy.
+      parsed_rows: Optional Channel of ParsedRows: the parsed rows an
+        earlier execution kept (a resolver of the latest one). A TrainSpec
+        reads the rows of every file whose entry is there and unchanged
+        instead of parsing the file again (docs/guides/parsed-rows-cache.md).
+      keep_parsed_rows: Whether this execution keeps the parsed rows of
+        the files it reads for the next one, in the output
+        `updated_parsed_rows` (ParsedRows). None: True when `parsed_rows`
+        is connected.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -133,7 +144,8 @@ class GenericTrainer(base_component.BaseComponent):
     channels.check_inputs(
         GenericTrainerSpec.INPUTS, examples=examples,
         transform_graph=transform_graph, schema=schema, base_model=base_model,
-        hyperparameters=hyperparameters, statistics=statistics)
+        hyperparameters=hyperparameters, statistics=statistics,
+        parsed_rows=parsed_rows)
     if isinstance(module_file, os.PathLike):  # pathlib.Path: read as meant.
       module_file = os.fspath(module_file)
     if isinstance(module_file, str):
@@ -147,6 +159,9 @@ class GenericTrainer(base_component.BaseComponent):
     static_spec.check_heads_on_jax(module_file, backend,
                                    f'backend={backend!r}')
     args.check_flag('allow_signature_change', allow_signature_change)
+    args.check_flag('keep_parsed_rows', keep_parsed_rows)
+    if keep_parsed_rows is None:
+      keep_parsed_rows = parsed_rows is not None
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     try:
@@ -157,6 +172,7 @@ class GenericTrainer(base_component.BaseComponent):
           base_model=base_model,
           hyperparameters=hyperparameters,
           statistics=statistics,
+          parsed_rows=parsed_rows,
           train_args=train_args,
           eval_args=eval_args,
           module_file=module_file,
@@ -170,7 +186,9 @@ class GenericTrainer(base_component.BaseComponent):
           max_restarts=max_restarts,
           backend=backend,
           model=types.Channel(type=standard_artifacts.Model),
-          model_run=types.Channel(type=standard_artifacts.ModelRun))
+          model_run=types.Channel(type=standard_artifacts.ModelRun),
+          updated_parsed_rows=types.Channel(type=ParsedRows)
+          if keep_parsed_rows else None)
     except TypeError as e:
       raise channels.parameter_error(e) from e
     super().__init__(spec=spec)

@@ -14,7 +14,10 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
     restarts its workers from the last checkpoint after one died (see
     `generic_trainer.launch.restarts`);
   - parameter `backend` ('tensorflow' or 'jax'): the Keras 3 backend the
-    training computes with (see `generic_trainer.core.keras_env`).
+    training computes with (see `generic_trainer.core.keras_env`);
+  - input `parsed_rows` and output `updated_parsed_rows` (ParsedRows): the
+    parsed rows an earlier execution kept, and those this one keeps for the
+    next (see `generic_trainer.data.span_cache`).
 """
 
 from tfx.types import standard_artifacts
@@ -31,6 +34,9 @@ from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STATISTICS_KEY
 from generic_trainer.keys import STRATEGY_KEY
+from generic_trainer.keys import PARSED_ROWS_KEY
+from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
+from generic_trainer.component.artifacts import ParsedRows
 
 _TRAINER = standard_component_specs.TrainerSpec
 
@@ -52,6 +58,11 @@ class GenericTrainerSpec(ComponentSpec):
       **_TRAINER.INPUTS,
       STATISTICS_KEY: ChannelParameter(
           type=standard_artifacts.ExampleStatistics, optional=True),
+      PARSED_ROWS_KEY: ChannelParameter(type=ParsedRows, optional=True),
   }
-  OUTPUTS = dict(_TRAINER.OUTPUTS)
+  OUTPUTS = {
+      **_TRAINER.OUTPUTS,
+      UPDATED_PARSED_ROWS_KEY: ChannelParameter(type=ParsedRows,
+                                                optional=True),
+  }
   TYPE_ANNOTATION = Train

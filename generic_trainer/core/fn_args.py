@@ -23,7 +23,9 @@ from generic_trainer.core import inputs
 from generic_trainer.core.fn_args_fields import GenericFnArgsFields
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
+from generic_trainer.keys import PARSED_ROWS_KEY
 from generic_trainer.keys import STATISTICS_KEY
+from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 from generic_trainer.data.input_pipeline import DatasetFactory
 
 
@@ -111,8 +113,15 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
           input_dict.get(STATISTICS_KEY), input_dict[keys.EXAMPLES_KEY]),
       statistics_path=inputs.statistics_path(input_dict.get(STATISTICS_KEY)),
       checkpoint_dir=request.checkpoint_dir,
+      parsed_rows_dir=_single_uri(output_dict.get(UPDATED_PARSED_ROWS_KEY)),
+      parsed_rows_from=_single_uri(input_dict.get(PARSED_ROWS_KEY)),
       **distributed)
   return FnArgs(**fields)
+
+
+def _single_uri(artifacts) -> Optional[str]:
+  """The URI of the one artifact of `artifacts`, or None without one."""
+  return artifact_utils.get_single_uri(artifacts) if artifacts else None
 
 
 def _data_accessor(tfx_accessor, examples):

@@ -281,13 +281,32 @@ class SpanCache:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def read_decisions(folder: str) -> Optional[Dict[str, Any]]:
+  """The `summary` a training left in `folder`, or None (no training kept
+  rows there: a run_fn module, or no TrainSpec dataset could)."""
+  import json  # pylint: disable=g-import-not-at-top
+  try:
+    with open(os.path.join(folder, DECISIONS), encoding='utf-8') as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
 def store(fn_args):
   """The `SpanCache` of `fn_args.parsed_rows_dir` (a context manager),
   or a null context (None) when it is unset."""
   folder = getattr(fn_args, 'parsed_rows_dir', None)
   if not folder:
     return contextlib.nullcontext()
+  if '://' in folder:
+    progress.log().warning(
+        'parsed rows: not kept in %s: entries are kept on local or mounted '
+        'folders only (an object store such as gs:// is not supported yet)',
+        folder)
+    return contextlib.nullcontext()
   previous = getattr(fn_args, 'parsed_rows_from', None)
+  if previous and '://' in previous:
+    previous = None
   budget = getattr(fn_args, 'parsed_rows_budget', None)
   return SpanCache(folder, previous=previous,
                    budget_bytes=budget or DEFAULT_BUDGET_BYTES)
