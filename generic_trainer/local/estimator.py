@@ -17,7 +17,7 @@ pipeline, on local files:
 
 import contextlib
 import os
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Union
 import shutil
 
 import numpy as np
