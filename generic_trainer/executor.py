@@ -1,5 +1,6 @@
 """GenericExecutor: trains with the user's run_fn, validates, publishes."""
 
+import json
 import os
 from typing import Any, Dict, List, Optional
 
@@ -18,7 +19,11 @@ from generic_trainer.core import plan as plan_lib
 from generic_trainer.core import serving_check
 from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
+from generic_trainer.data import span_cache
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
+from generic_trainer.keys import PARSED_ROWS_DECISIONS
+from generic_trainer.keys import PARSED_ROWS_HITS
+from generic_trainer.keys import PARSED_ROWS_MISSES
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 from generic_trainer.launch import dispatch
@@ -133,9 +138,6 @@ def _attach_parsed_rows(artifacts) -> None:
   """What the training decided for each file's parsed rows (hit, or miss
   and why), as custom properties of the ParsedRows output (ML Metadata):
   `hits`, `misses` and `decisions` (JSON, by span)."""
-  import json  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import span_cache  # pylint: disable=g-import-not-at-top
-  from generic_trainer.keys import PARSED_ROWS_DECISIONS, PARSED_ROWS_HITS, PARSED_ROWS_MISSES  # pylint: disable=g-import-not-at-top,g-multiple-import
   for artifact in artifacts or ():
     summary = span_cache.read_decisions(artifact.uri)
     if summary is None:

@@ -90,3 +90,26 @@ def test_benchmark_runs_every_comparison(tmp_path):
   assert '| Comparison | Medians | Ratio | Target | Met |' in table
   assert table.count('\n| (') == len(TARGETS | REPORTED)
   assert os.path.isdir(out / 'work')
+
+
+@pytest.mark.slow
+def test_continuous_training_benchmark_runs(tmp_path):
+  """(j) on tiny spans, two executions of a window of two, in one process:
+  the second reads the span both windows share back, and every number the
+  targets read is there."""
+  out = tmp_path / 'j.json'
+  subprocess.run(
+      [sys.executable, '-m', 'benchmarks.continuous', '--span-rows', '600',
+       '--executions', '2', '--window', '2', '--one-process',
+       '--data-dir', str(tmp_path / 'data'), '--work', str(tmp_path / 'work'),
+       '--out', str(out)], cwd=REPO, check=True, timeout=600)
+  report = json.loads(out.read_text())
+  first, second = report['executions']
+  assert (first['hits'], first['misses']) == (0, 8)
+  assert (second['hits'], second['misses']) == (4, 4)
+  for record in [report['today'], first, second]:
+    for name in ('execution_s', 'input_cpu_s', 'throughput_vs_c',
+                 'peak_rss_mb'):
+      assert math.isfinite(record[name]) and record[name] > 0, name
+  assert second['cache_bytes'] > 0
+  assert math.isfinite(report['first_vs_today'])

@@ -278,8 +278,9 @@ def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
   names = {k: k for k in config}
   parse = input_pipeline._parse_fn(config, names, 'y')  # pylint: disable=protected-access
   with span_cache.SpanCache(str(tmp_path)) as store:
-    blocks = kept_blocks.file_blocks(span[0], parse, 'GZIP', store,
-                                     _key(span[0]), 'y', 4096, 2)
+    parsed = input_pipeline._file_blocks(span[0], 'GZIP', parse, 2)  # pylint: disable=protected-access
+    blocks = kept_blocks.file_blocks(parsed, span[0], store, _key(span[0]),
+                                     'y')
     first, = list(blocks.take(1))
     assert first[1].shape == (4096,)
     assert [n for n in os.listdir(tmp_path) if n.startswith('.tmp-')]

@@ -35,6 +35,7 @@ from generic_trainer import paths
 from generic_trainer.data.tfrecords import common_compression
 from generic_trainer.data import tf_example_dataset
 from generic_trainer.data import parsed_size
+from generic_trainer.data import kept_blocks
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
@@ -213,9 +214,10 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
   cores = machine.cores()
   readers = max(1, min(len(files), cores))
   if kept is not None and files:
-    return _kept_blocks(files, compression, _parse_fn(config, names,
-                                                      label_key),
-                        label_key, kept, readers, deterministic)
+    parse = _parse_fn(config, names, label_key)
+    return kept_blocks.interleaved(
+        files, lambda f: _file_blocks(f, compression, parse, cores), kept,
+        compression, label_key, readers, deterministic)
 
   def read(path):
     return tf.data.TFRecordDataset(path, compression,
@@ -229,24 +231,12 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
                      num_parallel_calls=cores, deterministic=deterministic)
 
 
-def _kept_blocks(files: List[str], compression: str, parse, label_key,
-                 kept, readers: int, deterministic: bool):
-  """The blocks of `files` (each a kept entry's, or parsed and written to
-  one), interleaved as `parsed_blocks` interleaves the files."""
-  from generic_trainer.data import kept_blocks  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import span_key  # pylint: disable=g-import-not-at-top
-  store, shared = kept
-  each = [kept_blocks.file_blocks(
-      f, parse, compression, store,
-      {**shared, **span_key.file_fields(f, compression)}, label_key,
-      PARSE_ROWS, machine.cores()) for f in files]
-  nested = tf.data.Dataset.from_tensors(each[0])
-  for dataset in each[1:]:
-    nested = nested.concatenate(tf.data.Dataset.from_tensors(dataset))
-  return nested.interleave(
-      lambda dataset: dataset, cycle_length=readers,
-      num_parallel_calls=readers if readers > 1 else None,
-      deterministic=deterministic if readers > 1 else None)
+def _file_blocks(path: str, compression: str, parse, cores: int):
+  """One file's records, parsed `PARSE_ROWS` at a time, in order."""
+  return tf.data.TFRecordDataset(path, compression,
+                                 buffer_size=1 << 20).batch(PARSE_ROWS).map(
+                                     parse, num_parallel_calls=cores,
+                                     deterministic=True)
 
 
 def without_autotuning(dataset):

@@ -12,23 +12,40 @@ boundaries are the same, so a seeded order is the same, and a resumed
 training's `skip(k)` reads on in the same stream.
 """
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
+
+from generic_trainer.data import span_key
 
 _START, _BLOCK, _END = 0, 1, 2
 
 
-def file_blocks(path: str, parse: Callable, compression: str, store,
-                key: Dict[str, Any], label_key: Optional[str],
-                parse_rows: int, cores: int):
+def interleaved(files, parsed, kept, compression: str,
+                label_key: Optional[str], readers: int, deterministic: bool):
+  """The blocks of `files`, each file's its kept entry's or `parsed(file)`
+  written to one, interleaved as `input_pipeline.parsed_blocks`
+  interleaves files (`readers` at a time, a block from each in turn).
+  `kept`: (a `span_cache.SpanCache`, the key fields every file shares)."""
+  store, shared = kept
+  each = [file_blocks(parsed(f), f, store,
+                      {**shared, **span_key.file_fields(f, compression)},
+                      label_key) for f in files]
+  nested = tf.data.Dataset.from_tensors(each[0])
+  for dataset in each[1:]:
+    nested = nested.concatenate(tf.data.Dataset.from_tensors(dataset))
+  return nested.interleave(
+      lambda dataset: dataset, cycle_length=readers,
+      num_parallel_calls=readers if readers > 1 else None,
+      deterministic=deterministic if readers > 1 else None)
+
+
+def file_blocks(parsed, path: str, store, key: Dict[str, Any],
+                label_key: Optional[str]):
   """The parsed blocks of the TFRecord file `path`: the entry of `store`
   (a `span_cache.SpanCache`) for `key` when it has a whole one, else
-  parsed (`parse`: a batch of records to a block) and written to it."""
-  parsed = tf.data.TFRecordDataset(path, compression,
-                                   buffer_size=1 << 20).batch(parse_rows).map(
-                                       parse, num_parallel_calls=cores,
-                                       deterministic=True)
+  `parsed` (the file's blocks as the parser makes them), each written to a
+  new entry on its way."""
   spec = parsed.element_spec
   entry = store.lookup(path, key)
   if entry is not None:

@@ -19,6 +19,7 @@ owner lock is free) is removed by the next store on the folder.
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import shutil
 import tempfile
@@ -284,7 +285,6 @@ class SpanCache:
 def read_decisions(folder: str) -> Optional[Dict[str, Any]]:
   """The `summary` a training left in `folder`, or None (no training kept
   rows there: a run_fn module, or no TrainSpec dataset could)."""
-  import json  # pylint: disable=g-import-not-at-top
   try:
     with open(os.path.join(folder, DECISIONS), encoding='utf-8') as f:
       return json.load(f)

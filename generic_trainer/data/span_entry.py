@@ -31,6 +31,8 @@ import time
 import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
+
 from generic_trainer import atomic_files
 from generic_trainer import owner_lock
 from generic_trainer import scratch
@@ -62,7 +64,6 @@ class Entry:
     """Yields each block as [array per column], read from disk in order
     (the CRCs were checked by `lookup`; the entry is locked and never
     written in place)."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
     columns = [(np.dtype(d), tuple(s)) for _, d, s in self.manifest['columns']]
     row_bytes = [d.itemsize * int(np.prod(s, dtype=np.int64))
                  for d, s in columns]
@@ -80,7 +81,6 @@ class Entry:
 
 
 def _row_bytes(manifest) -> int:
-  import numpy as np  # pylint: disable=g-import-not-at-top
   return sum(np.dtype(d).itemsize * int(np.prod(s, dtype=np.int64))
              for _, d, s in manifest['columns'])
 

@@ -23,21 +23,24 @@ apart field by field (`differences`) and replaced.
 """
 
 import hashlib
+from importlib import metadata
 import json
 import os
 import sys
 from typing import Any, Dict, List, Optional
 
+import numpy as np
+import tensorflow as tf
+
+from generic_trainer.data import tfrecords
+
 FORMAT_VERSION = 1  # Of the entry (span_cache); a change misses every entry.
-_SMALL_FILE = 1 << 20  # Hashed whole when uncompressed and at most this.
-_EDGE_BYTES = 64 << 10  # Else its first and last this many bytes.
 
 
 def parser_fields(config: Dict[str, Any], names: Dict[str, str],
                   label_key: Optional[str], parse_rows: int) -> Dict[str, Any]:
   """The parse's part of the key: {feature: [tensor name, dtype, shape,
   default value]}, the label popped and the rows per block."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
   features = {}
   for feature, spec in sorted(config.items()):
     default = spec.default_value
@@ -51,15 +54,8 @@ def parser_fields(config: Dict[str, Any], names: Dict[str, str],
 def environment_fields() -> Dict[str, Any]:
   """The versions that make the rows: entry format, TensorFlow, tfx_bsl,
   NumPy, and the byte order."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  try:
-    from tfx_bsl import version as bsl  # pylint: disable=g-import-not-at-top
-    bsl_version = bsl.__version__
-  except ImportError:
-    bsl_version = None
   return {'format': FORMAT_VERSION, 'tensorflow': tf.__version__,
-          'tfx_bsl': bsl_version, 'numpy': np.__version__,
+          'tfx_bsl': _installed_version('tfx-bsl'), 'numpy': np.__version__,
           'byte_order': sys.byteorder}
 
 
@@ -69,7 +65,6 @@ def transform_fingerprint(transform_graph_path: Optional[str]
   None without one. The folder is small: a graph and its assets."""
   if not transform_graph_path:
     return None
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   digest = hashlib.sha256()
   for folder, _, files in sorted(tf.io.gfile.walk(transform_graph_path)):
     for name in sorted(files):
@@ -82,14 +77,13 @@ def transform_fingerprint(transform_graph_path: Optional[str]
 
 def file_fields(path: str, compression: str) -> Dict[str, Any]:
   """The file's part of the key: real path, size, mtime (ns), compression
-  and `content_checksum`.
+  and `tfrecords.content_checksum`.
 
   Raises:
     OSError: the file cannot be read.
   """
   real = _real(path)
   if '://' in real:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     stat = tf.io.gfile.stat(real)
     size, mtime = stat.length, stat.mtime_nsec
   else:
@@ -97,24 +91,7 @@ def file_fields(path: str, compression: str) -> Dict[str, Any]:
     size, mtime = stat.st_size, stat.st_mtime_ns
   return {'path': real, 'size': size, 'mtime_ns': mtime,
           'compression': compression,
-          'checksum': content_checksum(real, size, compression)}
-
-
-def content_checksum(path: str, size: int, compression: str) -> str:
-  """'gzip-trailer:<crc32>:<length>' (the last 8 bytes of a gzip file:
-  its uncompressed content's CRC32 and length, one small read), else
-  'sha256:<hex>' of the whole of a small file, or of its first and last
-  64 KiB."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    if compression == 'GZIP' and size >= 18:
-      f.seek(size - 8)
-      return f'gzip-trailer:{f.read(8).hex()}'
-    if size <= _SMALL_FILE:
-      return f'sha256:{hashlib.sha256(f.read()).hexdigest()}'
-    head = f.read(_EDGE_BYTES)
-    f.seek(size - _EDGE_BYTES)
-    return f'sha256-edges:{hashlib.sha256(head + f.read()).hexdigest()}'
+          'checksum': tfrecords.content_checksum(real, size)}
 
 
 def entry_name(path: str) -> str:
@@ -164,6 +141,13 @@ def differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
       what += f': {", ".join(changed[:5])}'
     found.append(what)
   return found
+
+
+def _installed_version(distribution: str) -> Optional[str]:
+  try:
+    return metadata.version(distribution)
+  except metadata.PackageNotFoundError:
+    return None
 
 
 def _real(path: str) -> str:

@@ -3,11 +3,13 @@
 The one owner of the format: a file's compression from its name, reading
 its records (`records`, TF's record reader), the framing of a record
 (length, its CRC, the data, its CRC) and gzip members (`sample`, for an
-estimate without TF's reader), and telling early whether a file is a
-readable TFRecord file, cut short or not (`check_error`).
+estimate without TF's reader), telling early whether a file is a
+readable TFRecord file, cut short or not (`check_error`), and a cheap
+checksum of its content (`content_checksum`, from the gzip trailer).
 """
 
 import contextlib
+import hashlib
 import struct
 import zlib
 from typing import Iterator, List, Optional, Tuple
@@ -167,6 +169,30 @@ def _gzip_end_error(path: str):
     return TruncatedFile('its gzip stream ends before its end marker: the '
                          'file was cut short (corrupt or truncated)')
   return None
+
+
+# An uncompressed file up to this size is hashed whole, a larger one by its
+# first and last `_EDGE_BYTES` (`content_checksum`).
+_SMALL_FILE = 1 << 20
+_EDGE_BYTES = 64 << 10
+
+
+def content_checksum(path: str, size: int) -> str:
+  """A checksum of the file's content, cheap to take: a gzip file's trailer
+  ('gzip-trailer:<hex>', its last 8 bytes: the CRC32 and length of all of
+  its uncompressed content, one small read; of its last member when it has
+  several); else the SHA-256 of all of a small file, or of its first and
+  last 64 KiB."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    if compression(path) and size >= 18:
+      f.seek(size - 8)
+      return f'gzip-trailer:{f.read(8).hex()}'
+    if size <= _SMALL_FILE:
+      return f'sha256:{hashlib.sha256(f.read()).hexdigest()}'
+    head = f.read(_EDGE_BYTES)
+    f.seek(size - _EDGE_BYTES)
+    return f'sha256-edges:{hashlib.sha256(head + f.read()).hexdigest()}'
 
 
 def check_error(path: str):

@@ -15,6 +15,7 @@ from generic_trainer.errors import SpecError
 from generic_trainer.train_spec import TrainSpec
 from generic_trainer.data import schema_file
 from generic_trainer.data import input_pipeline
+from generic_trainer.data import span_key
 from generic_trainer.data import validation
 from generic_trainer import paths
 from generic_trainer import outputs
@@ -154,7 +155,6 @@ def _kept(store, config, names, label: Optional[str], fn_args):
   None: no store, or a column of strings (entries keep numbers only)."""
   if store is None or any(c.dtype == tf.string for c in config.values()):
     return None
-  from generic_trainer.data import span_key  # pylint: disable=g-import-not-at-top
   return store, {
       **span_key.parser_fields(config, names, label,
                                input_pipeline.PARSE_ROWS),

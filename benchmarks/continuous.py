@@ -1,0 +1,258 @@
+"""Benchmark (j): continuous training with parsed rows kept across executions.
+
+    python -m benchmarks.continuous --span-rows 100000 --out results/j.json
+
+A window of `WINDOW` spans of the narrow table (each span an Examples
+folder written once by `synthetic_data.write` and reused from
+~/.cache/tfx-generic-trainer/benchmark/), `EXECUTIONS` consecutive
+executions of GenericExecutor with the TrainSpec module, each adding the
+next span and dropping the oldest, each taking the previous execution's
+ParsedRows output as its `parsed_rows` input (a pipeline's resolver would).
+Then the same first execution without ParsedRows ("today's path"), and the
+compute-only bound (c) on the first window's rows.
+
+Each execution runs in a process of its own, so that its peak memory and
+CPU are its own. Per execution: wall time of the executor's Do, the fit's
+throughput against (c)'s, the process's CPU seconds during Do, peak RSS,
+the bytes the ParsedRows output holds (hard links counted once), and the
+input's CPU seconds, measured apart before Do: the same datasets (train
+two epochs, kept in memory after the first; eval once) iterated without a
+model, reading the previous ParsedRows and writing the misses to a
+scratch folder.
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+from benchmarks import synthetic_data
+from benchmarks import variants
+
+WINDOW = 7
+EXECUTIONS = 8
+
+
+def _span_root(base: str, span: int, rows: int) -> str:
+  return os.path.join(base, f'span-rows{rows}', f'span-{span}')
+
+
+def write_spans(base: str, rows: int, count: int):
+  """The spans 1..count (train `rows`, eval a tenth), written once."""
+  for span in range(1, count + 1):
+    synthetic_data.write(_span_root(base, span, rows), rows,
+                         max(1, rows // 10), seed=span, shards=2)
+
+
+def _io(spans, work, previous):
+  """The executor's dicts: the window's Examples, the TrainSpec module,
+  the ParsedRows input (`previous`, a folder) and output."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
+  inputs, outputs, properties = variants.trainer_io(
+      spans[0], work, variants.SPEC_MODULE, None, None,
+      {'epochs': 2, 'cache': None, 'table': 'narrow'})
+  examples = []
+  for root in spans:
+    artifact = standard_artifacts.Examples()
+    artifact.uri = root
+    artifact.split_names = '["train", "eval"]'
+    examples.append(artifact)
+  inputs['examples'] = examples
+  if previous is not None:
+    rows_in = ParsedRows()
+    rows_in.uri = previous
+    inputs['parsed_rows'] = [rows_in]
+    rows_out = ParsedRows()
+    rows_out.uri = os.path.join(work, 'parsed_rows')
+    outputs['updated_parsed_rows'] = [rows_out]
+  return inputs, outputs, properties
+
+
+def _cpu_s() -> float:
+  usage = resource.getrusage(resource.RUSAGE_SELF)
+  return usage.ru_utime + usage.ru_stime
+
+
+def _bytes(folder: str) -> int:
+  """The bytes of the files under `folder`, each inode once."""
+  seen, total = set(), 0
+  for dirpath, _, files in os.walk(folder):
+    for name in files:
+      info = os.stat(os.path.join(dirpath, name))
+      if info.st_ino not in seen:
+        seen.add(info.st_ino)
+        total += info.st_size
+  return total
+
+
+def input_cpu_s(spans, previous, scratch) -> float:
+  """The CPU seconds of the execution's input alone: its train datasets'
+  two epochs (the rows kept in memory after the first, as the TrainSpec
+  keeps them here) and one eval pass, with the ParsedRows of `previous`
+  read back and the misses written to `scratch` (None: today's path)."""
+  from generic_trainer.data import input_pipeline, schema_file, span_cache, span_key  # pylint: disable=g-import-not-at-top,g-multiple-import
+  schema = schema_file.read(os.path.join(spans[0], 'schema.pbtxt'))
+  config, names = input_pipeline.parser_config(schema)
+  label = synthetic_data.LABEL_KEY
+  store = (span_cache.SpanCache(scratch, previous=previous)
+           if previous is not None else None)
+  cpu = _cpu_s()
+  with store or open(os.devnull) as kept:
+    shared = {**span_key.parser_fields(config, names, label,
+                                       input_pipeline.PARSE_ROWS),
+              **span_key.environment_fields(), 'transform': None}
+    for split, epochs, shuffle in (('train', 2, True), ('eval', 1, False)):
+      files = [os.path.join(s, f'Split-{split}', '*') for s in spans]
+      dataset = input_pipeline.block_dataset(
+          files, config, names, label, 256, epochs, shuffle, cache=True,
+          seed=1, kept=(kept, shared) if store else None)
+      for _ in dataset:
+        pass
+  return _cpu_s() - cpu
+
+
+def run_execution(spans, work, previous, result):
+  """One execution in this process; writes its record to `result`."""
+  import generic_trainer.executor  # pylint: disable=g-import-not-at-top
+  shutil.rmtree(work, ignore_errors=True)
+  os.makedirs(work)
+  io = _io(spans, work, previous)
+  input_s = input_cpu_s(spans, previous, os.path.join(work, 'input-probe'))
+  shutil.rmtree(os.path.join(work, 'input-probe'), ignore_errors=True)
+  cpu, started = _cpu_s(), time.monotonic()
+  generic_trainer.executor.GenericExecutor().Do(*io)
+  record = {'execution_s': time.monotonic() - started,
+            'cpu_s': _cpu_s() - cpu, 'input_cpu_s': input_s,
+            'peak_rss_mb': resource.getrusage(
+                resource.RUSAGE_SELF).ru_maxrss / 1024}
+  with open(os.path.join(io[1]['model_run'][0].uri,
+                         'train_result.json')) as f:
+    fit_s = json.load(f)['training_time_s']
+  rows = sum(variants._rows(s, 'train') for s in spans)  # pylint: disable=protected-access
+  record.update(fit_s=fit_s, examples_per_s=2 * rows / fit_s)
+  if 'updated_parsed_rows' in io[1]:
+    folder = io[1]['updated_parsed_rows'][0].uri
+    record['cache_bytes'] = _bytes(folder)
+    with open(os.path.join(folder, 'decisions.json')) as f:
+      decisions = json.load(f)
+    record.update(hits=decisions['hits'], misses=decisions['misses'])
+  with open(result, 'w') as f:
+    json.dump(record, f)
+
+
+def run_compute_bound(spans, result):
+  """(c) on the window's rows: the model fed from memory, 2 epochs."""
+  merged = os.path.join(os.path.dirname(spans[0]), 'window-of-first')
+  for split in ('train', 'eval'):
+    folder = os.path.join(merged, f'Split-{split}')
+    os.makedirs(folder, exist_ok=True)
+    for i, span in enumerate(spans):
+      for name in os.listdir(os.path.join(span, f'Split-{split}')):
+        link = os.path.join(folder, f'{i}-{name}')
+        if not os.path.lexists(link):
+          os.symlink(os.path.join(span, f'Split-{split}', name), link)
+  shutil.copy(os.path.join(spans[0], 'schema.pbtxt'), merged)
+  rows = sum(variants._rows(s, 'train') for s in spans)  # pylint: disable=protected-access
+  with open(os.path.join(merged, 'stamp.json'), 'w') as f:
+    json.dump({'train_rows': rows, 'eval_rows': 0}, f)
+  args = argparse.Namespace(data=merged, epochs=2)
+  record = variants.run_compute_bound(args, merged)
+  with open(result, 'w') as f:
+    json.dump(record, f)
+
+
+def _child(argv, result, one_process=False):
+  """Runs a part (`argv`) in a process of its own (in this one with
+  `one_process`: smoke runs); returns its record."""
+  argv = argv + ['--result', result]
+  if one_process:
+    main(argv)
+  else:
+    subprocess.run([sys.executable, '-m', 'benchmarks.continuous'] + argv,
+                   check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+  with open(result) as f:
+    return json.load(f)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--span-rows', type=int, default=100_000)
+  parser.add_argument('--work', default='/tmp/benchmark-j')
+  parser.add_argument('--out')
+  parser.add_argument('--executions', type=int, default=EXECUTIONS)
+  parser.add_argument('--window', type=int, default=WINDOW)
+  parser.add_argument('--data-dir', default=os.path.join(
+      os.path.expanduser('~'), '.cache', 'tfx-generic-trainer', 'benchmark',
+      'continuous'))
+  parser.add_argument('--one-process', action='store_true',
+                      help='every part in this process (a smoke run)')
+  # A child's part: one execution, or (c).
+  parser.add_argument('--spans', nargs='*')
+  parser.add_argument('--previous')
+  parser.add_argument('--execution-work')
+  parser.add_argument('--compute-bound', action='store_true')
+  parser.add_argument('--result')
+  args = parser.parse_args(argv)
+  if args.compute_bound:
+    return run_compute_bound(args.spans, args.result)
+  if args.spans:
+    return run_execution(args.spans, args.execution_work, args.previous,
+                         args.result)
+  data = args.data_dir
+  one = args.one_process
+  write_spans(data, args.span_rows, args.window + args.executions - 1)
+  shutil.rmtree(args.work, ignore_errors=True)
+  os.makedirs(args.work)
+  report = {'device': variants.device(), 'span_rows': args.span_rows,
+            'window': args.window, 'epochs': 2, 'executions': []}
+  first = [_span_root(data, s, args.span_rows)
+           for s in range(1, args.window + 1)]
+  report['compute_bound'] = _child(
+      ['--compute-bound', '--spans'] + first,
+      os.path.join(args.work, 'c.json'), one)
+  report['today'] = _child(
+      ['--spans'] + first + ['--execution-work',
+                             os.path.join(args.work, 'today')],
+      os.path.join(args.work, 'today.json'), one)
+  previous = os.path.join(args.work, 'empty')
+  os.makedirs(previous)
+  for i in range(args.executions):
+    spans = [_span_root(data, s, args.span_rows)
+             for s in range(i + 1, i + 1 + args.window)]
+    work = os.path.join(args.work, f'execution-{i + 1}')
+    record = _child(['--spans'] + spans + [
+        '--execution-work', work, '--previous', previous],
+                    os.path.join(args.work, f'execution-{i + 1}.json'), one)
+    previous = os.path.join(work, 'parsed_rows')
+    report['executions'].append(record)
+    print(f'execution {i + 1}: {record}', flush=True)
+  _ratios(report)
+  if args.out:
+    with open(args.out, 'w') as f:
+      json.dump(report, f, indent=1)
+  print(json.dumps({k: v for k, v in report.items() if k != 'executions'},
+                   indent=1))
+  return 0
+
+
+def _ratios(report):
+  """The ratios the targets read."""
+  bound = report['compute_bound']
+  first = report['executions'][0]
+  for record in [report['today']] + report['executions']:
+    record['throughput_vs_c'] = (record['examples_per_s'] /
+                                 bound['examples_per_s'])
+  for record in report['executions']:
+    record['input_cpu_vs_first'] = record['input_cpu_s'] / first[
+        'input_cpu_s']
+  report['first_vs_today'] = first['execution_s'] / report['today'][
+      'execution_s']
+
+
+if __name__ == '__main__':
+  sys.exit(main())
