@@ -278,9 +278,11 @@ def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
   names = {k: k for k in config}
   parse = input_pipeline._parse_fn(config, names, 'y')  # pylint: disable=protected-access
   with span_cache.SpanCache(str(tmp_path)) as store:
-    parsed = input_pipeline._file_blocks(span[0], 'GZIP', parse, 2)  # pylint: disable=protected-access
-    blocks = kept_blocks.file_blocks(parsed, span[0], store, _key(span[0]),
-                                     'y')
+    shared = {k: v for k, v in _key(span[0]).items()
+              if k not in span_key.file_fields(span[0], 'GZIP')}
+    blocks = kept_blocks.interleaved(
+        [span[0]], lambda n: input_pipeline._file_blocks(n, 'GZIP', parse, 2),  # pylint: disable=protected-access
+        (store, shared), 'GZIP', 'y', 1, True)
     first, = list(blocks.take(1))
     assert first[1].shape == (4096,)
     assert [n for n in os.listdir(tmp_path) if n.startswith('.tmp-')]
@@ -442,3 +444,33 @@ def test_keep_parsed_rows_must_be_a_flag():
   trainer = GenericTrainer(examples=examples, module_file=module,
                            parsed_rows=Channel(type=ParsedRows))
   assert trainer.outputs['updated_parsed_rows'].type is ParsedRows
+
+
+@pytest.mark.slow
+def test_a_second_estimator_training_reads_the_rows_back(
+    penguin_artifacts, tmp_path, caplog):
+  """The notebook Estimator (as the command) keeps rows in its cache
+  folder: the second training on the same TFRecords parses nothing."""
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  examples, _ = penguin_artifacts
+  train = os.path.join(examples.uri, 'Split-train', '*')
+  evaluation = os.path.join(examples.uri, 'Split-eval', '*')
+  cache = tmp_path / 'parsed-rows'
+
+  class Seeded(PenguinSpec):
+    shuffle_seed = 3
+    epochs = 1
+
+  results, lines = [], []
+  for run in range(2):
+    caplog.clear()
+    est = Estimator(Seeded, str(tmp_path / f'run{run}'),
+                    parsed_rows_cache=str(cache))
+    results.append(est.train(train, eval_data=evaluation))
+    lines.append([r.getMessage() for r in caplog.records
+                  if r.getMessage().startswith('parsed rows: ')])
+  assert all(' miss for ' in line for line in lines[0]), lines[0]
+  assert lines[1] and all(' hit for ' in l for l in lines[1]), lines[1]
+  assert [r['epochs'] for r in results] == [1, 1]

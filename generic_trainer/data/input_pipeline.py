@@ -216,8 +216,8 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
   if kept is not None and files:
     parse = _parse_fn(config, names, label_key)
     return kept_blocks.interleaved(
-        files, lambda f: _file_blocks(f, compression, parse, cores), kept,
-        compression, label_key, readers, deterministic)
+        files, lambda names: _file_blocks(names, compression, parse, cores),
+        kept, compression, label_key, readers, deterministic)
 
   def read(path):
     return tf.data.TFRecordDataset(path, compression,
@@ -231,9 +231,10 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
                      num_parallel_calls=cores, deterministic=deterministic)
 
 
-def _file_blocks(path: str, compression: str, parse, cores: int):
-  """One file's records, parsed `PARSE_ROWS` at a time, in order."""
-  return tf.data.TFRecordDataset(path, compression,
+def _file_blocks(names, compression: str, parse, cores: int):
+  """The records of the files `names` (a vector; in kept_blocks, none or
+  one file), parsed `PARSE_ROWS` at a time, in order."""
+  return tf.data.TFRecordDataset(names, compression,
                                  buffer_size=1 << 20).batch(PARSE_ROWS).map(
                                      parse, num_parallel_calls=cores,
                                      deterministic=True)
