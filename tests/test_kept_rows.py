@@ -474,3 +474,16 @@ def test_a_second_estimator_training_reads_the_rows_back(
   assert all(' miss for ' in line for line in lines[0]), lines[0]
   assert lines[1] and all(' hit for ' in l for l in lines[1]), lines[1]
   assert [r['epochs'] for r in results] == [1, 1]
+
+
+def test_a_cache_folder_that_cannot_be_made_keeps_nothing(tmp_path, caplog):
+  """A folder that cannot be made (here under a file; a read-only home
+  alike): the training goes on without kept rows, and the log says why."""
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  blocker = tmp_path / 'a-file'
+  blocker.write_text('')
+  fn_args = types.SimpleNamespace(parsed_rows_dir=str(blocker / 'rows'))
+  with span_cache.store(fn_args) as store:
+    assert store is None
+  assert any(r.getMessage().startswith('parsed rows: not kept: ')
+             for r in caplog.records)

@@ -292,24 +292,39 @@ def read_decisions(folder: str) -> Optional[Dict[str, Any]]:
     return None
 
 
+@contextlib.contextmanager
 def store(fn_args):
-  """The `SpanCache` of `fn_args.parsed_rows_dir` (a context manager),
-  or a null context (None) when it is unset."""
+  """Yields the `SpanCache` of `fn_args.parsed_rows_dir`, entered, or None
+  when it is unset or cannot be used (logged): kept rows only save time,
+  so a folder that cannot be made (a read-only home) never stops a
+  training."""
   folder = getattr(fn_args, 'parsed_rows_dir', None)
-  if not folder:
-    return contextlib.nullcontext()
-  if '://' in folder:
+  if folder and '://' in folder:
     progress.log().warning(
         'parsed rows: not kept in %s: entries are kept on local or mounted '
         'folders only (an object store such as gs:// is not supported yet)',
         folder)
-    return contextlib.nullcontext()
+    folder = None
+  if not folder:
+    yield None
+    return
   previous = getattr(fn_args, 'parsed_rows_from', None)
   if previous and '://' in previous:
     previous = None
   budget = getattr(fn_args, 'parsed_rows_budget', None)
-  return SpanCache(folder, previous=previous,
-                   budget_bytes=budget or DEFAULT_BUDGET_BYTES)
+  cache = SpanCache(folder, previous=previous,
+                    budget_bytes=budget or DEFAULT_BUDGET_BYTES)
+  try:
+    cache.__enter__()
+  except OSError as e:
+    progress.log().warning('parsed rows: not kept: %s cannot be used (%s)',
+                           folder, e)
+    yield None
+    return
+  try:
+    yield cache
+  finally:
+    cache.__exit__(None, None, None)
 
 
 def _span(source: str) -> str:
