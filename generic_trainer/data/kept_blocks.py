@@ -14,6 +14,7 @@ training's `skip(k)` reads on in the same stream.
 
 from typing import Callable, List, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from generic_trainer.data import span_key
@@ -51,8 +52,10 @@ def interleaved(files: List[str], parsed: Callable, kept, compression: str,
     entries.append(entry)
     writers.append(None if entry is not None else store.writer(path, key))
   spec = parsed(tf.constant(files[:1])).element_spec
-  names = _column_names(spec, label_key)
   flat_spec = tf.nest.flatten(spec)
+  columns = [[name, np.dtype(s.dtype.as_numpy_dtype).str,
+              s.shape.as_list()[1:]]
+             for name, s in zip(_column_names(spec, label_key), flat_spec)]
   empty = tf.nest.pack_sequence_as(spec, [
       tf.zeros([0] + s.shape.as_list()[1:], s.dtype) for s in flat_spec])
 
@@ -61,39 +64,38 @@ def interleaved(files: List[str], parsed: Callable, kept, compression: str,
     for arrays in entry.block_arrays() if entry is not None else ():
       yield tf.nest.pack_sequence_as(spec, arrays)
 
-  def write(kind, index, *tensors):
+  def write(kind, index, data):
     writer = writers[int(index)]
     kind = int(kind)
     if writer is None:
       return 0
     if kind == _START:
-      writer.start()
+      writer.start(columns)
     elif kind == _BLOCK:
-      writer.append(names, [t.numpy() for t in tensors])
+      writer.append(data.numpy())
     else:
       writer.finish(label_key)
     return 0
-
-  def tagged(kind):
-    return lambda *element: (tf.constant(kind), element)
 
   def one_file(path, index, hit):
     from_entry = tf.data.Dataset.from_generator(
         kept_blocks, output_signature=spec, args=(index,))
     blocks = parsed(tf.boolean_mask(tf.reshape(path, [1]),
                                     tf.reshape(tf.logical_not(hit), [1])))
-    marker = tf.data.Dataset.from_tensors(empty)
-    stream = marker.map(tagged(_START)).concatenate(
-        blocks.map(tagged(_BLOCK))).concatenate(marker.map(tagged(_END)))
-
+    start, end = (tf.data.Dataset.from_tensors((tf.constant(kind), empty))
+                  for kind in (_START, _END))
     def through(kind, element):
-      done = tf.py_function(write, [kind, index] + tf.nest.flatten(element),
-                            Tout=tf.int32)
-      with tf.control_dependencies([done]):
-        return kind, tf.nest.map_structure(tf.identity, element)
+      """`element` as it is; its bytes, one tensor, written on the way (a
+      py_function is stateful: tf.data runs it though nothing uses it)."""
+      data = tf.concat([tf.reshape(tf.bitcast(t, tf.uint8), [-1])
+                        for t in tf.nest.flatten(element)], 0)
+      tf.py_function(write, [kind, index, data], Tout=tf.int32)
+      return element
 
-    written = stream.map(through).filter(lambda kind, _: kind == _BLOCK).map(
-        lambda _, element: element if len(element) > 1 else element[0])
+    tags = tf.data.Dataset.from_tensors(tf.constant(_BLOCK)).repeat()
+    stream = start.concatenate(tf.data.Dataset.zip((tags, blocks)))
+    written = stream.concatenate(end).map(through).filter(
+        lambda *element: tf.shape(tf.nest.flatten(element)[0])[0] > 0)
     return from_entry.concatenate(written)
 
   hits = [entry is not None for entry in entries]

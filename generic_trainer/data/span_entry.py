@@ -150,8 +150,11 @@ class EntryWriter:
     self._bytes = 0
     self.done = False
 
-  def start(self) -> None:
+  def start(self, columns: List[List[Any]]) -> None:
+    """A fresh entry of `columns` ([name, dtype str, row shape] each, in
+    the order a block's bytes hold them)."""
     self.abandon()
+    self._columns = columns
     if self.done:
       return
     try:
@@ -167,28 +170,23 @@ class EntryWriter:
     except OSError as e:
       self._fail(e)
 
-  def append(self, names: List[str], arrays) -> None:
-    """One block: its columns (`names`, in the element's order)."""
+  def append(self, data) -> None:
+    """One block: its columns' bytes one after the other (a uint8 array)."""
     if self._fd is None:
       return
-    columns = [[n, a.dtype.str, list(a.shape[1:])] for n, a in
-               zip(names, arrays)]
-    if self._columns is None:
-      self._columns = columns
-    crc = 0
+    rows = data.nbytes // _row_bytes({'columns': self._columns})
+    view = memoryview(data).cast('B')
+    crc = zlib.crc32(view)
     try:
-      for array in arrays:
-        view = memoryview(array).cast('B')
-        crc = zlib.crc32(view, crc)
-        while view:
-          view = view[os.write(self._fd, view):]
-      self._bytes += sum(a.nbytes for a in arrays)
+      while view:
+        view = view[os.write(self._fd, view):]
+      self._bytes += data.nbytes
       if self._bytes > self.store.room():
         raise _OverBudget()
     except (OSError, _OverBudget) as e:
       self._fail(e)
       return
-    self._blocks.append([int(arrays[0].shape[0]), crc])
+    self._blocks.append([rows, crc])
 
   def finish(self, label: Optional[str]) -> None:
     """Puts the complete entry in place (or discards it: another training
@@ -202,7 +200,7 @@ class EntryWriter:
       self._stack.close()
       os.unlink(os.path.join(temp, OWNER))
       atomic_files.write_json(os.path.join(temp, MANIFEST), {
-          'key': self.key, 'columns': self._columns or [], 'label': label,
+          'key': self.key, 'columns': self._columns, 'label': label,
           'blocks': self._blocks, 'bytes': self._bytes,
           'written': time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())})
       kept = self.store.put_in_place(temp, self.final, self.key)
