@@ -33,7 +33,8 @@ class MonitorCheck(keras.callbacks.Callback):
                if name not in logs}
     if missing:
       raise SpecError(
-          f'{_describe(missing)}, which the training does not log. Expected '
+          f'{_describe(missing)}, which the training does not log. Received: '
+          f'{", ".join(sorted(missing.values()))}. Expected '
           f'one of: {", ".join(sorted(logs))}. Set monitor to one of '
           "those ('val_' names need eval data).")
 
