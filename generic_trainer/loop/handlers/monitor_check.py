@@ -33,10 +33,10 @@ class MonitorCheck(keras.callbacks.Callback):
                if name not in logs}
     if missing:
       raise SpecError(
-          f'{_describe(missing)}, which the training does not log. Received: '
-          f'{", ".join(sorted(missing.values()))}. Expected '
+          f'{_describe(missing)}, which the training does not log. Expected '
           f'one of: {", ".join(sorted(logs))}. Set monitor to one of '
-          "those ('val_' names need eval data).")
+          "those ('val_' names need eval data). Received: "
+          f'{", ".join(sorted(missing.values()))}.')
 
 
 def _describe(missing) -> str:
