@@ -35,8 +35,10 @@ def test_spec_matches_tfx_trainer_spec():
       'backend',
       'max_restarts'}
   assert set(GenericTrainerSpec.INPUTS) - set(TrainerSpec.INPUTS) == {
-      'statistics'}
-  assert GenericTrainerSpec.OUTPUTS.keys() == TrainerSpec.OUTPUTS.keys()
+      'statistics', 'parsed_rows'}
+  assert set(GenericTrainerSpec.OUTPUTS) - set(TrainerSpec.OUTPUTS) == {
+      'updated_parsed_rows'}
+  assert GenericTrainerSpec.OUTPUTS['updated_parsed_rows'].optional
 
 
 def test_outputs_are_model_and_model_run(examples):
