@@ -20,7 +20,10 @@ A worker that died without reporting an error (SIGKILL, OOM) restarts the
 whole group from the last checkpoint, up to `max_restarts` times
 (`restarts` decides); a reported error, or one death too many, is raised.
 Every process started here is killed before `run` returns or raises, and
-dies with the executor anyway. After a SIGTERM, forwarded to every worker
+dies with the executor anyway. With a `num_workers` range the group
+restarts smaller when a worker cannot come back and grows back later
+(`restarts` decides when and to what size, `TrainingPlan.with_workers`
+sets it). After a SIGTERM, forwarded to every worker
 (`preemption`), the workers stop at one step the chief chooses
 (`keys.STOP_FILE_ENV`), all save it, and the group is not restarted:
 PreemptedError.
@@ -29,6 +32,7 @@ PreemptedError.
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -184,19 +188,30 @@ def run(request: TrainingRequest) -> None:
 
   Every worker gets the same `checkpoint_dir`: the chief writes the resume
   checkpoints, every worker restores from them, also after the group was
-  restarted because a worker died.
+  restarted because a worker died. With a `num_workers` range, the group
+  starts with as many workers as the range and the machine allow, and
+  restarts smaller or bigger as `restarts` decides; the log and
+  `workers.json` say each change and why.
 
   Raises:
     The failed worker's error (same class, its message, which worker), or
     TrainingProcessError if it died without reporting one more often than
-    `max_restarts` allows, or did not finish.
+    `max_restarts` allows, or did not finish, or fewer workers than the
+    range's MIN can run.
   """
-  count = request.plan.num_workers
-  check_capacity(count)
+  least, most = request.plan.worker_bounds()
+  if least == most:
+    check_capacity(most)
+    count = most
+  else:
+    check_capacity(least)
+    count = min(most, _capacity_now())
   limit = request.plan.max_restarts
   done: List[restarts_lib.Restart] = []
+  changes: List[restarts_lib.SizeChange] = []
+  after_restart = False
   while True:
-    entries, failure = _run_group(request, count)
+    entries, failure, grow = _run_group(request.with_workers(count), count)
     if preemption.requested():
       raise errors.PreemptedError(
           f'SIGTERM stopped the local {count}-worker training; every worker '
@@ -205,22 +220,51 @@ def run(request: TrainingRequest) -> None:
           f'{resume.describe(request.checkpoint_dir) or "no step yet"}. '
           'Nothing was published. Run the same training again: it resumes '
           'there, repeating no step.')
+    if grow is not None:
+      change = restarts_lib.SizeChange(
+          count, grow, f'the machine can run {grow} worker(s) again',
+          resume.describe(request.checkpoint_dir))
+      logging.warning(change.line())
+      changes.append(change)
+      count, after_restart = grow, False
+      _clear_outputs(request)
+      continue
     if failure is None:
-      _write_summary(request.model_run_dir(), entries, done)
+      _write_summary(request.model_run_dir(), entries, done, changes)
       return
     if not restarts_lib.should_restart(failure, len(done), limit):
       raise restarts_lib.final_error(failure, count, done, limit)
+    size, why = restarts_lib.size_after_death(
+        count, least, _capacity_now(), failure, after_restart)
+    if size is None:
+      raise restarts_lib.no_capacity_error(failure, count, least, why, done,
+                                           limit)
     resumed_from = resume.describe(request.checkpoint_dir)
-    logging.warning(restarts_lib.restart_line(failure, count, len(done) + 1,
-                                              limit, resumed_from))
+    logging.warning(restarts_lib.restart_line(
+        failure, count, len(done) + 1, limit, resumed_from, size))
     done.append(restarts_lib.Restart(failure, resumed_from))
-    for folder in (request.serving_dir, request.eval_dir):
-      _clear(folder)  # The chief may have died exporting.
+    if size != count:
+      change = restarts_lib.SizeChange(count, size, why, resumed_from)
+      logging.warning(change.line())
+      changes.append(change)
+    count, after_restart = size, True
+    _clear_outputs(request)
+
+
+def _clear_outputs(request: TrainingRequest) -> None:
+  for folder in (request.serving_dir, request.eval_dir):
+    _clear(folder)  # The chief may have died exporting.
+
+
+def _capacity_now() -> int:
+  """How many workers this machine can run now (`capacity`)."""
+  return capacity(machine.cores(), machine.available_memory())
 
 
 def _run_group(request: TrainingRequest, count: int):
   """Starts the `count` workers, waits, stops them all; returns (their
-  `workers.json` entries, the first failure or None)."""
+  `workers.json` entries, the first failure or None, the size to grow to
+  or None: see `_wait`)."""
   why_not_private = private_network.available()
   reservation = None
   if why_not_private:
@@ -286,32 +330,45 @@ def _run_group(request: TrainingRequest, count: int):
       finally:
         os.close(log)
       workers.append(_Worker(index, process, result, log_path))
-    failure = _wait(workers)
+    failure, grow = _wait(workers, request)
     return [{
         'index': w.index,
         'chief': w.index == 0,
         'address': f'localhost:{ports[w.index]}',
         'seconds': w.seconds,
         'replicas_in_sync': w.report().get('replicas_in_sync'),
-    } for w in workers], failure
+    } for w in workers], failure, grow
 
 
-def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
-  """None when all workers succeeded; the first failure as soon as one
-  failed (the others are still running)."""
+def _wait(workers: List[_Worker], request: TrainingRequest):
+  """(None, None) when all workers succeeded; (the first failure, None) as
+  soon as one failed (the others are still running); (None, N) when the
+  group, shrunk, stopped at one step to grow to N workers
+  (`restarts.grow_to`)."""
   count = len(workers)
   first_done = None
+  started = time.monotonic()
+  _, most = request.plan.worker_bounds()
+  start_step = _step(request.checkpoint_dir) if count < most else None
+  next_look = started
   while True:
     codes = [w.poll() for w in workers]
     failed = [w for w, code in zip(workers, codes) if code not in (None, 0) or
               (code == 0 and not child_process.reported(w.result_path))]
     if preemption.requested():
       _wait_saved(workers)  # `run` raises PreemptedError.
-      return None
+      return None, None
     if failed:
-      return _failure(_first_failure(failed), count)
+      return _failure(_first_failure(failed), count), None
     if all(code == 0 for code in codes):
-      return None
+      return None, None
+    if count < most and first_done is None and time.monotonic() > next_look:
+      next_look = time.monotonic() + 1.0
+      grow = restarts_lib.grow_to(
+          count, most, _capacity_now(), time.monotonic() - started,
+          _step(request.checkpoint_dir) not in (None, start_step))
+      if grow is not None:
+        return _stop_to_grow(workers, grow)
     if first_done is None and 0 in codes:
       first_done = time.monotonic()
     if first_done is not None and (
@@ -325,6 +382,30 @@ def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
           'worker must run the same training. Their output is above, '
           "prefixed '[worker i]'. Nothing was published.")
     time.sleep(_POLL_S)
+
+
+def _step(checkpoint_dir: Optional[str]) -> Optional[int]:
+  """The step of the last resume checkpoint, or None."""
+  try:
+    point = resume.latest(checkpoint_dir) if checkpoint_dir else None
+  except errors.CheckpointError:
+    return None
+  return point['step'] if point else None
+
+
+def _stop_to_grow(workers: List[_Worker], grow: int):
+  """Asks every worker to stop as on a SIGTERM (they agree on one step and
+  save it), waits; (None, `grow`), or (None, None) if they had finished."""
+  logging.info('Stopping the %d workers at one step, saved, to restart '
+               'them as %d.', len(workers), grow)
+  for worker in workers:
+    if worker.poll() is None:
+      worker.process.send_signal(signal.SIGTERM)
+  _wait_saved(workers)
+  if all(w.poll() == 0 and child_process.reported(w.result_path)
+         for w in workers):
+    return None, None  # They finished first.
+  return None, grow
 
 
 def _wait_saved(workers: List[_Worker]) -> None:
@@ -367,12 +448,15 @@ def _clear(directory: str) -> None:
 
 
 def _write_summary(model_run: str, entries: List[Dict[str, Any]],
-                   restarts: List[restarts_lib.Restart]) -> None:
+                   restarts: List[restarts_lib.Restart],
+                   changes: List[restarts_lib.SizeChange]) -> None:
   """Writes `workers.json` into the ModelRun: who trained, how long (the
-  group that finished), and every restart before it."""
+  group that finished), every restart before it, and every change of the
+  group's size (`size_changes`: from, to, why, where it resumed)."""
   from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
   summary = {'num_workers': len(entries), 'workers': entries,
-             'restarts': [r.to_json() for r in restarts]}
+             'restarts': [r.to_json() for r in restarts],
+             'size_changes': [c.to_json() for c in changes]}
   fileio.makedirs(model_run)
   atomic_files.write_json(os.path.join(model_run, SUMMARY_FILE), summary,
                           indent=2)
