@@ -359,7 +359,10 @@ def _wait(workers: List[_Worker], request: TrainingRequest):
       _wait_saved(workers)  # `run` raises PreemptedError.
       return None, None
     if failed:
-      return _failure(_first_failure(failed), count), None
+      first = _first_failure(failed)
+      if first.report().get('error') == errors.PreemptedError.__name__:
+        _wait_saved(workers)  # The others stop at the same step and save.
+      return _failure(first, count), None
     if all(code == 0 for code in codes):
       return None, None
     if count < most and first_done is None and time.monotonic() > next_look:
@@ -432,13 +435,19 @@ def _first_failure(failed: List[_Worker]) -> _Worker:
 
 
 def _failure(worker: _Worker, count: int) -> restarts_lib.WorkerFailure:
+  """How `worker` failed. A worker that SIGTERM stopped with its group (it
+  got the signal alone: its machine was preempted, not this process)
+  lost nothing, and is no error of the training: a death, restarted."""
   where = (f'raised in worker {worker.index} of the local {count}-worker '
            'training; the other workers were stopped')
-  return restarts_lib.WorkerFailure(
-      worker=worker.index,
-      how=child_process.describe_exit(worker.process.returncode),
-      error=child_process.read_error(worker.result_path, where),
-      after_s=worker.seconds or 0.0)
+  error = child_process.read_error(worker.result_path, where)
+  how = child_process.describe_exit(worker.process.returncode)
+  if isinstance(error, errors.PreemptedError):
+    error, how = None, ('was stopped by SIGTERM (the group stopped at one '
+                        'step and saved it)')
+  return restarts_lib.WorkerFailure(worker=worker.index, how=how,
+                                    error=error,
+                                    after_s=worker.seconds or 0.0)
 
 
 def _clear(directory: str) -> None:

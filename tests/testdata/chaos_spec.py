@@ -1,0 +1,105 @@
+"""The penguin spec for the chaos test (tests/test_chaos.py): a tiny model
+that records every example it trains on, per worker and per step.
+
+The examples carry a `row_id` (tests/test_chaos.py writes them). The
+spec's `train_step` writes, before each step's update, the ids of the
+worker's slice of the global batch to
+`custom_config['record_dir']/ids/s{STEP}-w{WORKER}.json` (atomically:
+temporary file, fsync, rename), with the group's size and the time; and
+each worker's pid to `pids/w{WORKER}`. Its handler's `get_state` (which
+every resume checkpoint calls) lingers 0.2 s on the chief after writing
+`saving` (the step), so the test can kill a worker while the checkpoint is
+being written.
+"""
+
+import os
+import sys
+import time
+
+import keras
+import tensorflow as tf
+
+from generic_trainer import TrainSpec
+from generic_trainer import atomic_files
+
+FEATURES = ['bill_length_mm', 'bill_depth_mm', 'flipper_length_mm',
+            'body_mass_g']
+ID = 'row_id'
+
+
+class _Saving(keras.callbacks.Callback):
+  """Marks (on the chief) and slows each checkpoint save a little."""
+
+  def __init__(self, directory, is_chief):
+    super().__init__()
+    self.directory = directory
+    self.is_chief = is_chief
+    self.saves = 0
+
+  def on_train_begin(self, logs=None):
+    atomic_files.write_text(
+        os.path.join(self.directory, 'pids',
+                     f'w{self.model_index}'), str(os.getpid()))
+
+  def get_state(self):
+    self.saves += 1
+    if self.is_chief and self.saves > 1:  # The first call only checks.
+      atomic_files.write_text(os.path.join(self.directory, 'saving'),
+                              f'{self.saves} {time.time()}')
+      time.sleep(0.2)
+    return {}
+
+  def set_state(self, state):
+    del state
+
+
+class ChaosSpec(TrainSpec):
+  label_key = 'species'
+  feature_keys = FEATURES + [ID]
+  batch_size = 12  # The global batch: 228 train rows are 19 of them.
+  epochs = 2
+  checkpoint = {'every_steps': 2}
+  num_classes = 3
+
+  def build_model(self):
+    inputs = {k: keras.Input(shape=(1,), name=k) for k in FEATURES + [ID]}
+    x = keras.layers.Concatenate()([inputs[k] for k in FEATURES])
+    x = x + keras.ops.multiply(inputs[ID], 0.0)  # Read, not used.
+    x = keras.layers.BatchNormalization(momentum=0.9)(x)
+    x = keras.layers.Dense(8, activation='relu')(x)
+    outputs = keras.layers.Dense(self.num_classes, activation='softmax')(x)
+    return keras.Model(inputs, outputs)
+
+  def build_optimizer(self):
+    return keras.optimizers.Adam(1e-2)
+
+  def build_loss(self):
+    return keras.losses.SparseCategoricalCrossentropy()
+
+  def build_metrics(self):
+    return [keras.metrics.SparseCategoricalAccuracy()]
+
+  def preprocess(self, features):
+    return {k: keras.ops.cast(v, 'float32') for k, v in features.items()}
+
+  def handlers(self):
+    directory = self.fn_args.custom_config['record_dir']
+    for sub in ('ids', 'pids'):
+      os.makedirs(os.path.join(directory, sub), exist_ok=True)
+    saving = _Saving(directory, self.fn_args.is_chief)
+    saving.model_index = self.fn_args.worker_index
+    return [saving]
+
+  def train_step(self, model, data):
+    tf.py_function(self._record, [data[0][ID], model.optimizer.iterations],
+                   [])
+    return type(model).train_step(model, data)
+
+  def _record(self, ids, step):
+    args = self.fn_args
+    atomic_files.write_json(
+        os.path.join(args.custom_config['record_dir'], 'ids',
+                     f's{int(step)}-w{args.worker_index}.json'),
+        {'n': args.num_workers, 'w': args.worker_index, 't': time.time(),
+         'ids': sorted(int(i) for i in ids.numpy().ravel())})
+    sys.stdout.flush()
