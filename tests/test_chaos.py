@@ -3,15 +3,20 @@
 One execution of GenericExecutor with `num_workers='2:3'` trains a tiny
 spec (tests/testdata/chaos_spec.py: 228 penguins with a `row_id`, global
 batch 12, 2 epochs of 19 steps, a checkpoint every 2 steps) while this test
-kills its workers: SIGKILL mid-epoch, SIGKILL at start-up right after a
-restart (a worker that dies again so soon cannot be brought back: the group
-shrinks to 2), the shrunk group grows back to 3 at its next checkpoint (the
-parent stops it with SIGTERM at one saved step), then a SIGTERM to one
-worker or a SIGKILL during a checkpoint write (drawn), and a SIGKILL of the
-chief during the export. The training completes; the steps add up; every
-row is trained exactly once per epoch, whatever the group's size when its
-step ran; no process or scratch folder is left; the published model is
-never half there, and an earlier one is never touched.
+kills its workers. The training completes; the steps add up; every row is
+trained exactly once per epoch, whatever the group's size when its step
+ran; no process or scratch folder is left; the published model is never
+half there, and an earlier one is never touched.
+
+Each start of a group of TensorFlow processes costs 30-60 s on a shared
+2-core machine, and every fault costs one, so `make test` runs the quick
+schedule (`_Chaos.quick`: a drawn fault, SIGKILL mid-epoch, SIGTERM to one
+worker or SIGKILL during a checkpoint write, while the capacity check
+allows only 2 workers, so the group shrinks; room again, so it grows back
+at its next checkpoint, the parent stopping it with SIGTERM at one saved
+step; a SIGKILL at the grown group's start-up), and `make soak` the full
+one (`_Chaos.full`, adding a second death right after a restart as the
+reason to shrink, and a SIGKILL of the chief during the export).
 
 The faults' kinds, workers and delays are drawn from a seed, printed;
 `GENERIC_TRAINER_CHAOS_SEED=N` replays one.
@@ -117,6 +122,7 @@ class _Chaos:
     self.done = threading.Event()
     self.injected = []
     self.problems = []
+    self.capacity = {'now': None}  # None: the machine's.
 
   def _check(self):
     """Never a half-published model; the earlier one always there."""
@@ -158,31 +164,25 @@ class _Chaos:
     except ProcessLookupError:
       self.problems.append(f'{what}: the process had ended')
 
-  def run(self):
+  def _fresh_group(self, old):
+    """The pids of a group started after the `old` ones (3 processes)."""
+
+    def fresh():
+      new = [p for p in _workers(self.scratch) if p not in old]
+      return new if len(new) >= 3 else None
+
+    return self._until(fresh)
+
+  def _drawn_fault(self):
+    """SIGKILL mid-epoch, SIGTERM to one worker mid-epoch, or SIGKILL
+    during a checkpoint write, to a drawn worker."""
     rng = self.rng
-    # 1. SIGKILL a worker mid-epoch of the first group.
-    at = rng.randint(3, 8)
-    self._until(lambda: self._step() >= at)
     worker = rng.randrange(3)
-    self._signal(f'SIGKILL worker {worker} mid-epoch', self._pid(worker),
-                 signal.SIGKILL)
-    # 2. SIGKILL one at start-up of the restarted group: it cannot come
-    # back, and the group shrinks to 2.
-    old = set(_workers(self.scratch))
-    fresh = self._until(lambda: [
-        p for p in _workers(self.scratch) if p not in old][:3] if len([
-            p for p in _workers(self.scratch) if p not in old]) >= 3 else
-        None)
-    time.sleep(rng.uniform(0.0, 2.0))
-    self._signal('SIGKILL a worker at start-up', rng.choice(fresh or [None]),
-                 signal.SIGKILL)
-    # 3. The two grow back to three by themselves; then one fault of a
-    # drawn kind in the grown group.
-    self._until(lambda: 'grows from 2 to 3' in self.log())
-    start = self._step()
-    self._until(lambda: self._step() >= start + rng.randint(3, 6))
-    worker = rng.randrange(3)
-    if rng.random() < 0.5:
+    kind = rng.randrange(3)
+    if kind == 0:
+      self._signal(f'SIGKILL worker {worker} mid-epoch', self._pid(worker),
+                   signal.SIGKILL)
+    elif kind == 1:
       self._signal(f'SIGTERM worker {worker} mid-epoch', self._pid(worker),
                    signal.SIGTERM)
     else:
@@ -192,18 +192,60 @@ class _Chaos:
                   os.path.getmtime(saving) > before)
       self._signal(f'SIGKILL worker {worker} during a checkpoint write',
                    self._pid(worker), signal.SIGKILL)
-    # 4. SIGKILL the chief while it exports.
+
+  def _start_up_kill(self, old):
+    """SIGKILL a worker of the first group started after the `old` pids
+    while it starts."""
+    fresh = self._fresh_group(old)
+    time.sleep(self.rng.uniform(0.0, 2.0))
+    self._signal('SIGKILL a worker at start-up',
+                 self.rng.choice(fresh or [None]), signal.SIGKILL)
+
+  def quick(self):
+    """`make test`'s schedule: a drawn fault while the capacity check
+    allows only 2 workers (the group shrinks), room again (it grows back
+    at its next checkpoint), a SIGKILL at the grown group's start-up."""
+    at = self.rng.randint(3, 8)
+    self._until(lambda: self._step() >= at)
+    self.capacity['now'] = 2
+    self._drawn_fault()
+    self._until(lambda: 'shrinks from 3 to 2' in self.log())
+    self._until(lambda: any(v['n'] == 2 for values in _records(
+        self.record).values() for v in values))
+    old = set(_workers(self.scratch))  # The group of 2, training.
+    self.capacity['now'] = None
+    self._until(lambda: 'grows from 2 to 3' in self.log())
+    self._start_up_kill(old)
+    self._until(lambda: False, timeout=3600)  # Keep checking to the end.
+
+  def full(self):
+    """`make soak`'s: SIGKILL mid-epoch; SIGKILL at the restarted group's
+    start-up (a second death so soon: it shrinks); the regrow; a drawn
+    fault; SIGKILL of the chief during the export."""
+    at = self.rng.randint(3, 8)
+    self._until(lambda: self._step() >= at)
+    worker = self.rng.randrange(3)
+    old = set(_workers(self.scratch))
+    self._signal(f'SIGKILL worker {worker} mid-epoch', self._pid(worker),
+                 signal.SIGKILL)
+    self._start_up_kill(old)
+    self._until(lambda: 'grows from 2 to 3' in self.log())
+    start = self._step()
+    self._until(lambda: self._step() >= start + self.rng.randint(3, 6))
+    self._drawn_fault()
     staging = os.path.join(self.model_uri, '.staging', 'Format-Serving')
     self._until(lambda: os.path.exists(staging))
     self._signal('SIGKILL the chief during the export', self._pid(0),
                  signal.SIGKILL)
-    self._until(lambda: False, timeout=3600)  # Keep checking to the end.
+    self._until(lambda: False, timeout=3600)
 
   log = None
 
 
+@pytest.mark.parametrize('schedule', [
+    'quick', pytest.param('full', marks=pytest.mark.soak)])
 def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
-    penguin_artifacts, tmp_path, monkeypatch, caplog):
+    penguin_artifacts, tmp_path, monkeypatch, caplog, schedule):
   """Random SIGKILLs and SIGTERMs (mid-epoch, at start-up, during a
   checkpoint write, during the export), a forced shrink and a regrow: the
   training completes with exact steps and each row once per epoch."""
@@ -211,6 +253,7 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import restarts  # pylint: disable=g-import-not-at-top
   seed = int(os.environ.get(SEED_ENV) or random.randrange(1 << 31))
   print(f'chaos seed {seed}; replay with {SEED_ENV}={seed}')
@@ -219,10 +262,12 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
   scratch.mkdir()
   monkeypatch.setenv('TMPDIR', str(scratch))
   monkeypatch.setattr(tempfile, 'tempdir', str(scratch))
-  # Grow at the first checkpoint after a shrink; any death after a restart
-  # is one that cannot come back (the draw decides when it comes).
+  # Grow at the first checkpoint after a shrink. Quick: the capacity check
+  # forces the shrink, and a death after a restart is no reason to; full:
+  # any death after a restart is one that cannot come back.
   monkeypatch.setattr(restarts, 'GROW_AFTER_S', 0.0)
-  monkeypatch.setattr(restarts, 'REDEATH_WINDOW_S', 3600.0)
+  monkeypatch.setattr(restarts, 'REDEATH_WINDOW_S',
+                      0.0 if schedule == 'quick' else 3600.0)
   caplog.set_level(logging.INFO, logger='absl')
   examples, schema = _with_row_ids(*penguin_artifacts, str(tmp_path / 'in'))
   earlier = str(tmp_path / 'earlier' / 'Format-Serving')
@@ -239,7 +284,10 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
          'num_workers': '2:3', 'max_restarts': 6})
   chaos = _Chaos(rng, scratch, record, model.uri, earlier)
   chaos.log = lambda: caplog.text
-  injector = threading.Thread(target=chaos.run, daemon=True)
+  machine_capacity = local_cluster._capacity_now  # pylint: disable=protected-access
+  monkeypatch.setattr(local_cluster, '_capacity_now', lambda: (
+      chaos.capacity['now'] or machine_capacity()))
+  injector = threading.Thread(target=getattr(chaos, schedule), daemon=True)
   started = time.monotonic()
   injector.start()
   try:
@@ -248,9 +296,11 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
     chaos.done.set()
     injector.join(timeout=10)
   seconds = time.monotonic() - started
-  print(f'chaos seed {seed}: {seconds:.0f} s; faults: {chaos.injected}')
+  print(f'chaos seed {seed}: {schedule} {seconds:.0f} s; faults: '
+        f'{chaos.injected}')
   assert not chaos.problems, chaos.problems
-  assert len(chaos.injected) == 4, chaos.injected
+  faults = {'quick': 2, 'full': 4}[schedule]
+  assert len(chaos.injected) == faults, chaos.injected
 
   # The steps add up, and each row is trained once per epoch.
   trained = _trained(_records(record))
@@ -268,8 +318,10 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
     summary = json.load(f)
   sizes = [(c['from'], c['to']) for c in summary['size_changes']]
   assert sizes[:2] == [(3, 2), (2, 3)], summary
-  assert 'cannot be brought back' in summary['size_changes'][0]['why']
-  assert len(summary['restarts']) == 4, summary
+  assert {'quick': 'the capacity check allows 2 worker(s)',
+          'full': 'cannot be brought back'}[schedule] in (
+              summary['size_changes'][0]['why'])
+  assert len(summary['restarts']) == faults, summary
   assert all(2 <= len(trained[s]) <= 3 for s in trained)
   assert {len(trained[s]) for s in trained} == {2, 3}
   assert 'The local worker group shrinks from 3 to 2 workers' in caplog.text

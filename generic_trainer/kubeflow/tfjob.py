@@ -48,6 +48,7 @@ from typing import Any, Dict, List, Optional
 import jsonschema
 import yaml
 
+from generic_trainer.core.args import worker_range
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS
 from generic_trainer.keys import MAX_RESTARTS_KEY
@@ -188,8 +189,7 @@ def _most_workers(setting: Any) -> int:
   """The replicas a TFJob runs for a `num_workers` setting: N, or a range's
   MAX (the operator restarts pods at the job's size; only a local group
   shrinks and grows, `launch.restarts`)."""
-  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
-  return (args.worker_range(setting) or (1, 1))[1]
+  return (worker_range(setting) or (1, 1))[1]
 
 
 def render_for_component(component, name: str, image: str,

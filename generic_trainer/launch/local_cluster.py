@@ -9,13 +9,11 @@ chief exports into the staging folder the executor validates and
 publishes; the others export into scratch folders removed afterwards.
 
 A worker writes its output to a file of the group's scratch folder, never
-to a pipe: a thread copies each line to stderr with a `[worker i]` prefix,
-and drops the lines stderr cannot take (closed by `| head`, a full disk),
-so a worker never waits on this process's stderr.
+to a pipe (`worker_process`: its lines go to stderr prefixed `[worker i]`).
 
 Waits are bounded: as soon as one worker fails the others are killed;
 once one worker has finished, the others get `FINISH_GRACE_S` to finish;
-stopping the group waits `STOP_WAIT_S` in all.
+stopping the group waits `worker_process.STOP_WAIT_S` in all.
 A worker that died without reporting an error (SIGKILL, OOM) restarts the
 whole group from the last checkpoint, up to `max_restarts` times
 (`restarts` decides); a reported error, or one death too many, is raised.
@@ -34,8 +32,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -55,13 +51,12 @@ from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
+from generic_trainer.launch import worker_process
 
 FINISH_GRACE_S = 180.0
-STOP_WAIT_S = 30.0  # For all the killed workers of a group together.
 PRIVATE_PORT = 20000  # The first worker's port in a private network.
 WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
 SUMMARY_FILE = 'workers.json'
-_POLL_S = 0.2
 
 
 def capacity(cores: int, memory: Optional[int]) -> int:
@@ -101,85 +96,6 @@ def free_ports(count: int) -> List[int]:
     if port not in ports:
       ports.append(port)
   return ports
-
-
-class _Worker:
-  """One started worker process, its log file and where it reports."""
-
-  def __init__(self, index: int, process: subprocess.Popen, result_path: str,
-               log_path: str):
-    self.index = index
-    self.process = process
-    self.result_path = result_path
-    self.log_path = log_path
-    self.started = time.monotonic()
-    self.seconds: Optional[float] = None
-    self.dropped = 0  # Lines stderr could not take.
-    self.log_thread = threading.Thread(target=self._stream, daemon=True)
-    self.log_thread.start()
-
-  def _stream(self) -> None:
-    """Copies the log file's lines to stderr until the worker has ended
-    and its file is read."""
-    prefix = f'[worker {self.index}] '
-    with open(self.log_path, encoding='utf-8', errors='replace') as log:
-      partial = ''
-      while True:
-        ended = self.process.poll() is not None
-        chunk = log.read()
-        lines = (partial + chunk).split('\n')
-        partial = lines.pop()
-        for line in lines:
-          self._show(prefix + line + '\n')
-        if ended and not chunk:
-          if partial:
-            self._show(prefix + partial + '\n')
-          return
-        if not chunk:
-          time.sleep(_POLL_S)
-
-  def _show(self, line: str) -> None:
-    try:
-      sys.stderr.write(line)
-      sys.stderr.flush()
-    except (OSError, ValueError):  # Closed, broken, full: drop the line.
-      self.dropped += 1
-
-  def poll(self) -> Optional[int]:
-    code = self.process.poll()
-    if code is not None and self.seconds is None:
-      self.seconds = round(time.monotonic() - self.started, 1)
-    return code
-
-  def report(self) -> Dict[str, Any]:
-    if not os.path.exists(self.result_path):
-      return {}
-    with open(self.result_path) as f:
-      try:
-        return json.load(f)
-      except ValueError:
-        return {}
-
-  def kill(self) -> None:
-    if self.process.poll() is None:
-      self.process.kill()
-
-  def wait_stopped(self, deadline: float) -> None:
-    try:
-      self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-      logging.error('Worker %d (pid %d) did not die after SIGKILL.',
-                    self.index, self.process.pid)
-    self.log_thread.join(timeout=max(0.1, deadline - time.monotonic()))
-
-
-def _stop_all(workers: List[_Worker]) -> None:
-  """Kills the workers still running, and waits STOP_WAIT_S in all."""
-  for worker in workers:
-    worker.kill()
-  deadline = time.monotonic() + STOP_WAIT_S
-  for worker in workers:
-    worker.wait_stopped(deadline)
 
 
 def run(request: TrainingRequest) -> None:
@@ -277,12 +193,12 @@ def _run_group(request: TrainingRequest, count: int):
         ports, why_not_private)
   else:
     ports = [PRIVATE_PORT + i for i in range(count)]
-  workers: List[_Worker] = []
+  workers: List[worker_process.Worker] = []
   with contextlib.ExitStack() as stack:
     root = stack.enter_context(scratch.folder('workers'))
     if reservation:
       stack.callback(reservation.release)
-    stack.callback(_stop_all, workers)
+    stack.callback(worker_process.stop_all, workers)
     logging.info('Starting %d training workers on localhost ports %s%s.',
                  count, ports, '' if reservation else
                  ', in a network of their own')
@@ -310,7 +226,7 @@ def _run_group(request: TrainingRequest, count: int):
         first = workers[0].process.pid
         network = lambda die, first=first: private_network.join_fn(
             first, then=die)
-      # A log the worker appends to, read back by `_Worker._stream`.
+      # A log the worker appends to, read back by `worker_process.Worker._stream`.
       log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
                     os.O_APPEND | os.O_CLOEXEC, 0o600)
       try:
@@ -324,12 +240,12 @@ def _run_group(request: TrainingRequest, count: int):
         # children cannot (seen: unshare EINVAL under a LocalDagRunner
         # pipeline's threads). Start the group again on reserved ports.
         private_network.refuse(f'starting a worker in it failed here ({e})')
-        _stop_all(workers)
+        worker_process.stop_all(workers)
         workers.clear()
         return _run_group(request, count)
       finally:
         os.close(log)
-      workers.append(_Worker(index, process, result, log_path))
+      workers.append(worker_process.Worker(index, process, result, log_path))
     failure, grow = _wait(workers, request)
     return [{
         'index': w.index,
@@ -340,7 +256,7 @@ def _run_group(request: TrainingRequest, count: int):
     } for w in workers], failure, grow
 
 
-def _wait(workers: List[_Worker], request: TrainingRequest):
+def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
   """(None, None) when all workers succeeded; (the first failure, None) as
   soon as one failed (the others are still running); (None, N) when the
   group, shrunk, stopped at one step to grow to N workers
@@ -384,7 +300,7 @@ def _wait(workers: List[_Worker], request: TrainingRequest):
           'trains fewer steps) leaves the others waiting for it: every '
           'worker must run the same training. Their output is above, '
           "prefixed '[worker i]'. Nothing was published.")
-    time.sleep(_POLL_S)
+    time.sleep(worker_process.POLL_S)
 
 
 def _step(checkpoint_dir: Optional[str]) -> Optional[int]:
@@ -396,7 +312,7 @@ def _step(checkpoint_dir: Optional[str]) -> Optional[int]:
   return point['step'] if point else None
 
 
-def _stop_to_grow(workers: List[_Worker], grow: int):
+def _stop_to_grow(workers: List[worker_process.Worker], grow: int):
   """Asks every worker to stop as on a SIGTERM (they agree on one step and
   save it), waits; (None, `grow`), or (None, None) if they had finished."""
   logging.info('Stopping the %d workers at one step, saved, to restart '
@@ -411,16 +327,16 @@ def _stop_to_grow(workers: List[_Worker], grow: int):
   return None, grow
 
 
-def _wait_saved(workers: List[_Worker]) -> None:
+def _wait_saved(workers: List[worker_process.Worker]) -> None:
   """After a SIGTERM: waits until every worker ended (each saves its step
   first), `PREEMPTION_WAIT_S` at most."""
   deadline = time.monotonic() + PREEMPTION_WAIT_S
   while (any(w.poll() is None for w in workers) and
          time.monotonic() < deadline):
-    time.sleep(_POLL_S)
+    time.sleep(worker_process.POLL_S)
 
 
-def _first_failure(failed: List[_Worker]) -> _Worker:
+def _first_failure(failed: List[worker_process.Worker]) -> worker_process.Worker:
   """The worker whose failure came first: one that died without reporting
   an error (the others' errors follow from losing it), else the first to
   report."""
@@ -434,7 +350,7 @@ def _first_failure(failed: List[_Worker]) -> _Worker:
   return min(failed, key=lambda w: (when(w), w.index))
 
 
-def _failure(worker: _Worker, count: int) -> restarts_lib.WorkerFailure:
+def _failure(worker: worker_process.Worker, count: int) -> restarts_lib.WorkerFailure:
   """How `worker` failed. A worker that SIGTERM stopped with its group (it
   got the signal alone: its machine was preempted, not this process)
   lost nothing, and is no error of the training: a death, restarted."""
