@@ -250,3 +250,27 @@ def test_no_room_for_the_minimum_fails_with_what_to_do():
       'worker(s) on this machine now, fewer than the 2 the num_workers range '
       'needs.')
   assert not missing_parts(str(error))
+
+
+def test_the_command_takes_num_workers_as_a_flag_out_of_the_resume_key(
+    tmp_path):
+  """--num-workers N or MIN:MAX reaches the settings as the component's;
+  a wrong one is refused with the flag's spelling; the count is not part
+  of the resume key (the data order does not depend on it)."""
+  from generic_trainer import errors  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  csv = tmp_path / 'train.csv'
+  csv.write_text('a,b\n1,2\n3,4\n')
+  module = tmp_path / 'mod.py'
+  module.write_text('x = 1\n')
+  base = ['--module-file', str(module), '--train-data', str(csv),
+          '--output-dir', str(tmp_path / 'out')]
+  two = cli_args.parse(base + ['--num-workers', '2'], 0.0)
+  ranged = cli_args.parse(base + ['--num-workers', '2:3'], 0.0)
+  assert (two.num_workers, ranged.num_workers) == (2, '2:3')
+  assert local_run.resume_key(two) == local_run.resume_key(ranged)
+  with pytest.raises(errors.InvalidArgumentError, match=(
+      r"^--num-workers must be a positive int .* Received: "
+      r"--num-workers=3:2\.")):
+    cli_args.parse(base + ['--num-workers', '3:2'], 0.0)
