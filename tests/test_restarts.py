@@ -274,3 +274,26 @@ def test_the_command_takes_num_workers_as_a_flag_out_of_the_resume_key(
       r"^--num-workers must be a positive int .* Received: "
       r"--num-workers=3:2\.")):
     cli_args.parse(base + ['--num-workers', '3:2'], 0.0)
+
+
+def test_a_global_batch_the_workers_cannot_share_evenly_is_refused():
+  """batch_size 20 over 3 workers is refused before any step (Keras 3
+  under MultiWorkerMirroredStrategy fails on uneven slices); 21 is not,
+  nor any batch in one process."""
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
+  from message_parts import missing_parts  # pylint: disable=g-import-not-at-top
+
+  class Spec:
+    batch_size = 20
+
+  with pytest.raises(SpecError, match=(
+      r'^TrainSpec.batch_size=20 \(the global batch.*Received: '
+      r'batch_size=20, 3 workers\. Set batch_size to a multiple of 3 \(e\.g\. '
+      r'18 or 21\)')) as info:
+    checks.check_batch_split(Spec, 3)
+  assert not missing_parts(str(info.value))
+  checks.check_batch_split(Spec, 2)
+  checks.check_batch_split(Spec, 1)
+  Spec.batch_size = 21
+  checks.check_batch_split(Spec, 3)

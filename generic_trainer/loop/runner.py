@@ -54,6 +54,7 @@ def prepare(spec, fn_args, cache_folder=None) -> Prepared:
   """
   checks.check_backend(spec)
   checks.check_cache(spec)
+  checks.check_batch_split(spec, getattr(fn_args, 'num_workers', 1))
   schema = datasets.load_schema(fn_args)
   keys = datasets.feature_keys(spec, schema)
   datasets.check_data(fn_args, schema)
