@@ -54,7 +54,10 @@ def outputs_of(spec) -> List[Output]:
       raise SpecError(
           f'TrainSpec.head has a head for the labels {names} but label_key '
           f'is {label_key!r}. With a head per output, the labels are the '
-          "head dict's keys: leave label_key unset, or make them agree.")
+          "head dict's keys: leave label_key unset, or make them agree. "
+          'Expected label_key to name the same labels, or to be unset. '
+          f'Received: label_key={label_key!r}, heads for {names}. Remove '
+          'label_key, or list the heads\' labels in it.')
     return [Output(n, head[n], head[n].weight_key or weight_key)
             for n in names]
   names = _as_list(label_key)
@@ -74,7 +77,8 @@ def outputs_of(spec) -> List[Output]:
     raise SpecError(
         f'TrainSpec.head is one {type(head).__name__} but label_key names '
         f'{len(names)} labels {names}. Give a head per label: head = '
-        "{'" + names[0] + "': ..., '" + names[1] + "': ...}.")
+        "{'" + names[0] + "': ..., '" + names[1] + "': ...}. Expected a head "
+        'per label. Received: one head.')
   return [Output(names[0], head, head.weight_key or weight_key)]
 
 
@@ -157,13 +161,13 @@ def with_heads(body, outputs: List[Output]):
           f'build_model() returns a model whose outputs are {sorted(hidden)}'
           f'; with a head per output they must be the outputs {names} (one '
           'hidden layer per head), or one tensor that every head reads. '
-          f'Received: outputs {sorted(hidden)}. Key the outputs by label, or '
+          f'Received: outputs {sorted(hidden)}. Name the outputs by label, or '
           'return one hidden tensor.')
   elif isinstance(hidden, (list, tuple)):
     raise SpecError(
-        'build_model() returns a model with a list of outputs; with a head, '
-        'return one hidden tensor, or a dict of them keyed by output name. '
-        'Expected one tensor or a dict. Received: a list.')
+        'build_model() returns a model with a list of outputs. With a head, '
+        'expected one hidden tensor, or a dict of them keyed by output name. '
+        'Received: a list. Return one tensor, or a dict by output name.')
   else:
     hidden = {n: hidden for n in names}
   result = per_output(outputs, lambda o: o.head.output(hidden[o.name], o.name))
@@ -183,8 +187,8 @@ def metrics_with_heads(outputs: List[Output], extra) -> Any:
   extra = extra or {}
   if not isinstance(extra, dict) or set(extra) - set(label_keys(outputs)):
     raise SpecError(
-        'With several outputs, build_metrics() returns extra metrics as a '
-        f'dict keyed by output name ({label_keys(outputs)}). Received: '
+        'With several outputs, build_metrics() must return extra metrics as '
+        f'a dict keyed by output name ({label_keys(outputs)}). Received: '
         f'{extra!r}. Return {{name: [metrics]}} keyed by those names.')
   return {o.name: o.head.build_metrics() + list(extra.get(o.name, []))
           for o in outputs}
@@ -199,9 +203,9 @@ def _as_list(label_key) -> List[Any]:
 
 def _check_heads(heads: Dict[str, Any]) -> None:
   if not heads:
-    raise SpecError('TrainSpec.head is an empty dict; give a head per label '
-                    "(e.g. {'species': MultiClassHead(3)}) or None. Expected "
-                    'a head per label. Received: head={}.')
+    raise SpecError('TrainSpec.head is an empty dict. Expected a head per '
+                    'label, or None. Received: head={}. Give a head per label '
+                    "(e.g. {'species': MultiClassHead(3)}) or None.")
   for name, head in heads.items():
     if not isinstance(head, Head):
       raise SpecError(

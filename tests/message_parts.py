@@ -18,7 +18,9 @@ VERBS = (
     'Point', 'Put', 'Raise', 'Re-run', 'Remove', 'Rename', 'Replace',
     'Return', 'Rerun', 'Run', 'Save', 'Set', 'Train', 'Use', 'Write',
     'Quote', 'Re-save', 'Re-write', 'Read', 'Wire', 'Mark', 'Start', 'Clear',
-    'Label', 'Retry', 'Restart', 'Export', 'Build', 'Cast', 'Encode', 'Wrap')
+    'Label', 'Retry', 'Restart', 'Export', 'Build', 'Cast', 'Encode', 'Wrap',
+    'Take', 'Parse', 'Serve', 'Look', 'Give', 'Delete', 'Open', 'Update',
+    'Stop', 'Wait', 'Try', 'Let', 'Increase', 'Reduce', 'Split')
 
 _INSTRUCTION = re.compile(
     r'(?:^|[.:;!?)]\s+|\n)(?:To [^,]+, |If [^,]+, |Either |Or |Then |Else, |'

@@ -165,7 +165,8 @@ class _JaxStepSpec:
 _JAX_STEP_TODO = (
     "Keras's JAX backend cannot run it: JAX takes gradients of pure "
     "functions, so its trainer passes the variables' values in and expects "
-    'them back, and a tf.GradientTape sees no variable change. Received: '
+    'them back, and a tf.GradientTape sees no variable change. Expected '
+    'train_step(self, model, state, data) on JAX. Received: '
     '{where} on backend \'jax\'. Write it as `def train_step(self, model, '
     'state, data)` returning (logs, state), with the gradient from '
     'jax.value_and_grad over model.stateless_call(...) (as Keras\'s own JAX '
@@ -206,7 +207,8 @@ def test_jax_train_step_is_refused_on_tensorflow():
   assert str(info.value) == (
       'TrainSpec.train_step takes (model, state, data), the JAX form, but '
       "this training runs on TensorFlow, whose Keras calls "
-      'train_step(model, data) and expects the logs dict. Received: '
+      'train_step(model, data) and expects the logs dict. Expected '
+      'train_step(self, model, data) on TensorFlow. Received: '
       "_JaxStepSpec.train_step(model, state, data) on backend 'tensorflow'. "
       "Set backend='jax', or write `def train_step(self, model, data)` "
       'returning the logs dict.')
@@ -423,7 +425,8 @@ def test_heads_are_refused_on_jax():
       'A TrainSpec with a head cannot train on JAX yet: the signatures a '
       'head exports (predict, classification, regression) call the model '
       'from TensorFlow, which a JAX model cannot be called from without '
-      "jax2tf. Received: PenguinSpecies with heads for ['species'] on backend "
+      'jax2tf. Expected a TrainSpec without a head on JAX. Received: '
+      "PenguinSpecies with heads for ['species'] on backend "
       "'jax'. Set backend='tensorflow' (or leave it unset), or drop the head "
       'and give build_loss and build_metrics.')
 
@@ -460,7 +463,8 @@ def test_spec_on_jax_trained_where_keras_is_tensorflow_is_refused(
   assert str(info.value) == (
       "PenguinOnJax.backend is 'jax', but Keras in this process computes "
       "with 'tensorflow': Keras reads its backend once, when it is first "
-      'imported. Received: KERAS_BACKEND=None. Train it with GenericTrainer '
+      'imported. Expected Keras on \'jax\'. Received: KERAS_BACKEND=None. '
+      'Train it with GenericTrainer '
       'or the generic-trainer command, which start a jax process for it, or '
       'set KERAS_BACKEND=jax before anything imports keras (in a notebook, '
       'restart the kernel first).')

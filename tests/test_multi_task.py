@@ -80,7 +80,7 @@ def test_two_outputs_train_with_a_loss_and_metrics_each(tmp_path,
      r"TrainSpec.loss_weights names 'gentoo', which is not an output. The "
      r"outputs: \['species', 'is_gentoo'\]."),
     ({'build_metrics': lambda self: [keras.metrics.BinaryAccuracy()]},
-     r'With several outputs, build_metrics\(\) returns a dict of metric '
+     r'With several outputs, build_metrics\(\) must return a dict of metric '
      r"lists keyed by output \(\['species', 'is_gentoo'\]\)"),
     ({'label_key': ['is_gentoo', 'species'], 'build_loss': lambda self: {
         'species': keras.losses.BinaryCrossentropy(),

@@ -55,8 +55,10 @@ class CannedSpec(TrainSpec):
     if self.fn_args is None:
       raise SpecError(
           f'{type(self).__name__} reads its features from the data, which it '
-          'has not been given: train it with GenericTrainer, the '
-          'generic-trainer command or the Estimator, which pass fn_args.')
+          'has not been given. Expected fn_args (the data, schema and '
+          'statistics of a training). Received: fn_args=None. Train it with '
+          'GenericTrainer, the generic-trainer command or the Estimator, '
+          'which pass fn_args.')
     return datasets.load_schema(self.fn_args)
 
   @functools.cached_property
@@ -76,7 +78,8 @@ class CannedSpec(TrainSpec):
         raise SpecError(
             f'columns[{key!r}] must be Numeric(), Bucketized(...), '
             'Categorical(...) (from generic_trainer.canned) or None to leave '
-            f'the feature out. Received: {column!r}.')
+            f'the feature out. Received: {column!r}. Wrap the feature in one '
+            'of those column classes.')
       chosen[key] = column
     return chosen
 
@@ -94,7 +97,8 @@ class CannedSpec(TrainSpec):
           f'{type(self).__name__}.{member} names {unknown}, which the data '
           f'lacks (unknown feature). The schema has: {", ".join(names)}'
           f'{" (after Transform)" if self.fn_args.transform_graph_path else ""}'
-          '.')
+          f'. Expected names among those. Received: {member}={keys!r}. Fix '
+          'the spelling, or remove the name.')
 
   # The model.
   def preprocess(self, features):
@@ -142,7 +146,8 @@ class CannedSpec(TrainSpec):
       raise SpecError(
           f'{type(self).__name__}.optimizer_name must name a Keras '
           "optimizer ('adam', 'adagrad', 'ftrl', 'sgd', 'rmsprop'...). "
-          f'Received: optimizer_name={self.optimizer_name!r}.') from e
+          f'Received: optimizer_name={self.optimizer_name!r}. Set '
+          'optimizer_name to one of those.') from e
 
   # Helpers of the bodies.
   def parts(self, encoded, keys: Optional[List[str]], part: str,
@@ -162,7 +167,8 @@ class CannedSpec(TrainSpec):
         isinstance(u, int) and u > 0 for u in hidden_units):
       raise SpecError(
           f'{type(self).__name__} hidden units must be a list of positive '
-          f'ints, one per layer, e.g. [64, 32]. Received: {hidden_units!r}.')
+          f'ints, one per layer, e.g. [64, 32]. Received: {hidden_units!r}. '
+          'Give one positive int of units per hidden layer.')
     x = concatenate(inputs, f'{prefix}_inputs')
     for i, units in enumerate(hidden_units):
       x = keras.layers.Dense(units, activation=activation,

@@ -54,8 +54,12 @@ class Numeric:
     value = keras.ops.cast(value, 'float32')
     if self.normalize:
       if summary.mean is None:
-        raise SpecError(f'The feature {key!r} has no values to normalise '
-                        'with (no statistics and no rows in the sample).')
+        raise SpecError(
+            f'The feature {key!r} has no values to normalise with. Expected '
+            'its mean and variance from the statistics or a sample of rows. '
+            'Received: no statistics and no rows in the sample. Pass '
+            "statistics (StatisticsGen's output), or give "
+            f'columns={{{key!r}: Numeric(normalize=False)}}.')
       value = keras.layers.Normalization(
           mean=summary.mean, variance=max(summary.variance, 1e-12),
           name=f'{key}_normalized')(value)
@@ -106,7 +110,9 @@ class Categorical:
     if self.vocabulary is not None and self.num_buckets is not None:
       raise SpecError(
           f'Categorical column of {key!r} has both vocabulary and '
-          'num_buckets; give one (num_buckets for ids 0..n-1).')
+          'num_buckets. Expected one of them. Received: '
+          f'vocabulary={self.vocabulary!r}, num_buckets={self.num_buckets!r}. '
+          'Remove one (keep num_buckets for ids 0..n-1).')
     if self.num_buckets is not None:
       size = self.num_buckets + 1  # The last: every value outside 0..n-1.
       value = keras.ops.cast(value, 'int64')
@@ -118,8 +124,9 @@ class Categorical:
                         summary.vocabulary[:self.top_k])
       if not vocabulary:
         raise SpecError(
-            f'The feature {key!r} has no values to build a vocabulary from '
-            '(no statistics and no rows in the sample). Give '
+            f'The feature {key!r} has no values to build a vocabulary from'
+            '. Expected values in the statistics or a sample of rows. '
+            'Received: no statistics and no rows in the sample. Give '
             f"columns={{{key!r}: Categorical(vocabulary=[...])}}.")
       lookup = (keras.layers.StringLookup if summary.dtype == 'string'
                 else keras.layers.IntegerLookup)
@@ -153,7 +160,8 @@ class Crossed:
         raise SpecError(
             f'Crossed{self.keys} crosses {key!r}, a Numeric column; only '
             'categories and buckets cross. Give '
-            f"columns={{{key!r}: Bucketized(num_buckets=10)}}.")
+            f"columns={{{key!r}: Bucketized(num_buckets=10)}}. Expected "
+            f'Categorical or Bucketized columns. Received: {key!r} as Numeric.')
       ids.append(encoded[key].ids)
     return keras.layers.HashedCrossing(
         num_bins=self.num_bins, output_mode='one_hot',

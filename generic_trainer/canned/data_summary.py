@@ -50,8 +50,10 @@ class FeatureSummary:
     """Boundaries cutting the values into `num_buckets` of equal count."""
     import numpy as np  # pylint: disable=g-import-not-at-top
     if not self.cuts:
-      raise SpecError(f'The feature {self.name!r} has no values to cut into '
-                      'buckets; give Bucketized(boundaries=[...]).')
+      raise SpecError(
+          f'The feature {self.name!r} has no values to cut into buckets. '
+          'Expected values in the statistics or a sample of rows. Received: '
+          'none. Give Bucketized(boundaries=[...]).')
     points = np.quantile(np.asarray(self.cuts, dtype=np.float64),
                          np.arange(1, num_buckets) / num_buckets)
     return sorted({float(p) for p in points})

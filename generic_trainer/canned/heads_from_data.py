@@ -62,14 +62,17 @@ def classes_from_data(spec, label_key: str):
   """(class names or None, number of classes) of the label in the data."""
   if not isinstance(label_key, str):
     raise SpecError(
-        f'{type(spec).__name__} has one label; for several, use a canned '
-        "spec with a head per label (head = {'a': ..., 'b': ...}). Received: "
-        f'label_key={label_key!r}.')
+        f'{type(spec).__name__} has one label. Expected label_key to be one '
+        f'feature name (a str). Received: label_key={label_key!r}. Use a '
+        "canned spec with a head per label (head = {'a': ..., 'b': ...}) "
+        'for several labels.')
   features = {f.name: f for f in spec.schema.feature}
   if label_key not in features:
     raise SpecError(
         f'The label {label_key!r} (TrainSpec.label_key) is not a feature of '
-        f'the data. The schema has: {", ".join(features)}. Set label_key to '
+        f'the data. Expected one of the schema\'s features: '
+        f'{", ".join(features)}. Received: label_key={label_key!r}. Set '
+        'label_key to '
         'one of them (the transformed name, with Transform).')
   feature = features[label_key]
   dtype = data_summary.dtype_of(feature)
@@ -81,7 +84,8 @@ def classes_from_data(spec, label_key: str):
     if len(names) < 2:
       raise SpecError(
           f'The label {label_key!r} has {len(names)} distinct value(s) '
-          f'({names}) in the data; a classifier needs at least 2. Give '
+          f'({names}) in the data; a classifier needs at least 2. Received: '
+          f'{names}. Give '
           'label_vocabulary=[...] if the sample misses classes.')
     return names, len(names)
   if dtype == 'int':
@@ -94,7 +98,8 @@ def classes_from_data(spec, label_key: str):
   raise SpecError(
       f'The label {label_key!r} holds floats, which a classifier cannot take '
       'as classes. Use a regressor spec, or make the label an int class id '
-      'or a string (with Transform, e.g. tf.cast(..., tf.int64)).')
+      'or a string (with Transform, e.g. tf.cast(..., tf.int64)). Expected '
+      'int class ids or strings. Received: a float feature.')
 
 
 def _summary(spec, key: str):

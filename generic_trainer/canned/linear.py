@@ -47,7 +47,8 @@ def cross_parts(spec, encoded) -> List:
     if not isinstance(cross, Crossed):
       raise SpecError(
           f'{type(spec).__name__}.crosses holds Crossed((key, key, ...), '
-          f'num_bins=...) values. Received: {cross!r}.')
+          f'num_bins=...) values. Expected Crossed(...) items. Received: '
+          f'{cross!r}. Wrap each cross in Crossed((key, key), num_bins=...).')
     spec._check_known('crosses', list(cross.keys), list(encoded))  # pylint: disable=protected-access
     parts.append(cross.encode(encoded))
   return parts

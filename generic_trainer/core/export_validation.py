@@ -50,7 +50,8 @@ def load_export(serving_dir: str):
     raise ExportValidationError(
         f'The export in {serving_dir} has saved_model.pb but does not load '
         f'with tf.saved_model.load: {type(e).__name__}: {summarize(e)}. '
-        f'It may be half-written or corrupt. {_HOW_TO_EXPORT}') from e
+        f'It may be half-written or corrupt. Expected a SavedModel that '
+        f'loads. Received: the error above. {_HOW_TO_EXPORT}') from e
 
 
 def validate_export(serving_dir: str,
@@ -88,7 +89,9 @@ def validate_export(serving_dir: str,
     raise ExportValidationError(
         f"The SavedModel in {serving_dir} has no '{SERVING_SIGNATURE}' "
         f'signature, which Evaluator, Pusher and TF Serving use. Its '
-        f'signatures: {sorted(signatures) or "none"}. Pass '
+        f'signatures: {sorted(signatures) or "none"}. Expected '
+        f"'{SERVING_SIGNATURE}' among them. Received: none of that name. "
+        'Pass '
         "`signatures={'serving_default': fn}` to tf.saved_model.save, or use "
         '`model.export(dir)` (Keras 3), which writes one.')
   fn = signatures[SERVING_SIGNATURE]
@@ -102,8 +105,9 @@ def validate_export(serving_dir: str,
     raise ExportValidationError(
         f"The '{SERVING_SIGNATURE}' signature of {serving_dir} failed on "
         f'{len(serialized)} eval examples: {type(e).__name__}: '
-        f'{summarize(e)}. Check that the exported function parses and '
-        'transforms the features the way training did.') from e
+        f'{summarize(e)}. Expected it to answer the eval examples. '
+        'Received: the error above. Check that the exported function parses '
+        'and transforms the features the way training did.') from e
   output_shapes = {}
   for name, tensor in outputs.items():
     output_shapes[name] = tensor.shape.as_list()
@@ -112,9 +116,11 @@ def validate_export(serving_dir: str,
       raise ExportValidationError(
           f"The '{SERVING_SIGNATURE}' signature of {serving_dir} returned "
           f"non-finite values (NaN or Inf) in output {name!r} for "
-          f'{len(serialized)} eval examples: {str(tensor.numpy().tolist())[:200]}. The '
-          'model diverged or was exported before it was trained; check the '
-          'training loss and learning rate.')
+          f'{len(serialized)} eval examples: '
+          f'{str(tensor.numpy().tolist())[:200]}. Expected finite numbers. '
+          'Received: NaN or Inf, above. The model diverged or was exported '
+          'before it was trained. Check the training loss and learning '
+          'rate.')
   requests = _requests(serving_dir, serialized, inputs, schema_path,
                        transform_graph_path, not_served)
   return {'signature': SERVING_SIGNATURE,
@@ -162,7 +168,8 @@ def _check_files(serving_dir: str) -> None:
     found = f' Found instead: {stray}.' if stray else ''
     raise ExportValidationError(
         'run_fn exported nothing: fn_args.serving_model_dir '
-        f'({serving_dir}) does not exist.{found} {_HOW_TO_EXPORT}')
+        f'({serving_dir}) does not exist.{found} Expected a SavedModel there. '
+        f'Received: no folder. {_HOW_TO_EXPORT}')
   names = sorted(tf.io.gfile.listdir(serving_dir))
   if 'saved_model.pb' in names:
     return
@@ -171,10 +178,12 @@ def _check_files(serving_dir: str) -> None:
     raise ExportValidationError(
         f'Expected a SavedModel in {serving_dir}, found the Keras file(s) '
         f'{keras_files}. A Keras file is not a SavedModel: Evaluator, Pusher '
-        f'and TF Serving cannot load it. {_HOW_TO_EXPORT}')
+        f'and TF Serving cannot load it. Received: {keras_files}. '
+        f'{_HOW_TO_EXPORT}')
   raise ExportValidationError(
       f'Expected a SavedModel (saved_model.pb) in {serving_dir}. Found: '
-      f'{names or "an empty directory"}. {_HOW_TO_EXPORT}')
+      f'{names or "an empty directory"}. Received: no saved_model.pb. '
+      f'{_HOW_TO_EXPORT}')
 
 
 def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
@@ -191,13 +200,16 @@ def _read_serialized_examples(patterns: List[str], limit: int) -> List[bytes]:
     except tf.errors.OpError as e:
       raise ExportValidationError(
           f'Cannot read eval examples from {path} to test the export: '
-          f'{summarize(e)}. Expected TFRecord files of tf.Example.') from e
+          f'{summarize(e)}. Expected TFRecord files of tf.Example. '
+          'Received: a file that does not read as one. Re-run the component '
+          'that wrote the eval split.') from e
     if len(records) >= limit:
       break
   if not records:
     raise ExportValidationError(
-        f'No eval examples to test the export with: {patterns} matched '
-        f'{len(files)} file(s) and no records.')
+        f'No eval examples to test the export with. Expected at least one '
+        f'record. Received: {patterns} matched {len(files)} file(s) and no '
+        'records. Give an eval split with examples (fn_args.eval_files).')
   return records
 
 
@@ -224,7 +236,8 @@ def _signature_inputs(specs, serialized: List[bytes], schema_path,
         f"The '{SERVING_SIGNATURE}' signature takes inputs {sorted(specs)}, "
         f'but the eval examples have no feature(s) {missing} (they have '
         f'{sorted(features)}), so the model cannot be tested as a server '
-        'would call it. Export a serving_default that takes serialized '
+        'would call it. Expected inputs named like features of the data. '
+        f'Received: inputs {sorted(specs)}. Export a serving_default that takes serialized '
         'tf.Example (one tf.string input), or name the inputs like the '
         'features in the data.')
   inputs = {}
@@ -233,7 +246,8 @@ def _signature_inputs(specs, serialized: List[bytes], schema_path,
       raise ExportValidationError(
           f'Input {name!r} of the serving signature is a '
           f'{type(spec).__name__}; only dense inputs can be fed from the '
-          'eval examples. Export a serving_default that takes serialized '
+          'eval examples. Expected tf.TensorSpec inputs. Received: '
+          f'{spec}. Export a serving_default that takes serialized '
           'tf.Example.')
     try:
       value = tf.convert_to_tensor(features[name])
@@ -244,7 +258,8 @@ def _signature_inputs(specs, serialized: List[bytes], schema_path,
     except (tf.errors.OpError, TypeError, ValueError) as e:
       raise ExportValidationError(
           f'Cannot feed feature {name!r} of the eval examples to the '
-          f'serving signature, which takes {spec}: {summarize(e)}. Export a '
+          f'serving signature, which takes {spec}: {summarize(e)}. Expected '
+          f'values that fit {spec}. Received: the error above. Export a '
           'serving_default that takes serialized tf.Example.') from e
     inputs[name] = value
   return inputs
@@ -260,7 +275,9 @@ def _decode_examples(serialized: List[bytes]) -> Dict[str, Any]:
     except Exception as e:  # pylint: disable=broad-except
       raise ExportValidationError(
           f'Eval record {i} is not a tf.Example ({e}); cannot feed the '
-          'serving signature.') from e
+          'serving signature. Expected serialized tf.Examples, as ExampleGen '
+          'writes them. Received: a record that does not parse. Re-run the '
+          'component that wrote the eval split.') from e
     for name, feature in example.features.feature.items():
       kind = feature.WhichOneof('kind')
       values = list(getattr(feature, kind).value) if kind else []

@@ -59,7 +59,8 @@ class StagedExport:
       from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
       raise InvalidArgumentError(
           f"Cannot write the model's folder {self.model_uri}: "
-          f'{type(e).__name__}: {e}. Expected a folder this process can '
+          f'{type(e).__name__}: {e}. Received: a folder this process cannot '
+          'write to. Expected a folder this process can '
           'write (the pipeline root, or --output-dir). Check its permissions '
           'and free space. Nothing was trained.') from e
 

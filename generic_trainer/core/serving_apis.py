@@ -38,8 +38,8 @@ def api(name: str, signature) -> str:
         f'but its method name is {method!r}: a model server that checks '
         'method names (--enable_signature_method_name_check, as TF1-era '
         f'servers did) refuses {API[wanted]} requests to it. Expected '
-        f'method_name={wanted!r}. TF2\'s tf.saved_model.save writes every '
-        f'signature as Predict: call {_SET_METHODS}, or name the '
+        f'method_name={wanted!r}. Received: method_name={method!r}. TF2\'s tf.saved_model.save writes every '
+        f'signature as Predict. Call {_SET_METHODS}, or name the '
         'signature otherwise to serve it with Predict.')
   return method if method in (CLASSIFY, REGRESS) else PREDICT
 
@@ -73,7 +73,9 @@ def _one_example_input(name: str, signature, api: str) -> str:
         f'Signature {name!r} is a {API[api]} signature ({api}) with '
         f'{len(inputs)} inputs {sorted(inputs)}. TF Serving\'s {API[api]} '
         'feeds exactly one input: the serialized tf.Examples of the request. '
-        'Take one tf.string [None] input and parse the features from it.')
+        'Expected one tf.string input. Received: '
+        f'{len(inputs)} inputs. Take one tf.string [None] input and parse the '
+        'features from it.')
   (key, info), = inputs.items()
   _check_examples_input(name, key, info, f'{API[api]} requests')
   return key
@@ -85,15 +87,17 @@ def _check_examples_input(name: str, key: str, info, who: str) -> None:
     raise ServingCheckError(
         f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
         f'{who} carry serialized tf.Examples: a tf.string tensor. Expected '
-        f"tf.TensorSpec([None], tf.string, name={key!r}); parse the features "
-        'inside the signature with tf.io.parse_example.')
+        f"tf.TensorSpec([None], tf.string, name={key!r}). Received: "
+        f'{_describe(info)}. Parse the features inside the signature with '
+        'tf.io.parse_example.')
   rank = _rank(info)
   if rank is not None and rank != 1:
     raise ServingCheckError(
         f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
         f'{who} send the serialized tf.Examples as a vector, one string per '
         f'example: shape [batch]. Expected tf.TensorSpec([None], tf.string, '
-        f"name={key!r}).")
+        f"name={key!r}). Received: rank {rank}. Change the input's shape to "
+        '[None].')
 
 
 def _call(name: str, fn, feed: Dict[str, Any], count: int, requests,
@@ -110,9 +114,11 @@ def _call(name: str, fn, feed: Dict[str, Any], count: int, requests,
             f'a {API[api]} request of {count} examples')
     raise ServingCheckError(
         f'Signature {name!r} failed on {what} without labels and weights, '
-        f'as a client sends it: {type(e).__name__}: {message}. '
+        f'as a client sends it: {type(e).__name__}: {message}. Expected '
+        'the signature to answer a request of features alone. Received: '
+        'the error above. '
         + ('It works on a batch but not on one example: a squeeze or '
-           'reshape drops the batch dimension; keep [batch, ...] shapes. '
+           'reshape drops the batch dimension. Keep [batch, ...] shapes. '
            if count == 1 else
            'Check that it parses and transforms the features as training '
            'did.')) from e
@@ -125,7 +131,8 @@ def _missing_feature(name: str, feature: str, requests, api: str) -> None:
         f'request, but {feature!r} is a label or weight '
         f'({requests.not_served[feature]}): a client asking for a '
         'prediction does not have it. Expected a signature that parses only '
-        f'the features the model reads. Leave {feature!r} out of the feature '
+        f'the features the model reads. Received: {feature!r} among the '
+        'features it parses. Leave {feature!r} out of the feature '
         'spec the signature parses (canned specs and heads do; with '
         'Transform set raw_label_key, or pop it from '
         'tf_transform_output.raw_feature_spec()).')
@@ -133,7 +140,9 @@ def _missing_feature(name: str, feature: str, requests, api: str) -> None:
     raise ServingCheckError(
         f'Signature {name!r} parses {feature!r}, a feature that only '
         'Transform\'s output has, from requests that carry raw features: '
-        'the Transform graph is not applied in it. Parse the raw feature '
+        'the Transform graph is not applied in it. Expected a signature that '
+        f'parses raw features. Received: {feature!r} among the features it '
+        'parses. Parse the raw feature '
         'spec (tf_transform_output.raw_feature_spec()), then call the '
         'Transform layer, tracked on the model (model.tft_layer = '
         'tf_transform_output.transform_features_layer()).')
@@ -141,8 +150,9 @@ def _missing_feature(name: str, feature: str, requests, api: str) -> None:
       f'Signature {name!r} requires the feature {feature!r}, which the eval '
       f'examples do not have (they have {sorted(requests.features)}): a '
       f'client sending {API[api]} requests with the data\'s features cannot '
-      'call it. Parse only features of the data, with the names they have '
-      'there.')
+      'call it. Expected features of the data only. Received: '
+      f'{feature!r}. Parse only features of the data, with the names they '
+      'have there.')
 
 
 def _check_batch(name: str, key: str, value, count: int, what: str) -> None:
@@ -150,10 +160,11 @@ def _check_batch(name: str, key: str, value, count: int, what: str) -> None:
     raise ServingCheckError(
         f'Output {key!r} of signature {name!r} has shape '
         f'{list(value.shape)} for a request of {count} example(s); '
-        f'{what} needs one row per example: shape [{count}, ...]. '
+        f'{what} needs one row per example: shape [{count}, ...]. Received: '
+        f'shape {list(value.shape)}. '
         + ('It drops the batch dimension of a single example (a squeeze?); '
            if count == 1 else 'It reduces over the batch; ') +
-        'keep the batch as the first dimension.')
+        'Keep the batch as the first dimension.')
 
 
 def _check_finite(name: str, key: str, value, count: int) -> None:
@@ -162,8 +173,9 @@ def _check_finite(name: str, key: str, value, count: int) -> None:
     raise ServingCheckError(
         f'Output {key!r} of signature {name!r} is not finite (NaN or Inf) '
         f'for a request of {count} example(s): '
-        f'{str(value.tolist())[:200]}. The model diverged or was exported '
-        'untrained; check the training loss and the learning rate.')
+        f'{str(value.tolist())[:200]}. Expected finite numbers. Received: '
+        'NaN or Inf, above. The model diverged or was exported untrained. '
+        'Check the training loss and the learning rate.')
 
 
 def _check_dtype(name: str, key: str, info, wanted: str, what: str) -> None:
@@ -203,14 +215,17 @@ class _Classify:
       raise ServingCheckError(
           f'Signature {name!r} is a Classify signature with {len(outputs)} '
           f'outputs {sorted(outputs)}; TF Serving\'s Classify returns one or '
-          "two: 'classes' and/or 'scores'. Move the other outputs to a "
+          "two: 'classes' and/or 'scores'. Expected those outputs only. "
+          f'Received: {sorted(outputs)}. Move the other outputs to a '
           "Predict signature ('predict').")
     if 'classes' not in outputs and 'scores' not in outputs:
       raise ServingCheckError(
           f'Signature {name!r} is a Classify signature whose outputs are '
           f"{sorted(outputs)}; TF Serving's Classify reads 'classes' (class "
           "names, tf.string [batch, n]) and/or 'scores' (float32 [batch, "
-          "n]). Name the outputs {'classes': ..., 'scores': ...}.")
+          "n]). Expected 'classes' or 'scores'. Received: "
+          f"{sorted(outputs)}. Name the outputs {{'classes': ..., "
+          "'scores': ...}}.")
     if 'classes' in outputs:
       _check_dtype(name, 'classes', outputs['classes'], 'string',
                    "Classify's classes (class names)")
@@ -230,15 +245,19 @@ class _Classify:
           raise ServingCheckError(
               f'Output {out!r} of signature {name!r} has shape '
               f'{list(value.shape)}; TF Serving\'s Classify expects [batch, '
-              'num_classes]: one row per example, one column per class. For '
-              'one probability per example, return [1 - p, p].')
+              'num_classes]: one row per example, one column per class. '
+              f'Expected a rank-2 output. Received: shape '
+              f'{list(value.shape)}. To give one '
+              'probability per example, Return [1 - p, p].')
         widths[out] = value.shape[1]
         _check_finite(name, out, value, count)
     if len(set(widths.values())) > 1:
       raise ServingCheckError(
           f'Signature {name!r} returns {widths["classes"]} classes but '
           f'{widths["scores"]} scores per example; TF Serving\'s Classify '
-          'pairs them: one score per class name.')
+          'pairs them. Expected one score per class name. Received: '
+          f'{widths["classes"]} classes, {widths["scores"]} scores. Return '
+          'as many scores as classes.')
 
   @staticmethod
   def log(request):
@@ -267,7 +286,8 @@ class _Regress:
       raise ServingCheckError(
           f'Signature {name!r} is a Regress signature whose outputs are '
           f"{sorted(outputs)}; TF Serving's Regress reads exactly one, "
-          "named 'outputs' (float32 [batch] or [batch, 1]). Return "
+          "named 'outputs' (float32 [batch] or [batch, 1]). Expected "
+          f"'outputs' alone. Received: {sorted(outputs)}. Return "
           "{'outputs': value}, and the rest from a Predict signature.")
     _check_dtype(name, 'outputs', outputs['outputs'], 'float32',
                  "Regress's outputs")
@@ -280,8 +300,9 @@ class _Regress:
       raise ServingCheckError(
           f'Output \'outputs\' of signature {name!r} has shape '
           f'{list(value.shape)}; TF Serving\'s Regress returns one number '
-          'per example: [batch] or [batch, 1]. Serve several numbers with '
-          'Predict.')
+          'per example. Expected [batch] or [batch, 1]. Received: shape '
+          f'{list(value.shape)}. Serve several numbers with Predict '
+          "(Move them to a 'predict' signature).")
     _check_finite(name, 'outputs', value, count)
 
   @staticmethod
@@ -331,8 +352,9 @@ class _Predict:
         raise ServingCheckError(
             f'Signature {name!r} takes an input {key!r} ({_describe(info)}) '
             'that names no feature of the data, so a client sending the '
-            f'features by name cannot fill it. The data has '
-            f'{sorted(requests.features)}. Name each input after the '
+            f'features by name cannot fill it. Expected one of the data\'s '
+            f'features: {sorted(requests.features)}. Received: {key!r}. Name '
+            'each input after the '
             "feature it takes (keras.Input(..., name='feature')), or take "
             'serialized tf.Examples.')
       value = requests.features[key][:count]
@@ -344,7 +366,8 @@ class _Predict:
             f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
             f'the feature {key!r} holds {have} values: a client sending it '
             'as it is in the data gets "Expects arg to be '
-            f'{wanted.name} but {have} is provided". Take {have} (cast '
+            f'{wanted.name} but {have} is provided". Expected {have}, as in '
+            f'the data. Received: {wanted.name}. Take {have} (Cast '
             'inside the signature), or change the feature in the schema.')
       value = value.astype(wanted.as_numpy_dtype) if wanted != tf.string else (
           value)
@@ -363,13 +386,15 @@ class _Predict:
     if not outputs:
       raise ServingCheckError(
           f'Signature {name!r} has no outputs; a Predict client gets an '
-          'empty answer. Return a dict of the predictions.')
+          'empty answer. Expected at least one output. Received: none. '
+          'Return a dict of the predictions.')
     if len(outputs) > 1 and all(_POSITIONAL.match(k) for k in outputs):
       raise ServingCheckError(
           f'Signature {name!r} returns {len(outputs)} outputs named only by '
           f'position ({", ".join(sorted(outputs))}): the function returns a '
           'tuple or list, and a client cannot tell which is which, nor keep '
-          'working when their order changes. Return a dict, e.g. '
+          'working when their order changes. Expected outputs named by '
+          f'what they hold. Received: {sorted(outputs)}. Return a dict, e.g. '
           "{'probabilities': p, 'class_ids': c}.")
     feed = {k: tf.constant(tf.make_ndarray(v))
             for k, v in request.inputs.items()}

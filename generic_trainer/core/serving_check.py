@@ -137,7 +137,9 @@ def check(serving_dir: str, loaded, requests: Requests,
     raise ServingCheckError(
         f'The export in {serving_dir} has no signature a serving client can '
         f'call (it has {sorted(meta.signature_def)}). Expected at least '
-        "'serving_default'.")
+        "'serving_default'. Received: "
+        f'{sorted(meta.signature_def) or "no signature"}. Export the model '
+        "with a 'serving_default' signature.")
   warmup = 0
   if write_warmup:
     warmup = write_warmup_requests(serving_dir, logs)

@@ -41,7 +41,9 @@ def check(base_dir: str, new_dir: str, new_model: Any = None) -> None:
     raise SignatureChangeError(
         f'The new model would break the clients of the base model '
         f'{base_dir}: {len(found)} change(s) to the signatures it serves:\n'
-        f'{listed}\nA Pusher would put it in the base model\'s place. Keep '
+        f'{listed}\nA Pusher would put it in the base model\'s place. '
+        'Expected the signatures of the base model. Received: the changes '
+        'above. Keep '
         'the signatures (names, inputs with their dtypes and shapes, '
         'outputs), or, when the clients change with the model, set '
         'allow_signature_change=True on GenericTrainer '

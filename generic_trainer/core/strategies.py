@@ -52,7 +52,8 @@ def get(name: str) -> tf.distribute.Strategy:
     else:
       raise InvalidArgumentError(
           f"'strategy' must be one of {STRATEGIES}. Received: "
-          f'strategy={name!r}.')
+          f'strategy={name!r}. Set strategy to one of those, or leave it '
+          'unset.')
   return _created[name]
 
 

@@ -99,7 +99,9 @@ def user_code(what: str, source: str):
       raise RunFnError(
           f'{what} ({source}) called {describe_exit(e)}, which would end the '
           "trainer's process. User code must return when it is done, or "
-          'raise an exception to fail the run. The trainer stopped it there '
+          'raise an exception to fail the run. Received: '
+          f'{describe_exit(e)}. Replace the call with a return or a raise. '
+          'The trainer stopped it there '
           f'and published nothing. Where it was called:\n{user_traceback(e)}'
       ) from e
     except Exception as e:  # pylint: disable=broad-except
@@ -112,11 +114,14 @@ def user_code(what: str, source: str):
             f'Reading the data failed while {what} ({source}) trained: '
             f'{summarize(e)}. A data file is corrupt or truncated (its first '
             'records read, so it was damaged or cut short further on). '
+            'Expected whole TFRecord files. Received: the error above. '
             'Re-run the component that produced the examples (or re-write '
             'the files). Nothing was published.') from e
       raise RunFnError(
           f'{what} ({source}) raised {type(e).__name__}: {e}\n'
           f'Its traceback:\n{user_traceback(e)}\n'
+          'Expected it to return once it has exported the model. Received: '
+          'the exception above. Fix the code where its traceback points. '
           'Nothing was published.') from e
 
 

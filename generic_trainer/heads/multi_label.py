@@ -97,9 +97,9 @@ class MultiLabelHead(Head):
     if labels.dtype == tf.string:
       if self.label_vocabulary is None:
         raise SpecError('MultiLabelHead reads class names only with a '
-                        'label_vocabulary; give the class names in order. '
-                        'Expected class ids, or a label_vocabulary. '
-                        'Received: class names.')
+                        'label_vocabulary. Expected class ids, or a '
+                        'label_vocabulary. Received: class names. Give '
+                        'label_vocabulary=[...], the class names in order.')
       table = tf.lookup.StaticHashTable(
           tf.lookup.KeyValueTensorInitializer(
               tf.constant(self.label_vocabulary),

@@ -60,9 +60,9 @@ class RegressionHead(Head):
     if values.dtype.kind not in ('i', 'u', 'f'):
       raise SpecError(
           f'The label {label_key!r} holds {values.dtype} values, which a '
-          'RegressionHead cannot learn: it needs numbers. For classes use '
-          f'BinaryClassHead or MultiClassHead. Received: {values.dtype} '
-          'values.')
+          'RegressionHead cannot learn: it needs numbers. Received: '
+          f'{values.dtype} values. Use BinaryClassHead or MultiClassHead for '
+          'classes, or cast the label to a number.')
     width = values.shape[-1] if values.ndim > 1 else 1
     if width != self.label_dimension:
       raise SpecError(

@@ -45,7 +45,8 @@ def find_task(job: Dict[str, Any],
     raise InvalidArgumentError(
         f'The compiled pipeline must have exactly one step running '
         f'{executor_class}. Received: steps {found or "none"} (tasks: '
-        f"{sorted(spec['root']['dag']['tasks'])}).")
+        f"{sorted(spec['root']['dag']['tasks'])}). Compile a pipeline with one "
+        'GenericTrainer.')
   return found[0]
 
 
@@ -53,8 +54,9 @@ def _component(job: Dict[str, Any], task: str) -> Dict[str, Any]:
   spec = _spec(job)
   if task not in spec['root']['dag']['tasks']:
     raise InvalidArgumentError(
-        f'The compiled pipeline has no step {task!r}. Its steps: '
-        f"{sorted(spec['root']['dag']['tasks'])}.")
+        f'The compiled pipeline has no step {task!r}. Expected one of its '
+        f"steps: {sorted(spec['root']['dag']['tasks'])}. Received: {task!r}. "
+        'Pass the name of a step of the pipeline.')
   ref = spec['root']['dag']['tasks'][task]['componentRef']['name']
   return spec['components'][ref]
 
@@ -102,8 +104,9 @@ def executor_input(job: Dict[str, Any], task: str,
     for key, items in given.items():
       if key not in declared:
         raise InvalidArgumentError(
-            f'Step {task!r} has no {direction} artifact {key!r}. Its '
-            f'{direction}s: {sorted(declared)}.')
+            f'Step {task!r} has no {direction} artifact {key!r}. Expected '
+            f'one of its {direction}s: {sorted(declared)}. Received: '
+            f'{key!r}. Pass the artifacts by the names the step declares.')
       runtime = []
       for artifact in items:
         value = json_format.MessageToDict(

@@ -51,9 +51,9 @@ def read(path: str, delimiter: Optional[str] = None) -> Table:
       text = f.read()
     except UnicodeDecodeError as e:
       raise InputArtifactError(
-          f'{path} is not UTF-8 text ({e}). Expected a CSV file in UTF-8; '
-          'save it as UTF-8 (CSV UTF-8 in spreadsheet programs). Received: '
-          f'byte {e.object[e.start:e.start + 1]!r} at offset {e.start}.'
+          f'{path} is not UTF-8 text ({e}). Expected a CSV file in UTF-8. '
+          f'Received: byte {e.object[e.start:e.start + 1]!r} at offset '
+          f'{e.start}. Save it as UTF-8 (CSV UTF-8 in spreadsheet programs).'
           ) from e
   delimiter = csv_dialect.delimiter_of(path, text, delimiter)
   reader = csv.reader(text.splitlines(), delimiter=delimiter)

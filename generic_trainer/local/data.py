@@ -214,7 +214,8 @@ def _clear(folder: str) -> None:
   if os.path.islink(folder):
     raise InputArtifactError(
         f'{folder} is a link to {os.readlink(folder)!r}, which no run made. '
-        'A run writes the split\'s data there. Remove the link.')
+        'A run writes the split\'s data there. Expected a folder a run made, '
+        'or nothing. Received: a link. Remove the link.')
   os.makedirs(folder, exist_ok=True)
   others = []
   for name in sorted(os.listdir(folder)):

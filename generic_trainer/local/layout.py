@@ -109,7 +109,8 @@ class Layout:
       raise InvalidArgumentError(
           f'{self.root} already holds {self.foreign()}, which no run wrote '
           'and a run would replace. Expected a new or empty folder, or one '
-          'an earlier run wrote. Choose another output folder.')
+          f'an earlier run wrote. Received: {self.foreign()}. Choose another '
+          'output folder.')
     self.check_model_place()
     self.recover()
     os.makedirs(self.root, exist_ok=True)
@@ -168,7 +169,7 @@ class Layout:
             f'{name}/ in one rename, which cannot replace a mount point (and '
             'deleting inside it would delete the model served from it). '
             f'Expected {name}/ to be absent, or a folder or link a run made. '
-            f'Received: a mount at {final}. Unmount it and mount the output '
+            f'Received: a mount at {final}. Unmount it, and mount the output '
             'folder, or a folder above it, instead; or copy the published '
             'model where it is served. Nothing was trained.')
       if os.path.islink(final) and not self._our_link(final):
@@ -183,8 +184,8 @@ class Layout:
       if os.path.lexists(final) and not os.path.isdir(final):
         raise ModelFolderError(
             f'{final} is a file. Expected {name} to be absent, or a folder '
-            'or link a run made. Remove or rename the file. Nothing was '
-            'trained.')
+            'or link a run made. Received: a file. Remove or rename the '
+            'file. Nothing was trained.')
 
   def take_model(self) -> None:
     """Puts the validated export in `publishing` in place of model/ (and

@@ -27,7 +27,8 @@ def check_backend(spec) -> None:
     raise SpecError(
         f'{type(spec).__name__}.backend is {spec.backend!r}, but Keras in '
         f'this process computes with {running!r}: Keras reads its backend '
-        'once, when it is first imported. Received: KERAS_BACKEND='
+        'once, when it is first imported. Expected Keras on '
+        f'{spec.backend!r}. Received: KERAS_BACKEND='
         f'{os.environ.get("KERAS_BACKEND")!r}. Train it with GenericTrainer '
         f'or the generic-trainer command, which start a {spec.backend} '
         f'process for it, or set KERAS_BACKEND={spec.backend} before '
@@ -101,6 +102,7 @@ def check_train_step(spec, backend: str) -> None:
         "Keras's JAX backend cannot run it: JAX takes gradients of pure "
         'functions, so its trainer passes the variables\' values in and '
         'expects them back, and a tf.GradientTape sees no variable change. '
+        'Expected train_step(self, model, state, data) on JAX. '
         f"Received: {where} on backend 'jax'. Write it as `def "
         'train_step(self, model, state, data)` returning (logs, state), '
         'with the gradient from jax.value_and_grad over '
@@ -110,7 +112,8 @@ def check_train_step(spec, backend: str) -> None:
     raise SpecError(
         'TrainSpec.train_step takes (model, state, data), the JAX form, but '
         "this training runs on TensorFlow, whose Keras calls "
-        'train_step(model, data) and expects the logs dict. Received: '
+        'train_step(model, data) and expects the logs dict. Expected '
+        'train_step(self, model, data) on TensorFlow. Received: '
         f"{where} on backend 'tensorflow'. Set backend='jax', or write "
         '`def train_step(self, model, data)` returning the logs dict.')
 
@@ -138,7 +141,8 @@ def check_heads(spec, backend: str) -> None:
         'A TrainSpec with a head cannot train on JAX yet: the signatures a '
         "head exports (predict, classification, regression) call the model "
         'from TensorFlow, which a JAX model cannot be called from without '
-        f'jax2tf. Received: {type(spec).__name__} with heads for {heads} on '
+        f'jax2tf. Expected a TrainSpec without a head on JAX. Received: '
+        f'{type(spec).__name__} with heads for {heads} on '
         "backend 'jax'. Set backend='tensorflow' (or leave it unset), or "
         'drop the head and give build_loss and build_metrics.')
 
@@ -201,7 +205,8 @@ def check_batch(spec, model, batch) -> None:
       raise SpecError(
           f'TrainSpec.loss_weights names {key!r}, which is not an output. '
           f'The outputs: {names}. Expected keys among those. Received: '
-          f'loss_weights={spec.loss_weights}. Key loss_weights by output.')
+          f'loss_weights={spec.loss_weights}. Name each key of loss_weights '
+          'after an output.')
   for output in declared:
     _check_output(output.name, output, outputs[output.name],
                   labels[output.name], losses[output.name],
@@ -216,9 +221,10 @@ def _per_output(member: str, value, names: List[str], default=None):
       return {n: default for n in names}
     if member == 'build_metrics()':
       raise SpecError(
-          f'With several outputs, {member} returns a dict of metric lists '
-          f'keyed by output ({names}), e.g. {{{names[0]!r}: '
-          f'[keras.metrics.SparseCategoricalAccuracy()]}}. Received: {value!r}.')
+          f'With several outputs, {member} must return a dict of metric '
+          f'lists keyed by output ({names}), e.g. {{{names[0]!r}: '
+          f'[keras.metrics.SparseCategoricalAccuracy()]}}. Received: '
+          f'{value!r}. Return a dict of lists keyed by those names.')
     return {n: value for n in names}
   unknown = sorted(set(value) - set(names))
   missing = [n for n in names if n not in value]
@@ -262,8 +268,8 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
     raise SpecError(
         f'{where}The model outputs do not fit the loss or metrics: '
         f'{type(e).__name__}: {summarize(e)}. Model outputs: '
-        f'{_shapes(outputs)}; labels: {_shapes(labels)}. For integer class '
-        'labels use SparseCategoricalCrossentropy with one output unit per '
+        f'{_shapes(outputs)}; labels: {_shapes(labels)}. To train integer '
+        'class labels, Use SparseCategoricalCrossentropy with one output unit per '
         'class; for 0/1 labels, BinaryCrossentropy with one unit. Expected '
         'outputs the loss takes with these labels. Received: the shapes '
         'above.') from e

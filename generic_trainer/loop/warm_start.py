@@ -61,7 +61,7 @@ def apply(spec, model, base_model_dir: Optional[str]) -> Optional[Dict[str,
         "TrainSpec.warm_start must be True (load the layers that match by "
         "name and shape), 'strict' (all of them must), False, or a method "
         f'warm_start(self, model, base_model_dir). Received: '
-        f'warm_start={mode!r}.')
+        f'warm_start={mode!r}. Set warm_start to one of those.')
   if mode is False:
     return None
   base = base_weights(base_model_dir)
@@ -74,14 +74,16 @@ def apply(spec, model, base_model_dir: Optional[str]) -> Optional[Dict[str,
         f'Warm start: no layer of the model is in the base model '
         f'{base_model_dir}. Its weights: {_sample(base)}; the model\'s layers: '
         f'{", ".join(sorted(not_loaded)) or "none"}. It may come from another '
-        'framework or another model. Connect the model of an earlier run of '
+        'framework or another model. Expected a base model with layers of '
+        'the same names. Received: none in common. Connect the model of an earlier run of '
         'this spec as base_model, or set warm_start = False to train from '
         'scratch.')
   if mode == 'strict' and not_loaded:
     raise SpecError(
         f"Warm start (warm_start = 'strict'): {len(not_loaded)} layer(s) of "
         f'the model do not match the base model {base_model_dir}: '
-        f'{_reasons(not_loaded)}. Make the layers match (same names and '
+        f'{_reasons(not_loaded)}. Expected every layer to match. Received: '
+        f'{len(not_loaded)} that do not. Make the layers match (same names and '
         "shapes), or set warm_start = True to load those that do.")
   for layer, values in loaded.items():
     for variable in _variables_by_layer(model)[layer]:
@@ -107,13 +109,17 @@ def base_weights(base_model_dir: str) -> Dict[str, Any]:
     raise InputArtifactError(
         f'The base model {base_model_dir} does not load as a SavedModel: '
         f'{type(e).__name__}: {summarize(e)}. Expected the model a trainer '
-        'published (its Format-Serving folder).') from e
+        'published (its Format-Serving folder). Received: a folder that does '
+        'not load. Connect the model output of an earlier training as '
+        'base_model, or set warm_start = False.') from e
   variables = list(getattr(loaded, 'variables', None) or [])
   if not variables:
     raise InputArtifactError(
         f'The base model {base_model_dir} holds no weights to warm-start '
         'from (its SavedModel has no variables). Expected the model an '
-        'earlier GenericTrainer run published; or set warm_start = False.')
+        'earlier GenericTrainer run published. Received: a SavedModel without '
+        'variables. Connect that model as base_model, or set warm_start = '
+        'False.')
   return {v.name.split(':')[0]: v.numpy() for v in variables}
 
 

@@ -56,7 +56,8 @@ def checkpoint_handler(directory: str, steps_per_epoch: Optional[int],
   if every_epochs and every_steps:
     raise SpecError(
         "checkpoint takes 'every_epochs' or 'every_steps', not both. "
-        f'Received: every_epochs={every_epochs}, every_steps={every_steps}.')
+        'Expected one of them. Received: '
+        f'every_epochs={every_epochs}, every_steps={every_steps}. Remove one.')
   if every_steps:
     save_freq = every_steps
     name = 'epoch-{epoch:03d}-batch-{batch:06d}.weights.h5'
@@ -66,7 +67,8 @@ def checkpoint_handler(directory: str, steps_per_epoch: Optional[int],
       raise SpecError(
           f'checkpoint every_epochs={every_epochs} needs a known number of '
           'steps per epoch: set train_args.num_steps, or pass statistics to '
-          'the component, or use every_epochs=1.')
+          'the component, or use every_epochs=1. Received: an unknown number '
+          'of steps per epoch.')
     save_freq = 'epoch' if every_epochs == 1 else every_epochs * steps_per_epoch
     name = 'epoch-{epoch:03d}.weights.h5'
   if best_only:

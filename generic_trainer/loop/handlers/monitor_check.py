@@ -35,7 +35,8 @@ class MonitorCheck(keras.callbacks.Callback):
       raise SpecError(
           f'{_describe(missing)}, which the training does not log. Expected '
           f'one of: {", ".join(sorted(logs))}. Set monitor to one of '
-          "those ('val_' names need eval data).")
+          "those ('val_' names need eval data). Received: "
+          f'{", ".join(sorted(missing.values()))}.')
 
 
 def _describe(missing) -> str:
