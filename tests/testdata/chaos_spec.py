@@ -19,31 +19,33 @@ import time
 import keras
 import tensorflow as tf
 
-from generic_trainer import TrainSpec
 from generic_trainer import atomic_files
 
-FEATURES = ['bill_length_mm', 'bill_depth_mm', 'flipper_length_mm',
-            'body_mass_g']
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))), 'module_files'))
+import penguin_spec  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+FEATURES = penguin_spec.FEATURES
 ID = 'row_id'
 
 
 class _Saving(keras.callbacks.Callback):
   """Marks (on the chief) and slows each checkpoint save a little."""
 
-  def __init__(self, directory, is_chief):
+  def __init__(self, directory, worker):
     super().__init__()
     self.directory = directory
-    self.is_chief = is_chief
+    self.worker = worker
     self.saves = 0
 
   def on_train_begin(self, logs=None):
     atomic_files.write_text(
         os.path.join(self.directory, 'pids',
-                     f'w{self.model_index}'), str(os.getpid()))
+                     f'w{self.worker}'), str(os.getpid()))
 
   def get_state(self):
     self.saves += 1
-    if self.is_chief and self.saves > 1:  # The first call only checks.
+    if self.worker == 0 and self.saves > 1:  # The first call only checks.
       atomic_files.write_text(os.path.join(self.directory, 'saving'),
                               f'{self.saves} {time.time()}')
       time.sleep(0.2)
@@ -53,13 +55,11 @@ class _Saving(keras.callbacks.Callback):
     del state
 
 
-class ChaosSpec(TrainSpec):
-  label_key = 'species'
+class ChaosSpec(penguin_spec.PenguinSpec):
   feature_keys = FEATURES + [ID]
   batch_size = 12  # The global batch: 228 train rows are 19 of them.
   epochs = 2
   checkpoint = {'every_steps': 2}
-  num_classes = 3
 
   def build_model(self):
     inputs = {k: keras.Input(shape=(1,), name=k) for k in FEATURES + [ID]}
@@ -70,25 +70,11 @@ class ChaosSpec(TrainSpec):
     outputs = keras.layers.Dense(self.num_classes, activation='softmax')(x)
     return keras.Model(inputs, outputs)
 
-  def build_optimizer(self):
-    return keras.optimizers.Adam(1e-2)
-
-  def build_loss(self):
-    return keras.losses.SparseCategoricalCrossentropy()
-
-  def build_metrics(self):
-    return [keras.metrics.SparseCategoricalAccuracy()]
-
-  def preprocess(self, features):
-    return {k: keras.ops.cast(v, 'float32') for k, v in features.items()}
-
   def handlers(self):
     directory = self.fn_args.custom_config['record_dir']
     for sub in ('ids', 'pids'):
       os.makedirs(os.path.join(directory, sub), exist_ok=True)
-    saving = _Saving(directory, self.fn_args.is_chief)
-    saving.model_index = self.fn_args.worker_index
-    return [saving]
+    return [_Saving(directory, self.fn_args.worker_index)]
 
   def train_step(self, model, data):
     tf.py_function(self._record, [data[0][ID], model.optimizer.iterations],
@@ -102,4 +88,3 @@ class ChaosSpec(TrainSpec):
                      f's{int(step)}-w{args.worker_index}.json'),
         {'n': args.num_workers, 'w': args.worker_index, 't': time.time(),
          'ids': sorted(int(i) for i in ids.numpy().ravel())})
-    sys.stdout.flush()
