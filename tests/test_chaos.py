@@ -285,8 +285,8 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
   chaos = _Chaos(rng, scratch, record, model.uri, earlier)
   chaos.log = lambda: caplog.text
   machine_capacity = local_cluster._capacity_now  # pylint: disable=protected-access
-  monkeypatch.setattr(local_cluster, '_capacity_now', lambda: (
-      chaos.capacity['now'] or machine_capacity()))
+  monkeypatch.setattr(local_cluster, '_capacity_now', lambda running=0: (
+      chaos.capacity['now'] or machine_capacity(running)))
   injector = threading.Thread(target=getattr(chaos, schedule), daemon=True)
   started = time.monotonic()
   injector.start()

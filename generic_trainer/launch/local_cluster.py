@@ -150,8 +150,10 @@ def run(request: TrainingRequest) -> None:
       return
     if not restarts_lib.should_restart(failure, len(done), limit):
       raise restarts_lib.final_error(failure, count, done, limit)
+    # A fixed group restarts at its size, as it always did.
     size, why = restarts_lib.size_after_death(
-        count, least, _capacity_now(), failure, after_restart)
+        count, least, _capacity_now() if least < most else count, failure,
+        after_restart)
     if size is None:
       raise restarts_lib.no_capacity_error(failure, count, least, why, done,
                                            limit)
@@ -172,9 +174,14 @@ def _clear_outputs(request: TrainingRequest) -> None:
     _clear(folder)  # The chief may have died exporting.
 
 
-def _capacity_now() -> int:
-  """How many workers this machine can run now (`capacity`)."""
-  return capacity(machine.cores(), machine.available_memory())
+def _capacity_now(running: int = 0) -> int:
+  """How many workers this machine can run now (`capacity`), counting the
+  memory of the `running` workers of a group as free (they would be
+  replaced)."""
+  memory = machine.available_memory()
+  if memory is not None:
+    memory += running * WORKER_MEMORY
+  return capacity(machine.cores(), memory)
 
 
 def _run_group(request: TrainingRequest, count: int):
@@ -284,7 +291,8 @@ def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
     if count < most and first_done is None and time.monotonic() > next_look:
       next_look = time.monotonic() + 1.0
       grow = restarts_lib.grow_to(
-          count, most, _capacity_now(), time.monotonic() - started,
+          count, most, _capacity_now(running=count),
+          time.monotonic() - started,
           _step(request.checkpoint_dir) not in (None, start_step))
       if grow is not None:
         return _stop_to_grow(workers, grow)
