@@ -22,9 +22,10 @@ With a `num_workers` range 'MIN:MAX' the group also changes size
     since it started, when capacity allows more workers, every worker is
     asked to stop as on a SIGTERM (all stop at one step, which is saved),
     and the group starts again bigger from that step: 0 steps repeated,
-    one start-up paid. A grow follows a shrink and a shrink follows a
-    death, which `max_restarts` counts: so grows are at most
-    `max_restarts`, and a group at MAX never restarts to grow.
+    one start-up paid. A grow follows a shrink (or a start below MAX, on a
+    machine with room for fewer), and a shrink follows a death, which
+    `max_restarts` counts: so grows are at most `max_restarts` + 1, and a
+    group at MAX never restarts to grow.
 """
 
 from typing import Any, Dict, List, Optional, Tuple
