@@ -113,8 +113,9 @@ def _trained(records):
 class _Chaos:
   """Watches the execution and injects the faults, from a seeded draw."""
 
-  def __init__(self, rng, scratch, record, model_uri, earlier):
+  def __init__(self, rng, scratch, record, model_uri, earlier, log):
     self.rng = rng
+    self.log = log  # The parent's log so far.
     self.scratch = scratch
     self.record = record
     self.model_uri = model_uri
@@ -140,12 +141,15 @@ class _Chaos:
       value = predicate()
       if value:
         return value
-      time.sleep(0.02)
+      time.sleep(0.05)
     return None
 
   def _step(self):
-    records = _records(self.record)
-    return max(records) if records else -1
+    """The last step recorded (from the files' names: s{STEP}-w{WORKER})."""
+    names = os.listdir(os.path.join(self.record, 'ids')) if os.path.isdir(
+        os.path.join(self.record, 'ids')) else []
+    return max((int(n.split('-')[0][1:]) for n in names
+                if n.endswith('.json')), default=-1)
 
   def _pid(self, worker):
     try:
@@ -239,7 +243,6 @@ class _Chaos:
                  signal.SIGKILL)
     self._until(lambda: False, timeout=3600)
 
-  log = None
 
 
 @pytest.mark.parametrize('schedule', [
@@ -282,8 +285,8 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
          'custom_config': json.dumps({'record_dir': record}),
          'module_file': os.path.join(TESTDATA, 'chaos_spec.py'),
          'num_workers': '2:3', 'max_restarts': 6})
-  chaos = _Chaos(rng, scratch, record, model.uri, earlier)
-  chaos.log = lambda: caplog.text
+  chaos = _Chaos(rng, scratch, record, model.uri, earlier,
+                 lambda: caplog.text)
   machine_capacity = local_cluster._capacity_now  # pylint: disable=protected-access
   monkeypatch.setattr(local_cluster, '_capacity_now', lambda running=0: (
       chaos.capacity['now'] or machine_capacity(running)))
