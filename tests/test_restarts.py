@@ -279,21 +279,22 @@ def test_the_command_takes_num_workers_as_a_flag_out_of_the_resume_key(
 def test_a_global_batch_the_workers_cannot_share_evenly_is_refused():
   """batch_size 20 over 3 workers is refused before any step (Keras 3
   under MultiWorkerMirroredStrategy fails on uneven slices); 21 is not,
-  nor any batch in one process."""
+  nor any batch in one process; a range needs a batch every size divides."""
+  from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   from message_parts import missing_parts  # pylint: disable=g-import-not-at-top
-
-  class Spec:
-    batch_size = 20
-
   with pytest.raises(SpecError, match=(
       r'^TrainSpec.batch_size=20 \(the global batch.*Received: '
       r'batch_size=20, 3 workers\. Set batch_size to a multiple of 3 \(e\.g\. '
       r'18 or 21\)')) as info:
-    checks.check_batch_split(Spec, 3)
+    member_checks.check_batch_split(20, [3])
   assert not missing_parts(str(info.value))
-  checks.check_batch_split(Spec, 2)
-  checks.check_batch_split(Spec, 1)
-  Spec.batch_size = 21
-  checks.check_batch_split(Spec, 3)
+  with pytest.raises(SpecError, match=(
+      r'between groups of 2 to 3 workers \(a num_workers range\).*'
+      r'Received: batch_size=20, num_workers 2:3\. Set batch_size to a '
+      r'multiple of 6 \(e\.g\. 18 or 24\)')) as info:
+    member_checks.check_batch_split(20, range(2, 4))
+  assert not missing_parts(str(info.value))
+  for fits in ((20, [2]), (20, [1]), (21, [3]), (12, range(2, 4)),
+               (None, [3])):
+    member_checks.check_batch_split(*fits)

@@ -233,3 +233,4 @@ def worker_range_text(bounds: Tuple[int, int]) -> Any:
   """The setting `worker_range` reads back as `bounds`: N, or 'MIN:MAX'."""
   low, high = bounds
   return low if low == high else f'{low}:{high}'
+

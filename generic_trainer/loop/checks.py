@@ -54,34 +54,6 @@ def check_cache(spec) -> None:
       'Set one of those four, or leave it unset.')
 
 
-def check_batch_split(spec, num_workers: int) -> None:
-  """The global batch (`TrainSpec.batch_size`) splits evenly between the
-  workers: each takes its slice of every global batch (the data order is
-  the seed's and the step's, whatever the count: docs/guides/
-  elastic-workers.md). Uneven slices (20 rows over 3: 7, 7, 6) are what
-  tf.distribute gives, but Keras 3 under MultiWorkerMirroredStrategy then
-  fails in a collective op ('Shape mismatch in the collective instance',
-  [6,1] against [7,1]): refused here, before any step.
-
-  Raises:
-    SpecError: the batch does not divide by `num_workers`.
-  """
-  batch = spec.batch_size
-  if num_workers <= 1 or not isinstance(batch, int) or batch % num_workers == 0:
-    return
-  lower = batch - batch % num_workers
-  raise SpecError(
-      f'TrainSpec.batch_size={batch} (the global batch: every step trains '
-      f'that many rows, shared by the workers) does not split evenly '
-      f'between the {num_workers} workers that train together; uneven '
-      'slices fail inside MultiWorkerMirroredStrategy. Expected a '
-      f'batch_size that {num_workers} divides (with a num_workers range, '
-      f'one that every size of the range divides). Received: '
-      f'batch_size={batch}, {num_workers} workers. Set batch_size to a '
-      f'multiple of {num_workers} (e.g. {lower or num_workers} or '
-      f'{lower + num_workers}), or change num_workers.')
-
-
 def check_train_step(spec, backend: str) -> None:
   """A custom train_step has the form of the backend that runs it:
   `(model, data)` returning logs on TensorFlow; `(model, state, data)`
