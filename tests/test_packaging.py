@@ -95,6 +95,8 @@ def test_the_version_has_one_source():
   assert generic_trainer.__version__ == version.__version__ == '0.2.0'
   with open(os.path.join(REPO, 'CHANGELOG.md')) as f:
     headings = re.findall(r'^## (\S+)', f.read(), re.M)
+  if headings[:1] == ['Unreleased']:  # What the next version will hold.
+    headings = headings[1:]
   assert headings[:2] == [version.__version__, '0.1.0']
 
 
