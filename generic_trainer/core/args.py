@@ -85,7 +85,8 @@ def resolve_backend(setting: Optional[str], spec_class: Optional[type],
     raise SpecError(
         f'TrainSpec.backend must be one of {BACKENDS} or None (TensorFlow '
         f'unless the component says otherwise). Received: '
-        f'{spec_class.__name__}.backend={spec_backend!r}.')
+        f'{spec_class.__name__}.backend={spec_backend!r}. Set backend to one '
+        'of those, or remove it.')
   if setting and spec_backend and setting != spec_backend:
     _, value = _spell(names, BACKEND_KEY, setting)
     raise InvalidArgumentError(
@@ -126,7 +127,8 @@ def check_backend_fits(backend: Optional[str], source: str,
     _, on_tf = _spell(names, BACKEND_KEY, 'tensorflow')
     raise InvalidArgumentError(
         f'{source} trains with Keras 3 on JAX, but {value} asks for tf.keras '
-        f'2, which runs on TensorFlow only. Received: {source}, {value}. '
+        f'2, which runs on TensorFlow only. Expected Keras 3 on JAX. '
+        f'Received: {source}, {value}. '
         f'Leave {setting} unset (or {KERAS3}) to train on JAX, or train on '
         f'TensorFlow ({on_tf}).')
   workers = max(num_workers or 1, cluster_size)
@@ -138,14 +140,16 @@ def check_backend_fits(backend: Optional[str], source: str,
         'workers train together through tf.distribute\'s '
         "MultiWorkerMirroredStrategy, which Keras's JAX trainer ignores, so "
         'each worker would train alone on its share of the data, without a '
-        f'word. Received: {source}, {what}. Train on JAX in one process '
+        f'word. Expected one process on JAX. Received: {source}, {what}. '
+        'Train on JAX in one process '
         f'({_JAX_DEVICES_HINT}), or with several workers on TensorFlow '
         "(backend='tensorflow').")
   if strategy not in (None, DEFAULT_STRATEGY):
     raise InvalidArgumentError(
         f'{source} cannot train under strategy={strategy!r}: that is a '
         "tf.distribute strategy, which Keras's JAX trainer ignores (the "
-        f'model would train on one device). Received: {source}, '
+        f'model would train on one device). Expected no strategy on JAX. '
+        f'Received: {source}, '
         f"strategy={strategy!r}. Leave strategy unset on JAX "
         f"({_JAX_DEVICES_HINT}), or use backend='tensorflow'.")
 

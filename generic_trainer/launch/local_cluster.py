@@ -77,7 +77,8 @@ def check_capacity(count: int) -> None:
         f'num_workers={count} would start {count} TensorFlow processes on '
         f'this machine, which can run about {limit}: {cores} core(s) and '
         f'{free} of free memory{machine.limits_note()}, at two workers a '
-        f'core and {WORKER_MEMORY >> 30} GiB each. Use num_workers <= '
+        f'core and {WORKER_MEMORY >> 30} GiB each. Expected at most {limit} '
+        f'workers here. Received: num_workers={count}. Use num_workers <= '
         f'{limit} here, or run the trainer in a cluster that sets TF_CONFIG, '
         'one worker a replica (README.md, "Scaling out"). Nothing was '
         'started.')
@@ -134,6 +135,7 @@ def run(request: TrainingRequest) -> None:
           'stopped at the same step and the chief saved it: the resume '
           f'checkpoint in {request.checkpoint_dir} is at '
           f'{resume.describe(request.checkpoint_dir) or "no step yet"}. '
+          'Expected after a SIGTERM: stop and save. Received: SIGTERM. '
           'Nothing was published. Run the same training again: it resumes '
           'there, repeating no step.')
     if grow is not None:
@@ -306,7 +308,10 @@ def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
           f'running {FINISH_GRACE_S:.0f} s after another had finished, so '
           'they were stopped. A worker that returns from run_fn early (or '
           'trains fewer steps) leaves the others waiting for it: every '
-          'worker must run the same training. Their output is above, '
+          'worker must run the same training. Expected every worker to '
+          f'finish within {FINISH_GRACE_S:.0f} s of the first. Received: '
+          f'{late} still running. Make every worker train the same steps. '
+          'Their output is above, '
           "prefixed '[worker i]'. Nothing was published.")
     time.sleep(worker_process.POLL_S)
 
