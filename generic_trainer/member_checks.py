@@ -10,7 +10,8 @@ takes, what it got and how to write it.
 """
 
 import inspect
-from typing import Any
+import math
+from typing import Any, Sequence
 
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import summarize
@@ -147,3 +148,43 @@ def compile_error(spec, error: Exception, optimizer, loss,
       f'(\'adam\'). Received: optimizer={describe(optimizer)}, '
       f'loss={describe(loss)}, metrics={describe(metrics)}. Fix the name or '
       'object in build_optimizer(), build_loss() or build_metrics().')
+
+
+def check_batch_split(batch_size: Any, counts: Sequence[int]) -> None:
+  """The global batch (`TrainSpec.batch_size`) splits evenly between the
+  workers, for every count of `counts` (a group's size, or every size of a
+  `num_workers` range): each worker takes its slice of every global batch
+  (docs/guides/elastic-workers.md). Uneven slices (20 rows over 3: 7, 7,
+  6) are what tf.distribute gives, but Keras 3 under
+  MultiWorkerMirroredStrategy then fails in a collective op ('Shape
+  mismatch in the collective instance', [6,1] against [7,1]): refused
+  before any step (row 262).
+
+  Raises:
+    SpecError: a count does not divide `batch_size`.
+  """
+  counts = sorted(set(counts))
+  if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+    return  # Not a size yet (datasets.schedule checks it).
+  if all(batch_size % n == 0 for n in counts):
+    return
+  multiple = math.lcm(*counts)
+  lower = batch_size - batch_size % multiple
+  if len(counts) == 1:
+    groups = f'the {counts[0]} workers that train together'
+    expected = f'a batch_size that {counts[0]} divides'
+    received = f'{counts[0]} workers'
+  else:
+    groups = (f'groups of {counts[0]} to {counts[-1]} workers (a '
+              'num_workers range)')
+    expected = (f'a batch_size that every size from {counts[0]} to '
+                f'{counts[-1]} divides')
+    received = f'num_workers {counts[0]}:{counts[-1]}'
+  raise SpecError(
+      f'TrainSpec.batch_size={batch_size} (the global batch: every step '
+      'trains that many rows, shared by the workers) does not split evenly '
+      f'between {groups}; uneven slices fail inside '
+      f'MultiWorkerMirroredStrategy. Expected {expected}. Received: '
+      f'batch_size={batch_size}, {received}. Set batch_size to a multiple '
+      f'of {multiple} (e.g. {lower or multiple} or {lower + multiple}), or '
+      'change num_workers.')

@@ -104,7 +104,8 @@ def _parse_fresh(argv, cwd):
     ({'--backend': ['jax'], '--keras-version': ['tf_keras']},
      '--backend=jax trains with Keras 3 on JAX, but --keras-version='
      'tf_keras asks for tf.keras 2, which runs on TensorFlow only. '
-     'Received: --backend=jax, --keras-version=tf_keras. Leave '
+     'Expected Keras 3 on JAX. Received: --backend=jax, '
+     '--keras-version=tf_keras. Leave '
      '--keras-version unset (or keras3) to train on JAX, or train on '
      'TensorFlow (--backend=tensorflow).'),
     ({'--progress': ['fancy']},

@@ -55,6 +55,17 @@ def test_constructs_with_run_fn_path(examples):
   assert trainer.exec_properties['run_fn'] == 'my_pkg.trainer.run_fn'
 
 
+def test_a_num_workers_range_is_kept_as_min_colon_max(examples):
+  """num_workers=(2, 3) and '2:3' are the same execution property, '2:3';
+  an int stays an int."""
+  for setting in ((2, 3), '2:3'):
+    trainer = _trainer(examples=examples, module_file=PENGUIN_MODULE,
+                       num_workers=setting)
+    assert trainer.exec_properties['num_workers'] == '2:3'
+  assert _trainer(examples=examples, module_file=PENGUIN_MODULE,
+                  num_workers=2).exec_properties['num_workers'] == 2
+
+
 @pytest.mark.parametrize('kwargs, message', [
     ({}, r"Exactly one of 'module_file', 'module_path' or 'run_fn' must be "
      r'supplied. Received: none of them'),
@@ -77,6 +88,9 @@ def test_constructs_with_run_fn_path(examples):
      r'multi-worker training restarts its workers from the last checkpoint '
      r'after one died \(0: the execution fails at the first death; None: '
      r'2\)\. Received: max_restarts=-1\. Set 0 or more, or leave it unset\.$'),
+    ({'module_file': PENGUIN_MODULE, 'num_workers': '3:2'},
+     r"^'num_workers' must be a positive int .* or a range MIN:MAX .*"
+     r"Received: num_workers='3:2'\."),
 ])
 def test_argument_errors(examples, kwargs, message):
   """Wrong arguments fail at construction with a message naming them."""

@@ -52,7 +52,8 @@ def test_jax_with_tf_keras_is_refused():
   assert str(info.value) == (
       "backend='jax' trains with Keras 3 on JAX, but keras_version="
       "'tf_keras' asks for tf.keras 2, which runs on TensorFlow only. "
-      "Received: backend='jax', keras_version='tf_keras'. Leave "
+      "Expected Keras 3 on JAX. Received: backend='jax', "
+      "keras_version='tf_keras'. Leave "
       "'keras_version' unset (or keras3) to train on JAX, or train on "
       "TensorFlow (backend='tensorflow').")
 
@@ -65,7 +66,8 @@ def test_jax_with_several_workers_is_refused():
       "backend='jax' cannot train with 2 workers: GenericTrainer's workers "
       "train together through tf.distribute's MultiWorkerMirroredStrategy, "
       "which Keras's JAX trainer ignores, so each worker would train alone "
-      'on its share of the data, without a word. Received: '
+      'on its share of the data, without a word. Expected one process on '
+      'JAX. Received: '
       "backend='jax', num_workers=2. Train on JAX in one process "
       f'({_DEVICES_HINT}), or with several workers on TensorFlow '
       "(backend='tensorflow').")
@@ -78,7 +80,8 @@ def test_jax_under_a_tf_distribute_strategy_is_refused():
   assert str(info.value) == (
       "backend='jax' cannot train under strategy='mirrored': that is a "
       "tf.distribute strategy, which Keras's JAX trainer ignores (the model "
-      "would train on one device). Received: backend='jax', "
+      "would train on one device). Expected no strategy on JAX. Received: "
+      "backend='jax', "
       "strategy='mirrored'. Leave strategy unset on JAX "
       f"({_DEVICES_HINT}), or use backend='tensorflow'.")
 
@@ -100,7 +103,8 @@ def test_spec_on_jax_in_a_tf_config_cluster_is_refused_before_training(
       "GenericTrainer's workers train together through tf.distribute's "
       "MultiWorkerMirroredStrategy, which Keras's JAX trainer ignores, so "
       'each worker would train alone on its share of the data, without a '
-      "word. Received: PenguinSpecOnJax.backend='jax', a TF_CONFIG cluster of "
+      "word. Expected one process on JAX. Received: "
+      "PenguinSpecOnJax.backend='jax', a TF_CONFIG cluster of "
       f'2. Train on JAX in one process ({_DEVICES_HINT}), or with several '
       "workers on TensorFlow (backend='tensorflow').")
   assert not os.path.exists(os.path.join(io[1]['model_run'][0].uri,
@@ -134,7 +138,8 @@ def test_spec_backend_must_be_tensorflow_or_jax():
   assert str(info.value) == (
       "TrainSpec.backend must be one of ('tensorflow', 'jax') or None "
       '(TensorFlow unless the component says otherwise). Received: '
-      "TorchSpec.backend='torch'.")
+      "TorchSpec.backend='torch'. Set backend to one of those, or remove "
+      'it.')
 
 
 class _TapeStepSpec:

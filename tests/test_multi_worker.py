@@ -203,19 +203,10 @@ def test_two_workers_train_a_train_spec_unchanged(trainer_io, scratch_tmp):
   assert _ours(scratch_tmp) == []
 
 
-def test_a_killed_worker_restarts_the_group_from_the_checkpoint(
-    trainer_io, scratch_tmp, tmp_path, caplog):
-  """SIGKILL worker 1 mid-training: the group restarts from the last
-  checkpoint (every 2 steps), the execution completes and publishes, the
-  steps add up, at most one checkpoint interval is trained twice, and the
-  log and workers.json say what happened."""
+def _executing(io):
+  """GenericExecutor().Do(*io), started in a thread: (the thread, a dict
+  that gets its 'error')."""
   from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  caplog.set_level(logging.INFO, logger='absl')
-  record = tmp_path / 'record'
-  io = trainer_io(train_steps=40, eval_steps=0, num_workers=2,
-                  module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),
-                  custom_config=json.dumps({'record_dir': str(record)}))
-  model, model_run = io[1]['model'][0], io[1]['model_run'][0]
   outcome = {}
 
   def execute():
@@ -226,11 +217,42 @@ def test_a_killed_worker_restarts_the_group_from_the_checkpoint(
 
   execution = threading.Thread(target=execute)
   execution.start()
+  return execution, outcome
+
+
+def _two_slow_workers_at_10(trainer_io, tmp_path):
+  """Two workers of slow_worker_spec.py training 40 steps, once the resume
+  checkpoint is at step 10: (record folder, Model, ModelRun, the
+  execution's thread, its outcome)."""
+  record = tmp_path / 'record'
+  io = trainer_io(train_steps=40, eval_steps=0, num_workers=2,
+                  module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),
+                  custom_config=json.dumps({'record_dir': str(record)}))
+  model, model_run = io[1]['model'][0], io[1]['model_run'][0]
+  execution, outcome = _executing(io)
+  _wait_for_checkpoint(model_run, execution, outcome, step=10)
+  return record, model, model_run, execution, outcome
+
+
+def _wait_for_checkpoint(model_run, execution, outcome, step):
+  """Until the resume checkpoint in `model_run` is at `step` or later."""
   pointer = os.path.join(model_run.uri, 'resume-*', 'latest.json')
   deadline = time.monotonic() + 240
-  while not any(json.load(open(p))['step'] >= 10 for p in glob.glob(pointer)):
+  while not any(json.load(open(p))['step'] >= step
+                for p in glob.glob(pointer)):
     assert execution.is_alive() and time.monotonic() < deadline, outcome
     time.sleep(0.05)
+
+
+def test_a_killed_worker_restarts_the_group_from_the_checkpoint(
+    trainer_io, scratch_tmp, tmp_path, caplog):
+  """SIGKILL worker 1 mid-training: the group restarts from the last
+  checkpoint (every 2 steps), the execution completes and publishes, the
+  steps add up, at most one checkpoint interval is trained twice, and the
+  log and workers.json say what happened."""
+  caplog.set_level(logging.INFO, logger='absl')
+  record, model, model_run, execution, outcome = _two_slow_workers_at_10(
+      trainer_io, tmp_path)
   os.kill(int((record / 'worker-1.pid').read_text()), signal.SIGKILL)
   execution.join(timeout=300)
   assert not execution.is_alive() and 'error' not in outcome, outcome
@@ -315,4 +337,46 @@ def test_sigterm_stops_every_worker_at_one_step_and_the_group_resumes_there(
            if line.split()[1] == '0']
   assert chief == list(range(saved['step'] + 1, 41))
   assert os.listdir(model.uri) == ['Format-Serving']
+  assert _ours(scratch_tmp) == []
+
+
+def test_sigterm_to_one_worker_stops_the_group_at_a_saved_step_and_restarts(
+    trainer_io, scratch_tmp, tmp_path, caplog):
+  """SIGTERM to worker 1 alone (its machine preempted, not the executor):
+  it asks the chief to stop, every worker stops at one step which is
+  saved, the group restarts from it (a restart in workers.json) and trains
+  exactly the steps after it: 0 repeated; it publishes."""
+  caplog.set_level(logging.INFO, logger='absl')
+  record, model, model_run, execution, outcome = _two_slow_workers_at_10(
+      trainer_io, tmp_path)
+  signalled = time.monotonic()
+  pid = int((record / 'worker-1.pid').read_text())
+  os.kill(pid, signal.SIGTERM)
+  while True:  # Until the signalled worker has ended.
+    try:
+      os.kill(pid, 0)
+    except ProcessLookupError:
+      break
+    time.sleep(0.05)
+  stopped_s = time.monotonic() - signalled
+  execution.join(timeout=300)
+  assert not execution.is_alive() and 'error' not in outcome, outcome
+  print(f'SIGTERM to one worker: it ended {stopped_s:.1f} s after the signal')
+
+  assert os.listdir(model.uri) == ['Format-Serving']
+  assert model.get_int_custom_property('train_steps') == 40
+  with open(os.path.join(model_run.uri, 'workers.json')) as f:
+    [restart] = json.load(f)['restarts']
+  assert restart['worker'] in (0, 1)
+  assert restart['how'].startswith('was stopped by SIGTERM')
+  resumed_step = int(restart['resumed_from'].split()[1])
+  chief_steps = {}
+  for line in (record / 'steps.log').read_text().splitlines():
+    pid_, worker, step = line.split()
+    if worker == '0':
+      chief_steps.setdefault(pid_, []).append(int(step))
+  stopped, restarted = chief_steps.values()
+  assert stopped[-1] == resumed_step  # The step it stopped at was saved.
+  assert restarted == list(range(resumed_step + 1, 41))  # 0 repeated.
+  assert stopped_s < 25
   assert _ours(scratch_tmp) == []

@@ -165,7 +165,7 @@ def test_reserved_ports_cannot_be_taken_by_a_plain_bind():
 def test_a_closed_stderr_does_not_block_a_worker(tmp_path, monkeypatch):
   """The worker writes its log to a file; lines stderr cannot take are
   dropped, and the worker ends."""
-  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import worker_process  # pylint: disable=g-import-not-at-top
   read_end, write_end = os.pipe()
   os.close(read_end)  # `| head` has exited.
   broken = os.fdopen(write_end, 'w')
@@ -175,7 +175,7 @@ def test_a_closed_stderr_does_not_block_a_worker(tmp_path, monkeypatch):
     process = subprocess.Popen(
         [sys.executable, '-c', 'for i in range(200000): print("x" * 80)'],
         stdout=f, stderr=subprocess.STDOUT)
-  worker = local_cluster._Worker(0, process, str(tmp_path / 'r.json'),
+  worker = worker_process.Worker(0, process, str(tmp_path / 'r.json'),
                                  str(log))
   assert process.wait(timeout=60) == 0
   worker.log_thread.join(timeout=60)

@@ -1,7 +1,7 @@
 """GenericTrainer: a drop-in replacement for `tfx.components.Trainer`."""
 
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from tfx import types
 from tfx.dsl.components.base import base_component
@@ -64,7 +64,7 @@ class GenericTrainer(base_component.BaseComponent):
       custom_config: Optional[Union[Dict[str, Any],
                                     data_types.RuntimeParameter]] = None,
       keras_version: Optional[str] = None,
-      num_workers: Optional[int] = None,
+      num_workers: Union[int, str, Tuple[int, int], None] = None,
       strategy: Optional[str] = None,
       allow_signature_change: Optional[bool] = None,
       max_restarts: Optional[int] = None,
@@ -100,7 +100,11 @@ class GenericTrainer(base_component.BaseComponent):
         workers training with MultiWorkerMirroredStrategy; under a TF_CONFIG
         set by the cluster (Training Operator, Vertex AI) the cluster's
         replicas are the workers, and N, if set, must match their number.
-        None or 1: one process.
+        None or 1: one process. A range 'MIN:MAX' (or (MIN, MAX)) starts
+        MAX local workers (as many as the machine can run), restarts with
+        fewer, down to MIN, when one cannot come back, and grows back to
+        MAX (docs/guides/elastic-workers.md); a TF_CONFIG cluster's size
+        must lie within it.
       strategy: 'multi_worker_mirrored' (picked when several workers train),
         'mirrored' (one process, all its devices) or 'default'. run_fn
         gets it as `fn_args.strategy`.
@@ -180,7 +184,9 @@ class GenericTrainer(base_component.BaseComponent):
           run_fn=run_fn,
           custom_config=_serialized_custom_config(custom_config),
           keras_version=keras_version,
-          num_workers=num_workers,
+          num_workers=args.worker_range_text(
+              args.worker_range(num_workers)) if num_workers is not None
+          else None,
           strategy=strategy,
           allow_signature_change=allow_signature_change,
           max_restarts=max_restarts,

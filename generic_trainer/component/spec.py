@@ -47,7 +47,7 @@ class GenericTrainerSpec(ComponentSpec):
   PARAMETERS = {
       **_TRAINER.PARAMETERS,
       KERAS_VERSION_KEY: ExecutionParameter(type=str, optional=True),
-      NUM_WORKERS_KEY: ExecutionParameter(type=int, optional=True),
+      NUM_WORKERS_KEY: ExecutionParameter(type=(int, str), optional=True),
       STRATEGY_KEY: ExecutionParameter(type=str, optional=True),
       ALLOW_SIGNATURE_CHANGE_KEY: ExecutionParameter(type=(bool, int),
                                                      optional=True),

@@ -2,13 +2,14 @@
 pipeline construction) and the executor (at run time, where a compiled
 pipeline or another orchestrator may hand over anything)."""
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from generic_trainer.errors import InvalidArgumentError, SpecError
 from generic_trainer.keys import BACKENDS, DEFAULT_STRATEGY, JAX_BACKEND
 from generic_trainer.keys import BACKEND_KEY, KERAS3, KERAS_VERSION_KEY
 from generic_trainer.keys import KERAS_VERSIONS, RUN_FN_KEY, SOURCE_KEYS
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS, TF_KERAS
+from generic_trainer.keys import NUM_WORKERS_KEY
 
 # For several devices of one machine on JAX (tested in
 # tests/test_jax_backend.py): Keras's own data parallelism.
@@ -84,7 +85,8 @@ def resolve_backend(setting: Optional[str], spec_class: Optional[type],
     raise SpecError(
         f'TrainSpec.backend must be one of {BACKENDS} or None (TensorFlow '
         f'unless the component says otherwise). Received: '
-        f'{spec_class.__name__}.backend={spec_backend!r}.')
+        f'{spec_class.__name__}.backend={spec_backend!r}. Set backend to one '
+        'of those, or remove it.')
   if setting and spec_backend and setting != spec_backend:
     _, value = _spell(names, BACKEND_KEY, setting)
     raise InvalidArgumentError(
@@ -125,7 +127,8 @@ def check_backend_fits(backend: Optional[str], source: str,
     _, on_tf = _spell(names, BACKEND_KEY, 'tensorflow')
     raise InvalidArgumentError(
         f'{source} trains with Keras 3 on JAX, but {value} asks for tf.keras '
-        f'2, which runs on TensorFlow only. Received: {source}, {value}. '
+        f'2, which runs on TensorFlow only. Expected Keras 3 on JAX. '
+        f'Received: {source}, {value}. '
         f'Leave {setting} unset (or {KERAS3}) to train on JAX, or train on '
         f'TensorFlow ({on_tf}).')
   workers = max(num_workers or 1, cluster_size)
@@ -137,14 +140,16 @@ def check_backend_fits(backend: Optional[str], source: str,
         'workers train together through tf.distribute\'s '
         "MultiWorkerMirroredStrategy, which Keras's JAX trainer ignores, so "
         'each worker would train alone on its share of the data, without a '
-        f'word. Received: {source}, {what}. Train on JAX in one process '
+        f'word. Expected one process on JAX. Received: {source}, {what}. '
+        'Train on JAX in one process '
         f'({_JAX_DEVICES_HINT}), or with several workers on TensorFlow '
         "(backend='tensorflow').")
   if strategy not in (None, DEFAULT_STRATEGY):
     raise InvalidArgumentError(
         f'{source} cannot train under strategy={strategy!r}: that is a '
         "tf.distribute strategy, which Keras's JAX trainer ignores (the "
-        f'model would train on one device). Received: {source}, '
+        f'model would train on one device). Expected no strategy on JAX. '
+        f'Received: {source}, '
         f"strategy={strategy!r}. Leave strategy unset on JAX "
         f"({_JAX_DEVICES_HINT}), or use backend='tensorflow'.")
 
@@ -189,3 +194,47 @@ def check_max_restarts(max_restarts: Any) -> None:
         'after one died (0: the execution fails at the first death; None: '
         f'{DEFAULT_MAX_RESTARTS}). Received: max_restarts={max_restarts!r}. '
         'Set 0 or more, or leave it unset.')
+
+
+def worker_range(num_workers: Any, names: Any = None
+                 ) -> Optional[Tuple[int, int]]:
+  """(at least, at most) of a `num_workers` setting: an int N is (N, N), a
+  range 'MIN:MAX' (or a (MIN, MAX) pair) lets a local group shrink to MIN
+  workers when one cannot come back, and grow back to MAX; None: unset.
+
+  Raises:
+    InvalidArgumentError: not a positive int nor such a range (row 260).
+  """
+  if num_workers is None:
+    return None
+  value = num_workers
+  if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    return value, value
+  pair = None
+  if isinstance(value, str) and value.count(':') == 1:
+    pair = value.split(':')
+  elif isinstance(value, (tuple, list)) and len(value) == 2:
+    pair = list(value)
+  try:
+    low, high = (int(v) for v in pair) if pair else (0, 0)
+    ok = pair is not None and not any(isinstance(v, (bool, float))
+                                      for v in pair)
+  except (TypeError, ValueError):
+    ok = False
+  if ok and 1 <= low <= high:
+    return low, high
+  setting, shown = _spell(names, NUM_WORKERS_KEY, num_workers)
+  raise InvalidArgumentError(
+      f'{setting} must be a positive int (the processes that train '
+      'together) or a range MIN:MAX of them (a local group restarts with '
+      'fewer workers, down to MIN, when one cannot come back, and grows '
+      'back to MAX). Expected e.g. 2 or "2:3", with 1 <= MIN <= MAX. '
+      f'Received: {shown}. Set a positive int, a range such as "2:3", or '
+      'leave it unset.')
+
+
+def worker_range_text(bounds: Tuple[int, int]) -> Any:
+  """The setting `worker_range` reads back as `bounds`: N, or 'MIN:MAX'."""
+  low, high = bounds
+  return low if low == high else f'{low}:{high}'
+

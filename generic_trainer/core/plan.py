@@ -85,8 +85,14 @@ class TrainingPlan:
     keras_version: 'keras3', 'tf_keras', or None (whatever the process has).
     role: This process's place in the cluster.
     num_workers: The processes that train together.
-    num_workers_setting: The component's `num_workers`, or None (for
-      messages: a cluster's TF_CONFIG may have set the number).
+    num_workers_setting: The component's `num_workers` (the most of a
+      range), or None (for messages: a cluster's TF_CONFIG may have set
+      the number).
+    min_workers: With a `num_workers` range 'MIN:MAX', MIN: the fewest
+      workers a local group restarts with when one cannot come back
+      (`launch.restarts`); None: the group keeps its size.
+    max_workers: With a range, MAX: the size a shrunk group grows back
+      to; None: `num_workers`.
     strategy: The tf.distribute strategy's name.
     where: Where it trains (`Where`); children get `Where.HERE`.
     checkpoint_dir: Where it checkpoints and resumes from; None: no resume.
@@ -105,6 +111,8 @@ class TrainingPlan:
                  factory=distribution.ClusterRole)
   num_workers = attr.ib(type=int, default=1)
   num_workers_setting = attr.ib(type=Optional[int], default=None)
+  min_workers = attr.ib(type=Optional[int], default=None)
+  max_workers = attr.ib(type=Optional[int], default=None)
   strategy = attr.ib(type=str, default='default')
   where = attr.ib(type=str, default=Where.HERE)
   checkpoint_dir = attr.ib(type=Optional[str], default=None)
@@ -128,6 +136,23 @@ class TrainingPlan:
   def in_child(self) -> 'TrainingPlan':
     """This plan for the child process that trains it."""
     return attr.evolve(self, where=Where.HERE)
+
+  def worker_bounds(self) -> Tuple[int, int]:
+    """(at least, at most) workers of a local group: the range of
+    `num_workers`, or its one value."""
+    return (self.min_workers or self.num_workers,
+            self.max_workers or self.num_workers)
+
+  def with_workers(self, count: int) -> 'TrainingPlan':
+    """This plan for a local group of `count` workers, within
+    `worker_bounds` (a shrunk or regrown group: `launch.restarts` decides
+    the count, this is where a run's count is set)."""
+    low, high = self.worker_bounds()
+    if not low <= count <= high:
+      raise ValueError(f'{count} workers is outside num_workers '
+                       f'{low}:{high}.')
+    return attr.evolve(self, num_workers=count, min_workers=low,
+                       max_workers=high)
 
   def for_worker(self, index: int) -> 'TrainingPlan':
     """This plan for local worker `index` of `num_workers` (0: the chief)."""
@@ -154,10 +179,12 @@ def check_settings(names: Names = COMPONENT, *,
   """
   args.check_keras_version(keras_version, names)
   args.check_backend(backend, names)
-  distribution.check_settings(num_workers, strategy)
+  bounds = args.worker_range(num_workers, names)
+  most = bounds[1] if bounds else None
+  distribution.check_settings(most, strategy)
   args.check_max_restarts(max_restarts)
   args.check_backend_fits(backend, names.value(BACKEND_KEY, backend),
-                          keras_version, num_workers, cluster_size, strategy,
+                          keras_version, most, cluster_size, strategy,
                           names)
 
 
@@ -175,22 +202,31 @@ def from_settings(exec_properties: Dict[str, Any], names: Names = COMPONENT,
   props = exec_properties
   keras_version = props.get(KERAS_VERSION_KEY) or None
   backend = props.get(BACKEND_KEY) or None
-  num_workers = props.get(NUM_WORKERS_KEY)
+  setting = props.get(NUM_WORKERS_KEY)
   role = distribution.role_from_tf_config(tf_config)
   check_settings(names, keras_version=keras_version, backend=backend,
-                 num_workers=num_workers, strategy=props.get(STRATEGY_KEY),
+                 num_workers=setting, strategy=props.get(STRATEGY_KEY),
                  max_restarts=props.get(MAX_RESTARTS_KEY),
                  cluster_size=role.num_workers)
-  distribution.check_role(role, tf_config, num_workers,
+  low, num_workers = args.worker_range(setting) or (None, None)
+  # In a cluster that sets TF_CONFIG, a range takes the cluster's size
+  # when it lies within it (the cluster, not this process, sizes it).
+  fits = low is not None and low <= role.num_workers <= num_workers
+  distribution.check_role(role, tf_config,
+                          None if tf_config and fits else num_workers,
                           props.get(STRATEGY_KEY))
   key = args.check_one_source(**{k: props.get(k) for k in SOURCE_KEYS})
-  count = max(num_workers or 1, role.num_workers)
+  count = (role.num_workers if tf_config and fits else
+           max(num_workers or 1, role.num_workers))
   return TrainingPlan(
       source_key=key, source=props[key], entry_name=entry_name,
       backend_setting=backend, backend=backend,
       backend_source=names.value(BACKEND_KEY, backend) if backend else '',
       keras_version=keras_version, role=role, num_workers=count,
       num_workers_setting=num_workers,
+      min_workers=low if low != num_workers and not tf_config else None,
+      max_workers=num_workers if low != num_workers and not tf_config
+      else None,
       strategy=distribution.strategy_name(props.get(STRATEGY_KEY), count),
       where=(Where.LOCAL_WORKERS if (num_workers or 1) > 1 and not tf_config
              else Where.HERE),

@@ -48,6 +48,11 @@ class TrainingRequest:
     """This request for the child process that trains it."""
     return attr.evolve(self, plan=self.plan.in_child())
 
+  def with_workers(self, count: int) -> 'TrainingRequest':
+    """This request for a local group of `count` workers
+    (`TrainingPlan.with_workers`)."""
+    return attr.evolve(self, plan=self.plan.with_workers(count))
+
   def for_worker(self, index: int) -> 'TrainingRequest':
     """This request for local worker `index` (0: the chief)."""
     return attr.evolve(self, plan=self.plan.for_worker(index))

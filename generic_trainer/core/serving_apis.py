@@ -10,8 +10,9 @@ Used by `serving_check`.
 """
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
+from generic_trainer.core import tensor_info
 from generic_trainer.errors import ServingCheckError
 from generic_trainer.errors import summarize
 from generic_trainer.heads.serving_methods import CLASSIFY
@@ -38,30 +39,11 @@ def api(name: str, signature) -> str:
         f'but its method name is {method!r}: a model server that checks '
         'method names (--enable_signature_method_name_check, as TF1-era '
         f'servers did) refuses {API[wanted]} requests to it. Expected '
-        f'method_name={wanted!r}. Received: method_name={method!r}. TF2\'s tf.saved_model.save writes every '
-        f'signature as Predict. Call {_SET_METHODS}, or name the '
-        'signature otherwise to serve it with Predict.')
+        f'method_name={wanted!r}. Received: method_name={method!r}. TF2\'s '
+        'tf.saved_model.save writes every signature as Predict. Call '
+        f'{_SET_METHODS}, or name the signature otherwise to serve it with '
+        'Predict.')
   return method if method in (CLASSIFY, REGRESS) else PREDICT
-
-
-def _dtype(info) -> str:
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.dtypes.as_dtype(info.dtype).name
-
-
-def _shape(info) -> str:
-  if info.tensor_shape.unknown_rank:
-    return '<unknown>'
-  return str([d.size if d.size >= 0 else None for d in info.tensor_shape.dim])
-
-
-def _rank(info) -> Optional[int]:
-  return None if info.tensor_shape.unknown_rank else len(
-      info.tensor_shape.dim)
-
-
-def _describe(info) -> str:
-  return f'{_dtype(info)}{_shape(info)}'
 
 
 def _one_example_input(name: str, signature, api: str) -> str:
@@ -85,15 +67,15 @@ def _check_examples_input(name: str, key: str, info, who: str) -> None:
   from tensorflow.core.framework import types_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   if info.dtype != types_pb2.DT_STRING:
     raise ServingCheckError(
-        f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
+        f'Input {key!r} of signature {name!r} is {tensor_info.describe(info)}, but '
         f'{who} carry serialized tf.Examples: a tf.string tensor. Expected '
         f"tf.TensorSpec([None], tf.string, name={key!r}). Received: "
-        f'{_describe(info)}. Parse the features inside the signature with '
+        f'{tensor_info.describe(info)}. Parse the features inside the signature with '
         'tf.io.parse_example.')
-  rank = _rank(info)
+  rank = tensor_info.rank(info)
   if rank is not None and rank != 1:
     raise ServingCheckError(
-        f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
+        f'Input {key!r} of signature {name!r} is {tensor_info.describe(info)}, but '
         f'{who} send the serialized tf.Examples as a vector, one string per '
         f'example: shape [batch]. Expected tf.TensorSpec([None], tf.string, '
         f"name={key!r}). Received: rank {rank}. Change the input's shape to "
@@ -179,10 +161,10 @@ def _check_finite(name: str, key: str, value, count: int) -> None:
 
 
 def _check_dtype(name: str, key: str, info, wanted: str, what: str) -> None:
-  if _dtype(info) != wanted:
+  if tensor_info.dtype(info) != wanted:
     raise ServingCheckError(
-        f'Output {key!r} of signature {name!r} is {_dtype(info)}, but '
-        f'{what} must be {wanted}. Received: {key}={_describe(info)}. '
+        f'Output {key!r} of signature {name!r} is {tensor_info.dtype(info)}, but '
+        f'{what} must be {wanted}. Received: {key}={tensor_info.describe(info)}. '
         f'Cast it: tf.cast(..., tf.{wanted}).')
 
 
@@ -337,7 +319,7 @@ class _Predict:
       (key, info), = inputs.items()
       if key not in requests.features:
         batch = np.array(examples, dtype=object)
-        if name != 'serving_default' and _rank(info) == 2:
+        if name != 'serving_default' and tensor_info.rank(info) == 2:
           batch = batch.reshape([-1, 1])  # A Predict client sends [N, 1].
         else:  # TFX's Evaluator and BulkInferrer send a [N] vector.
           _check_examples_input(name, key, info,
@@ -350,7 +332,7 @@ class _Predict:
         _missing_feature(name, key, requests, PREDICT)
       if key not in requests.features:
         raise ServingCheckError(
-            f'Signature {name!r} takes an input {key!r} ({_describe(info)}) '
+            f'Signature {name!r} takes an input {key!r} ({tensor_info.describe(info)}) '
             'that names no feature of the data, so a client sending the '
             f'features by name cannot fill it. Expected one of the data\'s '
             f'features: {sorted(requests.features)}. Received: {key!r}. Name '
@@ -363,7 +345,7 @@ class _Predict:
       if (have == 'string') != (wanted == tf.string) or (
           have.startswith('float') and wanted.is_integer):
         raise ServingCheckError(
-            f'Input {key!r} of signature {name!r} is {_describe(info)}, but '
+            f'Input {key!r} of signature {name!r} is {tensor_info.describe(info)}, but '
             f'the feature {key!r} holds {have} values: a client sending it '
             'as it is in the data gets "Expects arg to be '
             f'{wanted.name} but {have} is provided". Expected {have}, as in '
@@ -371,7 +353,7 @@ class _Predict:
             'inside the signature), or change the feature in the schema.')
       value = value.astype(wanted.as_numpy_dtype) if wanted != tf.string else (
           value)
-      rank = _rank(info)
+      rank = tensor_info.rank(info)
       if rank is not None and rank != value.ndim:
         value = value.reshape([count] + [
             d.size if d.size > 0 else 1

@@ -4,6 +4,7 @@ point."""
 import threading
 from typing import Any, Callable
 
+from generic_trainer import member_checks
 from generic_trainer.core import stray_threads
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.core.user_code import user_code
@@ -27,8 +28,12 @@ def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
       traceback is in the message.
   """
   source = request.plan.describe_source()
-  fn_args = fn_args_lib.build_fn_args(request)
   spec = getattr(run_fn, 'train_spec', None)
+  low, high = request.plan.worker_bounds()
+  if spec is not None and low < high:  # Every size the group may take.
+    member_checks.check_batch_split(getattr(spec, 'batch_size', None),
+                                    range(low, high + 1))
+  fn_args = fn_args_lib.build_fn_args(request)
   threads = set(threading.enumerate())
   try:
     with user_code(f'TrainSpec {spec.__name__}' if spec else RUN_FN_KEY,

@@ -48,6 +48,7 @@ from typing import Any, Dict, List, Optional
 import jsonschema
 import yaml
 
+from generic_trainer.core.args import worker_range
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS
 from generic_trainer.keys import MAX_RESTARTS_KEY
@@ -174,7 +175,7 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
   container = kfp_step.container(job, task)
   parameters = kfp_step.parameters(job, task)
   if num_workers is None:
-    num_workers = parameters.get(NUM_WORKERS_KEY) or 1
+    num_workers = _most_workers(parameters.get(NUM_WORKERS_KEY))
   if max_restarts is None:
     max_restarts = parameters.get(MAX_RESTARTS_KEY)
   kwargs = {**restart_settings(max_restarts, num_workers), **kwargs}
@@ -182,6 +183,13 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
                 kfp_step.command_line(job, task, executor_input)[
                     len(container.get('command', [])):],
                 num_workers, **kwargs)
+
+
+def _most_workers(setting: Any) -> int:
+  """The replicas a TFJob runs for a `num_workers` setting: N, or a range's
+  MAX (the operator restarts pods at the job's size; only a local group
+  shrinks and grows, `launch.restarts`)."""
+  return (worker_range(setting) or (1, 1))[1]
 
 
 def render_for_component(component, name: str, image: str,
@@ -197,7 +205,8 @@ def render_for_component(component, name: str, image: str,
   """
   args = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
           '--json_serialized_invocation_args', json.dumps(executor_input)]
-  num_workers = component.exec_properties.get(NUM_WORKERS_KEY) or 1
+  num_workers = _most_workers(
+      component.exec_properties.get(NUM_WORKERS_KEY))
   kwargs = {**restart_settings(
       component.exec_properties.get(MAX_RESTARTS_KEY), num_workers),
             **kwargs}

@@ -55,12 +55,17 @@ def train_in_child(request: TrainingRequest, env: Dict[str, str],
       raise errors.PreemptedError(
           f'SIGTERM ended the {what} training process (it '
           f'{describe_exit(returncode)}) before or after its training steps, '
-          'so no step was lost; nothing was published. Run the same training '
+          'so no step was lost; nothing was published. Expected after a '
+          'SIGTERM: the process stops and saves. Received: SIGTERM. Run the '
+          'same training '
           'again: it resumes from its last resume checkpoint.')
     if returncode != 0 or not reported(result_path):
       raise errors.TrainingProcessError(
           f'The {what} training process {describe_exit(returncode)} without '
-          'reporting an error; its output is above. Nothing was published.')
+          'reporting an error; its output is above. Expected it to train and '
+          f'report. Received: it {describe_exit(returncode)}. Look at its '
+          'output for the cause (out of memory, a crash in native code), and '
+          'run the training again. Nothing was published.')
 
 
 def write_request(path: str, request: TrainingRequest,

@@ -9,18 +9,19 @@ chief exports into the staging folder the executor validates and
 publishes; the others export into scratch folders removed afterwards.
 
 A worker writes its output to a file of the group's scratch folder, never
-to a pipe: a thread copies each line to stderr with a `[worker i]` prefix,
-and drops the lines stderr cannot take (closed by `| head`, a full disk),
-so a worker never waits on this process's stderr.
+to a pipe (`worker_process`: its lines go to stderr prefixed `[worker i]`).
 
 Waits are bounded: as soon as one worker fails the others are killed;
 once one worker has finished, the others get `FINISH_GRACE_S` to finish;
-stopping the group waits `STOP_WAIT_S` in all.
+stopping the group waits `worker_process.STOP_WAIT_S` in all.
 A worker that died without reporting an error (SIGKILL, OOM) restarts the
 whole group from the last checkpoint, up to `max_restarts` times
 (`restarts` decides); a reported error, or one death too many, is raised.
 Every process started here is killed before `run` returns or raises, and
-dies with the executor anyway. After a SIGTERM, forwarded to every worker
+dies with the executor anyway. With a `num_workers` range the group
+restarts smaller when a worker cannot come back and grows back later
+(`restarts` decides when and to what size, `TrainingPlan.with_workers`
+sets it). After a SIGTERM, forwarded to every worker
 (`preemption`), the workers stop at one step the chief chooses
 (`keys.STOP_FILE_ENV`), all save it, and the group is not restarted:
 PreemptedError.
@@ -29,9 +30,8 @@ PreemptedError.
 import contextlib
 import json
 import os
+import signal
 import subprocess
-import sys
-import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -51,13 +51,12 @@ from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
+from generic_trainer.launch import worker_process
 
 FINISH_GRACE_S = 180.0
-STOP_WAIT_S = 30.0  # For all the killed workers of a group together.
 PRIVATE_PORT = 20000  # The first worker's port in a private network.
 WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
 SUMMARY_FILE = 'workers.json'
-_POLL_S = 0.2
 
 
 def capacity(cores: int, memory: Optional[int]) -> int:
@@ -78,7 +77,8 @@ def check_capacity(count: int) -> None:
         f'num_workers={count} would start {count} TensorFlow processes on '
         f'this machine, which can run about {limit}: {cores} core(s) and '
         f'{free} of free memory{machine.limits_note()}, at two workers a '
-        f'core and {WORKER_MEMORY >> 30} GiB each. Use num_workers <= '
+        f'core and {WORKER_MEMORY >> 30} GiB each. Expected at most {limit} '
+        f'workers here. Received: num_workers={count}. Use num_workers <= '
         f'{limit} here, or run the trainer in a cluster that sets TF_CONFIG, '
         'one worker a replica (README.md, "Scaling out"). Nothing was '
         'started.')
@@ -99,128 +99,97 @@ def free_ports(count: int) -> List[int]:
   return ports
 
 
-class _Worker:
-  """One started worker process, its log file and where it reports."""
-
-  def __init__(self, index: int, process: subprocess.Popen, result_path: str,
-               log_path: str):
-    self.index = index
-    self.process = process
-    self.result_path = result_path
-    self.log_path = log_path
-    self.started = time.monotonic()
-    self.seconds: Optional[float] = None
-    self.dropped = 0  # Lines stderr could not take.
-    self.log_thread = threading.Thread(target=self._stream, daemon=True)
-    self.log_thread.start()
-
-  def _stream(self) -> None:
-    """Copies the log file's lines to stderr until the worker has ended
-    and its file is read."""
-    prefix = f'[worker {self.index}] '
-    with open(self.log_path, encoding='utf-8', errors='replace') as log:
-      partial = ''
-      while True:
-        ended = self.process.poll() is not None
-        chunk = log.read()
-        lines = (partial + chunk).split('\n')
-        partial = lines.pop()
-        for line in lines:
-          self._show(prefix + line + '\n')
-        if ended and not chunk:
-          if partial:
-            self._show(prefix + partial + '\n')
-          return
-        if not chunk:
-          time.sleep(_POLL_S)
-
-  def _show(self, line: str) -> None:
-    try:
-      sys.stderr.write(line)
-      sys.stderr.flush()
-    except (OSError, ValueError):  # Closed, broken, full: drop the line.
-      self.dropped += 1
-
-  def poll(self) -> Optional[int]:
-    code = self.process.poll()
-    if code is not None and self.seconds is None:
-      self.seconds = round(time.monotonic() - self.started, 1)
-    return code
-
-  def report(self) -> Dict[str, Any]:
-    if not os.path.exists(self.result_path):
-      return {}
-    with open(self.result_path) as f:
-      try:
-        return json.load(f)
-      except ValueError:
-        return {}
-
-  def kill(self) -> None:
-    if self.process.poll() is None:
-      self.process.kill()
-
-  def wait_stopped(self, deadline: float) -> None:
-    try:
-      self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-      logging.error('Worker %d (pid %d) did not die after SIGKILL.',
-                    self.index, self.process.pid)
-    self.log_thread.join(timeout=max(0.1, deadline - time.monotonic()))
-
-
-def _stop_all(workers: List[_Worker]) -> None:
-  """Kills the workers still running, and waits STOP_WAIT_S in all."""
-  for worker in workers:
-    worker.kill()
-  deadline = time.monotonic() + STOP_WAIT_S
-  for worker in workers:
-    worker.wait_stopped(deadline)
-
-
 def run(request: TrainingRequest) -> None:
   """Trains `request` with `num_workers` local processes; the chief exports
   to `request.serving_dir`, the others to scratch.
 
   Every worker gets the same `checkpoint_dir`: the chief writes the resume
   checkpoints, every worker restores from them, also after the group was
-  restarted because a worker died.
+  restarted because a worker died. With a `num_workers` range, the group
+  starts with as many workers as the range and the machine allow, and
+  restarts smaller or bigger as `restarts` decides; the log and
+  `workers.json` say each change and why.
 
   Raises:
     The failed worker's error (same class, its message, which worker), or
     TrainingProcessError if it died without reporting one more often than
-    `max_restarts` allows, or did not finish.
+    `max_restarts` allows, or did not finish, or fewer workers than the
+    range's MIN can run.
   """
-  count = request.plan.num_workers
-  check_capacity(count)
+  least, most = request.plan.worker_bounds()
+  if least == most:
+    check_capacity(most)
+    count = most
+  else:
+    check_capacity(least)
+    count = min(most, _capacity_now())
   limit = request.plan.max_restarts
   done: List[restarts_lib.Restart] = []
+  changes: List[restarts_lib.SizeChange] = []
+  after_restart = False
   while True:
-    entries, failure = _run_group(request, count)
+    entries, failure, grow = _run_group(request.with_workers(count), count)
     if preemption.requested():
       raise errors.PreemptedError(
           f'SIGTERM stopped the local {count}-worker training; every worker '
           'stopped at the same step and the chief saved it: the resume '
           f'checkpoint in {request.checkpoint_dir} is at '
           f'{resume.describe(request.checkpoint_dir) or "no step yet"}. '
+          'Expected after a SIGTERM: stop and save. Received: SIGTERM. '
           'Nothing was published. Run the same training again: it resumes '
           'there, repeating no step.')
+    if grow is not None:
+      change = restarts_lib.SizeChange(
+          count, grow, f'the machine can run {grow} worker(s) again',
+          resume.describe(request.checkpoint_dir))
+      logging.warning(change.line())
+      changes.append(change)
+      count, after_restart = grow, False
+      _clear_outputs(request)
+      continue
     if failure is None:
-      _write_summary(request.model_run_dir(), entries, done)
+      _write_summary(request.model_run_dir(), entries, done, changes)
       return
     if not restarts_lib.should_restart(failure, len(done), limit):
       raise restarts_lib.final_error(failure, count, done, limit)
+    # A fixed group restarts at its size, as it always did.
+    size, why = restarts_lib.size_after_death(
+        count, least, _capacity_now() if least < most else count, failure,
+        after_restart)
+    if size is None:
+      raise restarts_lib.no_capacity_error(failure, count, least, why, done,
+                                           limit)
     resumed_from = resume.describe(request.checkpoint_dir)
-    logging.warning(restarts_lib.restart_line(failure, count, len(done) + 1,
-                                              limit, resumed_from))
+    logging.warning(restarts_lib.restart_line(
+        failure, count, len(done) + 1, limit, resumed_from, size))
     done.append(restarts_lib.Restart(failure, resumed_from))
-    for folder in (request.serving_dir, request.eval_dir):
-      _clear(folder)  # The chief may have died exporting.
+    if size != count:
+      change = restarts_lib.SizeChange(count, size, why, resumed_from)
+      logging.warning(change.line())
+      changes.append(change)
+    count, after_restart = size, True
+    _clear_outputs(request)
+
+
+def _clear_outputs(request: TrainingRequest) -> None:
+  for folder in (request.serving_dir, request.eval_dir):
+    _clear(folder)  # The chief may have died exporting.
+
+
+def _capacity_now(running: int = 0) -> int:
+  """How many workers this machine can run now (`capacity`), counting the
+  memory of the `running` workers of a group as free (they would be
+  replaced)."""
+  memory = machine.available_memory()
+  if memory is not None:
+    memory += running * WORKER_MEMORY
+  return capacity(machine.cores(), memory)
 
 
 def _run_group(request: TrainingRequest, count: int):
   """Starts the `count` workers, waits, stops them all; returns (their
-  `workers.json` entries, the first failure or None)."""
+  `workers.json` entries, the first failure or None, the size to grow to
+  or None: see `_wait`)."""
   why_not_private = private_network.available()
   reservation = None
   if why_not_private:
@@ -233,12 +202,12 @@ def _run_group(request: TrainingRequest, count: int):
         ports, why_not_private)
   else:
     ports = [PRIVATE_PORT + i for i in range(count)]
-  workers: List[_Worker] = []
+  workers: List[worker_process.Worker] = []
   with contextlib.ExitStack() as stack:
     root = stack.enter_context(scratch.folder('workers'))
     if reservation:
       stack.callback(reservation.release)
-    stack.callback(_stop_all, workers)
+    stack.callback(worker_process.stop_all, workers)
     logging.info('Starting %d training workers on localhost ports %s%s.',
                  count, ports, '' if reservation else
                  ', in a network of their own')
@@ -266,7 +235,7 @@ def _run_group(request: TrainingRequest, count: int):
         first = workers[0].process.pid
         network = lambda die, first=first: private_network.join_fn(
             first, then=die)
-      # A log the worker appends to, read back by `_Worker._stream`.
+      # A log the worker appends to, read back by `worker_process.Worker._stream`.
       log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
                     os.O_APPEND | os.O_CLOEXEC, 0o600)
       try:
@@ -280,38 +249,55 @@ def _run_group(request: TrainingRequest, count: int):
         # children cannot (seen: unshare EINVAL under a LocalDagRunner
         # pipeline's threads). Start the group again on reserved ports.
         private_network.refuse(f'starting a worker in it failed here ({e})')
-        _stop_all(workers)
+        worker_process.stop_all(workers)
         workers.clear()
         return _run_group(request, count)
       finally:
         os.close(log)
-      workers.append(_Worker(index, process, result, log_path))
-    failure = _wait(workers)
+      workers.append(worker_process.Worker(index, process, result, log_path))
+    failure, grow = _wait(workers, request)
     return [{
         'index': w.index,
         'chief': w.index == 0,
         'address': f'localhost:{ports[w.index]}',
         'seconds': w.seconds,
         'replicas_in_sync': w.report().get('replicas_in_sync'),
-    } for w in workers], failure
+    } for w in workers], failure, grow
 
 
-def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
-  """None when all workers succeeded; the first failure as soon as one
-  failed (the others are still running)."""
+def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
+  """(None, None) when all workers succeeded; (the first failure, None) as
+  soon as one failed (the others are still running); (None, N) when the
+  group, shrunk, stopped at one step to grow to N workers
+  (`restarts.grow_to`)."""
   count = len(workers)
   first_done = None
+  started = time.monotonic()
+  _, most = request.plan.worker_bounds()
+  start_step = _step(request.checkpoint_dir) if count < most else None
+  next_look = started
   while True:
     codes = [w.poll() for w in workers]
     failed = [w for w, code in zip(workers, codes) if code not in (None, 0) or
               (code == 0 and not child_process.reported(w.result_path))]
     if preemption.requested():
       _wait_saved(workers)  # `run` raises PreemptedError.
-      return None
+      return None, None
     if failed:
-      return _failure(_first_failure(failed), count)
+      first = _first_failure(failed)
+      if first.report().get('error') == errors.PreemptedError.__name__:
+        _wait_saved(workers)  # The others stop at the same step and save.
+      return _failure(first, count), None
     if all(code == 0 for code in codes):
-      return None
+      return None, None
+    if count < most and first_done is None and time.monotonic() > next_look:
+      next_look = time.monotonic() + 1.0
+      grow = restarts_lib.grow_to(
+          count, most, _capacity_now(running=count),
+          time.monotonic() - started,
+          _step(request.checkpoint_dir) not in (None, start_step))
+      if grow is not None:
+        return _stop_to_grow(workers, grow)
     if first_done is None and 0 in codes:
       first_done = time.monotonic()
     if first_done is not None and (
@@ -322,21 +308,48 @@ def _wait(workers: List[_Worker]) -> Optional[restarts_lib.WorkerFailure]:
           f'running {FINISH_GRACE_S:.0f} s after another had finished, so '
           'they were stopped. A worker that returns from run_fn early (or '
           'trains fewer steps) leaves the others waiting for it: every '
-          'worker must run the same training. Their output is above, '
+          'worker must run the same training. Expected every worker to '
+          f'finish within {FINISH_GRACE_S:.0f} s of the first. Received: '
+          f'{late} still running. Make every worker train the same steps. '
+          'Their output is above, '
           "prefixed '[worker i]'. Nothing was published.")
-    time.sleep(_POLL_S)
+    time.sleep(worker_process.POLL_S)
 
 
-def _wait_saved(workers: List[_Worker]) -> None:
+def _step(checkpoint_dir: Optional[str]) -> Optional[int]:
+  """The step of the last resume checkpoint, or None."""
+  try:
+    point = resume.latest(checkpoint_dir) if checkpoint_dir else None
+  except errors.CheckpointError:
+    return None
+  return point['step'] if point else None
+
+
+def _stop_to_grow(workers: List[worker_process.Worker], grow: int):
+  """Asks every worker to stop as on a SIGTERM (they agree on one step and
+  save it), waits; (None, `grow`), or (None, None) if they had finished."""
+  logging.info('Stopping the %d workers at one step, saved, to restart '
+               'them as %d.', len(workers), grow)
+  for worker in workers:
+    if worker.poll() is None:
+      worker.process.send_signal(signal.SIGTERM)
+  _wait_saved(workers)
+  if all(w.poll() == 0 and child_process.reported(w.result_path)
+         for w in workers):
+    return None, None  # They finished first.
+  return None, grow
+
+
+def _wait_saved(workers: List[worker_process.Worker]) -> None:
   """After a SIGTERM: waits until every worker ended (each saves its step
   first), `PREEMPTION_WAIT_S` at most."""
   deadline = time.monotonic() + PREEMPTION_WAIT_S
   while (any(w.poll() is None for w in workers) and
          time.monotonic() < deadline):
-    time.sleep(_POLL_S)
+    time.sleep(worker_process.POLL_S)
 
 
-def _first_failure(failed: List[_Worker]) -> _Worker:
+def _first_failure(failed: List[worker_process.Worker]) -> worker_process.Worker:
   """The worker whose failure came first: one that died without reporting
   an error (the others' errors follow from losing it), else the first to
   report."""
@@ -350,14 +363,20 @@ def _first_failure(failed: List[_Worker]) -> _Worker:
   return min(failed, key=lambda w: (when(w), w.index))
 
 
-def _failure(worker: _Worker, count: int) -> restarts_lib.WorkerFailure:
+def _failure(worker: worker_process.Worker, count: int) -> restarts_lib.WorkerFailure:
+  """How `worker` failed. A worker that SIGTERM stopped with its group (it
+  got the signal alone: its machine was preempted, not this process)
+  lost nothing, and is no error of the training: a death, restarted."""
   where = (f'raised in worker {worker.index} of the local {count}-worker '
            'training; the other workers were stopped')
-  return restarts_lib.WorkerFailure(
-      worker=worker.index,
-      how=child_process.describe_exit(worker.process.returncode),
-      error=child_process.read_error(worker.result_path, where),
-      after_s=worker.seconds or 0.0)
+  error = child_process.read_error(worker.result_path, where)
+  how = child_process.describe_exit(worker.process.returncode)
+  if isinstance(error, errors.PreemptedError):
+    error, how = None, ('was stopped by SIGTERM (the group stopped at one '
+                        'step and saved it)')
+  return restarts_lib.WorkerFailure(worker=worker.index, how=how,
+                                    error=error,
+                                    after_s=worker.seconds or 0.0)
 
 
 def _clear(directory: str) -> None:
@@ -367,12 +386,15 @@ def _clear(directory: str) -> None:
 
 
 def _write_summary(model_run: str, entries: List[Dict[str, Any]],
-                   restarts: List[restarts_lib.Restart]) -> None:
+                   restarts: List[restarts_lib.Restart],
+                   changes: List[restarts_lib.SizeChange]) -> None:
   """Writes `workers.json` into the ModelRun: who trained, how long (the
-  group that finished), and every restart before it."""
+  group that finished), every restart before it, and every change of the
+  group's size (`size_changes`: from, to, why, where it resumed)."""
   from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
   summary = {'num_workers': len(entries), 'workers': entries,
-             'restarts': [r.to_json() for r in restarts]}
+             'restarts': [r.to_json() for r in restarts],
+             'size_changes': [c.to_json() for c in changes]}
   fileio.makedirs(model_run)
   atomic_files.write_json(os.path.join(model_run, SUMMARY_FILE), summary,
                           indent=2)

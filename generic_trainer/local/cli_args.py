@@ -87,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
   add('--backend', metavar='{tensorflow,jax}',
       help="the Keras backend to train on (default: the TrainSpec's "
       'backend, else tensorflow)')
+  add('--num-workers', metavar='N|MIN:MAX',
+      help='train with N local worker processes (MultiWorkerMirroredStrategy)'
+      ', or a range MIN:MAX: a group that restarts smaller when a worker '
+      'cannot come back and grows back (default: one process)')
   add('--progress', default='auto', metavar='{auto,bar,lines}',
       help='a progress bar or log lines (default auto: a bar on a terminal)')
   add('--base-model', metavar='DIR',
@@ -138,8 +142,9 @@ def parse(argv: Optional[Sequence[str]],
             '--eval-data': eval_data or [], '--schema': [schema] if schema
             else []}
   _check_outside_outputs(inputs, output_dir)
+  num_workers = _num_workers(ns.num_workers)
   plan.check_settings(plan.COMMAND, keras_version=ns.keras_version,
-                      backend=ns.backend)
+                      backend=ns.backend, num_workers=num_workers)
   if ns.progress not in PROGRESS:
     raise InvalidArgumentError(
         '--progress must be auto, bar or lines. Received: '
@@ -158,7 +163,8 @@ def parse(argv: Optional[Sequence[str]],
                                'of eval batches', 'evaluate on all the eval '
                                'data'),
       hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
-      keras_version=ns.keras_version, backend=ns.backend, interactive=PROGRESS[ns.progress],
+      keras_version=ns.keras_version, backend=ns.backend,
+      num_workers=num_workers, interactive=PROGRESS[ns.progress],
       resume=not ns.no_resume, started=started, base_model=base_model,
       allow_signature_change=ns.allow_signature_change,
       eval_on_train=eval_on_train,
@@ -338,6 +344,14 @@ def _check_outside_outputs(inputs: Dict[str, List[str]],
               'run/, data/, schema/, hyperparameters/). Received: '
               f'{flag}={path!r}, --output-dir={output_dir!r}. Move the '
               'file, or choose another --output-dir.')
+
+
+def _num_workers(value: Optional[str]):
+  """--num-workers as the component's setting: N as an int, a range as
+  its text (`plan.check_settings` checks both)."""
+  if value is not None and value.strip().isdigit():
+    return int(value)
+  return value
 
 
 def _positive_int(flag: str, value: Optional[str], meaning: str,

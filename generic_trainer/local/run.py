@@ -55,6 +55,7 @@ from generic_trainer.core.publish import StagedExport
 from generic_trainer.data import statistics
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, RUN_FN_KEY
+from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.local import console
 from generic_trainer.local import data as local_data
 from generic_trainer.local import holdout
@@ -81,6 +82,9 @@ class Request:
     keras_version: 'keras3', 'tf_keras', or None.
     backend: 'tensorflow', 'jax', or None (the TrainSpec's, else
       TensorFlow).
+    num_workers: Local worker processes: N, a range 'MIN:MAX', or None
+      (one process). Not part of `resume_key`: the data order does not
+      depend on it, so a run resumed with another count is still exact.
     interactive: True for a progress bar, False for log lines, None for a
       bar on a terminal.
     resume: Whether to resume from the checkpoint an unfinished run with
@@ -107,6 +111,7 @@ class Request:
   run_fn = attr.ib(type=Optional[str], default=None)
   keras_version = attr.ib(type=Optional[str], default=None)
   backend = attr.ib(type=Optional[str], default=None)
+  num_workers = attr.ib(type=Any, default=None)
   interactive = attr.ib(type=Optional[bool], default=None)
   resume = attr.ib(type=bool, default=True)
   base_model = attr.ib(type=Optional[str], default=None)
@@ -264,9 +269,12 @@ def _run_holding_folder(request: Request,
 
 def _settings(request: Request) -> Dict[str, Any]:
   """The command's settings as the component's execution properties."""
-  return {MODULE_FILE_KEY: request.module_file,
-          KERAS_VERSION_KEY: request.keras_version,
-          BACKEND_KEY: request.backend}
+  settings = {MODULE_FILE_KEY: request.module_file,
+              KERAS_VERSION_KEY: request.keras_version,
+              BACKEND_KEY: request.backend}
+  if request.num_workers is not None:
+    settings[NUM_WORKERS_KEY] = request.num_workers
+  return settings
 
 
 def _write_inputs(request: Request, layout: Layout, spec_class=None):

@@ -279,7 +279,8 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
         break
   container.finish()
   elapsed = time.monotonic() - started
-  if preemption.requested():
+  # `stop.stopping` also where another worker of the group got the signal.
+  if preemption.requested() or stop.stopping:
     raise PreemptedError(_preempted_message(checkpoint_dir, fn_args.is_chief))
   guard = next(h for h in handlers if isinstance(h, NaNGuard))
   if guard.failure:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import attr
 
+from generic_trainer import member_checks
 from generic_trainer import train_result
 from generic_trainer.loop import checks
 from generic_trainer.loop import datasets
@@ -57,6 +58,8 @@ def prepare(spec, fn_args, cache_folder=None, kept_rows=None) -> Prepared:
   """
   checks.check_backend(spec)
   checks.check_cache(spec)
+  member_checks.check_batch_split(spec.batch_size,
+                                  [getattr(fn_args, 'num_workers', 1)])
   schema = datasets.load_schema(fn_args)
   keys = datasets.feature_keys(spec, schema)
   datasets.check_data(fn_args, schema)

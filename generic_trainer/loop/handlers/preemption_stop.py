@@ -14,7 +14,12 @@ forever. In a local group (`keys.STOP_FILE_ENV` names a file the group
 shares) the chief decides: at its first step boundary after SIGTERM, it
 writes the next step into the file and every worker stops there. No worker
 can pass that step before the file is written: each step's gradients wait
-for the chief's, and the chief writes before its next step. The workers of
+for the chief's, and the chief writes before its next step. A worker that
+got SIGTERM alone (its machine preempted, not the group's parent) asks the
+chief for a stop through a file beside it (`request_file`); the chief
+answers as if it had the signal, so the whole group stops at one step,
+saves it, and ends with PreemptedError, which the parent restarts like a
+death (`launch.restarts`) with no step repeated. The workers of
 a TF_CONFIG cluster (a TFJob's pods) share no such file: there
 `watches` is False and SIGTERM ends the process at once, as before.
 """
@@ -80,9 +85,19 @@ class PreemptionStop(keras.callbacks.Callback):
       if preemption.requested():
         self._target = self._batches
     elif self.is_chief:
-      if preemption.requested():
+      if preemption.requested() or os.path.exists(
+          request_file(self.stop_file)):
         self._target = self._batches + 1
         preemption.write_stop_step(self.stop_file, self._target)
     elif os.path.exists(self.stop_file):
       self._target = preemption.read_stop_step(self.stop_file)
+    elif preemption.requested() and not os.path.exists(
+        request_file(self.stop_file)):
+      preemption.write_stop_step(request_file(self.stop_file), 0)
     return self._target
+
+
+def request_file(stop_file: str) -> str:
+  """Where a worker that got SIGTERM asks its group's chief to stop."""
+  return stop_file + '.request'
+
