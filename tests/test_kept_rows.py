@@ -408,14 +408,16 @@ def test_the_parsed_rows_flags_are_checked(tmp_path):
   out = tmp_path / 'out'
   base = ['--module-file', str(module), '--train-data', str(data),
           '--output-dir', str(out)]
-  request = cli_args.parse(base, 0.0)
-  assert request.parsed_rows_dir == os.path.join(
+  kept = cli_args.parse(base, 0.0).parsed_rows
+  assert kept.folder == os.path.join(
       os.environ['XDG_CACHE_HOME'], 'tfx-generic-trainer', 'parsed-rows')
-  assert request.parsed_rows_budget is None
-  request = cli_args.parse(base + ['--parsed-rows-cache', 'off',
-                                   '--parsed-rows-budget', '0.5'], 0.0)
-  assert (request.parsed_rows_dir, request.parsed_rows_budget) == (
-      None, 500_000_000)
+  assert kept.budget_bytes is None
+  kept = cli_args.parse(base + ['--parsed-rows-cache', str(tmp_path / 'r'),
+                                '--parsed-rows-budget', '0.5'], 0.0).parsed_rows
+  assert (kept.folder, kept.budget_bytes) == (str(tmp_path / 'r'),
+                                              500_000_000)
+  assert cli_args.parse(base + ['--parsed-rows-cache', 'off'],
+                        0.0).parsed_rows is None
   for extra, text in (
       (['--parsed-rows-cache', str(data)], '--parsed-rows-cache names a file'),
       (['--parsed-rows-cache', str(out / 'rows')],

@@ -12,7 +12,6 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-from generic_trainer import paths
 from generic_trainer.core import plan
 from generic_trainer.core import module_loader
 from generic_trainer.core import static_spec
@@ -23,14 +22,12 @@ from generic_trainer.local import csv_dialect
 from generic_trainer.local import data as local_data
 from generic_trainer.local import run as local_run
 from generic_trainer.local import output_folder
+from generic_trainer.local import parsed_rows_flags
 from generic_trainer.version import __version__
 
 PROG = 'generic-trainer'
 EVAL_ON_TRAIN = 'train'  # `--eval-data train`: evaluate on the train data.
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}
-PARSED_ROWS = 'parsed-rows'  # The default cache's folder, in the user's.
-PARSED_ROWS_OFF = 'off'
-_DEFAULT_BUDGET_GB = 20
 _DATA_KINDS = ('a CSV file (*.csv) or TFRecord files of tf.Example '
                '(*.tfrecord, *.gz)')
 
@@ -106,14 +103,7 @@ def _parser() -> argparse.ArgumentParser:
       help='start over, even where an unfinished run of the same module, '
       'data and flags left a checkpoint in OUTPUT_DIR (default: resume '
       'from it)')
-  add('--parsed-rows-cache', metavar='DIR',
-      help='where a TrainSpec keeps the parsed rows of each TFRecord file '
-      'for the next run, which reads them back instead of parsing the file '
-      'again; `off` keeps none (default: tfx-generic-trainer/parsed-rows in '
-      '$XDG_CACHE_HOME, else in ~/.cache)')
-  add('--parsed-rows-budget', metavar='GB',
-      help='the most gigabytes --parsed-rows-cache keeps; the least recently '
-      f'used files\' rows go first (default: {_DEFAULT_BUDGET_GB})')
+  parsed_rows_flags.add(add)
   return parser
 
 
@@ -169,49 +159,8 @@ def parse(argv: Optional[Sequence[str]],
       allow_signature_change=ns.allow_signature_change,
       eval_on_train=eval_on_train,
       csv_delimiter=csv_dialect.parse_delimiter(ns.csv_delimiter),
-      parsed_rows_dir=_parsed_rows_dir(ns.parsed_rows_cache, output_dir),
-      parsed_rows_budget=_budget(ns.parsed_rows_budget))
-
-
-def _parsed_rows_dir(value: Optional[str], output_dir: str) -> Optional[str]:
-  """The checked --parsed-rows-cache: a folder (the default one when
-  unset), or None for `off`."""
-  if value == PARSED_ROWS_OFF:
-    return None
-  folder = os.path.abspath(value or paths.user_cache_dir(PARSED_ROWS))
-  if os.path.exists(folder) and not os.path.isdir(folder):
-    raise InvalidArgumentError(
-        f'--parsed-rows-cache names a file{_where(value or folder)}. '
-        'Expected a folder (created when missing) where parsed rows are '
-        f'kept between runs. Received: --parsed-rows-cache={value!r}. Name '
-        f'a folder, or pass --parsed-rows-cache={PARSED_ROWS_OFF} to keep '
-        'none.')
-  inside = os.path.commonpath([folder, output_dir]) == output_dir
-  if inside:
-    raise InvalidArgumentError(
-        '--parsed-rows-cache is inside --output-dir, which a run replaces. '
-        'Expected a folder outside it, kept between runs. Received: '
-        f'--parsed-rows-cache={value!r}, --output-dir={output_dir!r}. Leave '
-        '--parsed-rows-cache out for the default folder, or name one '
-        'outside the output folder.')
-  return folder
-
-
-def _budget(value: Optional[str]) -> Optional[int]:
-  """The checked --parsed-rows-budget, in bytes (None: the default)."""
-  if value is None:
-    return None
-  try:
-    number = float(value)
-  except ValueError:
-    number = -1.0
-  if not number > 0 or number == float('inf'):
-    raise InvalidArgumentError(
-        '--parsed-rows-budget must be a positive number of gigabytes, the '
-        f'most the parsed rows cache keeps. Received: --parsed-rows-budget='
-        f'{value!r}. Pass a number such as 5 or 0.5, or leave it out for '
-        f'{_DEFAULT_BUDGET_GB}.')
-  return int(number * 1e9)
+      parsed_rows=parsed_rows_flags.kept_rows(
+          ns.parsed_rows_cache, ns.parsed_rows_budget, output_dir))
 
 
 def _eval_on_train(values: Optional[List[str]]) -> bool:

@@ -80,8 +80,7 @@ class Request:
     hparams: Hyperparameters (a dict), or None.
     run_fn: The module's entry point by name, or None to find it.
     keras_version: 'keras3', 'tf_keras', or None.
-    backend: 'tensorflow', 'jax', or None (the TrainSpec's, else
-      TensorFlow).
+    backend: 'tensorflow', 'jax', or None (the TrainSpec's, else TensorFlow).
     num_workers: Local worker processes: N, a range 'MIN:MAX', or None
       (one process). Not part of `resume_key`: the data order does not
       depend on it, so a run resumed with another count is still exact.
@@ -95,9 +94,7 @@ class Request:
       base model's.
     started: `time.monotonic()` when the process started.
     csv_delimiter: What separates the fields of CSV data; None: commas.
-    parsed_rows_dir: Where a TrainSpec keeps parsed rows for the next run
-      (`data.span_cache`); None keeps none.
-    parsed_rows_budget: The most bytes kept there; None: the default.
+    parsed_rows: `parsed_rows_flags.KeptRows`, or None: nothing kept.
   """
   module_file = attr.ib(type=str)
   train_data = attr.ib(type=List[str])
@@ -118,8 +115,7 @@ class Request:
   allow_signature_change = attr.ib(type=bool, default=False)
   eval_on_train = attr.ib(type=bool, default=False)
   csv_delimiter = attr.ib(type=Optional[str], default=None)
-  parsed_rows_dir = attr.ib(type=Optional[str], default=None)
-  parsed_rows_budget = attr.ib(type=Optional[int], default=None)
+  parsed_rows = attr.ib(default=None)
 
 
 def resume_key(request: Request) -> str:
@@ -344,11 +340,9 @@ def _spec_training(request: Request, layout: Layout, splits, staged,
       train_steps=request.steps, eval_steps=request.eval_steps,
       schema_path=layout.schema, serving_model_dir=staged.serving_dir,
       eval_model_dir=staged.eval_dir, model_run_dir=layout.run,
-      hyperparameters=request.hparams,
-      checkpoint_dir=checkpoint,
+      hyperparameters=request.hparams, checkpoint_dir=checkpoint,
       base_model=request.base_model,
-      parsed_rows_dir=request.parsed_rows_dir,
-      parsed_rows_budget=request.parsed_rows_budget)
+      **(request.parsed_rows.fn_args_fields() if request.parsed_rows else {}))
 
   def train() -> Dict[str, Any]:
     timer = FirstStepTime(request.started)
