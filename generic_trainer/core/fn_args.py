@@ -62,8 +62,11 @@ def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
     proto_utils.json_to_proto(exec_properties[key], proto)
   except Exception as e:  # pylint: disable=broad-except
     raise InvalidArgumentError(
-        f"'{key}' is not a valid {type(proto).__name__}: {e}. "
-        f'Received: {key}={exec_properties.get(key)!r}.') from e
+        f"'{key}' is not a valid {type(proto).__name__}: {e}. Expected "
+        f'trainer_pb2.{type(proto).__name__} as JSON. Received: '
+        f'{key}={exec_properties.get(key)!r}. Pass '
+        f'trainer_pb2.{type(proto).__name__}(num_steps=...) to the '
+        'component.') from e
   args.check_num_steps(key, proto.num_steps)
   return proto
 
@@ -80,7 +83,8 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
   if not input_dict.get(keys.EXAMPLES_KEY):
     raise InputArtifactError(
         "The trainer needs an 'examples' input with at least one Examples "
-        'artifact. Received none.')
+        'artifact. Received none. Connect ExampleGen\'s (or Transform\'s) '
+        "examples to GenericTrainer(examples=...).")
   train_args = _parse_args(exec_properties, keys.TRAIN_ARGS_KEY,
                            trainer_pb2.TrainArgs())
   eval_args = _parse_args(exec_properties, keys.EVAL_ARGS_KEY,
