@@ -65,3 +65,9 @@ def user_cache_dir(name: str) -> str:
   if not os.path.isabs(base):
     base = os.path.join(os.path.expanduser('~'), '.cache')
   return os.path.join(base, 'tfx-generic-trainer', name)
+
+
+def cwd_note(path: str) -> str:
+  """' (working directory /x)' for a relative `path`, '' for an absolute
+  one: what a message adds so that a relative path can be found."""
+  return '' if os.path.isabs(path) else f' (working directory {os.getcwd()})'

@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+from generic_trainer import paths
 from generic_trainer.core import plan
 from generic_trainer.core import module_loader
 from generic_trainer.core import static_spec
@@ -176,16 +177,12 @@ def _eval_on_train(values: Optional[List[str]]) -> bool:
   return True
 
 
-def _where(path: str) -> str:
-  return '' if os.path.isabs(path) else f' (working directory {os.getcwd()})'
-
-
 def _existing(flag: str, path: str, expected: str, todo: str) -> str:
   if not os.path.isfile(path):
     what = 'is a folder' if os.path.isdir(path) else 'does not exist'
     raise InvalidArgumentError(
         f'{flag} {what}. Expected {expected}. Received: '
-        f'{flag}={path!r}{_where(path)}. Check the path{todo}.')
+        f'{flag}={path!r}{paths.cwd_note(path)}. Check the path{todo}.')
   return os.path.abspath(path)
 
 
@@ -196,8 +193,8 @@ def _base_model(path: str) -> str:
     raise InvalidArgumentError(
         f'--base-model {what}. Expected a SavedModel folder, such as the '
         f'model/ of an earlier run. Received: --base-model={path!r}'
-        f'{_where(path)}. Check the path, or leave --base-model out to '
-        'train from scratch.')
+        f'{paths.cwd_note(path)}. Check the path, or leave --base-model out '
+        'to train from scratch.')
   return os.path.abspath(path)
 
 
@@ -263,7 +260,8 @@ def _data_files(flag: str, patterns: List[str]) -> List[str]:
     except InputArtifactError:
       raise InvalidArgumentError(
           f'{flag} matched no file. Expected {_DATA_KINDS}, a glob, or '
-          f'several {flag}. Received: {flag}={pattern!r}{_where(pattern)}. '
+          f'several {flag}. Received: {flag}={pattern!r}'
+          f'{paths.cwd_note(pattern)}. '
           "Check the path; quote a glob ('data/*.csv') so that the shell "
           'passes it as it is.') from None
     files += [f for f in map(os.path.abspath, matched) if f not in files]

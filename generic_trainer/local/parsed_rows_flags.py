@@ -58,10 +58,6 @@ def kept_rows(cache: Optional[str], budget: Optional[str],
   return KeptRows(folder, _budget(budget)) if folder else None
 
 
-def _where(path: str) -> str:
-  return '' if os.path.isabs(path) else f' (working directory {os.getcwd()})'
-
-
 def _parsed_rows_dir(value: Optional[str], output_dir: str) -> Optional[str]:
   """The checked --parsed-rows-cache: a folder (the default one when
   unset), or None for `off`."""
@@ -70,7 +66,7 @@ def _parsed_rows_dir(value: Optional[str], output_dir: str) -> Optional[str]:
   folder = os.path.abspath(value or paths.user_cache_dir(PARSED_ROWS))
   if os.path.exists(folder) and not os.path.isdir(folder):
     raise InvalidArgumentError(
-        f'--parsed-rows-cache names a file{_where(value or folder)}. '
+        f'--parsed-rows-cache names a file{paths.cwd_note(value or folder)}. '
         'Expected a folder (created when missing) where parsed rows are '
         f'kept between runs. Received: --parsed-rows-cache={value!r}. Name '
         f'a folder, or pass --parsed-rows-cache={PARSED_ROWS_OFF} to keep '
