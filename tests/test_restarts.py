@@ -167,7 +167,10 @@ def test_a_range_in_a_tf_config_cluster_takes_the_cluster_size():
   plan = plan_lib.from_settings({'module_file': '/m.py',
                                  'num_workers': '1:3'}, tf_config=tf_config)
   assert (plan.num_workers, plan.worker_bounds()) == (2, (2, 2))
-  with pytest.raises(errors.InvalidArgumentError, match='TF_CONFIG'):
+  with pytest.raises(errors.InvalidArgumentError, match=(
+      r"The component asks for num_workers='3:4', but TF_CONFIG describes a "
+      r"cluster of 2 \(chief and workers\). Expected a range that holds the "
+      r"cluster's size")):
     plan_lib.from_settings({'module_file': '/m.py', 'num_workers': '3:4'},
                            tf_config=tf_config)
 

@@ -105,14 +105,22 @@ def role_from_tf_config(tf_config: Optional[str]) -> ClusterRole:
 
 
 def check_role(role: ClusterRole, tf_config: Optional[str],
-               num_workers: Optional[int], strategy: Optional[str]) -> None:
-  """Refuses settings that disagree with the cluster TF_CONFIG describes."""
+               num_workers: Optional[int], strategy: Optional[str],
+               asked: Any = None) -> None:
+  """Refuses settings that disagree with the cluster TF_CONFIG describes.
+  `asked` is the num_workers setting as given (a range: '2:3' or (2, 3)),
+  for the message; `num_workers` the count it stands for."""
   if tf_config and num_workers and num_workers != role.num_workers:
+    shown = num_workers if asked is None or isinstance(asked, int) else (
+        repr(asked))
+    expected = ('a range that holds the cluster\'s size' if shown != (
+        num_workers) else 'the cluster\'s size')
     raise InvalidArgumentError(
-        f'The component asks for num_workers={num_workers}, but TF_CONFIG '
-        f'describes a cluster of {role.num_workers} (chief and workers). Set '
-        'num_workers to the number of replicas the job runs, or leave it '
-        f'unset to follow TF_CONFIG. Received: TF_CONFIG={tf_config!r}.')
+        f'The component asks for num_workers={shown}, but TF_CONFIG '
+        f'describes a cluster of {role.num_workers} (chief and workers). '
+        f'Expected {expected}. Set num_workers to the number of replicas '
+        'the job runs (or a range that holds it), or leave it unset to '
+        f'follow TF_CONFIG. Received: TF_CONFIG={tf_config!r}.')
   if role.num_workers > 1 and strategy not in (None, MULTI_WORKER_MIRRORED):
     raise InvalidArgumentError(
         f'TF_CONFIG describes a cluster of {role.num_workers}, which trains '

@@ -214,7 +214,7 @@ def from_settings(exec_properties: Dict[str, Any], names: Names = COMPONENT,
   fits = low is not None and low <= role.num_workers <= num_workers
   distribution.check_role(role, tf_config,
                           None if tf_config and fits else num_workers,
-                          props.get(STRATEGY_KEY))
+                          props.get(STRATEGY_KEY), asked=setting)
   key = args.check_one_source(**{k: props.get(k) for k in SOURCE_KEYS})
   count = (role.num_workers if tf_config and fits else
            max(num_workers or 1, role.num_workers))
