@@ -223,7 +223,8 @@ def _checked_args(name: str, value, proto_class):
     raise InvalidArgumentError(
         f"'{name}' must be a trainer_pb2.{proto_class.__name__}, e.g. "
         f'trainer_pb2.{proto_class.__name__}(num_steps=100). Received: '
-        f'{name} that is a {type(value).__name__}.')
+        f'{name} that is a {type(value).__name__}. Pass '
+        f'trainer_pb2.{proto_class.__name__}(...) instead.')
   args.check_num_steps(name, value.num_steps)
   return value
 
@@ -236,5 +237,6 @@ def _serialized_custom_config(custom_config):
     return json_utils.dumps(custom_config)
   except (TypeError, ValueError) as e:
     raise InvalidArgumentError(
-        f"'custom_config' must be JSON-serialisable: {e}. Convert values to "
-        'str, int, float, bool, list or dict.') from e
+        f"'custom_config' must be JSON-serialisable: {e}. Received: a value "
+        'JSON cannot hold (see above). Convert values to str, int, float, '
+        'bool, list or dict.') from e

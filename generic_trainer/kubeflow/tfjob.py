@@ -108,11 +108,12 @@ def render(name: str, image: str, command: List[str], args: List[str],
       num_workers < 1):
     raise InvalidArgumentError(
         "'num_workers' must be a positive int: the TFJob's Chief and Workers "
-        f'together. Received: num_workers={num_workers!r}.')
+        f'together. Received: num_workers={num_workers!r}. Pass the number '
+        'of replicas (a range\'s MAX).')
   if restart_policy not in RESTART_POLICIES:
     raise InvalidArgumentError(
         f"'restart_policy' must be one of {RESTART_POLICIES}. Received: "
-        f'restart_policy={restart_policy!r}.')
+        f'restart_policy={restart_policy!r}. Pass one of those.')
   container = {'name': CONTAINER_NAME, 'image': image,
                'command': list(command), 'args': list(args)}
   if env:

@@ -66,7 +66,10 @@ class Estimator:
     missing = missing_members(spec_class)
     if missing:
       raise SpecError(f'The TrainSpec {spec_class.__name__} does not define '
-                      f'the required member(s): {", ".join(missing)}.')
+                      f'the required member(s): {", ".join(missing)}. '
+                      'Expected build_model and the other required members. '
+                      f'Received: a class without {", ".join(missing)}. '
+                      'Define them in the class.')
     if conflicting_members(spec_class):
       raise SpecError(conflicting_members(spec_class))
     self.model_dir = os.path.abspath(model_dir)
@@ -193,4 +196,5 @@ class Estimator:
   def _require_trained(self, what):
     if not self._trained:
       raise SpecError(f'Call train() before {what}(): the model has no '
-                      'trained weights yet.')
+                      f'trained weights yet. Expected train() before {what}(). '
+                      f'Received: {what}() on an untrained Estimator.')

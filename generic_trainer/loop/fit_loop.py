@@ -54,7 +54,8 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
     if not isinstance(spec.checkpoint, dict):
       raise SpecError(
           'TrainSpec.checkpoint must be a dict such as {"every_epochs": 1} or '
-          f'None. Received: checkpoint={spec.checkpoint!r}.')
+          f'None. Received: checkpoint={spec.checkpoint!r}. Set checkpoint '
+          'to a dict of the checkpoint handler\'s arguments.')
     try:
       built_in.append(checkpoint_handler(
           os.path.join(run_dir, CHECKPOINT_DIR), steps_per_epoch,
@@ -63,7 +64,8 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
       raise SpecError(
           f'TrainSpec.checkpoint has a key the checkpoint handler does not '
           f'take: {e}. Expected keys among every_epochs, every_steps, '
-          f'best_only, monitor, mode. Received: {spec.checkpoint!r}.') from e
+          f'best_only, monitor, mode. Received: {spec.checkpoint!r}. Remove '
+          'or rename the key.') from e
   if spec.early_stopping is not None:
     try:
       built_in.append(keras.callbacks.EarlyStopping(**spec.early_stopping))
@@ -72,7 +74,8 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
           f'TrainSpec.early_stopping has an argument EarlyStopping does not '
           f'take: {e}. Expected keys among monitor, min_delta, patience, '
           f'mode, baseline, restore_best_weights, start_from_epoch. '
-          f'Received: {spec.early_stopping!r}.') from e
+          f'Received: {spec.early_stopping!r}. Remove or rename the '
+          'argument.') from e
   if monitors(spec):
     built_in.insert(1, MonitorCheck(monitors(spec)))
   if not interactive:
@@ -155,13 +158,14 @@ def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
   if value is not None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
       raise SpecError('TrainSpec.steps_per_execution must be a positive int '
-                      f'or None. Received: steps_per_execution={value!r}.')
+                      f'or None. Received: steps_per_execution={value!r}. '
+                      'Set it to a positive int, or None to pick one.')
     if any(n % value for n in counts):
       raise SpecError(
           f'TrainSpec.steps_per_execution={value} does not divide the steps '
           f'per epoch ({steps_per_epoch}) and eval steps ({validation_steps})'
-          '; Keras would run past them. Use a divisor of both, or None to '
-          'pick one.')
+          '; Keras would run past them. Expected a divisor of both. '
+          f'Received: {value}. Use a divisor of both, or None to pick one.')
     return value
   # Keras's ModelCheckpoint miscounts the first execution's steps (it starts
   # from batch 0, not -1), so step checkpoints need one step per execution.
