@@ -94,7 +94,8 @@ def role_from_tf_config(tf_config: Optional[str]) -> ClusterRole:
     raise InvalidArgumentError(
         f'TF_CONFIG names this task {task_type!r}; GenericTrainer trains with '
         f'MultiWorkerMirroredStrategy, whose tasks are {_TRAINING_TASK_TYPES}.'
-        ' Run the trainer only in chief and worker replicas. Received: '
+        ' Expected chief or worker. Run the trainer only in chief and worker '
+        'replicas. Received: '
         f'TF_CONFIG={tf_config!r}.')
   chiefs = len(cluster.get('chief') or [])
   workers = len(cluster.get('worker') or [])
@@ -124,7 +125,8 @@ def check_role(role: ClusterRole, tf_config: Optional[str],
   if role.num_workers > 1 and strategy not in (None, MULTI_WORKER_MIRRORED):
     raise InvalidArgumentError(
         f'TF_CONFIG describes a cluster of {role.num_workers}, which trains '
-        f"with strategy='{MULTI_WORKER_MIRRORED}'. Received: "
+        f"with strategy='{MULTI_WORKER_MIRRORED}'. Expected that strategy, "
+        'or none. Received: '
         f'strategy={strategy!r}. Leave strategy unset, or set '
         f"'{MULTI_WORKER_MIRRORED}'.")
 

@@ -31,7 +31,8 @@ def read(path: str):
         f'The schema file {path} does not parse, at line {e.GetLine()}, '
         f'column {e.GetColumn()}: {str(e).split(" : ", 1)[-1].rstrip(".")}. '
         'Expected a TFMD Schema in protobuf text format, as SchemaGen '
-        'writes it (feature { name: "..." type: FLOAT ... }). Fix that line, '
+        'writes it (feature { name: "..." type: FLOAT ... }). Received: text '
+        'that is not one, at that line. Fix that line, '
         'or leave the schema out to infer one (generic-trainer).') from e
 
 

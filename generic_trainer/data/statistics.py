@@ -92,6 +92,7 @@ def read_split(statistics_path: str, split: str):
   except Exception as e:  # pylint: disable=broad-except
     raise InputArtifactError(
         f'Cannot read the statistics of split {split!r} from {path}: {e}. '
-        'Expected the FeatureStats.pb that StatisticsGen writes. Re-run '
+        'Expected the FeatureStats.pb that StatisticsGen writes. Received: '
+        'a file that does not read as one. Re-run '
         'StatisticsGen, or leave the statistics input out.') from e
   return proto

@@ -37,7 +37,8 @@ def common_compression(files: List[str]) -> str:
     from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
     raise InputArtifactError(
         'The files mix gzip (.gz) and uncompressed TFRecords. Expected one '
-        f'kind, as ExampleGen writes them. Received: {sorted(files)[:5]}.')
+        f'kind, as ExampleGen writes them. Received: {sorted(files)[:5]}. '
+        'Keep the files of one kind in the split\'s folder.')
   return kinds.pop() if kinds else ''
 
 

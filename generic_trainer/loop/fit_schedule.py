@@ -69,7 +69,8 @@ def fit_calls(epochs: int, steps_per_epoch: Optional[int],
         f'The resume checkpoint is at batch {batch} of epoch {epoch + 1}, '
         f'but this training has {steps_per_epoch} steps per epoch: it was '
         'written by another schedule. Delete the checkpoint folder to start '
-        f'over. Received: {resumed!r}.')
+        f'over. Received: {resumed!r}. Expected a checkpoint of this '
+        'schedule.')
   calls = []
   stream = bool(steps_per_epoch)
   if batch:
