@@ -266,12 +266,7 @@ def test_a_killed_worker_restarts_the_group_from_the_checkpoint(
       1, 'was killed by signal 9 (SIGKILL)')
   resumed_step = int(restart['resumed_from'].split()[1])
   assert resumed_step >= 10
-  chief_steps = {}
-  for line in (record / 'steps.log').read_text().splitlines():
-    pid, worker, step = line.split()
-    if worker == '0':
-      chief_steps.setdefault(pid, []).append(int(step))
-  killed, restarted = chief_steps.values()
+  killed, restarted = _chief_steps(record)
   assert restarted == list(range(resumed_step + 1, 41))
   assert killed[-1] - resumed_step <= 2  # At most one interval repeated.
   assert ('Worker 1 of the local 2-worker training was killed by signal 9 '
@@ -370,13 +365,19 @@ def test_sigterm_to_one_worker_stops_the_group_at_a_saved_step_and_restarts(
   assert restart['worker'] in (0, 1)
   assert restart['how'].startswith('was stopped by SIGTERM')
   resumed_step = int(restart['resumed_from'].split()[1])
-  chief_steps = {}
-  for line in (record / 'steps.log').read_text().splitlines():
-    pid_, worker, step = line.split()
-    if worker == '0':
-      chief_steps.setdefault(pid_, []).append(int(step))
-  stopped, restarted = chief_steps.values()
+  stopped, restarted = _chief_steps(record)
   assert stopped[-1] == resumed_step  # The step it stopped at was saved.
   assert restarted == list(range(resumed_step + 1, 41))  # 0 repeated.
   assert stopped_s < 25
   assert _ours(scratch_tmp) == []
+
+
+def _chief_steps(record):
+  """The steps the chief trained, one list per process it ran in (in the
+  order the processes started), from the spec's steps.log."""
+  steps = {}
+  for line in (record / 'steps.log').read_text().splitlines():
+    pid, worker, step = line.split()
+    if worker == '0':
+      steps.setdefault(pid, []).append(int(step))
+  return list(steps.values())
