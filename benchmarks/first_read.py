@@ -14,8 +14,9 @@ int label), each part alone, in this process, one thread where it can be
   the input pipeline reads them;
 - parse_example: `tf.io.parse_example` of blocks of `PARSE_ROWS` records
   already in memory, with the schema's config;
-- read back: a kept entry of the same rows checked and read
-  (`span_entry.check_entry` + `Entry.block_arrays`).
+- read back: the kept entries of the same rows checked and their blocks
+  read as training reads them (`input_pipeline.parsed_blocks` with them,
+  iterated inside TensorFlow).
 
 Tried variants are the `--try` options; benchmarks/README.md has the
 numbers.
@@ -121,13 +122,13 @@ def main(argv=None):
         os.path.join(e, span_entry.BLOCKS)) for e in entries)
 
     def read_back():
-      for path in entries:
-        with open(os.path.join(path, span_entry.MANIFEST)) as f:
-          key = json.load(f)['key']
-        entry, why = span_entry.check_entry(path, key)
-        assert entry is not None, why
-        for _ in entry.block_arrays():
-          pass
+      # As training reads them: the entries looked up (each checked
+      # whole) and their blocks iterated in TensorFlow, without Python.
+      with span_cache.SpanCache(tmp, record=False) as store:
+        blocks = input_pipeline.parsed_blocks(
+            [data['train'] + '/*'], config, names, label, True,
+            kept=(store, shared))
+        blocks.reduce(0, lambda count, *unused: count + 1).numpy()
 
     result['read_back_s'], _ = _cpu(read_back)
   per_million = {k[:-2] + '_per_1m_rows_s': round(v * scale, 3)

@@ -61,7 +61,7 @@ def _config(extra=False, default=None):
 
 def _read(files, store=None, config=None, transform=None, epochs=2):
   """The rows of `files` as a seeded, shuffled two-epoch stream reads
-  them: (x0 column, label column)."""
+  them: (x0 column, label column, every other column by name)."""
   config = config or _config()
   names = {k: k for k in config}
   fn_args = types.SimpleNamespace(transform_graph_path=transform)
@@ -69,13 +69,14 @@ def _read(files, store=None, config=None, transform=None, epochs=2):
   dataset = input_pipeline.block_dataset(
       files, config, names, 'y', 256, epochs, True, cache=False, seed=7,
       kept=kept)
-  batches = [(f['x0'].numpy(), y.numpy()) for f, y in dataset]
-  return (np.concatenate([b[0] for b in batches]),
-          np.concatenate([b[1] for b in batches]))
+  others = sorted(k for k in config if k not in ('x0', 'y'))
+  batches = [[f['x0'].numpy(), y.numpy()] + [f[k].numpy() for k in others]
+             for f, y in dataset]
+  return tuple(np.concatenate(column) for column in zip(*batches))
 
 
 def _same(a, b):
-  return all(np.array_equal(x, y) for x, y in zip(a, b))
+  return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 def _decisions(store):
@@ -132,6 +133,49 @@ def _mutated(span, tmp_path, mutate, read=None):
   with span_cache.SpanCache(str(tmp_path)) as store:
     rows = read(store)
   return _decisions(store), rows
+
+
+def test_vector_and_integer_columns_come_back_whole(tmp_path_factory):
+  """Every column of a hit is cut from its entry's bytes: a float vector of
+  shape [2, 3], an int64 vector, floats, the label; one file hits and one
+  misses in the same read, and the rows are the cache-less read's."""
+  folder = tmp_path_factory.mktemp('vectors') / 'Split-train'
+  files = [str(folder / f'data_tfrecord-{i}.gz') for i in range(2)]
+  for i, (path, rows) in enumerate(zip(files, ROWS)):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path, 'GZIP') as writer:
+      for r in range(rows):
+        feature = {
+            'x0': _floats([r + i * 0.5]),
+            'm': _floats([r * 0.01 + j for j in range(6)]),
+            'k': tf.train.Feature(int64_list=tf.train.Int64List(
+                value=[r, -r, 2**40 + r])),
+            'y': tf.train.Feature(int64_list=tf.train.Int64List(
+                value=[r % 5]))}
+        writer.write(tf.train.Example(features=tf.train.Features(
+            feature=feature)).SerializeToString())
+  config = {'x0': tf.io.FixedLenFeature([], tf.float32),
+            'm': tf.io.FixedLenFeature([2, 3], tf.float32),
+            'k': tf.io.FixedLenFeature([3], tf.int64),
+            'y': tf.io.FixedLenFeature([], tf.int64)}
+  cache = tmp_path_factory.mktemp('cache')
+  expected = _read(files, config=config)
+  assert [c.shape for c in expected] == [(16000,), (16000,), (16000, 3),
+                                         (16000, 2, 3)]
+  with span_cache.SpanCache(str(cache)) as store:
+    _read(files[1:], store, config=config)
+  with span_cache.SpanCache(str(cache)) as store:
+    assert _same(_read(files, store, config=config), expected)
+  assert _decisions(store) == {
+      'data_tfrecord-0.gz': ('miss', 'no entry'),
+      'data_tfrecord-1.gz': ('hit', '3,000 rows')}
+  with span_cache.SpanCache(str(cache)) as store:
+    assert _same(_read(files, store, config=config), expected)
+  assert {d for d, _ in _decisions(store).values()} == {'hit'}
+
+
+def _floats(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=values))
 
 
 def test_a_span_rewritten_in_place_misses(tmp_path_factory):
@@ -281,8 +325,10 @@ def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
     shared = {k: v for k, v in _key(span[0]).items()
               if k not in span_key.file_fields(span[0], 'GZIP')}
     blocks = kept_blocks.interleaved(
-        [span[0]], lambda n: input_pipeline._file_blocks(n, 'GZIP', parse, 2),  # pylint: disable=protected-access
-        (store, shared), 'GZIP', 'y', 1, True)
+        [span[0]], 'GZIP',
+        lambda n: tf.data.TFRecordDataset(n, 'GZIP').batch(4096), parse,
+        kept_blocks.block_spec(config, names, 'y'), (store, shared), 'y', 1,
+        2, True)
     first, = list(blocks.take(1))
     assert first[1].shape == (4096,)
     assert [n for n in os.listdir(tmp_path) if n.startswith('.tmp-')]

@@ -36,6 +36,7 @@ from generic_trainer.data.tfrecords import common_compression
 from generic_trainer.data import tf_example_dataset
 from generic_trainer.data import parsed_size
 from generic_trainer.data import kept_blocks
+from generic_trainer.data.graph_code import plain
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
@@ -101,8 +102,8 @@ def record_dataset(patterns: List[str], options, schema):
   compression = common_compression(found)
   # TFXIO's order (its parallel interleave yields the files one after the
   # other), without the per-record cost of a parallel interleave.
-  dataset = files.flat_map(
-      lambda f: tf.data.TFRecordDataset(f, compression, buffer_size=1 << 20))
+  dataset = files.flat_map(plain(
+      lambda f: tf.data.TFRecordDataset(f, compression, buffer_size=1 << 20)))
   if options.shuffle:
     dataset = dataset.shuffle(options.shuffle_buffer_size,
                               options.shuffle_seed)
@@ -181,8 +182,8 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
       passes = (tf.data.Dataset.range(num_epochs) if num_epochs else
                 tf.data.Dataset.counter())
       one_pass = blocks
-      pools = passes.flat_map(lambda p: one_pass.shuffle(
-          SHUFFLE_BLOCKS, seed=seed * _PASS_SEEDS + p).rebatch(POOL_ROWS))
+      pools = passes.flat_map(plain(lambda p: one_pass.shuffle(
+          SHUFFLE_BLOCKS, seed=seed * _PASS_SEEDS + p).rebatch(POOL_ROWS)))
     pool_seeds = tf.data.Dataset.random(
         seed=seed, rerandomize_each_iteration=num_epochs == 1)
     blocks = tf.data.Dataset.zip((pools, pool_seeds)).map(
@@ -213,31 +214,24 @@ def parsed_blocks(patterns: List[str], config: Dict[str, Any],
   compression = common_compression(files)
   cores = machine.cores()
   readers = max(1, min(len(files), cores))
-  if kept is not None and files:
-    parse = _parse_fn(config, names, label_key)
-    return kept_blocks.interleaved(
-        files, lambda names: _file_blocks(names, compression, parse, cores),
-        kept, compression, label_key, readers, deterministic)
+  parse = _parse_fn(config, names, label_key)
 
+  @plain
   def read(path):
     return tf.data.TFRecordDataset(path, compression,
                                    buffer_size=1 << 20).batch(PARSE_ROWS)
 
+  if kept is not None and files:
+    return kept_blocks.interleaved(
+        files, compression, read, parse,
+        kept_blocks.block_spec(config, names, label_key), kept, label_key,
+        readers, cores, deterministic)
   records = tf.data.Dataset.from_tensor_slices(files).interleave(
       read, cycle_length=readers,
       num_parallel_calls=readers if readers > 1 else None,
       deterministic=deterministic if readers > 1 else None)
-  return records.map(_parse_fn(config, names, label_key),
-                     num_parallel_calls=cores, deterministic=deterministic)
-
-
-def _file_blocks(names, compression: str, parse, cores: int):
-  """The records of the files `names` (a vector; in kept_blocks, none or
-  one file), parsed `PARSE_ROWS` at a time, in order."""
-  return tf.data.TFRecordDataset(names, compression,
-                                 buffer_size=1 << 20).batch(PARSE_ROWS).map(
-                                     parse, num_parallel_calls=cores,
-                                     deterministic=True)
+  return records.map(parse, num_parallel_calls=cores,
+                     deterministic=deterministic)
 
 
 def without_autotuning(dataset):
@@ -355,6 +349,7 @@ def _count(n: int) -> str:
 
 def _parse_fn(config, names, label_key):
 
+  @plain
   def parse(serialized):
     parsed = tf.io.parse_example(serialized, config)
     features = {names[f]: t for f, t in parsed.items()}
@@ -365,6 +360,7 @@ def _parse_fn(config, names, label_key):
   return parse
 
 
+@plain
 def _permute_rows(*columns):
   """The rows of a block in a random order (features, or features and label;
   tf.data passes a tuple's parts as arguments)."""
@@ -374,6 +370,7 @@ def _permute_rows(*columns):
   return permuted if len(permuted) > 1 else permuted[0]
 
 
+@plain
 def _permute_rows_seeded(columns, seed):
   """The rows of a block (features, or (features, label)) in the order the
   int64 `seed` gives."""

@@ -23,6 +23,8 @@ import json
 import os
 import shutil
 import tempfile
+import threading
+from concurrent import futures
 from typing import Any, Dict, List, Optional, Tuple
 
 from generic_trainer import atomic_files
@@ -68,6 +70,9 @@ class SpanCache:
     self.decisions: Dict[str, Dict[str, Any]] = {}
     self._locks: Dict[str, int] = {}
     self._kept_bytes = 0
+    self._decided = threading.Lock()  # Writes finish on another thread.
+    self._finishing: Optional[futures.ThreadPoolExecutor] = None
+    self._finishes: List[futures.Future] = []
 
   def __enter__(self) -> 'SpanCache':
     os.makedirs(self.folder, exist_ok=True)
@@ -75,6 +80,7 @@ class SpanCache:
     return self
 
   def __exit__(self, *unused) -> None:
+    self.wait_for_writes()
     for temp in list(self.temps):
       shutil.rmtree(temp, ignore_errors=True)
     self.temps.clear()
@@ -107,7 +113,8 @@ class SpanCache:
       return None
     with contextlib.suppress(OSError):
       os.utime(os.path.join(path, MANIFEST))  # Its last use, for eviction.
-    self._kept_bytes += entry.manifest.get('bytes', 0)
+    with self._decided:
+      self._kept_bytes += entry.manifest.get('bytes', 0)
     self._decide(source, key, 'hit', f'{entry.rows:,} rows')
     return entry
 
@@ -157,6 +164,24 @@ class SpanCache:
   def writer(self, source: str, key: Dict[str, Any]) -> EntryWriter:
     return EntryWriter(self, source, key)
 
+  def in_background(self, finish) -> None:
+    """Runs `finish` (an entry's fsyncs and rename) on this store's
+    writing thread, one at a time, off the input pipeline's threads."""
+    if self._finishing is None:
+      self._finishing = futures.ThreadPoolExecutor(
+          1, thread_name_prefix='parsed-rows')
+    self._finishes.append(self._finishing.submit(finish))
+
+  def wait_for_writes(self) -> None:
+    """Returns when every finished entry is in place (or discarded)."""
+    if self._finishing is None:
+      return
+    self._finishing.shutdown(wait=True)
+    self._finishing = None
+    finishes, self._finishes = self._finishes, []
+    for finish in finishes:
+      finish.result()  # A bug in finishing raises here, not lost.
+
   def room(self) -> int:
     """The bytes a new entry may still take."""
     return self.budget_bytes - self._kept_bytes
@@ -190,35 +215,40 @@ class SpanCache:
       os.close(fd)
 
   def written(self, source: str, nbytes: int, kept: bool) -> None:
-    self._kept_bytes += nbytes
-    decision = self.decisions.get(source)
-    if decision is not None:
-      decision['written'] = kept
-      if not kept:
-        decision['why'] += '; another training wrote it first'
+    with self._decided:
+      self._kept_bytes += nbytes
+      decision = self.decisions.get(source)
+      if decision is not None:
+        decision['written'] = kept
+        if not kept:
+          decision['why'] += '; another training wrote it first'
 
   def not_kept(self, source: str, why: str) -> None:
-    decision = self.decisions.get(source)
-    if decision is not None:
-      decision['written'] = False
-      decision['why'] += f'; not kept: {why}'
+    with self._decided:
+      decision = self.decisions.get(source)
+      if decision is not None:
+        decision['written'] = False
+        decision['why'] += f'; not kept: {why}'
     progress.log().warning('parsed rows: the entry of %s is not kept: %s',
                            source, why)
 
   # Decisions.
 
   def _decide(self, source: str, key, decision: str, why: str) -> None:
-    self.decisions[source] = {'decision': decision, 'why': why,
-                              'key': span_key.fingerprint(key)}
+    with self._decided:
+      self.decisions[source] = {'decision': decision, 'why': why,
+                                'key': span_key.fingerprint(key)}
 
   def summary(self) -> Dict[str, Any]:
     """{'hits': n, 'misses': n, 'spans': {span folder: [decision per
     file]}}, for the log and ML Metadata."""
     spans: Dict[str, List[Dict[str, Any]]] = {}
-    for source, decision in sorted(self.decisions.items()):
+    with self._decided:
+      decisions = {s: dict(d) for s, d in self.decisions.items()}
+    for source, decision in sorted(decisions.items()):
       spans.setdefault(_span(source), []).append(
           dict(decision, file=os.path.basename(source)))
-    values = [d['decision'] for d in self.decisions.values()]
+    values = [d['decision'] for d in decisions.values()]
     return {'hits': values.count('hit'), 'misses': values.count('miss'),
             'spans': spans}
 

@@ -60,25 +60,6 @@ class Entry:
   def rows(self) -> int:
     return sum(rows for rows, _ in self.manifest['blocks'])
 
-  def block_arrays(self):
-    """Yields each block as [array per column], read from disk in order
-    (the CRCs were checked by `lookup`; the entry is locked and never
-    written in place)."""
-    columns = [(np.dtype(d), tuple(s)) for _, d, s in self.manifest['columns']]
-    row_bytes = [d.itemsize * int(np.prod(s, dtype=np.int64))
-                 for d, s in columns]
-    with open(self.blocks_path, 'rb') as f:
-      for rows, _ in self.manifest['blocks']:
-        data = f.read(rows * sum(row_bytes))
-        arrays, offset = [], 0
-        for (dtype, shape), width in zip(columns, row_bytes):
-          size = rows * width
-          arrays.append(np.frombuffer(data, dtype, rows * width //
-                                      dtype.itemsize, offset).reshape(
-                                          (rows,) + shape))
-          offset += size
-        yield arrays
-
 
 def _row_bytes(manifest) -> int:
   return sum(np.dtype(d).itemsize * int(np.prod(s, dtype=np.int64))
@@ -133,18 +114,18 @@ def _crc(f, size: int) -> int:
 class EntryWriter:
   """Writes one file's entry as its blocks are parsed: `start` (a fresh
   temporary folder; an unfinished one is dropped), `append` per block,
-  `finish` (checked into place). Never raises: a failed write (disk full)
-  drops the entry and says why in the store's decision for the file."""
+  `finish` (the entry handed to the store, which checks it into place in
+  the background: its fsyncs leave the pipeline's thread). Never raises: a
+  failed write (disk full) drops the entry and says why in the store's
+  decision for the file."""
 
-  def __init__(self, store: 'span_cache.SpanCache', source: str, key: Dict[str, Any]):
+  def __init__(self, store: 'span_cache.SpanCache', source: str,
+               key: Dict[str, Any]):
     self.store = store
     self.source = source
     self.key = key
     self.final = os.path.join(store.folder, span_key.entry_name(source))
-    self._temp: Optional[str] = None
-    self._fd: Optional[int] = None
-    self._stack = contextlib.ExitStack()
-    self._owner: Optional[owner_lock.OwnerLock] = None
+    self._write: Optional[_Write] = None
     self._blocks: List[List[int]] = []
     self._columns = None
     self._bytes = 0
@@ -157,30 +138,36 @@ class EntryWriter:
     self._columns = columns
     if self.done:
       return
+    write = _Write()
+    self._write = write
     try:
-      self._temp = tempfile.mkdtemp(
+      write.temp = tempfile.mkdtemp(
           prefix=f'{TEMP}{os.path.basename(self.final)[:12]}-',
           dir=self.store.folder)
-      self.store.temps.add(self._temp)
-      self._owner = owner_lock.OwnerLock(os.path.join(self._temp, OWNER))
-      self._owner.acquire()  # While held, no other training removes it.
-      temp = self._stack.enter_context(atomic_files.replacing_path(
-          os.path.join(self._temp, BLOCKS)))
-      self._fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+      self.store.temps.add(write.temp)
+      write.owner = owner_lock.OwnerLock(os.path.join(write.temp, OWNER))
+      write.owner.acquire()  # While held, no other training removes it.
+      temp = write.stack.enter_context(atomic_files.replacing_path(
+          os.path.join(write.temp, BLOCKS)))
+      write.fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
     except OSError as e:
       self._fail(e)
 
-  def append(self, data) -> None:
-    """One block: its columns' bytes one after the other (a uint8 array)."""
-    if self._fd is None:
+  def append(self, arrays) -> None:
+    """One block: its columns' arrays, in the order of `start`'s columns."""
+    if self._write is None or self._write.fd is None:
       return
-    rows = data.nbytes // _row_bytes({'columns': self._columns})
-    view = memoryview(data).cast('B')
-    crc = zlib.crc32(view)
+    views = [memoryview(np.ascontiguousarray(a)).cast('B') for a in arrays]
+    nbytes = sum(v.nbytes for v in views)
+    rows = nbytes // _row_bytes({'columns': self._columns})
+    crc = 0
+    for view in views:
+      crc = zlib.crc32(view, crc)
     try:
-      while view:
-        view = view[os.write(self._fd, view):]
-      self._bytes += data.nbytes
+      for view in views:
+        while view:
+          view = view[os.write(self._write.fd, view):]
+      self._bytes += nbytes
       if self._bytes > self.store.room():
         raise _OverBudget()
     except (OSError, _OverBudget) as e:
@@ -189,53 +176,83 @@ class EntryWriter:
     self._blocks.append([rows, crc])
 
   def finish(self, label: Optional[str]) -> None:
-    """Puts the complete entry in place (or discards it: another training
-    put one of the same key there first)."""
-    if self._fd is None:
+    """Hands the complete entry to the store (`SpanCache.in_background`),
+    which puts it in place, or discards it: another training put one of
+    the same key there first."""
+    write = self._write
+    if write is None or write.fd is None:
       return
-    temp = self._temp
-    try:
-      os.close(self._fd)
-      self._fd = None
-      self._stack.close()
-      os.unlink(os.path.join(temp, OWNER))
-      atomic_files.write_json(os.path.join(temp, MANIFEST), {
-          'key': self.key, 'columns': self._columns, 'label': label,
-          'blocks': self._blocks, 'bytes': self._bytes,
-          'written': time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())})
-      kept = self.store.put_in_place(temp, self.final, self.key)
-    except OSError as e:
-      self._fail(e)
-      return
-    self.store.temps.discard(temp)
-    self._temp = None
-    self._owner.release()
+    manifest = {
+        'key': self.key, 'columns': self._columns, 'label': label,
+        'blocks': self._blocks, 'bytes': self._bytes,
+        'written': time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}
+    self._write, self._blocks, self._columns, self._bytes = None, [], None, 0
     self.done = True
-    self.store.written(self.source, self._bytes if kept else 0, kept)
+    self.store.in_background(lambda: self._put_in_place(write, manifest))
+
+  def _put_in_place(self, write: '_Write', manifest) -> None:
+    try:
+      os.close(write.fd)
+      write.fd = None
+      write.stack.close()
+      os.unlink(os.path.join(write.temp, OWNER))
+      atomic_files.write_json(os.path.join(write.temp, MANIFEST), manifest)
+      kept = self.store.put_in_place(write.temp, self.final, self.key)
+    except OSError as e:
+      write.discard(self.store)
+      self.store.not_kept(self.source, _why(e))
+      return
+    self.store.temps.discard(write.temp)
+    write.temp = None
+    write.discard(self.store)
+    self.store.written(self.source, manifest['bytes'] if kept else 0, kept)
 
   def abandon(self) -> None:
     """Drops an unfinished write (ours only)."""
-    if self._fd is not None:
-      os.close(self._fd)
-      self._fd = None
-    with contextlib.suppress(OSError):
-      self._stack.close()
-    if self._temp:
-      shutil.rmtree(self._temp, ignore_errors=True)
-      self.store.temps.discard(self._temp)
-      self._temp = None
-    if self._owner is not None:
-      self._owner.release()
-      self._owner = None
+    if self._write is not None:
+      self._write.discard(self.store)
+      self._write = None
     self._blocks, self._columns, self._bytes = [], None, 0
 
   def _fail(self, error: BaseException) -> None:
     self.abandon()
     self.done = True
-    why = ('over the cache\'s budget' if isinstance(error, _OverBudget) else
-           'the disk is full' if getattr(error, 'errno', None) in (
-               errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else str(error))
-    self.store.not_kept(self.source, why)
+    self.store.not_kept(self.source, _why(error))
+
+
+class _Write:
+  """An unfinished entry: its temporary folder, the owner lock held on it,
+  the open blocks file and what puts that file in place."""
+
+  def __init__(self):
+    self.temp: Optional[str] = None
+    self.fd: Optional[int] = None
+    self.stack = contextlib.ExitStack()
+    self.owner: Optional[owner_lock.OwnerLock] = None
+
+  def discard(self, store) -> None:
+    """Closes what is open and removes the folder (when still set)."""
+    if self.fd is not None:
+      os.close(self.fd)
+      self.fd = None
+    with contextlib.suppress(OSError):
+      self.stack.close()
+    if self.temp:
+      shutil.rmtree(self.temp, ignore_errors=True)
+      store.temps.discard(self.temp)
+      self.temp = None
+    if self.owner is not None:
+      self.owner.release()
+      self.owner = None
+
+
+def _why(error: BaseException) -> str:
+  if isinstance(error, _OverBudget):
+    return 'over the cache\'s budget'
+  if getattr(error, 'errno', None) in (errno.ENOSPC, errno.EDQUOT,
+                                       errno.EFBIG):
+    return 'the disk is full'
+  return str(error)
 
 
 class _OverBudget(Exception):
