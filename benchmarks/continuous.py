@@ -1,6 +1,6 @@
 """Benchmark (j): continuous training with parsed rows kept across executions.
 
-    python -m benchmarks.continuous --span-rows 100000 --out results/j.json
+    python -m benchmarks.continuous --span-rows 300000 --out results/j.json
 
 A window of `WINDOW` spans of the narrow table (each span an Examples
 folder written once by `synthetic_data.write` and reused from
@@ -137,9 +137,9 @@ def run_execution(spans, work, previous, result):
   os.makedirs(work)
   io = _io(spans, work, previous)
   probe = os.path.join(work, 'input-probe')
-  datasets_s = input_cpu_s(spans, previous, probe, epochs=True)
-  shutil.rmtree(probe, ignore_errors=True)
   input_s = input_cpu_s(spans, previous, probe)
+  shutil.rmtree(probe, ignore_errors=True)
+  datasets_s = input_cpu_s(spans, previous, probe, epochs=True)
   shutil.rmtree(probe, ignore_errors=True)
   cpu, started = _cpu_s(), time.monotonic()
   generic_trainer.executor.GenericExecutor().Do(*io)
@@ -199,7 +199,7 @@ def _child(argv, result, one_process=False):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument('--span-rows', type=int, default=100_000)
+  parser.add_argument('--span-rows', type=int, default=300_000)
   parser.add_argument('--work', default='/tmp/benchmark-j')
   parser.add_argument('--out')
   parser.add_argument('--executions', type=int, default=EXECUTIONS)

@@ -374,6 +374,8 @@ _IN_PLACE = {
                          'atomic_files puts in place',
     'local/cli.py': "a new temporary file of its own (mkstemp) for an "
                     "unexpected error's traceback",
+    'data/span_entry.py': 'the files of an entry, in its temporary folder, '
+                          'which is synced and renamed into place whole',
 }
 _WRITE_CALLS = ('open', 'GFile', 'fdopen')
 _ALWAYS_WRITES = ('json.dump', 'shutil.copyfile', 'shutil.copy',

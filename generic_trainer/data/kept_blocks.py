@@ -8,7 +8,7 @@ element is a batch of its file's records, parsed there; a hit's element is
 a block of its entry, read by TensorFlow ops (the entry file read once,
 each column cut out of it and decoded as raw bytes: no Python, no copy
 but the column's). A miss's blocks then pass a sequential `map` (a
-`tf.py_function`) that appends each to a new entry: the first epoch
+`tf.numpy_function`) that appends each to a new entry: the first epoch
 writes while it trains, and no pass over the data is added. A file's
 first block opens its entry (dropping an unfinished one: a pass stopped
 early, read again); a 0-row block after its last one finishes it, and is
@@ -64,16 +64,17 @@ def interleaved(files: List[str], compression: str, read: Callable,
   any_miss = any(entry is None for entry in entries)
 
   def write(index, ordinal, *columns):
+    """Appends a block to file `index`'s entry (a numpy function)."""
     writer = writers[int(index)]
     if writer is None:
-      return 0
+      return _DONE
     if int(ordinal) == 0:
       writer.start(layout.columns)
     if columns[0].shape[0]:
-      writer.append([c.numpy() for c in columns])
+      writer.append(columns)
     else:
       writer.finish(label_key)
-    return 0
+    return _DONE
 
   @plain
   def one_file(path, index, hit):
@@ -124,10 +125,11 @@ def interleaved(files: List[str], compression: str, read: Callable,
 
   @plain
   def written(index, ordinal, parsed):
-    """`parsed` as it is, written on the way (a py_function is stateful:
-    tf.data runs it though nothing uses its result)."""
-    tf.py_function(write, [index, ordinal] + tf.nest.flatten(parsed),
-                   Tout=tf.int32)
+    """`parsed` as it is, written on the way (a stateful numpy_function:
+    tf.data runs it though nothing uses its result; it costs less a call
+    than a py_function, which makes eager tensors of its arguments)."""
+    tf.numpy_function(write, [index, ordinal] + tf.nest.flatten(parsed),
+                      Tout=tf.int32, stateful=True)
     return parsed
 
   hits = [entry is not None for entry in entries]
@@ -143,6 +145,9 @@ def interleaved(files: List[str], compression: str, read: Callable,
     return blocks
   return blocks.map(written).filter(plain(
       lambda *parsed: tf.shape(tf.nest.flatten(parsed)[0])[0] > 0))
+
+
+_DONE = np.int32(0)  # What the write returns (nothing uses it).
 
 
 def _every(value):

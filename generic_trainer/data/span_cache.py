@@ -192,6 +192,7 @@ class SpanCache:
     one there is in use."""
     for name in os.listdir(temp):
       atomic_files.sync_file(os.path.join(temp, name))
+    atomic_files.sync_folder(temp)
     try:
       os.rename(temp, final)
     except OSError as e:
