@@ -118,13 +118,13 @@ class SpanCache:
     self._decide(source, key, 'hit', f'{entry.rows:,} rows')
     return entry
 
-  def _checked(self, path: str, key, hold: bool = True):
+  def _checked(self, path: str, key, hold: bool = True, linked=None):
     fd = None
     if hold:
       fd = lock(os.path.join(path, MANIFEST), fcntl.LOCK_SH)
       if fd is None:
         return self._explain(path, key)
-    entry, why = check_entry(path, key)
+    entry, why = check_entry(path, key, linked)
     if entry is None:
       if fd is not None:
         os.close(fd)
@@ -150,14 +150,15 @@ class SpanCache:
         try:
           os.link(source, os.path.join(temp, name))
         except OSError:
-          atomic_files.copy(source, os.path.join(temp, name))
-      self.put_in_place(temp, path, key)
+          atomic_files.copy(source, os.path.join(temp, name))  # Synced.
+      # A linked file is the earlier entry's, written and synced whole.
+      self.put_in_place(temp, path, key, synced=True)
     except OSError as e:
       return None, f'the earlier entry could not be carried over ({e})'
     finally:
       shutil.rmtree(temp, ignore_errors=True)
       self.temps.discard(temp)
-    return self._checked(path, key)
+    return self._checked(path, key, linked=earlier)  # No CRC if linked.
 
   # Writing.
 
@@ -186,12 +187,14 @@ class SpanCache:
     """The bytes a new entry may still take."""
     return self.budget_bytes - self._kept_bytes
 
-  def put_in_place(self, temp: str, final: str, key) -> bool:
-    """Renames the complete entry folder `temp` to `final`; False (and
-    `temp` removed) when an entry of the same key is there already, or the
-    one there is in use."""
-    for name in os.listdir(temp):
-      atomic_files.sync_file(os.path.join(temp, name))
+  def put_in_place(self, temp: str, final: str, key,
+                   synced: bool = False) -> bool:
+    """Renames the complete entry folder `temp` to `final` (its files
+    synced first, unless `synced`); False (and `temp` removed) when an
+    entry of the same key is there already, or the one there is in use."""
+    if not synced:
+      for name in os.listdir(temp):
+        atomic_files.sync_file(os.path.join(temp, name))
     atomic_files.sync_folder(temp)
     try:
       os.rename(temp, final)
