@@ -113,8 +113,27 @@ def test_continuous_training_benchmark_runs(tmp_path):
   assert (first['hits'], first['misses']) == (0, 8)
   assert (second['hits'], second['misses']) == (4, 4)
   for record in [report['today'], first, second]:
-    for name in ('execution_s', 'input_cpu_s', 'throughput_vs_c',
-                 'peak_rss_mb'):
+    for name in ('execution_s', 'input_cpu_s', 'datasets_cpu_s',
+                 'throughput_vs_c', 'peak_rss_mb'):
       assert math.isfinite(record[name]) and record[name] > 0, name
   assert second['cache_bytes'] > 0
   assert math.isfinite(report['first_vs_today'])
+  assert math.isfinite(second['input_cpu_vs_first'])
+
+
+@pytest.mark.slow
+def test_first_read_benchmark_runs(tmp_path):
+  """The breakdown of a first read, on 4,000 rows: every part is measured,
+  and the kept rows take their parsed size (56 bytes a row)."""
+  out = tmp_path / 'first.json'
+  subprocess.run(
+      [sys.executable, '-m', 'benchmarks.first_read', '--rows', '4000',
+       '--data-dir', str(tmp_path / 'data'), '--out', str(out)], cwd=REPO,
+      check=True, timeout=600)
+  report = json.loads(out.read_text())
+  for name in ('inflate', 'framing_crc', 'gzip_read', 'parse_example',
+               'read_back'):
+    value = report[f'{name}_per_1m_rows_s']
+    assert math.isfinite(value) and value > 0, name
+  assert report['kept_bytes'] == 4000 * 56
+  assert math.isfinite(report['read_back_one_more_file_s_per_1m_rows'])

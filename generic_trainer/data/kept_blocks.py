@@ -5,9 +5,9 @@ One pipeline for hits and misses, shaped as `input_pipeline.parsed_blocks`
 is without kept rows: files are interleaved, `readers` at a time, and each
 element is turned into a parsed block by a parallel `map`. A miss's
 element is a batch of its file's records, parsed there; a hit's element is
-a block of its entry, read by TensorFlow ops (the entry file read once,
-each column cut out of it and decoded as raw bytes: no Python, no copy
-but the column's). A miss's blocks then pass a sequential `map` (a
+a block of its entry, read by TensorFlow ops, no Python (the entry's file
+read once, each block's columns cut out of it by one `substr` and decoded
+as raw bytes). A miss's blocks then pass a sequential `map` (a
 `tf.numpy_function`) that appends each to a new entry: the first epoch
 writes while it trains, and no pass over the data is added. A file's
 first block opens its entry (dropping an unfinished one: a pass stopped
@@ -28,7 +28,6 @@ import tensorflow as tf
 
 from generic_trainer.data import span_key
 from generic_trainer.data.graph_code import plain
-
 
 
 def interleaved(files: List[str], compression: str, read: Callable,
