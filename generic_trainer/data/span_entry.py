@@ -85,8 +85,8 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
   changed = span_key.differences(manifest['key'], key)
   if changed:
     return None, 'changed: ' + '; '.join(changed)
-  expected = sum(rows for rows, _ in manifest['blocks']) * _row_bytes(
-      manifest)
+  row_bytes = _row_bytes(manifest)
+  expected = sum(rows for rows, _ in manifest['blocks']) * row_bytes
   blocks = os.path.join(path, BLOCKS)
   try:
     size = os.path.getsize(blocks)
@@ -95,7 +95,6 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
   if size != expected:
     return None, (f'damaged: its blocks take {size:,} bytes, its manifest '
                   f'says {expected:,}')
-  row_bytes = _row_bytes(manifest)
   with open(blocks, 'rb') as f:
     inode = os.fstat(f.fileno()).st_ino
     if checked is None or checked.inode != inode:
@@ -133,6 +132,7 @@ class EntryWriter:
     self._write: Optional[_Write] = None
     self._blocks: List[List[int]] = []
     self._columns = None
+    self._row_size = 0
     self._bytes = 0
     self.done = False
 
@@ -141,6 +141,7 @@ class EntryWriter:
     the order a block's bytes hold them)."""
     self.abandon()
     self._columns = columns
+    self._row_size = _row_bytes({'columns': columns})
     if self.done:
       return
     write = _Write()
@@ -166,7 +167,7 @@ class EntryWriter:
       return
     views = [memoryview(np.ascontiguousarray(a)).cast('B') for a in arrays]
     nbytes = sum(v.nbytes for v in views)
-    rows = nbytes // _row_bytes({'columns': self._columns})
+    rows = nbytes // self._row_size
     crc = 0
     for view in views:
       crc = zlib.crc32(view, crc)
