@@ -95,12 +95,15 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
   if size != expected:
     return None, (f'damaged: its blocks take {size:,} bytes, its manifest '
                   f'says {expected:,}')
-  with open(blocks, 'rb') as f:
-    inode = os.fstat(f.fileno()).st_ino
-    if checked is None or checked.inode != inode:
-      for index, (rows, crc) in enumerate(manifest['blocks']):
-        if _crc(f, rows * row_bytes) != crc:
-          return None, f'damaged: block {index} fails its CRC32'
+  try:
+    with open(blocks, 'rb') as f:
+      inode = os.fstat(f.fileno()).st_ino
+      if checked is None or checked.inode != inode:
+        for index, (rows, crc) in enumerate(manifest['blocks']):
+          if _crc(f, rows * row_bytes) != crc:
+            return None, f'damaged: block {index} fails its CRC32'
+  except OSError as e:  # Another user's entry, a failing disk.
+    return None, f'its blocks are unreadable ({e})'
   return Entry(path, manifest, inode), ''
 
 
