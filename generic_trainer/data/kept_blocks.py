@@ -75,52 +75,9 @@ def interleaved(files: List[str], compression: str, read: Callable,
       writer.finish(label_key)
     return _DONE
 
-  @plain
-  def one_file(path, index, hit):
-    """The file's elements: ((index, its entry's bytes), (ordinal in
-    the file, records, (where each column of the block starts in the
-    entry's bytes, its bytes))). A miss's are its batches of records, then
-    an empty batch (the end of its entry); a hit's are its entry's blocks.
-    Traced once for all files: the half of the other kind is empty. Zipped
-    from few datasets, not mapped: a file's datasets are made again for
-    every file, a function in them instantiated again (~5 ms of CPU)."""
-    parts = []
-    if any_hit:
-      content = tf.io.read_file(layout.paths[index])  # A miss: os.devnull.
-      first = layout.first[index]
-      last = first + layout.count[index]
-      blocks = (tf.range(last - first), tf.zeros([last - first, 0],
-                                                 tf.string),
-                (layout.starts[first:last], layout.sizes[first:last]))
-      parts.append(tf.data.Dataset.zip((
-          _every((index, content)),
-          tf.data.Dataset.from_tensor_slices(blocks))))
-    if any_miss:
-      missed = tf.logical_not(hit)
-      records = read(tf.boolean_mask(tf.reshape(path, [1]),
-                                     tf.reshape(missed, [1]))).concatenate(
-          tf.data.Dataset.from_tensors(tf.zeros([0], tf.string)).repeat(
-              tf.cast(missed, tf.int64)))
-      parts.append(tf.data.Dataset.zip((
-          _every((index, tf.constant(''))), tf.data.Dataset.zip((
-              tf.data.Dataset.counter(), records,
-              _every((layout.nothing, layout.nothing)))))))
-    return parts[0] if len(parts) == 1 else parts[0].concatenate(parts[1])
-
-  @plain
-  def block(file, element):
-    """The parsed block (with its file's index and its ordinal there, to
-    write it)."""
-    (index, content), (ordinal, records, (starts, sizes)) = file, element
-    if not any_hit:
-      parsed = parse(records)
-    elif not any_miss:
-      return layout.decode(content, starts, sizes)
-    else:  # One of the two has no rows (a tf.cond costs ~20 ms to build).
-      parsed = tf.nest.map_structure(
-          lambda kept, read: tf.concat([kept, read], 0),
-          layout.decode(content, starts, sizes), parse(records))
-    return index, ordinal, parsed
+  one_file, block = _traced_functions(
+      (span_key.fingerprint(shared), compression, any_hit, any_miss),
+      read, parse, spec, any_hit, any_miss)
 
   @plain
   def written(index, ordinal, parsed):
@@ -131,9 +88,13 @@ def interleaved(files: List[str], compression: str, read: Callable,
                       Tout=tf.int32, stateful=True)
     return parsed
 
-  hits = [entry is not None for entry in entries]
-  elements = tf.data.Dataset.from_tensor_slices(
-      (files, tf.range(len(files), dtype=tf.int64), hits)).interleave(
+  elements = tf.data.Dataset.from_tensor_slices((
+      tf.range(len(files), dtype=tf.int64), layout.paths, layout.starts,
+      layout.sizes, tf.ragged.constant(
+          [[] if entry is not None else [path]
+           for path, entry in zip(files, entries)], tf.string),
+      tf.constant([int(entry is None) for entry in entries], tf.int64)
+  )).interleave(
           one_file, cycle_length=readers,
           num_parallel_calls=readers if readers > 1 else None,
           deterministic=deterministic if readers > 1 else None)
@@ -146,7 +107,72 @@ def interleaved(files: List[str], compression: str, read: Callable,
       lambda *parsed: tf.shape(tf.nest.flatten(parsed)[0])[0] > 0))
 
 
+_TRACED = {}  # (parsing, compression, hits?, misses?): (one_file, block)
+
+
+def _traced_functions(traced, read: Callable, parse: Callable, spec,
+                      any_hit: bool, any_miss: bool):
+  """(one_file, block): the function of the files' interleave and that of
+  the blocks' map, as tf.functions traced once per process for each
+  `traced` key (the parsing, the compression, whether there are hits,
+  misses): a training's eval dataset calls its train dataset's, not
+  traced again (~25 ms of CPU a dataset). Neither captures anything of one
+  dataset: a file's element holds its part of the tables."""
+  if traced in _TRACED:
+    return _TRACED[traced]
+  width = len(tf.nest.flatten(spec))
+
+  def one_file(index, entry, starts, sizes, missed, ends):
+    """The file's elements: ((index, its entry's bytes), (ordinal in
+    the file, records, (where each column of the block starts in the
+    entry's bytes, its bytes))). A miss's are its batches of records, then
+    an empty batch (the end of its entry); a hit's are its entry's blocks.
+    One function for all files: the half of the other kind is empty (a
+    hit's `missed` holds no file and its `ends` is 0; a miss's entry is
+    os.devnull, and it has no blocks). Zipped from few datasets, not
+    mapped: a file's datasets are made again for every file, a function
+    in them instantiated again (~5 ms of CPU)."""
+    parts = []
+    if any_hit:
+      parts.append(tf.data.Dataset.zip((
+          _every((index, tf.io.read_file(entry))), tf.data.Dataset.zip((
+              _ordinals(), _every(_NO_RECORDS),
+              tf.data.Dataset.from_tensor_slices((starts, sizes)))))))
+    if any_miss:
+      nothing = tf.zeros([width], tf.int64)
+      records = read(missed).concatenate(
+          tf.data.Dataset.from_tensors(_NO_RECORDS).repeat(ends))
+      parts.append(tf.data.Dataset.zip((
+          _every((index, tf.constant(''))), tf.data.Dataset.zip((
+              _ordinals(), records, _every((nothing, nothing)))))))
+    return parts[0] if len(parts) == 1 else parts[0].concatenate(parts[1])
+
+  def block(file, element):
+    """The parsed block (with its file's index and its ordinal there, to
+    write it)."""
+    (index, content), (ordinal, records, (starts, sizes)) = file, element
+    if not any_hit:
+      parsed = parse(records)
+    elif not any_miss:
+      return _decode(spec, content, starts, sizes)
+    else:  # One of the two has no rows (a tf.cond costs ~20 ms to build).
+      parsed = tf.nest.map_structure(
+          lambda kept, read: tf.concat([kept, read], 0),
+          _decode(spec, content, starts, sizes), parse(records))
+    return index, ordinal, parsed
+
+  _TRACED[traced] = tf.function(plain(one_file)), tf.function(plain(block))
+  return _TRACED[traced]
+
+
 _DONE = np.int32(0)  # What the write returns (nothing uses it).
+_NO_RECORDS = np.zeros([0], object)  # A hit's records, a miss's last.
+
+
+def _ordinals():
+  """0, 1, 2... (zipped with a finite dataset). Not `Dataset.counter`: a
+  scan, whose function is instantiated again for every file."""
+  return tf.data.Dataset.range(np.iinfo(np.int64).max)
 
 
 def _every(value):
@@ -155,11 +181,11 @@ def _every(value):
 
 
 class _Layout:
-  """Where each block of the hits' entries lies, and each column in it, as
-  constant tensors; and how a block's columns are cut out of its bytes."""
+  """Where each block of the hits' entries lies, and each column in it: per
+  file its entry's path and a table of its blocks (where each column's
+  bytes start, how many they are), the files' elements' parts."""
 
   def __init__(self, entries, spec, label_key: Optional[str]):
-    self.spec = spec
     flat = tf.nest.flatten(spec)
     self.columns = [[name, np.dtype(s.dtype.as_numpy_dtype).str,
                      s.shape.as_list()[1:]]
@@ -169,34 +195,34 @@ class _Layout:
                          np.int64)
     # Per block and column: where the column's bytes start in its entry,
     # and how many they are (a block's columns one after the other).
-    paths, first, count, starts, sizes = [], [], [], [], []
+    paths, count, starts, sizes = [], [], [], []
     for entry in entries:
-      blocks = entry.manifest['blocks'] if entry is not None else []
+      rows = np.array([rows for rows, _ in entry.manifest['blocks']]
+                      if entry is not None else [], np.int64)
       paths.append(entry.blocks_path if entry is not None else os.devnull)
-      first.append(len(starts))
-      count.append(len(blocks))
-      offset = 0
-      for rows, _ in blocks:
-        sizes.append(rows * row_bytes)
-        starts.append(offset + np.cumsum(sizes[-1]) - sizes[-1])
-        offset += int(sizes[-1].sum())
+      count.append(len(rows))
+      sizes.append(rows[:, None] * row_bytes)
+      ends = np.cumsum(sizes[-1].reshape(-1)).reshape(sizes[-1].shape)
+      starts.append(ends - sizes[-1])
+    # Per file, its blocks' rows of the tables (a ragged dimension).
     self.paths = tf.constant(paths)
-    self.first = tf.constant(first, tf.int64)
-    self.count = tf.constant(count, tf.int64)
-    self.starts = tf.constant(np.array(starts, np.int64).reshape(-1, len(flat)))
-    self.sizes = tf.constant(np.array(sizes, np.int64).reshape(-1, len(flat)))
-    self.nothing = tf.zeros([len(flat)], tf.int64)
+    self.starts, self.sizes = (
+        tf.RaggedTensor.from_row_lengths(
+            np.concatenate(table), np.array(count, np.int64), validate=False)
+        for table in (starts, sizes))
 
-  def decode(self, content, starts, sizes):
-    """The block whose columns lie at `starts`, `sizes` bytes each, in an
-    entry's bytes `content`."""
-    pieces = tf.unstack(tf.strings.substr(content, starts, sizes),
-                        num=len(self.columns))
-    arrays = [tf.reshape(tf.io.decode_raw(piece, s.dtype,
-                                          little_endian=_LITTLE),
-                         [-1] + s.shape.as_list()[1:])
-              for piece, s in zip(pieces, tf.nest.flatten(self.spec))]
-    return tf.nest.pack_sequence_as(self.spec, arrays)
+
+def _decode(spec, content, starts, sizes):
+  """The block (of `spec`) whose columns lie at `starts`, `sizes` bytes
+  each, in an entry's bytes `content`."""
+  flat = tf.nest.flatten(spec)
+  pieces = tf.unstack(tf.strings.substr(content, starts, sizes),
+                      num=len(flat))
+  arrays = [tf.reshape(tf.io.decode_raw(piece, s.dtype,
+                                        little_endian=_LITTLE),
+                       [-1] + s.shape.as_list()[1:])
+            for piece, s in zip(pieces, flat)]
+  return tf.nest.pack_sequence_as(spec, arrays)
 
 
 _LITTLE = sys.byteorder == 'little'  # The key names the byte order.
