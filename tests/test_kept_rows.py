@@ -356,6 +356,24 @@ def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
   assert os.listdir(tmp_path) == [span_cache.DECISIONS]
 
 
+def test_a_dataset_read_after_its_store_was_left_writes_nothing(span,
+                                                                tmp_path):
+  """Its writers went with the store: every row still comes (the same
+  stream as without kept rows), and no entry appears outside a training's
+  locks and decisions."""
+  config = _config()
+  names = {k: k for k in config}
+  kept = datasets._kept(span_cache.SpanCache(str(tmp_path)), config, names,  # pylint: disable=protected-access
+                        'y', types.SimpleNamespace(transform_graph_path=None))
+  with kept[0]:
+    dataset = input_pipeline.block_dataset(
+        span, config, names, 'y', 256, 2, True, cache=False, seed=7,
+        kept=kept)
+  rows = [f['x0'].numpy() for f, _ in dataset]
+  assert np.array_equal(np.concatenate(rows), _read(span)[0])
+  assert os.listdir(tmp_path) == [span_cache.DECISIONS]
+
+
 _TRAINING = '''
 import sys
 sys.path[:0] = [sys.argv[1]]

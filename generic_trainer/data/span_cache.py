@@ -73,6 +73,7 @@ class SpanCache:
     self._decided = threading.Lock()  # Writes finish on another thread.
     self._finishing: Optional[futures.ThreadPoolExecutor] = None
     self._finishes: List[futures.Future] = []
+    self._writers: List[EntryWriter] = []
 
   def __enter__(self) -> 'SpanCache':
     os.makedirs(self.folder, exist_ok=True)
@@ -80,6 +81,7 @@ class SpanCache:
     return self
 
   def __exit__(self, *unused) -> None:
+    self._writers.clear()  # A pipeline iterated later writes nothing.
     self.wait_for_writes()
     for temp in list(self.temps):
       shutil.rmtree(temp, ignore_errors=True)
@@ -162,8 +164,13 @@ class SpanCache:
 
   # Writing.
 
-  def writer(self, source: str, key: Dict[str, Any]) -> EntryWriter:
-    return EntryWriter(self, source, key)
+  def writer(self, source: str, key: Dict[str, Any],
+             columns: List[List[Any]], label: Optional[str]) -> EntryWriter:
+    """A writer of file `source`'s entry (see `EntryWriter`), held until
+    the store is left."""
+    writer = EntryWriter(self, source, key, columns, label)
+    self._writers.append(writer)
+    return writer
 
   def in_background(self, finish) -> None:
     """Runs `finish` (an entry's fsyncs and rename) on this store's

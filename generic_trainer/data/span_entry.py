@@ -127,24 +127,23 @@ class EntryWriter:
   decision for the file."""
 
   def __init__(self, store: 'span_cache.SpanCache', source: str,
-               key: Dict[str, Any]):
+               key: Dict[str, Any], columns: List[List[Any]],
+               label: Optional[str]):
     self.store = store
     self.source = source
     self.key = key
+    self.columns = columns  # [name, dtype str, row shape] each, in the
+    self.label = label      # order a block's bytes hold them.
     self.final = os.path.join(store.folder, span_key.entry_name(source))
     self._write: Optional[_Write] = None
     self._blocks: List[List[int]] = []
-    self._columns = None
-    self._row_size = 0
+    self._row_size = _row_bytes({'columns': columns})
     self._bytes = 0
     self.done = False
 
-  def start(self, columns: List[List[Any]]) -> None:
-    """A fresh entry of `columns` ([name, dtype str, row shape] each, in
-    the order a block's bytes hold them)."""
+  def start(self) -> None:
+    """A fresh entry."""
     self.abandon()
-    self._columns = columns
-    self._row_size = _row_bytes({'columns': columns})
     if self.done:
       return
     write = _Write()
@@ -186,7 +185,7 @@ class EntryWriter:
       return
     self._blocks.append([rows, crc])
 
-  def finish(self, label: Optional[str]) -> None:
+  def finish(self) -> None:
     """Hands the complete entry to the store (`SpanCache.in_background`),
     which puts it in place, or discards it: another training put one of
     the same key there first."""
@@ -194,10 +193,10 @@ class EntryWriter:
     if write is None or write.fd is None:
       return
     manifest = {
-        'key': self.key, 'columns': self._columns, 'label': label,
+        'key': self.key, 'columns': self.columns, 'label': self.label,
         'blocks': self._blocks, 'bytes': self._bytes,
         'written': time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}
-    self._write, self._blocks, self._columns, self._bytes = None, [], None, 0
+    self._write, self._blocks, self._bytes = None, [], 0
     self.done = True
     self.store.in_background(lambda: self._put_in_place(write, manifest))
 
@@ -224,7 +223,7 @@ class EntryWriter:
     if self._write is not None:
       self._write.discard(self.store)
       self._write = None
-    self._blocks, self._columns, self._bytes = [], None, 0
+    self._blocks, self._bytes = [], 0
 
   def _fail(self, error: BaseException) -> None:
     self.abandon()
