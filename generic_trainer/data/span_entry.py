@@ -96,25 +96,29 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
     return None, (f'damaged: its blocks take {size:,} bytes, its manifest '
                   f'says {expected:,}')
   try:
-    with open(blocks, 'rb') as f:
+    with open(blocks, 'rb', buffering=0) as f:
       inode = os.fstat(f.fileno()).st_ino
       if checked is None or checked.inode != inode:
+        # One buffer, read into again, not a new bytes object per block.
+        buffer = memoryview(bytearray(min(_READ_CHUNK, max(
+            [rows * row_bytes for rows, _ in manifest['blocks']] + [1]))))
         for index, (rows, crc) in enumerate(manifest['blocks']):
-          if _crc(f, rows * row_bytes) != crc:
+          if _crc(f, rows * row_bytes, buffer) != crc:
             return None, f'damaged: block {index} fails its CRC32'
   except OSError as e:  # Another user's entry, a failing disk.
     return None, f'its blocks are unreadable ({e})'
   return Entry(path, manifest, inode), ''
 
 
-def _crc(f, size: int) -> int:
+def _crc(f, size: int, buffer: memoryview) -> int:
+  """The CRC32 of the next `size` bytes of `f` (-1: it ends before)."""
   crc = 0
   while size:
-    chunk = f.read(min(size, _READ_CHUNK))
-    if not chunk:
+    read = f.readinto(buffer[:min(size, len(buffer))])
+    if not read:
       return -1
-    crc = zlib.crc32(chunk, crc)
-    size -= len(chunk)
+    crc = zlib.crc32(buffer[:read], crc)
+    size -= read
   return crc
 
 
