@@ -21,9 +21,10 @@ iterates (`input_cpu_s`):
 
 - input CPU seconds: the train and eval rows brought into memory once
   (read, checked, parsed or read back, kept): what this issue saves. The
-  least of `INPUT_REPEATS` measures, each as a fresh execution pays it
-  (a new scratch folder, the traced functions traced again): on these
-  shared machines one measure moves by 10-20% between minutes;
+  least of `INPUT_REPEATS` measures (all are in the record), each as a
+  fresh execution pays it (a new scratch folder, the kept-rows function
+  traced again; kernels and thread pools are warm after the first): on
+  these shared machines one measure moves by 10-20% between minutes;
 - datasets CPU seconds: the datasets the training iterates (train two
   epochs, kept in memory after the first, shuffled and batched every
   epoch; eval once): the input plus the per-epoch shuffling and batching
@@ -134,13 +135,13 @@ def input_cpu_s(spans, previous, scratch, epochs: bool = False) -> float:
   return _cpu_s() - cpu
 
 
-def _fresh_input_cpu_s(spans, previous, probe) -> float:
-  """`input_cpu_s` as a fresh execution's process pays it: nothing kept
-  in `probe` and no kept-rows function traced yet."""
+def _fresh(measure, probe) -> float:
+  """`measure()` as a fresh execution's process pays it: nothing kept in
+  `probe` and no kept-rows function traced yet."""
   from generic_trainer.data import kept_blocks  # pylint: disable=g-import-not-at-top
-  kept_blocks._TRACED.clear()  # pylint: disable=protected-access
+  kept_blocks.forget_traced()
   try:
-    return input_cpu_s(spans, previous, probe)
+    return measure()
   finally:
     shutil.rmtree(probe, ignore_errors=True)
 
@@ -169,15 +170,17 @@ def run_execution(spans, work, previous, result):
   io = _io(spans, work, previous)
   probe = os.path.join(work, 'input-probe')
   _warm_up()
-  input_s = min(_fresh_input_cpu_s(spans, previous, probe)
-                for _ in range(INPUT_REPEATS))
-  datasets_s = input_cpu_s(spans, previous, probe, epochs=True)
-  shutil.rmtree(probe, ignore_errors=True)
+  inputs = [_fresh(lambda: input_cpu_s(spans, previous, probe), probe)
+            for _ in range(INPUT_REPEATS)]
+  datasets_s = _fresh(
+      lambda: input_cpu_s(spans, previous, probe, epochs=True), probe)
+  from generic_trainer.data import kept_blocks  # pylint: disable=g-import-not-at-top
+  kept_blocks.forget_traced()  # Do traces as a fresh execution does.
   cpu, started = _cpu_s(), time.monotonic()
   generic_trainer.executor.GenericExecutor().Do(*io)
   record = {'execution_s': time.monotonic() - started,
-            'cpu_s': _cpu_s() - cpu, 'input_cpu_s': input_s,
-            'datasets_cpu_s': datasets_s,
+            'cpu_s': _cpu_s() - cpu, 'input_cpu_s': min(inputs),
+            'input_cpu_s_measures': inputs, 'datasets_cpu_s': datasets_s,
             'peak_rss_mb': resource.getrusage(
                 resource.RUSAGE_SELF).ru_maxrss / 1024}
   with open(os.path.join(io[1]['model_run'][0].uri,

@@ -174,6 +174,35 @@ def test_vector_and_integer_columns_come_back_whole(tmp_path_factory):
   assert {d for d, _ in _decisions(store).values()} == {'hit'}
 
 
+def test_an_empty_file_and_no_label_are_kept_too(tmp_path_factory):
+  """A file of no records is an entry of no blocks (a miss, then a hit);
+  without a label popped, every column is a feature. The rows are the
+  cache-less read's either way."""
+  folder = tmp_path_factory.mktemp('empty') / 'Split-train'
+  files = [str(folder / f'data_tfrecord-{i}.gz') for i in range(2)]
+  _write(files[0], 0)
+  _write(files[1], ROWS[0])
+  config = _config()
+  names = {k: k for k in config}
+  cache = tmp_path_factory.mktemp('cache')
+
+  def columns(store=None):
+    kept = datasets._kept(store, config, names, None,  # pylint: disable=protected-access
+                          types.SimpleNamespace(transform_graph_path=None))
+    blocks = list(input_pipeline.parsed_blocks(files, config, names, None,
+                                               True, kept=kept))
+    return [np.concatenate([b[k].numpy() for b in blocks])
+            for k in sorted(config)]
+
+  expected = columns()
+  assert len(expected[0]) == ROWS[0]
+  for decision in ('miss', 'hit'):
+    with span_cache.SpanCache(str(cache)) as store:
+      assert all(np.array_equal(a, b)
+                 for a, b in zip(columns(store), expected))
+    assert {d for d, _ in _decisions(store).values()} == {decision}
+
+
 def _floats(values):
   return tf.train.Feature(float_list=tf.train.FloatList(value=values))
 

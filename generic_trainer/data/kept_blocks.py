@@ -1,35 +1,35 @@
 """The parsed blocks of files, each read back from its kept entry or parsed
 and written to one as it passes (`span_cache`).
 
-One pipeline for hits and misses, shaped as `input_pipeline.parsed_blocks`
-is without kept rows: files are interleaved, `readers` at a time. Each
-file is its own small dataset, chosen by a `tf.cond` once per file, so a
-hit pays nothing for misses and a miss nothing for hits:
+Files are interleaved as `input_pipeline.parsed_blocks` interleaves them,
+`readers` at a time, a block from each in turn. Each file is its own small
+dataset, hit or miss chosen by a `tf.cond` once per file, so a hit pays
+nothing for the misses beside it, and a miss nothing for the hits:
 
 - a hit's blocks are read by TensorFlow ops, no Python: the entry's file
   read once, each block's columns cut out of it by one `substr` and
   decoded as raw bytes;
-- a miss's batches of records are parsed (in parallel), then pass a
-  sequential `map` (a `tf.numpy_function`) that appends each to a new
-  entry: the first epoch writes while it trains, and no pass over the
-  data is added. A file's first block opens its entry (dropping an
-  unfinished one: a pass stopped early, read again); a 0-row block after
-  its last one finishes it, and is filtered out before training sees it.
+- a miss's batches of records are parsed, then pass a sequential `map` (a
+  `tf.numpy_function`) that appends each to a new entry: the first epoch
+  writes while it trains, and no pass over the data is added. A file's
+  first block opens its entry (dropping an unfinished one: a pass stopped
+  early, read again); a 0-row block after its last one finishes it, and
+  is filtered out before training sees it.
 
 Hit or miss, the blocks and their boundaries are the same, so a seeded
 order is the same, and a resumed training's `skip(k)` reads on in the same
 stream.
 """
 
-import itertools
 import os
 import sys
-import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
 
+from generic_trainer.data import span_cache
+from generic_trainer.data import span_entry
 from generic_trainer.data import span_key
 from generic_trainer.data.graph_code import plain
 
@@ -45,61 +45,53 @@ def interleaved(files: List[str], compression: str, read: Callable,
     files: The TFRecord files, in order.
     compression: Their compression (`tfrecords.common_compression`).
     read: A function of a vector of file names (here, one) to the dataset
-      of their records in batches of `PARSE_ROWS`.
-    parse: A batch of records to its parsed block (of `spec`).
+      of their records in batches of `PARSE_ROWS`; made from `compression`
+      alone.
+    parse: A batch of records to its parsed block (of `spec`); made from
+      the parse's fields of the key (`span_key.parser_fields`) alone.
     spec: The element spec of a parsed block.
     kept: (a `span_cache.SpanCache`, the key fields every file shares).
     label_key: The label the parser pops, or None.
-    readers: Files read at a time.
+    readers: Files read at a time (at most `cores`).
     cores: Batches parsed at a time, all files together: each of the
-      `readers` files parses `cores // readers` at a time (one, when there
-      are as many files as cores: one parse a thread does better than two
-      on a 2-core machine, 0.73 s against 0.76 s for a span of 330k rows).
+      `readers` files parses `cores // readers` at a time (one when there
+      are as many files as cores, no slower than two on a 2-core machine).
     deterministic: Whether files' blocks come in a fixed order (else as
       ready). A file's own blocks always come in order.
   """
   store, shared = kept
   columns = _columns(spec, label_key)
-  entries, writers = [], []
+  entries, numbers, missed = [], [], []
   for path in files:
     key = {**shared, **span_key.file_fields(path, compression)}
     entry = store.lookup(path, key)
     entries.append(entry)
-    writers.append(_NO_WRITER if entry is not None else _writing(
-        store.writer(path, key, columns, label_key)))
-  layout = _Layout(entries, columns)
-  one_file = _traced_one_file(
-      (span_key.fingerprint(shared), compression, max(1, cores // readers),
-       any(entry is not None for entry in entries),
-       any(entry is None for entry in entries)), read, parse, spec)
-  return tf.data.Dataset.from_tensor_slices((
-      tf.constant(writers, tf.int64), layout.paths, layout.starts,
-      layout.sizes, tf.ragged.constant(
-          [[] if entry is not None else [path]
-           for path, entry in zip(files, entries)], tf.string))).interleave(
-               one_file, cycle_length=readers,
-               num_parallel_calls=readers if readers > 1 else None,
-               deterministic=deterministic if readers > 1 else None)
+    numbers.append(_NO_WRITER if entry is not None else store.writer(
+        path, key, columns, label_key).number)
+    missed.append([] if entry is not None else [path])
+  paths, starts, sizes = _tables(entries, columns)
+  one_file = _one_file_fn(
+      read, parse, spec, parsing=span_key.fingerprint(
+          span_key.parser_part(shared)), compression=compression,
+      parsers=cores // readers,
+      any_hit=any(entry is not None for entry in entries),
+      any_miss=any(entry is None for entry in entries))
+  elements = tf.data.Dataset.from_tensor_slices((
+      tf.constant(numbers, tf.int64), paths, starts, sizes,
+      tf.ragged.constant(missed, tf.string)))
+  return elements.interleave(
+      one_file, cycle_length=readers,
+      num_parallel_calls=readers if readers > 1 else None,
+      deterministic=deterministic if readers > 1 else None)
 
 
-# The writers of the misses being read, by number (a file's element holds
-# its writer's). Weak: the store holds its writers until it is left.
-_WRITERS = weakref.WeakValueDictionary()
-_NUMBERS = itertools.count()
-_NO_WRITER = -1  # A hit's.
-
-
-def _writing(writer) -> int:
-  """`writer`'s number, for `_write`."""
-  number = next(_NUMBERS)
-  _WRITERS[number] = writer
-  return number
+_NO_WRITER = -1  # A hit's writer number.
 
 
 def _write(number, ordinal, *columns):
   """Appends a block to the entry of writer `number` (a numpy function):
   ordinal 0 opens it, a 0-row block finishes it."""
-  writer = _WRITERS.get(int(number))
+  writer = span_cache.writer_of(int(number))
   if writer is None:  # Its store was left: nothing more is written.
     return _DONE
   if int(ordinal) == 0:
@@ -113,20 +105,38 @@ def _write(number, ordinal, *columns):
 
 _DONE = np.int32(0)  # What the write returns (nothing uses it).
 
-_TRACED = {}  # (parsing, compression, parsers, hits?, misses?): one_file
+# The interleave's function, traced once per process for each kind of
+# file list: a training's eval dataset calls its train dataset's when they
+# are of the same kind (~25 ms of CPU a dataset), not traced again.
+_TRACED: Dict[tuple, Callable] = {}
+_TRACED_MOST = 16  # Kinds kept; the oldest go first.
 
 
-def _traced_one_file(traced, read: Callable, parse: Callable, spec):
-  """The function of the files' interleave, a tf.function traced once per
-  process for each `traced` key (the parsing, the compression, the
-  batches a file parses at a time, whether there are hits, misses): a training's eval dataset calls
-  its train dataset's, not traced again (~25 ms of CPU a dataset). It
-  captures nothing of one dataset: a file's element holds its part of the
-  tables and its writer's number."""
-  if traced in _TRACED:
-    return _TRACED[traced]
-  _, _, parsers, any_hit, any_miss = traced
-  parsers = parsers if parsers > 1 else None
+def forget_traced() -> None:
+  """Forgets the traced functions: the next dataset traces its function
+  again, as a new process's first does (for measuring)."""
+  _TRACED.clear()
+
+
+def _one_file_fn(read: Callable, parse: Callable, spec, **kind):
+  """The function of a file's element to its dataset of blocks, for files
+  of `kind`: the parsing (a fingerprint of the parse's key fields), the
+  compression, the batches a miss parses at a time, whether there are
+  hits, misses. It captures nothing of one file list: a file's element
+  holds its part of the tables and its writer's number."""
+  key = tuple(sorted(kind.items()))
+  if key not in _TRACED:
+    while len(_TRACED) >= _TRACED_MOST:
+      del _TRACED[next(iter(_TRACED))]
+    _TRACED[key] = tf.function(plain(_one_file(
+        read, parse, spec, kind['parsers'], kind['any_hit'],
+        kind['any_miss'])))
+  return _TRACED[key]
+
+
+def _one_file(read: Callable, parse: Callable, spec, parsers: int,
+              any_hit: bool, any_miss: bool):
+  """See `_one_file_fn`."""
   nonempty = plain(lambda *block: tf.shape(tf.nest.flatten(block)[0])[0] > 0)
 
   @plain
@@ -155,8 +165,13 @@ def _traced_one_file(traced, read: Callable, parse: Callable, spec):
     def miss():
       end = tf.nest.map_structure(
           lambda s: tf.zeros([0] + s.shape.as_list()[1:], s.dtype), spec)
-      blocks = read(missed).map(parse, num_parallel_calls=parsers).concatenate(
-          tf.data.Dataset.from_tensors(end))
+      parsed = read(missed)
+      if parsers > 1:  # In order whatever the options say: it is written.
+        parsed = parsed.map(parse, num_parallel_calls=parsers,
+                            deterministic=True)
+      else:
+        parsed = parsed.map(parse)
+      blocks = parsed.concatenate(tf.data.Dataset.from_tensors(end))
       return tf.data.Dataset.zip((_every(number), _ordinals(), blocks)).map(
           written).filter(nonempty)
 
@@ -166,8 +181,7 @@ def _traced_one_file(traced, read: Callable, parse: Callable, spec):
       return miss()
     return tf.cond(tf.size(missed) > 0, miss, hit)
 
-  _TRACED[traced] = tf.function(plain(one_file))
-  return _TRACED[traced]
+  return one_file
 
 
 def _ordinals():
@@ -181,32 +195,26 @@ def _every(value):
   return tf.data.Dataset.from_tensors(value).repeat()
 
 
-class _Layout:
-  """Where each block of the hits' entries lies, and each column in it: per
-  file its entry's path and a table of its blocks (where each column's
-  bytes start, how many they are), the files' elements' parts."""
-
-  def __init__(self, entries, columns):
-    row_bytes = np.array([int(np.prod(shape, dtype=np.int64)) *
-                          np.dtype(dtype).itemsize
-                          for _, dtype, shape in columns], np.int64)
-    # Per block and column: where the column's bytes start in its entry,
-    # and how many they are (a block's columns one after the other).
-    paths, count, starts, sizes = [], [], [], []
-    for entry in entries:
-      rows = np.array([rows for rows, _ in entry.manifest['blocks']]
-                      if entry is not None else [], np.int64)
-      paths.append(entry.blocks_path if entry is not None else os.devnull)
-      count.append(len(rows))
-      sizes.append(rows[:, None] * row_bytes)
-      ends = np.cumsum(sizes[-1].reshape(-1)).reshape(sizes[-1].shape)
-      starts.append(ends - sizes[-1])
-    # Per file, its blocks' rows of the tables (a ragged dimension).
-    self.paths = tf.constant(paths)
-    self.starts, self.sizes = (
-        tf.RaggedTensor.from_row_lengths(
-            np.concatenate(table), np.array(count, np.int64), validate=False)
-        for table in (starts, sizes))
+def _tables(entries, columns):
+  """Per file: its entry's path (a miss's: os.devnull) and, a row per
+  block, where each column's bytes start in it and how many they are (a
+  block's columns one after the other): the files' elements' parts."""
+  row_bytes = np.array([span_entry.row_bytes([column])
+                        for column in columns], np.int64)
+  paths, count, starts, sizes = [], [], [], []
+  for entry in entries:
+    blocks = entry.manifest['blocks'] if entry is not None else []
+    rows = np.array([block_rows for block_rows, _ in blocks], np.int64)
+    paths.append(entry.blocks_path if entry is not None else os.devnull)
+    count.append(len(rows))
+    sizes.append(rows[:, None] * row_bytes)
+    ends = np.cumsum(sizes[-1].reshape(-1)).reshape(sizes[-1].shape)
+    starts.append(ends - sizes[-1])
+  count = np.array(count, np.int64)
+  return (tf.constant(paths),) + tuple(
+      tf.RaggedTensor.from_row_lengths(np.concatenate(table), count,
+                                       validate=False)
+      for table in (starts, sizes))
 
 
 def _decode(spec, content, starts, sizes):
@@ -239,7 +247,9 @@ def _columns(spec, label_key: Optional[str]) -> List[List[Any]]:
   """[name, dtype str, row shape] of each of the flattened element's
   tensors, in order: an entry's columns, in the order a block's bytes
   hold them."""
-  names = sorted(spec[0]) + [label_key] if isinstance(spec, tuple) else (
-      sorted(spec))
+  if isinstance(spec, tuple):
+    names = sorted(spec[0]) + [label_key]
+  else:
+    names = sorted(spec)
   return [[name, np.dtype(s.dtype.as_numpy_dtype).str, s.shape.as_list()[1:]]
           for name, s in zip(names, tf.nest.flatten(spec))]

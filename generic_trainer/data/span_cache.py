@@ -19,6 +19,7 @@ owner lock is free) is removed by the next store on the folder.
 import contextlib
 import errno
 import fcntl
+import itertools
 import json
 import os
 import shutil
@@ -37,6 +38,16 @@ from generic_trainer.data.span_entry import check_entry, lock
 
 DECISIONS = 'decisions.json'  # What each file got, for people and MLMD.
 DEFAULT_BUDGET_BYTES = 20 << 30
+
+
+_WRITERS: Dict[int, EntryWriter] = {}  # Of the open stores, by number.
+_NUMBERS = itertools.count()
+
+
+def writer_of(number: int) -> Optional[EntryWriter]:
+  """The writer numbered `number` (`SpanCache.writer`); None once its
+  store was left."""
+  return _WRITERS.get(number)
 
 
 class SpanCache:
@@ -81,7 +92,10 @@ class SpanCache:
     return self
 
   def __exit__(self, *unused) -> None:
-    self._writers.clear()  # A pipeline iterated later writes nothing.
+    for writer in self._writers:  # A pipeline read later writes nothing.
+      writer.close()
+      _WRITERS.pop(writer.number, None)
+    self._writers.clear()
     self.wait_for_writes()
     for temp in list(self.temps):
       shutil.rmtree(temp, ignore_errors=True)
@@ -166,9 +180,12 @@ class SpanCache:
 
   def writer(self, source: str, key: Dict[str, Any],
              columns: List[List[Any]], label: Optional[str]) -> EntryWriter:
-    """A writer of file `source`'s entry (see `EntryWriter`), held until
-    the store is left."""
+    """A writer of file `source`'s entry (see `EntryWriter`), closed when
+    the store is left. Its `number` finds it (`writer_of`) from an input
+    pipeline's function, which holds numbers, not objects."""
     writer = EntryWriter(self, source, key, columns, label)
+    writer.number = next(_NUMBERS)
+    _WRITERS[writer.number] = writer
     self._writers.append(writer)
     return writer
 

@@ -22,10 +22,12 @@ entry is a miss, never a wrong row. Checking reads ~20 MB per 1M rows of
 
 import errno
 import fcntl
+import functools
 import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import zlib
 from typing import Any, Dict, List, Optional, Tuple
@@ -61,9 +63,11 @@ class Entry:
     return sum(rows for rows, _ in self.manifest['blocks'])
 
 
-def _row_bytes(manifest) -> int:
+def row_bytes(columns: List[List[Any]]) -> int:
+  """The bytes a row of `columns` ([name, dtype str, row shape] each)
+  takes in an entry."""
   return sum(np.dtype(d).itemsize * int(np.prod(s, dtype=np.int64))
-             for _, d, s in manifest['columns'])
+             for _, d, s in columns)
 
 
 def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
@@ -85,8 +89,8 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
   changed = span_key.differences(manifest['key'], key)
   if changed:
     return None, 'changed: ' + '; '.join(changed)
-  row_bytes = _row_bytes(manifest)
-  expected = sum(rows for rows, _ in manifest['blocks']) * row_bytes
+  size_of_row = row_bytes(manifest['columns'])
+  expected = sum(rows for rows, _ in manifest['blocks']) * size_of_row
   blocks = os.path.join(path, BLOCKS)
   try:
     size = os.path.getsize(blocks)
@@ -101,9 +105,9 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
       if checked is None or checked.inode != inode:
         # One buffer, read into again, not a new bytes object per block.
         buffer = memoryview(bytearray(min(_READ_CHUNK, max(
-            [rows * row_bytes for rows, _ in manifest['blocks']] + [1]))))
+            [rows * size_of_row for rows, _ in manifest['blocks']] + [1]))))
         for index, (rows, crc) in enumerate(manifest['blocks']):
-          if _crc(f, rows * row_bytes, buffer) != crc:
+          if _crc(f, rows * size_of_row, buffer) != crc:
             return None, f'damaged: block {index} fails its CRC32'
   except OSError as e:  # Another user's entry, a failing disk.
     return None, f'its blocks are unreadable ({e})'
@@ -122,13 +126,35 @@ def _crc(f, size: int, buffer: memoryview) -> int:
   return crc
 
 
+def _under_lock(method):
+  """`method` holding the writer's lock: the pipeline writes, the store
+  closes from its own thread."""
+
+  @functools.wraps(method)
+  def locked(self, *args):
+    with self._lock:
+      return method(self, *args)
+
+  return locked
+
+
 class EntryWriter:
   """Writes one file's entry as its blocks are parsed: `start` (a fresh
   temporary folder; an unfinished one is dropped), `append` per block,
   `finish` (the entry handed to the store, which checks it into place in
-  the background: its fsyncs leave the pipeline's thread). Never raises: a
-  failed write (disk full) drops the entry and says why in the store's
-  decision for the file."""
+  the background: its fsyncs leave the pipeline's thread), and `close`
+  when the store is left (an unfinished write dropped, nothing written
+  after). Never raises: a failed write (disk full) drops the entry and says
+  why in the store's decision for the file.
+
+  Args:
+    store: The store the entry goes into.
+    source: The TFRecord file it is of.
+    key: Its key (`span_key`).
+    columns: [name, dtype str, row shape] of each column, in the order a
+      block's bytes hold them.
+    label: The label the parser pops, or None (in the manifest).
+  """
 
   def __init__(self, store: 'span_cache.SpanCache', source: str,
                key: Dict[str, Any], columns: List[List[Any]],
@@ -136,17 +162,20 @@ class EntryWriter:
     self.store = store
     self.source = source
     self.key = key
-    self.columns = columns  # [name, dtype str, row shape] each, in the
-    self.label = label      # order a block's bytes hold them.
+    self.columns = columns
+    self.label = label
+    self._lock = threading.Lock()  # The pipeline's thread, the store's.
     self.final = os.path.join(store.folder, span_key.entry_name(source))
     self._write: Optional[_Write] = None
     self._blocks: List[List[int]] = []
-    self._row_size = _row_bytes({'columns': columns})
+    self._row_size = row_bytes(columns)
     self._bytes = 0
     self.done = False
 
+  @_under_lock
   def start(self) -> None:
-    """A fresh entry."""
+    """Opens a fresh entry, dropping an unfinished one; nothing once the
+    entry is finished, failed or closed."""
     self.abandon()
     if self.done:
       return
@@ -167,8 +196,9 @@ class EntryWriter:
     except OSError as e:
       self._fail(e)
 
+  @_under_lock
   def append(self, arrays) -> None:
-    """One block: its columns' arrays, in the order of `start`'s columns."""
+    """One block: its columns' arrays, in the order of `columns`."""
     if self._write is None or self._write.fd is None:
       return
     views = [memoryview(np.ascontiguousarray(a)).cast('B') for a in arrays]
@@ -189,6 +219,7 @@ class EntryWriter:
       return
     self._blocks.append([rows, crc])
 
+  @_under_lock
   def finish(self) -> None:
     """Hands the complete entry to the store (`SpanCache.in_background`),
     which puts it in place, or discards it: another training put one of
@@ -221,6 +252,13 @@ class EntryWriter:
     write.temp = None
     write.discard(self.store)
     self.store.written(self.source, manifest['bytes'] if kept else 0, kept)
+
+  @_under_lock
+  def close(self) -> None:
+    """Drops an unfinished write; nothing is written after (the store is
+    being left)."""
+    self.abandon()
+    self.done = True
 
   def abandon(self) -> None:
     """Drops an unfinished write (ours only)."""

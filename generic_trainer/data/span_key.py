@@ -48,7 +48,15 @@ def parser_fields(config: Dict[str, Any], names: Dict[str, str],
       default = np.asarray(default).tolist()
     features[feature] = [names[feature], spec.dtype.name,
                          list(spec.shape), default]
-  return {'features': features, 'label': label_key, 'parse_rows': parse_rows}
+  return dict(zip(_PARSER_FIELDS, (features, label_key, parse_rows)))
+
+
+def parser_part(key: Dict[str, Any]) -> Dict[str, Any]:
+  """The fields of `key` that `parser_fields` made."""
+  return {field: key[field] for field in _PARSER_FIELDS}
+
+
+_PARSER_FIELDS = ('features', 'label', 'parse_rows')
 
 
 def environment_fields() -> Dict[str, Any]:
