@@ -70,12 +70,12 @@ def interleaved(files: List[str], compression: str, read: Callable,
         path, key, columns, label_key).number)
     missed.append([] if entry is not None else [path])
   paths, starts, sizes = _tables(entries, columns)
+  any_miss = any(entry is None for entry in entries)
   one_file = _one_file_fn(
       read, parse, spec, parsing=span_key.fingerprint(
           span_key.parser_part(shared)), compression=compression,
-      parsers=cores // readers,
-      any_hit=any(entry is not None for entry in entries),
-      any_miss=any(entry is None for entry in entries))
+      parsers=cores // readers if any_miss else 0,  # Hits parse nothing.
+      any_hit=any(entry is not None for entry in entries), any_miss=any_miss)
   elements = tf.data.Dataset.from_tensor_slices((
       tf.constant(numbers, tf.int64), paths, starts, sizes,
       tf.ragged.constant(missed, tf.string)))
