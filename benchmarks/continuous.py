@@ -39,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import Optional
 
 from benchmarks import synthetic_data
 from benchmarks import variants
@@ -135,15 +136,16 @@ def input_cpu_s(spans, previous, scratch, epochs: bool = False) -> float:
   return _cpu_s() - cpu
 
 
-def _fresh(measure, probe) -> float:
-  """`measure()` as a fresh execution's process pays it: nothing kept in
-  `probe` and no kept-rows function traced yet."""
+def _fresh(measure, probe: Optional[str] = None):
+  """`measure()` as a fresh execution's process pays it: no kept-rows
+  function traced yet, and nothing kept in `probe` after."""
   from generic_trainer.data import kept_blocks  # pylint: disable=g-import-not-at-top
   kept_blocks.forget_traced()
   try:
     return measure()
   finally:
-    shutil.rmtree(probe, ignore_errors=True)
+    if probe:
+      shutil.rmtree(probe, ignore_errors=True)
 
 
 def _warm_up():
@@ -174,10 +176,8 @@ def run_execution(spans, work, previous, result):
             for _ in range(INPUT_REPEATS)]
   datasets_s = _fresh(
       lambda: input_cpu_s(spans, previous, probe, epochs=True), probe)
-  from generic_trainer.data import kept_blocks  # pylint: disable=g-import-not-at-top
-  kept_blocks.forget_traced()  # Do traces as a fresh execution does.
   cpu, started = _cpu_s(), time.monotonic()
-  generic_trainer.executor.GenericExecutor().Do(*io)
+  _fresh(lambda: generic_trainer.executor.GenericExecutor().Do(*io))
   record = {'execution_s': time.monotonic() - started,
             'cpu_s': _cpu_s() - cpu, 'input_cpu_s': min(inputs),
             'input_cpu_s_measures': inputs, 'datasets_cpu_s': datasets_s,

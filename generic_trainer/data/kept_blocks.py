@@ -72,10 +72,9 @@ def interleaved(files: List[str], compression: str, read: Callable,
   paths, starts, sizes = _tables(entries, columns)
   any_miss = any(entry is None for entry in entries)
   one_file = _one_file_fn(
-      read, parse, spec, parsing=span_key.fingerprint(
-          span_key.parser_part(shared)), compression=compression,
-      parsers=cores // readers if any_miss else 0,  # Hits parse nothing.
-      any_hit=any(entry is not None for entry in entries), any_miss=any_miss)
+      read, parse, spec, span_key.fingerprint(span_key.parser_part(shared)),
+      compression, cores // readers if any_miss else 0,  # Hits parse none.
+      any(entry is not None for entry in entries), any_miss)
   elements = tf.data.Dataset.from_tensor_slices((
       tf.constant(numbers, tf.int64), paths, starts, sizes,
       tf.ragged.constant(missed, tf.string)))
@@ -118,19 +117,20 @@ def forget_traced() -> None:
   _TRACED.clear()
 
 
-def _one_file_fn(read: Callable, parse: Callable, spec, **kind):
+def _one_file_fn(read: Callable, parse: Callable, spec, parsing: str,
+                 compression: str, parsers: int, any_hit: bool,
+                 any_miss: bool):
   """The function of a file's element to its dataset of blocks, for files
-  of `kind`: the parsing (a fingerprint of the parse's key fields), the
+  of one kind: the parsing (a fingerprint of the parse's key fields), the
   compression, the batches a miss parses at a time, whether there are
   hits, misses. It captures nothing of one file list: a file's element
   holds its part of the tables and its writer's number."""
-  key = tuple(sorted(kind.items()))
+  key = (parsing, compression, parsers, any_hit, any_miss)
   if key not in _TRACED:
-    while len(_TRACED) >= _TRACED_MOST:
+    if len(_TRACED) >= _TRACED_MOST:
       del _TRACED[next(iter(_TRACED))]
     _TRACED[key] = tf.function(plain(_one_file(
-        read, parse, spec, kind['parsers'], kind['any_hit'],
-        kind['any_miss'])))
+        read, parse, spec, parsers, any_hit, any_miss)))
   return _TRACED[key]
 
 

@@ -183,8 +183,7 @@ class SpanCache:
     """A writer of file `source`'s entry (see `EntryWriter`), closed when
     the store is left. Its `number` finds it (`writer_of`) from an input
     pipeline's function, which holds numbers, not objects."""
-    writer = EntryWriter(self, source, key, columns, label)
-    writer.number = next(_NUMBERS)
+    writer = EntryWriter(self, source, key, columns, label, next(_NUMBERS))
     _WRITERS[writer.number] = writer
     self._writers.append(writer)
     return writer

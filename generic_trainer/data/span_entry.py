@@ -154,12 +154,14 @@ class EntryWriter:
     columns: [name, dtype str, row shape] of each column, in the order a
       block's bytes hold them.
     label: The label the parser pops, or None (in the manifest).
+    number: What finds it from an input pipeline (`span_cache.writer_of`).
   """
 
   def __init__(self, store: 'span_cache.SpanCache', source: str,
                key: Dict[str, Any], columns: List[List[Any]],
-               label: Optional[str]):
+               label: Optional[str], number: int):
     self.store = store
+    self.number = number
     self.source = source
     self.key = key
     self.columns = columns
