@@ -19,7 +19,7 @@ from generic_trainer.core import plan as plan_lib
 from generic_trainer.core import serving_check
 from generic_trainer.core.publish import StagedExport
 from generic_trainer.core.request import TrainingRequest
-from generic_trainer.data import span_cache
+from generic_trainer.data import kept_store
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import PARSED_ROWS_DECISIONS
 from generic_trainer.keys import PARSED_ROWS_HITS
@@ -139,7 +139,7 @@ def _attach_parsed_rows(artifacts) -> None:
   and why), as custom properties of the ParsedRows output (ML Metadata):
   `hits`, `misses` and `decisions` (JSON, by span)."""
   for artifact in artifacts or ():
-    summary = span_cache.read_decisions(artifact.uri)
+    summary = kept_store.read_decisions(artifact.uri)
     if summary is None:
       continue
     artifact.set_int_custom_property(PARSED_ROWS_HITS, summary['hits'])

@@ -17,6 +17,7 @@ from conftest import REPO, command_env
 from generic_trainer import progress
 from generic_trainer.data import input_pipeline
 from generic_trainer.data import kept_blocks
+from generic_trainer.data import kept_store
 from generic_trainer.data import span_cache
 from generic_trainer.data import span_entry
 from generic_trainer.data import span_key
@@ -536,10 +537,39 @@ def test_the_parsed_rows_flags_are_checked(tmp_path):
       (['--parsed-rows-cache', str(data)], '--parsed-rows-cache names a file'),
       (['--parsed-rows-cache', str(out / 'rows')],
        '--parsed-rows-cache is inside --output-dir'),
+      (['--parsed-rows-cache', 'gs://bucket/rows'],
+       '--parsed-rows-cache names an object store'),
+      (['--parsed-rows-cache', ' '], '--parsed-rows-cache must name a '
+       'folder'),
       (['--parsed-rows-budget', '-1'], '--parsed-rows-budget must be a '
        'positive number of gigabytes')):
     with pytest.raises(InvalidArgumentError, match=text) as info:
       cli_args.parse(base + extra, 0.0)
+    assert_four_parts(str(info.value))
+
+
+def test_the_estimators_cache_folder_is_checked(tmp_path):
+  """parsed_rows_cache=: a local folder (a path object too), True or
+  False; an object store, a number or a file is refused when the
+  Estimator is made, with a message in four parts."""
+  import pathlib  # pylint: disable=g-import-not-at-top
+  from message_parts import assert_four_parts  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  model_dir = str(tmp_path / 'model')
+  kept = Estimator(PenguinSpec, model_dir,
+                   parsed_rows_cache=pathlib.Path('rows'))._parsed_rows_dir  # pylint: disable=protected-access
+  assert kept == os.path.abspath('rows')
+  assert Estimator(PenguinSpec, model_dir,
+                   parsed_rows_cache=False)._parsed_rows_dir is None  # pylint: disable=protected-access
+  a_file = tmp_path / 'a-file'
+  a_file.write_text('')
+  for value, text in (('gs://bucket/rows', 'names an object store'),
+                      (3, 'must name a folder'), (str(a_file), 'names a file')):
+    with pytest.raises(InvalidArgumentError,
+                       match=f'parsed_rows_cache {text}') as info:
+      Estimator(PenguinSpec, model_dir, parsed_rows_cache=value)
     assert_four_parts(str(info.value))
 
 
@@ -599,7 +629,7 @@ def test_a_cache_folder_that_cannot_be_made_keeps_nothing(tmp_path, caplog):
   blocker = tmp_path / 'a-file'
   blocker.write_text('')
   fn_args = types.SimpleNamespace(parsed_rows_dir=str(blocker / 'rows'))
-  with span_cache.store(fn_args) as store:
+  with kept_store.store(fn_args) as store:
     assert store is None
   assert any(r.getMessage().startswith('parsed rows: not kept: ')
              for r in caplog.records)

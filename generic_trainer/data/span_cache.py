@@ -2,8 +2,9 @@
 
 `SpanCache` holds one entry per TFRecord file of the spans it reads (the
 entry's format: `span_entry`; its key: `span_key`): where entries are
-(`folder`), where earlier ones may come from (`previous`: a pipeline's
-ParsedRows input, whose hits are hard-linked, else copied, into `folder`),
+(`folder`, local), where earlier ones may come from (`previous`: a
+pipeline's ParsedRows input, whose hits are hard-linked, else copied,
+into `folder`; fetched from an object store, `remote_rows`),
 a size budget, and what it decided for each file (`decisions`: hit, or
 miss and why; logged, written to `folder/decisions.json` and, in a
 pipeline, recorded on the output artifact in ML Metadata).
@@ -31,12 +32,13 @@ from typing import Any, Dict, List, Optional, Tuple
 from generic_trainer import atomic_files
 from generic_trainer import owner_lock
 from generic_trainer import progress
+from generic_trainer.data import remote_rows
 from generic_trainer.data import span_key
-from generic_trainer.data.span_entry import BLOCKS, MANIFEST, OWNER, TEMP
+from generic_trainer.data.span_entry import BLOCKS, DECISIONS, MANIFEST
+from generic_trainer.data.span_entry import OWNER, TEMP
 from generic_trainer.data.span_entry import Entry, EntryWriter
 from generic_trainer.data.span_entry import check_entry, lock
 
-DECISIONS = 'decisions.json'  # What each file got, for people and MLMD.
 DEFAULT_BUDGET_BYTES = 20 << 30
 
 
@@ -118,11 +120,8 @@ class SpanCache:
     path = os.path.join(self.folder, name)
     entry, why = self._checked(path, key)
     if entry is None and self.previous:
-      earlier, why_there = self._checked(
-          os.path.join(self.previous, name), key, hold=False)
-      if earlier is not None:
-        entry, why = self._carry(earlier, path, key)
-      elif why == 'no entry':
+      entry, why_there = self._from_previous(name, path, key)
+      if entry is not None or why == 'no entry':
         why = why_there
     if entry is None:
       self._decide(source, key, 'miss', why)
@@ -154,21 +153,33 @@ class SpanCache:
       return None, 'no entry'
     return check_entry(path, key)
 
-  def _carry(self, earlier: Entry, path: str, key) -> Tuple[Optional[Entry],
-                                                            str]:
-    """`earlier` (the previous folder's) linked, else copied, into place
-    at `path`, then checked again there."""
+  def _from_previous(self, name: str, path: str, key
+                     ) -> Tuple[Optional[Entry], str]:
+    """The previous folder's entry `name` carried into place at `path`
+    and checked there: linked (else copied) from a local folder, fetched
+    from an object store (`remote_rows.fetch`)."""
+    source = os.path.join(self.previous, name)
+    remote, earlier = remote_rows.is_remote(source), None
+    if not remote:
+      earlier, why = self._checked(source, key, hold=False)
+      if earlier is None:
+        return None, why
     temp = tempfile.mkdtemp(prefix=f'{TEMP}carry-', dir=self.folder)
     self.temps.add(temp)
     try:
-      for name in (BLOCKS, MANIFEST):
-        source = os.path.join(earlier.path, name)
-        try:
-          os.link(source, os.path.join(temp, name))
-        except OSError:
-          atomic_files.copy(source, os.path.join(temp, name))  # Synced.
+      if remote:
+        why = remote_rows.fetch(source, key, temp)
+        if why:
+          return None, why
+      else:
+        for part in (BLOCKS, MANIFEST):
+          try:
+            os.link(os.path.join(source, part), os.path.join(temp, part))
+          except OSError:  # Synced.
+            atomic_files.copy(os.path.join(source, part),
+                              os.path.join(temp, part))
       # A linked file is the earlier entry's, written and synced whole.
-      self.put_in_place(temp, path, key, synced=True)
+      self.put_in_place(temp, path, key, synced=not remote)
     except OSError as e:
       return None, f'the earlier entry could not be carried over ({e})'
     finally:
@@ -337,51 +348,6 @@ class SpanCache:
       if name.startswith(TEMP) and not owner_lock.in_use(
           os.path.join(path, OWNER)):
         shutil.rmtree(path, ignore_errors=True)
-
-
-def read_decisions(folder: str) -> Optional[Dict[str, Any]]:
-  """The `summary` a training left in `folder`, or None (no training kept
-  rows there: a run_fn module, or no TrainSpec dataset could)."""
-  try:
-    with open(os.path.join(folder, DECISIONS), encoding='utf-8') as f:
-      return json.load(f)
-  except (OSError, ValueError):
-    return None
-
-
-@contextlib.contextmanager
-def store(fn_args):
-  """Yields the `SpanCache` of `fn_args.parsed_rows_dir`, entered, or None
-  when it is unset or cannot be used (logged): kept rows only save time,
-  so a folder that cannot be made (a read-only home) never stops a
-  training."""
-  folder = getattr(fn_args, 'parsed_rows_dir', None)
-  if folder and '://' in folder:
-    progress.log().warning(
-        'parsed rows: not kept in %s: entries are kept on local or mounted '
-        'folders only (an object store such as gs:// is not supported yet)',
-        folder)
-    folder = None
-  if not folder:
-    yield None
-    return
-  previous = getattr(fn_args, 'parsed_rows_from', None)
-  if previous and '://' in previous:
-    previous = None
-  budget = getattr(fn_args, 'parsed_rows_budget', None)
-  cache = SpanCache(folder, previous=previous,
-                    budget_bytes=budget or DEFAULT_BUDGET_BYTES)
-  try:
-    cache.__enter__()
-  except OSError as e:
-    progress.log().warning('parsed rows: not kept: %s cannot be used (%s)',
-                           folder, e)
-    yield None
-    return
-  try:
-    yield cache
-  finally:
-    cache.__exit__(None, None, None)
 
 
 def _span(source: str) -> str:

@@ -40,6 +40,7 @@ from generic_trainer import scratch
 from generic_trainer.data import span_key
 
 MANIFEST = 'manifest.json'
+DECISIONS = 'decisions.json'  # A store's: what each file got (span_cache).
 BLOCKS = 'blocks.bin'
 TEMP = atomic_files.TEMP_PREFIX + 'entry-'
 OWNER = scratch.LOCK_FILE  # In an unfinished write: its writer's lock.
@@ -83,12 +84,9 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
     return None, 'no entry'
   except (OSError, ValueError) as e:
     return None, f'its manifest is unreadable ({e})'
-  if not isinstance(manifest, dict) or not all(
-      k in manifest for k in ('key', 'columns', 'blocks')):
-    return None, 'its manifest is not one of ours'
-  changed = span_key.differences(manifest['key'], key)
-  if changed:
-    return None, 'changed: ' + '; '.join(changed)
+  why = manifest_mismatch(manifest, key)
+  if why:
+    return None, why
   size_of_row = row_bytes(manifest['columns'])
   expected = sum(rows for rows, _ in manifest['blocks']) * size_of_row
   blocks = os.path.join(path, BLOCKS)
@@ -112,6 +110,15 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
   except OSError as e:  # Another user's entry, a failing disk.
     return None, f'its blocks are unreadable ({e})'
   return Entry(path, manifest, inode), ''
+
+
+def manifest_mismatch(manifest: Any, key: Dict[str, Any]) -> str:
+  """Why a read manifest is not of an entry of `key` ('' when it is)."""
+  if not isinstance(manifest, dict) or not all(
+      k in manifest for k in ('key', 'columns', 'blocks')):
+    return 'its manifest is not one of ours'
+  changed = span_key.differences(manifest['key'], key)
+  return 'changed: ' + '; '.join(changed) if changed else ''
 
 
 def _crc(f, size: int, buffer: memoryview) -> int:

@@ -30,6 +30,7 @@ from generic_trainer.data import statistics
 from generic_trainer.errors import SpecError
 from generic_trainer.local import data as local_data
 from generic_trainer.local import output_folder
+from generic_trainer.local import parsed_rows_flags
 from generic_trainer.loop import datasets as spec_input
 from generic_trainer.loop import export as spec_export
 from generic_trainer.loop import runner as spec_runner
@@ -59,9 +60,9 @@ class Estimator:
         base_model input; see `TrainSpec.warm_start`).
       parsed_rows_cache: Where the parsed rows of each TFRecord file are
         kept for the next training, which reads them back instead of
-        parsing the file again: a folder, True for the user's cache folder
-        (`~/.cache/tfx-generic-trainer/parsed-rows`), False for nowhere
-        (docs/guides/parsed-rows-cache.md).
+        parsing the file again: a local folder, True for the user's cache
+        folder (`~/.cache/tfx-generic-trainer/parsed-rows`), False for
+        nowhere (docs/guides/parsed-rows-cache.md).
     """
     missing = missing_members(spec_class)
     if missing:
@@ -77,9 +78,8 @@ class Estimator:
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
     self._base_model = base_model
-    self._parsed_rows_dir = (
-        paths.user_cache_dir('parsed-rows') if parsed_rows_cache is True else
-        os.path.abspath(parsed_rows_cache) if parsed_rows_cache else None)
+    self._parsed_rows_dir = parsed_rows_flags.checked_folder(
+        parsed_rows_cache, name='parsed_rows_cache')
     self.checkpoint_dir: Optional[str] = None  # Set to resume when killed.
     self._fn_args = None
     self._keys = None

@@ -54,31 +54,59 @@ def kept_rows(cache: Optional[str], budget: Optional[str],
   Raises:
     InvalidArgumentError: a flag is wrong; the message names it.
   """
-  folder = _parsed_rows_dir(cache, output_dir)
+  folder = checked_folder(cache, output_dir)
   return KeptRows(folder, _budget(budget)) if folder else None
 
 
-def _parsed_rows_dir(value: Optional[str], output_dir: str) -> Optional[str]:
-  """The checked --parsed-rows-cache: a folder (the default one when
-  unset), or None for `off`."""
-  if value == PARSED_ROWS_OFF:
+def checked_folder(value: Any, output_dir: Optional[str] = None,
+                   name: str = '--parsed-rows-cache') -> Optional[str]:
+  """The cache folder `value` names, checked: a local folder (the default
+  one for None or True), or None for `off` or False.
+
+  Args:
+    value: The command's flag (a string, or None when unset) or the
+      Estimator's argument (a path, True or False).
+    output_dir: A folder a run replaces, which must not hold the cache.
+    name: How the user spelled it: '--parsed-rows-cache' (the command) or
+      'parsed_rows_cache' (the Estimator), for the messages.
+
+  Raises:
+    InvalidArgumentError: it names no local folder; the message says why.
+  """
+  flag = name.startswith('--')
+  off = f'{name}={PARSED_ROWS_OFF}' if flag else f'{name}=False'
+  if value is False or value == PARSED_ROWS_OFF:
     return None
+  if value is True:
+    value = None
+  elif isinstance(value, os.PathLike):
+    value = os.fspath(value)
+  if value is not None and not (isinstance(value, str) and value.strip()):
+    also = '' if flag else ', True (the default folder) or False (none)'
+    raise InvalidArgumentError(
+        f'{name} must name a folder. Expected a path (created when missing) '
+        f'where parsed rows are kept between runs{also}. Received: '
+        f'{name}={value!r}. Name a folder, or pass {off} to keep none.')
+  if value is not None and '://' in value:
+    raise InvalidArgumentError(
+        f'{name} names an object store. Expected a local or mounted folder: '
+        'the cache is locked and evicted in place, which an object store '
+        "cannot do (a pipeline's ParsedRows artifact may live on one). "
+        f'Received: {name}={value!r}. Name a local folder, leave it out for '
+        f'the default one, or pass {off} to keep none.')
   folder = os.path.abspath(value or paths.user_cache_dir(PARSED_ROWS))
   if os.path.exists(folder) and not os.path.isdir(folder):
     raise InvalidArgumentError(
-        f'--parsed-rows-cache names a file{paths.cwd_note(value or folder)}. '
-        'Expected a folder (created when missing) where parsed rows are '
-        f'kept between runs. Received: --parsed-rows-cache={value!r}. Name '
-        f'a folder, or pass --parsed-rows-cache={PARSED_ROWS_OFF} to keep '
-        'none.')
-  inside = os.path.commonpath([folder, output_dir]) == output_dir
-  if inside:
+        f'{name} names a file{paths.cwd_note(value or folder)}. Expected a '
+        'folder (created when missing) where parsed rows are kept between '
+        f'runs. Received: {name}={value!r}. Name a folder, or pass {off} to '
+        'keep none.')
+  if output_dir and os.path.commonpath([folder, output_dir]) == output_dir:
     raise InvalidArgumentError(
-        '--parsed-rows-cache is inside --output-dir, which a run replaces. '
-        'Expected a folder outside it, kept between runs. Received: '
-        f'--parsed-rows-cache={value!r}, --output-dir={output_dir!r}. Leave '
-        '--parsed-rows-cache out for the default folder, or name one '
-        'outside the output folder.')
+        f'{name} is inside --output-dir, which a run replaces. Expected a '
+        f'folder outside it, kept between runs. Received: {name}={value!r}, '
+        f'--output-dir={output_dir!r}. Leave {name} out for the default '
+        'folder, or name one outside the output folder.')
   return folder
 
 

@@ -20,7 +20,7 @@ from generic_trainer.loop import export
 from generic_trainer.loop import fit_loop
 from generic_trainer.loop import warm_start
 from generic_trainer.data import cache_folder
-from generic_trainer.data import span_cache
+from generic_trainer.data import kept_store
 from generic_trainer import progress
 from generic_trainer.errors import summarize
 from generic_trainer.data import statistics
@@ -92,7 +92,7 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
   """
   workers = getattr(fn_args, 'num_workers', 1)
   with cache_folder.CacheFolder(sharers=workers) as cache, \
-      span_cache.store(fn_args) as kept:
+      kept_store.store(fn_args) as kept:
     prepared = prepare(spec, fn_args, cache, kept)
     try:
       result = fit_loop.fit(spec, prepared.plan, fn_args,

@@ -1,0 +1,78 @@
+"""Where a training keeps parsed rows (`span_cache`): decided once, from
+its FnArgs.
+
+- `parsed_rows_dir` unset: nothing is kept;
+- a local or mounted folder (the command's cache folder, a pipeline's
+  ParsedRows artifact on local disk): the store works in it;
+- an object store (gs://: a Kubeflow run's artifacts): the store works in
+  a scratch folder of TMPDIR, fetching the earlier artifact's hits into
+  it, and the entries are uploaded when the training ends without an
+  error (`remote_rows`).
+
+Kept rows only save time: a folder that cannot be used (a read-only home)
+is logged and the training goes on without them.
+"""
+
+import contextlib
+import json
+import os
+from typing import Any, Dict, Iterator, Optional
+
+import tensorflow as tf
+
+from generic_trainer import progress
+from generic_trainer import scratch
+from generic_trainer.data import remote_rows
+from generic_trainer.data import span_cache
+from generic_trainer.data.span_entry import DECISIONS
+
+
+@contextlib.contextmanager
+def store(fn_args) -> Iterator[Optional[span_cache.SpanCache]]:
+  """Yields the entered `SpanCache` of `fn_args.parsed_rows_dir`, reading
+  earlier entries from `fn_args.parsed_rows_from` (local or remote), or
+  None when nothing is kept."""
+  folder = getattr(fn_args, 'parsed_rows_dir', None)
+  if not folder:
+    yield None
+    return
+  previous = getattr(fn_args, 'parsed_rows_from', None)
+  budget = (getattr(fn_args, 'parsed_rows_budget', None) or
+            span_cache.DEFAULT_BUDGET_BYTES)
+  if not remote_rows.is_remote(folder):
+    with _entered(span_cache.SpanCache(folder, previous, budget)) as cache:
+      yield cache
+    return
+  with scratch.folder('parsed-rows') as local:
+    with _entered(span_cache.SpanCache(local, previous, budget,
+                                       record=False)) as cache:
+      yield cache
+    if cache is not None:  # Only after a training that ended well.
+      remote_rows.publish(cache, folder)
+
+
+@contextlib.contextmanager
+def _entered(cache: span_cache.SpanCache):
+  """`cache`, entered and left; None when its folder cannot be used."""
+  try:
+    cache.__enter__()
+  except OSError as e:
+    progress.log().warning('parsed rows: not kept: %s cannot be used (%s)',
+                           cache.folder, e)
+    yield None
+    return
+  try:
+    yield cache
+  finally:
+    cache.__exit__(None, None, None)
+
+
+def read_decisions(folder: str) -> Optional[Dict[str, Any]]:
+  """The summary a training left in `folder` (local or remote), or None
+  (no training kept rows there: a run_fn module, or no TrainSpec dataset
+  could)."""
+  try:
+    with tf.io.gfile.GFile(os.path.join(folder, DECISIONS), 'r') as f:
+      return json.loads(f.read())
+  except (tf.errors.OpError, ValueError):
+    return None
