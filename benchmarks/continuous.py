@@ -64,7 +64,7 @@ def _io(spans, work, previous):
   """The executor's dicts: the window's Examples, the TrainSpec module,
   the ParsedRows input (`previous`, a folder) and output."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from generic_trainer.component.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
+  from generic_trainer.core.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
   inputs, outputs, properties = variants.trainer_io(
       spans[0], work, variants.SPEC_MODULE, None, None,
       {'epochs': 2, 'cache': None, 'table': 'narrow'})

@@ -29,6 +29,8 @@ UPDATED_PARSED_ROWS_KEY = 'updated_parsed_rows'
 PARSED_ROWS_HITS = 'hits'
 PARSED_ROWS_MISSES = 'misses'
 PARSED_ROWS_DECISIONS = 'decisions'
+# And the most bytes it keeps, when set (the command's --parsed-rows-budget).
+PARSED_ROWS_BUDGET = 'budget_bytes'
 
 # Restarts of a local worker group after a worker died, when unset.
 DEFAULT_MAX_RESTARTS = 2

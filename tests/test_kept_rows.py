@@ -633,3 +633,63 @@ def test_a_cache_folder_that_cannot_be_made_keeps_nothing(tmp_path, caplog):
     assert store is None
   assert any(r.getMessage().startswith('parsed rows: not kept: ')
              for r in caplog.records)
+
+
+def test_a_worker_that_is_not_the_chief_writes_nothing(span, tmp_path):
+  """Every worker reads every file (data sharding); the chief writes the
+  misses, the others read what is kept and write nothing."""
+  cache, scratch_out = tmp_path / 'cache', tmp_path / 'worker-1'
+  expected = _read(span)
+  worker = types.SimpleNamespace(
+      parsed_rows_dir=str(scratch_out), parsed_rows_from=str(cache),
+      is_chief=False)
+  with kept_store.store(worker) as store:
+    assert _same(_read(span, store), expected)
+  assert set(d for d, _ in _decisions(store).values()) == {'miss'}
+  assert os.listdir(scratch_out) == [span_cache.DECISIONS]
+  _kept_twice(span, cache)
+  with kept_store.store(worker) as store:
+    assert _same(_read(span, store), expected)
+  assert set(d for d, _ in _decisions(store).values()) == {'hit'}
+
+
+def test_the_commands_budget_reaches_a_training_through_its_request():
+  """Through local workers or a child process, the command's cache folder
+  is the request's ParsedRows input and output, with its budget."""
+  from generic_trainer.core import fn_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.local import parsed_rows_flags  # pylint: disable=g-import-not-at-top
+  for budget in (5_000_000, None):
+    inputs, outputs = {}, {}
+    parsed_rows_flags.KeptRows('/c', budget).add_artifacts(inputs, outputs)
+    assert [a.uri for a in inputs['parsed_rows'] +
+            outputs['updated_parsed_rows']] == ['/c', '/c']
+    assert fn_args._budget(outputs['updated_parsed_rows']) == budget  # pylint: disable=protected-access
+
+
+@pytest.mark.slow
+def test_the_commands_local_workers_keep_rows_for_the_next_run(
+    penguin_artifacts, tmp_path):
+  """`--num-workers 2`: the chief keeps every file's rows in the cache
+  folder, worker 1 writes none; the next run (one process) reads them
+  all back."""
+  examples, schema = penguin_artifacts
+  cache = tmp_path / 'cache'
+  logs = []
+  for run, workers in enumerate(('2', '1')):
+    done = subprocess.run(
+        [sys.executable, '-m', 'generic_trainer', '--module-file',
+         os.path.join(REPO, 'module_files', 'penguin_spec.py'),
+         '--train-data', os.path.join(examples.uri, 'Split-train', '*'),
+         '--eval-data', os.path.join(examples.uri, 'Split-eval', '*'),
+         '--schema', os.path.join(schema.uri, 'schema.pbtxt'),
+         '--output-dir', str(tmp_path / f'out{run}'), '--steps', '10',
+         '--num-workers', workers, '--parsed-rows-cache', str(cache)],
+        env=command_env(), capture_output=True, text=True, timeout=400,
+        check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    logs.append([line for line in done.stderr.splitlines()
+                 if 'parsed rows: ' in line])
+  assert len(logs[0]) == 4 and all(' miss for ' in l for l in logs[0])
+  assert sum('[worker 1]' in l and '(the chief keeps them)' in l
+             for l in logs[0]) == 2, logs[0]
+  assert len(logs[1]) == 2 and all(' hit for ' in l for l in logs[1]), logs

@@ -2,10 +2,11 @@
 GenericTrainer` (also `generic_trainer.GenericTrainer`).
 
 `component` wires channels and checks arguments at pipeline construction;
-`spec` is TFX's TrainerSpec plus GenericTrainer's parameters; `artifacts`
-the artifact type it adds (`ParsedRows`). Both import
-TFX (seconds), so the names load when first used: importing the package
-stays light, as every package `__init__` here does.
+`spec` is TFX's TrainerSpec plus GenericTrainer's parameters; the
+artifact type it adds (`ParsedRows`) is `core.artifacts`, which the
+command's requests carry too. All import TFX (seconds), so the names load
+when first used: importing the package stays light, as every package
+`__init__` here does.
 
 May import: every layer below it (`kubeflow`, `executor`, `core`, ...);
 never `local`.
@@ -13,7 +14,7 @@ never `local`.
 
 _NAMES = {'GenericTrainer': 'generic_trainer.component.component',
           'GenericTrainerSpec': 'generic_trainer.component.spec',
-          'ParsedRows': 'generic_trainer.component.artifacts'}
+          'ParsedRows': 'generic_trainer.core.artifacts'}
 
 
 def __getattr__(name):

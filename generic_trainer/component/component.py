@@ -18,7 +18,7 @@ from generic_trainer.core import module_loader
 from generic_trainer.core import plan
 from generic_trainer.core import static_spec
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.component.artifacts import ParsedRows
+from generic_trainer.core.artifacts import ParsedRows
 from generic_trainer.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
 from generic_trainer.kubeflow import tfjob

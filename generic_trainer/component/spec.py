@@ -36,7 +36,7 @@ from generic_trainer.keys import STATISTICS_KEY
 from generic_trainer.keys import STRATEGY_KEY
 from generic_trainer.keys import PARSED_ROWS_KEY
 from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
-from generic_trainer.component.artifacts import ParsedRows
+from generic_trainer.core.artifacts import ParsedRows
 
 _TRAINER = standard_component_specs.TrainerSpec
 

@@ -23,6 +23,7 @@ from generic_trainer.core import inputs
 from generic_trainer.core.fn_args_fields import GenericFnArgsFields
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
+from generic_trainer.keys import PARSED_ROWS_BUDGET
 from generic_trainer.keys import PARSED_ROWS_KEY
 from generic_trainer.keys import STATISTICS_KEY
 from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
@@ -119,8 +120,16 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
       checkpoint_dir=request.checkpoint_dir,
       parsed_rows_dir=_single_uri(output_dict.get(UPDATED_PARSED_ROWS_KEY)),
       parsed_rows_from=_single_uri(input_dict.get(PARSED_ROWS_KEY)),
+      parsed_rows_budget=_budget(output_dict.get(UPDATED_PARSED_ROWS_KEY)),
       **distributed)
   return FnArgs(**fields)
+
+
+def _budget(artifacts) -> Optional[int]:
+  """The ParsedRows output's budget (bytes), when it has one."""
+  if not artifacts or not artifacts[0].has_custom_property(PARSED_ROWS_BUDGET):
+    return None
+  return artifacts[0].get_int_custom_property(PARSED_ROWS_BUDGET)
 
 
 def _single_uri(artifacts) -> Optional[str]:

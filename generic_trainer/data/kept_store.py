@@ -9,6 +9,10 @@ its FnArgs.
   it, and the entries are uploaded when the training ends without an
   error (`remote_rows`).
 
+With several workers, each reads every file (data sharding: every N-th
+batch), so the chief writes every miss; the others read what is kept and
+write nothing (their folder is a scratch one: `core.distribution`).
+
 Kept rows only save time: a folder that cannot be used (a read-only home)
 is logged and the training goes on without them.
 """
@@ -39,15 +43,17 @@ def store(fn_args) -> Iterator[Optional[span_cache.SpanCache]]:
   previous = getattr(fn_args, 'parsed_rows_from', None)
   budget = (getattr(fn_args, 'parsed_rows_budget', None) or
             span_cache.DEFAULT_BUDGET_BYTES)
+  chief = getattr(fn_args, 'is_chief', True)
   if not remote_rows.is_remote(folder):
-    with _entered(span_cache.SpanCache(folder, previous, budget)) as cache:
+    with _entered(span_cache.SpanCache(folder, previous, budget,
+                                       writes=chief)) as cache:
       yield cache
     return
   with scratch.folder('parsed-rows') as local:
-    with _entered(span_cache.SpanCache(local, previous, budget,
-                                       record=False)) as cache:
+    with _entered(span_cache.SpanCache(local, previous, budget, record=False,
+                                       writes=chief)) as cache:
       yield cache
-    if cache is not None:  # Only after a training that ended well.
+    if cache is not None and chief:  # After a training that ended well.
       remote_rows.publish(cache, folder)
 
 

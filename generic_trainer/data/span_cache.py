@@ -69,16 +69,20 @@ class SpanCache:
       budget (the command's folder); a pipeline's output holds only this
       execution's files anyway.
     record: Whether leaving writes `decisions.json` into `folder`.
+    writes: Whether misses are written (False: a worker that is not the
+      chief, which reads what is kept and leaves the writing to the chief,
+      who reads every file too).
   """
 
   def __init__(self, folder: str, previous: Optional[str] = None,
                budget_bytes: int = DEFAULT_BUDGET_BYTES, evict: bool = True,
-               record: bool = True):
+               record: bool = True, writes: bool = True):
     self.folder = folder
     self.previous = previous if previous != folder else None
     self.budget_bytes = budget_bytes
     self.evict = evict
     self.record = record
+    self.writes = writes
     self.temps = set()
     self.decisions: Dict[str, Dict[str, Any]] = {}
     self._locks: Dict[str, int] = {}
@@ -195,6 +199,9 @@ class SpanCache:
     the store is left. Its `number` finds it (`writer_of`) from an input
     pipeline's function, which holds numbers, not objects."""
     writer = EntryWriter(self, source, key, columns, label, next(_NUMBERS))
+    if not self.writes:
+      writer.close()  # Not found by its number: it writes nothing.
+      return writer
     _WRITERS[writer.number] = writer
     self._writers.append(writer)
     return writer
@@ -302,9 +309,10 @@ class SpanCache:
                  len(decisions), self.folder)
       else:
         log.info('parsed rows: miss for %s (%s); the first epoch parses '
-                 'and keeps them in %s', span, '; '.join(
+                 '%s', span, '; '.join(
                      f"{d['file']}: {d['why']}" for d in misses),
-                 self.folder)
+                 f'and keeps them in {self.folder}' if self.writes else
+                 'them (the chief keeps them)')
 
   # Eviction.
 

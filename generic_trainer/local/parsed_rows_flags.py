@@ -10,6 +10,8 @@ import attr
 
 from generic_trainer import paths
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keys import PARSED_ROWS_BUDGET, PARSED_ROWS_KEY
+from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 
 PARSED_ROWS = 'parsed-rows'  # The default cache's folder, in the user's.
 PARSED_ROWS_OFF = 'off'
@@ -31,6 +33,20 @@ class KeptRows:
     """The FnArgs fields they fill (`GenericFnArgsFields`)."""
     return {'parsed_rows_dir': self.folder,
             'parsed_rows_budget': self.budget_bytes}
+
+  def add_artifacts(self, input_dict, output_dict) -> None:
+    """Adds the folder as a training request's ParsedRows input and output
+    (its budget a property of the output), for a training through the
+    component's path (local workers, a child process): every worker reads
+    its entries, the chief keeps its own there (`data.kept_store`)."""
+    from generic_trainer.core.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
+    for artifacts, key in ((input_dict, PARSED_ROWS_KEY),
+                           (output_dict, UPDATED_PARSED_ROWS_KEY)):
+      artifacts[key] = [ParsedRows()]
+      artifacts[key][0].uri = self.folder
+    if self.budget_bytes is not None:
+      output_dict[UPDATED_PARSED_ROWS_KEY][0].set_int_custom_property(
+          PARSED_ROWS_BUDGET, self.budget_bytes)
 
 
 def add(add_argument) -> None:

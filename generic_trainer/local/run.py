@@ -17,11 +17,11 @@ set KERAS_BACKEND before Keras was imported).
 
 Either way the one attempt sequence (`core.attempt.run`, as in the
 executor) stages the export in `.publishing/` (a Model artifact), validates
-it, and only then the layout puts it in place of `model/`. A failed run leaves `model/` as an
-earlier run published it. A new run into the same folder starts by removing
-the rest of what an earlier run wrote there (`.generic-trainer` marks a
-folder a run wrote; the command refuses a folder whose `data/`, `run/`...
-no run wrote).
+it, and only then the layout puts it in place of `model/`. A failed run
+leaves `model/` as an earlier run published it. A new run into the same
+folder starts by removing the rest of what an earlier run wrote there
+(`.generic-trainer` marks a folder a run wrote; the command refuses a
+folder whose `data/`, `run/`... no run wrote).
 
 A training that did not finish (killed, interrupted, or failed after a
 checkpoint) resumes as in a pipeline: the same command again continues
@@ -75,8 +75,7 @@ class Request:
       (`local.holdout`), or the train data itself with `eval_on_train`.
     schema: A schema.pbtxt to use, or None to infer one.
     output_dir: Absolute path of the output folder.
-    steps: Train steps, or None.
-    eval_steps: Eval steps, or None.
+    steps, eval_steps: Train and eval steps, or None.
     hparams: Hyperparameters (a dict), or None.
     run_fn: The module's entry point by name, or None to find it.
     keras_version: 'keras3', 'tf_keras', or None.
@@ -90,8 +89,7 @@ class Request:
       the same `resume_key` left (False: remove it and start over).
     base_model: A SavedModel folder to warm-start from, or None; the new
       model must keep its signatures unless `allow_signature_change`.
-    allow_signature_change: Publish even if the signatures differ from the
-      base model's.
+    allow_signature_change: Publish though the base model's signatures differ.
     started: `time.monotonic()` when the process started.
     csv_delimiter: What separates the fields of CSV data; None: commas.
     parsed_rows: `parsed_rows_flags.KeptRows`, or None: nothing kept.
@@ -382,6 +380,8 @@ def _request_training(request: Request, layout: Layout, splits, staged,
       keys.MODEL_KEY: [_artifact(standard_artifacts.Model, layout.publishing)],
       keys.MODEL_RUN_KEY: [_artifact(standard_artifacts.ModelRun,
                                      layout.run)]}
+  if request.parsed_rows:  # Every worker reads it; the chief writes.
+    request.parsed_rows.add_artifacts(input_dict, output_dict)
   exec_properties = {
       **_settings(request),
       keys.TRAIN_ARGS_KEY: json.dumps(
