@@ -21,7 +21,6 @@ from generic_trainer.data import kept_store
 from generic_trainer.data import span_cache
 from generic_trainer.data import span_entry
 from generic_trainer.data import span_key
-from generic_trainer.loop import datasets
 
 ROWS = (5000, 3000)  # Two files: blocks of 4096 rows and a short last one.
 
@@ -65,8 +64,8 @@ def _read(files, store=None, config=None, transform=None, epochs=2):
   them: (x0 column, label column, every other column by name)."""
   config = config or _config()
   names = {k: k for k in config}
-  fn_args = types.SimpleNamespace(transform_graph_path=transform)
-  kept = datasets._kept(store, config, names, 'y', fn_args)  # pylint: disable=protected-access
+  kept = kept_blocks.with_key(store, config, names, 'y',
+                              input_pipeline.PARSE_ROWS, transform)
   dataset = input_pipeline.block_dataset(
       files, config, names, 'y', 256, epochs, True, cache=False, seed=7,
       kept=kept)
@@ -188,8 +187,8 @@ def test_an_empty_file_and_no_label_are_kept_too(tmp_path_factory):
   cache = tmp_path_factory.mktemp('cache')
 
   def columns(store=None):
-    kept = datasets._kept(store, config, names, None,  # pylint: disable=protected-access
-                          types.SimpleNamespace(transform_graph_path=None))
+    kept = kept_blocks.with_key(store, config, names, None,
+                                input_pipeline.PARSE_ROWS, None)
     blocks = list(input_pipeline.parsed_blocks(files, config, names, None,
                                                True, kept=kept))
     return [np.concatenate([b[k].numpy() for b in blocks])
@@ -393,8 +392,8 @@ def test_a_dataset_read_after_its_store_was_left_writes_nothing(span,
   locks and decisions."""
   config = _config()
   names = {k: k for k in config}
-  kept = datasets._kept(span_cache.SpanCache(str(tmp_path)), config, names,  # pylint: disable=protected-access
-                        'y', types.SimpleNamespace(transform_graph_path=None))
+  kept = kept_blocks.with_key(span_cache.SpanCache(str(tmp_path)), config,
+                              names, 'y', input_pipeline.PARSE_ROWS, None)
   with kept[0]:
     dataset = input_pipeline.block_dataset(
         span, config, names, 'y', 256, 2, True, cache=False, seed=7,
@@ -693,3 +692,68 @@ def test_the_commands_local_workers_keep_rows_for_the_next_run(
   assert sum('[worker 1]' in l and '(the chief keeps them)' in l
              for l in logs[0]) == 2, logs[0]
   assert len(logs[1]) == 2 and all(' hit for ' in l for l in logs[1]), logs
+
+
+def _schema():
+  """The schema of the span's files (three floats, an int label)."""
+  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  schema = schema_pb2.Schema()
+  for name in ('x0', 'x1', 'x2', 'y'):
+    feature = schema.feature.add(name=name, type=(
+        schema_pb2.INT if name == 'y' else schema_pb2.FLOAT))
+    feature.shape.dim.add(size=1)
+    feature.presence.min_fraction = 1.0
+  return schema
+
+
+def test_a_run_fn_modules_datasets_keep_rows_too(span, tmp_path):
+  """`fn_args.data_accessor.tf_dataset_factory` with a store: TFXIO's
+  features (the same spec), every row once, written by the first read and
+  read back by the second; no store: DatasetFactory's dataset."""
+  from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import kept_factory  # pylint: disable=g-import-not-at-top
+  schema = _schema()
+  options = TensorFlowDatasetOptions(batch_size=500, label_key='y',
+                                     num_epochs=1, shuffle_seed=3)
+  plain = input_pipeline.DatasetFactory()(span, options, schema)
+
+  def rows(dataset):
+    x, y = zip(*[(f['x0'].numpy(), label.numpy()) for f, label in dataset])
+    return np.concatenate(x)[:, 0], np.concatenate(y)[:, 0]
+
+  expected = rows(plain)
+  decided = []
+  for _ in range(2):
+    with span_cache.SpanCache(str(tmp_path)) as store:
+      kept = kept_factory.KeptRowsFactory(store, None)(span, options, schema)
+      assert kept.element_spec == plain.element_spec
+      got = rows(kept)
+    assert all(np.array_equal(np.sort(g), np.sort(e))
+               for g, e in zip(got, expected))
+    decided.append(sorted(d for d, _ in _decisions(store).values()))
+  assert decided == [['miss', 'miss'], ['hit', 'hit']]
+
+
+@pytest.mark.slow
+def test_a_run_fn_pipeline_execution_reads_the_previous_ones_rows(trainer_io,
+                                                                  tmp_path):
+  """The tutorial's run_fn module (penguin_keras.py) in two executions of
+  GenericTrainer: the second reads back every file the first parsed, and
+  ML Metadata's properties on the ParsedRows output say so."""
+  from generic_trainer.core.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
+  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  module = os.path.join(REPO, 'module_files', 'penguin_keras.py')
+  outputs = []
+  for run in range(2):
+    inputs, output_dict, properties = trainer_io(module_file=module)
+    for artifacts in output_dict.values():
+      artifacts[0].uri = str(tmp_path / f'run{run}' / artifacts[0].uri)
+    outputs.append(ParsedRows())
+    outputs[-1].uri = str(tmp_path / f'rows{run}')
+    output_dict['updated_parsed_rows'] = [outputs[-1]]
+    if run:
+      inputs['parsed_rows'] = [outputs[0]]
+    GenericExecutor().Do(inputs, output_dict, properties)
+  counts = [(a.get_int_custom_property('hits'),
+             a.get_int_custom_property('misses')) for a in outputs]
+  assert counts == [(0, 2), (2, 0)]

@@ -6,6 +6,9 @@ from typing import Any, Callable
 
 from generic_trainer import member_checks
 from generic_trainer.core import stray_threads
+from generic_trainer.data import input_pipeline
+from generic_trainer.data import kept_factory
+from generic_trainer.data import kept_store
 from generic_trainer.core.request import TrainingRequest
 from generic_trainer.core.user_code import user_code
 from generic_trainer.keys import RUN_FN_KEY
@@ -36,8 +39,25 @@ def train(request: TrainingRequest, run_fn: Callable[[Any], None]) -> None:
   fn_args = fn_args_lib.build_fn_args(request)
   threads = set(threading.enumerate())
   try:
-    with user_code(f'TrainSpec {spec.__name__}' if spec else RUN_FN_KEY,
-                   source):
-      run_fn(fn_args)
+    if spec is not None:  # Its runner keeps its parsed rows itself.
+      with user_code(f'TrainSpec {spec.__name__}', source):
+        run_fn(fn_args)
+    else:
+      with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source):
+        run_fn(_keeping(fn_args, kept))
+      if kept is not None:
+        kept.log_decisions()
   finally:  # Failed or not, its threads cannot hold the process.
     stray_threads.release(threads, source)
+
+
+def _keeping(fn_args, kept):
+  """`fn_args`, its data accessor's tf.Example datasets reading and keeping
+  parsed rows through `kept` (a `span_cache.SpanCache`, or None)."""
+  factory = fn_args.data_accessor.tf_dataset_factory
+  if kept is None or not isinstance(factory, input_pipeline.DatasetFactory):
+    return fn_args
+  fn_args.data_accessor = fn_args.data_accessor._replace(
+      tf_dataset_factory=kept_factory.KeptRowsFactory(
+          kept, fn_args.transform_graph_path, factory.telemetry_descriptors))
+  return fn_args

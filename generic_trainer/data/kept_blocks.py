@@ -84,6 +84,19 @@ def interleaved(files: List[str], compression: str, read: Callable,
       deterministic=deterministic if readers > 1 else None)
 
 
+def with_key(store, config: Dict[str, Any], names: Dict[str, str],
+             label_key: Optional[str], parse_rows: int,
+             transform_graph_path: Optional[str]):
+  """`interleaved`'s `kept`: (`store`, the key fields every file shares),
+  or None: no store, or a column of strings (entries keep numbers only)."""
+  if store is None or any(c.dtype == tf.string for c in config.values()):
+    return None
+  return store, {
+      **span_key.parser_fields(config, names, label_key, parse_rows),
+      **span_key.environment_fields(),
+      'transform': span_key.transform_fingerprint(transform_graph_path)}
+
+
 _NO_WRITER = -1  # A hit's writer number.
 
 

@@ -75,8 +75,7 @@ def _entered(cache: span_cache.SpanCache):
 
 def read_decisions(folder: str) -> Optional[Dict[str, Any]]:
   """The summary a training left in `folder` (local or remote), or None
-  (no training kept rows there: a run_fn module, or no TrainSpec dataset
-  could)."""
+  (no training kept rows there)."""
   try:
     with tf.io.gfile.GFile(os.path.join(folder, DECISIONS), 'r') as f:
       return json.loads(f.read())

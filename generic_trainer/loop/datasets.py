@@ -15,7 +15,7 @@ from generic_trainer.errors import SpecError
 from generic_trainer.train_spec import TrainSpec
 from generic_trainer.data import schema_file
 from generic_trainer.data import input_pipeline
-from generic_trainer.data import span_key
+from generic_trainer.data import kept_blocks
 from generic_trainer.data import validation
 from generic_trainer import paths
 from generic_trainer import outputs
@@ -136,7 +136,9 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
       dataset = _shard_by_data(input_pipeline.block_dataset(
           files, config, names, label, batch_size, num_epochs, shuffle,
           cache=cache, seed=seed,
-          kept=_kept(kept_rows, config, names, label, fn_args)))
+          kept=kept_blocks.with_key(
+              kept_rows, config, names, label, input_pipeline.PARSE_ROWS,
+              getattr(fn_args, 'transform_graph_path', None))))
       # Blocks hold exactly the columns (and a plain label).
       return _preprocessed(spec, dataset, keys, with_label, plain,
                            encode_labels, select=False)
@@ -148,19 +150,6 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   dataset = _shard_by_data(factory(files, options, schema))
   return _preprocessed(spec, dataset, keys, with_label, plain, encode_labels,
                        select=True)
-
-
-def _kept(store, config, names, label: Optional[str], fn_args):
-  """(store, the key fields every file shares) for `block_dataset`, or
-  None: no store, or a column of strings (entries keep numbers only)."""
-  if store is None or any(c.dtype == tf.string for c in config.values()):
-    return None
-  return store, {
-      **span_key.parser_fields(config, names, label,
-                               input_pipeline.PARSE_ROWS),
-      **span_key.environment_fields(),
-      'transform': span_key.transform_fingerprint(
-          getattr(fn_args, 'transform_graph_path', None))}
 
 
 def _preprocessed(spec, dataset, keys: List[str], with_label: bool,
