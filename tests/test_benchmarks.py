@@ -118,6 +118,7 @@ def test_continuous_training_benchmark_runs(tmp_path):
       assert math.isfinite(record[name]) and record[name] > 0, name
   assert second['cache_bytes'] > 0
   assert math.isfinite(report['first_vs_today'])
+  assert [len(r) for r in report['first_repeats'].values()] == [2, 2]
   assert math.isfinite(second['input_cpu_vs_first'])
 
 

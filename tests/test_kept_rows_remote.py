@@ -12,6 +12,8 @@ import pytest
 import tensorflow as tf
 
 from generic_trainer import scratch
+from generic_trainer.data import input_pipeline
+from generic_trainer.data import kept_blocks
 from generic_trainer.data import kept_store
 from generic_trainer.data import span_entry
 from generic_trainer.data import span_key
@@ -129,3 +131,48 @@ def test_examples_on_the_object_store_are_kept_too(span, bucket):
     assert _same(rows, expected)
     assert [d for d, _ in _decisions(store).values()] == [
         ('miss', 'hit')[number - 1]] * 2
+
+
+def test_a_failed_upload_is_noted_and_missed_next_time(span, bucket,
+                                                       monkeypatch):
+  """An entry whose upload fails: the training still succeeds, its
+  decision says so, and the next execution parses that file again."""
+  copy = tf.io.gfile.copy
+
+  def failing(source, target, overwrite=False):
+    if target.startswith(bucket) and target.endswith(span_entry.BLOCKS):
+      raise tf.errors.UnavailableError(None, None, 'the bucket is away')
+    return copy(source, target, overwrite)
+
+  monkeypatch.setattr(tf.io.gfile, 'copy', failing)
+  _, _, first = _execution(span, bucket, 1)
+  monkeypatch.setattr(tf.io.gfile, 'copy', copy)
+  (decisions,) = kept_store.read_decisions(first)['spans'].values()
+  assert all('not kept: not uploaded to ' in d['why'] and 'the bucket is '
+             'away' in d['why'] and d['written'] is False for d in decisions)
+  rows, store, _ = _execution(span, bucket, 2, 1)
+  assert _same(rows, _read(span))
+  assert [d for d, _ in _decisions(store).values()] == ['miss', 'miss']
+
+
+def test_a_file_read_twice_in_one_training_is_uploaded(span, bucket):
+  """Two datasets of the same files made before either is read (a train
+  and an eval dataset, a run_fn calling the factory twice): both write
+  each entry, one is put in place, it is uploaded and the decision says
+  written."""
+  config = _config()
+  names = {k: k for k in config}
+  output = f'{bucket}/updated_parsed_rows/1'
+  with kept_store.store(types.SimpleNamespace(parsed_rows_dir=output)) as store:
+    kept = kept_blocks.with_key(store, config, names, 'y',
+                                input_pipeline.PARSE_ROWS, None)
+    datasets = [input_pipeline.block_dataset(
+        span, config, names, 'y', 256, 1, False, cache=False, kept=kept)
+                for _ in range(2)]
+    counts = [sum(int(y.shape[0]) for _, y in d) for d in datasets]
+  assert counts == [8000, 8000]
+  (decisions,) = kept_store.read_decisions(output)['spans'].values()
+  assert [(d['decision'], d['written']) for d in decisions] == [
+      ('miss', True), ('miss', True)]
+  _, store, _ = _execution(span, bucket, 2, 1)
+  assert [d for d, _ in _decisions(store).values()] == ['hit', 'hit']

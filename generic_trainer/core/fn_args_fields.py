@@ -35,8 +35,9 @@ class GenericFnArgsFields:
       same for a retry on the same inputs, and for every worker of a
       multi-worker training; deleted once the model is published. See
       `generic_trainer.resume`.
-    parsed_rows_dir: Where a TrainSpec keeps the parsed rows of each file of
-      its data for the next training (`data.span_cache`): the
+    parsed_rows_dir: Where a TrainSpec (or a `run_fn` module's
+      `data_accessor` datasets) keeps the parsed rows of each file of its
+      data for the next training (`data.kept_store`): the
       `updated_parsed_rows` output (a ParsedRows artifact) in a pipeline,
       the user's cache folder for the command and the Estimator; None
       keeps none.

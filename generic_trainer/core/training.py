@@ -59,5 +59,6 @@ def _keeping(fn_args, kept):
     return fn_args
   fn_args.data_accessor = fn_args.data_accessor._replace(
       tf_dataset_factory=kept_factory.KeptRowsFactory(
-          kept, fn_args.transform_graph_path, factory.telemetry_descriptors))
+          kept, fn_args.transform_graph_path,
+          getattr(fn_args, 'num_workers', 1), factory.telemetry_descriptors))
   return fn_args

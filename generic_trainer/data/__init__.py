@@ -6,8 +6,8 @@
 and weights no serving request carries), `parsed_size` (what
 parsed rows will take), `cache_folder` (where parsed rows go on disk),
 `span_key`, `span_entry`, `span_cache`, `kept_blocks`, `remote_rows`,
-`kept_store` and `kept_factory` (parsed rows kept across trainings), `graph_code` (our tf.data functions, not converted by
-autograph).
+`kept_store` and `kept_factory` (parsed rows kept across trainings),
+`graph_code` (our tf.data functions, not converted by autograph).
 
 May import the base modules (`errors`, `keys`, `machine`).
 """

@@ -8,10 +8,17 @@ the same names, dtypes, shapes and default values, the label popped), read
 as a TrainSpec reads its data (`input_pipeline.block_dataset`): files in
 parallel, blocks of rows shuffled and permuted in pools rather than
 records through a shuffle buffer, a seed giving one order whatever was
-kept. Where blocks cannot hold the data (a sparse, ragged or string
-feature, no schema, a file missing, `drop_final_batch` on a finite
-dataset, a label that is not a feature), the call is `DatasetFactory`'s,
-unchanged, and so are its errors.
+kept. TFXIO's `shuffle_buffer_size`, `sloppy_ordering`, thread counts
+and prefetch do not apply; files on an object store are read as local
+ones.
+
+The call is `DatasetFactory`'s, unchanged (and so are its errors), where
+blocks would change what the module sees or cannot hold the data:
+`shuffle=False` (TFXIO's order, file after file, which a module may line
+predictions up against), several workers (TFXIO's datasets shard by file;
+blocks could only shard by batch, each worker in its own order), a sparse,
+ragged or string feature, no schema, a file missing, `drop_final_batch` on
+a finite dataset, a label that is not a feature.
 """
 
 from typing import List, Optional
@@ -30,18 +37,22 @@ class KeptRowsFactory(input_pipeline.DatasetFactory):
     store: The execution's entered `span_cache.SpanCache`.
     transform_graph_path: The Transform output the rows are keyed on, or
       None.
+    workers: The processes training together (`fn_args.num_workers`).
   """
 
   def __init__(self, store, transform_graph_path: Optional[str],
+               workers: int = 1,
                telemetry_descriptors: Optional[List[str]] = None):
     super().__init__(telemetry_descriptors)
     self.store = store
     self.transform_graph_path = transform_graph_path
+    self.workers = workers
 
   def __call__(self, file_pattern, options, schema=None):
     patterns = [file_pattern] if isinstance(file_pattern, str) else list(
         file_pattern)
-    if schema is None or (options.drop_final_batch and options.num_epochs):
+    if (schema is None or not options.shuffle or self.workers > 1 or
+        (options.drop_final_batch and options.num_epochs)):
       return super().__call__(file_pattern, options, schema)
     config, names = input_pipeline.parser_config(schema)
     label = options.label_key

@@ -29,6 +29,7 @@ from generic_trainer import scratch
 from generic_trainer.data import remote_rows
 from generic_trainer.data import span_cache
 from generic_trainer.data.span_entry import DECISIONS
+from generic_trainer.errors import InvalidArgumentError
 
 
 @contextlib.contextmanager
@@ -49,9 +50,20 @@ def store(fn_args) -> Iterator[Optional[span_cache.SpanCache]]:
                                        writes=chief)) as cache:
       yield cache
     return
-  with scratch.folder('parsed-rows') as local:
-    with _entered(span_cache.SpanCache(local, previous, budget, record=False,
-                                       writes=chief)) as cache:
+  with contextlib.ExitStack() as stack:
+    try:
+      local = stack.enter_context(scratch.folder('parsed-rows'))
+    except (OSError, InvalidArgumentError) as e:  # TMPDIR: full, unusable.
+      progress.log().warning('parsed rows: not kept: no scratch folder for '
+                             '%s (%s)', folder, e)
+      local = None
+    if local is None:
+      yield None
+      return
+    # Not evicted: the output holds this execution's files, within budget.
+    with _entered(span_cache.SpanCache(
+        local, previous, budget, evict=False, record=False, writes=chief,
+        shown=folder)) as cache:
       yield cache
     if cache is not None and chief:  # After a training that ended well.
       remote_rows.publish(cache, folder)

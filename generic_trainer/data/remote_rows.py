@@ -63,15 +63,17 @@ def fetch(entry: str, key: Dict[str, Any], temp: str) -> str:
 
 
 def publish(store, folder: str) -> None:
-  """Uploads the entries `store` (a left `span_cache.SpanCache`) hit or
-  wrote to the remote `folder`, then its decisions (`decisions.json`,
-  noting an entry whose upload failed: the next training misses it)."""
-  for source, decision in sorted(store.decisions.items()):
-    if decision['decision'] == 'miss' and not decision.get('written'):
-      continue
+  """Uploads the entries of the files `store` (a left `span_cache.SpanCache`
+  on a scratch folder) decided on, hit or written, to the remote `folder`,
+  then its decisions (`decisions.json`, noting an entry whose upload
+  failed: the next training misses it). Never raises: kept rows only save
+  time; a failure is logged."""
+  for source in sorted(store.decisions):
     name = span_key.entry_name(source)
     local, remote = (os.path.join(store.folder, name),
                      os.path.join(folder, name))
+    if not os.path.isfile(os.path.join(local, MANIFEST)):
+      continue  # Not kept: a miss not written, or not in place.
     try:
       tf.io.gfile.makedirs(remote)
       for part in (BLOCKS, MANIFEST):  # The manifest last: then it is whole.
@@ -79,8 +81,13 @@ def publish(store, folder: str) -> None:
                          os.path.join(remote, part), overwrite=True)
     except (tf.errors.OpError, OSError) as e:
       store.not_kept(source, f'not uploaded to {folder} ({_message(e)})')
-  atomic_files.write_json(os.path.join(folder, DECISIONS), store.summary(),
-                          indent=1)
+  try:
+    atomic_files.write_json(os.path.join(folder, DECISIONS), store.summary(),
+                            indent=1)
+  except (tf.errors.OpError, OSError) as e:
+    progress.log().warning('parsed rows: the decisions could not be written '
+                           'to %s (%s)', folder, _message(e))
+    return
   progress.log().info('parsed rows: this training\'s entries uploaded to %s',
                       folder)
 

@@ -63,7 +63,8 @@ class SpanCache:
   Args:
     folder: Where entries are read and written (a local folder).
     previous: A folder of earlier entries (a pipeline's input artifact);
-      a hit there is linked (else copied) into `folder`.
+      a hit there is linked (else copied) into `folder`, or fetched from
+      an object store (`remote_rows.fetch`).
     budget_bytes: The most bytes of entries `folder` may hold.
     evict: Whether leaving removes least recently used entries past the
       budget (the command's folder); a pipeline's output holds only this
@@ -72,12 +73,16 @@ class SpanCache:
     writes: Whether misses are written (False: a worker that is not the
       chief, which reads what is kept and leaves the writing to the chief,
       who reads every file too).
+    shown: Where the log says entries are kept (default: `folder`; the
+      object store a scratch folder's entries are uploaded to).
   """
 
   def __init__(self, folder: str, previous: Optional[str] = None,
                budget_bytes: int = DEFAULT_BUDGET_BYTES, evict: bool = True,
-               record: bool = True, writes: bool = True):
+               record: bool = True, writes: bool = True,
+               shown: Optional[str] = None):
     self.folder = folder
+    self.shown = shown or folder
     self.previous = previous if previous != folder else None
     self.budget_bytes = budget_bytes
     self.evict = evict
@@ -263,10 +268,12 @@ class SpanCache:
     with self._decided:
       self._kept_bytes += nbytes
       decision = self.decisions.get(source)
-      if decision is not None:
+      if decision is not None and not decision.get('written'):
+        # Not kept: another training, or another dataset of this one on the
+        # same file, put its entry in place first.
         decision['written'] = kept
         if not kept:
-          decision['why'] += '; another training wrote it first'
+          decision['why'] += '; another writer put it in place first'
 
   def not_kept(self, source: str, why: str) -> None:
     with self._decided:
@@ -306,12 +313,12 @@ class SpanCache:
       misses = [d for d in decisions if d['decision'] == 'miss']
       if not misses:
         log.info('parsed rows: hit for %s (%d files, kept in %s)', span,
-                 len(decisions), self.folder)
+                 len(decisions), self.shown)
       else:
         log.info('parsed rows: miss for %s (%s); the first epoch parses '
                  '%s', span, '; '.join(
                      f"{d['file']}: {d['why']}" for d in misses),
-                 f'and keeps them in {self.folder}' if self.writes else
+                 f'and keeps them in {self.shown}' if self.writes else
                  'them (the chief keeps them)')
 
   # Eviction.

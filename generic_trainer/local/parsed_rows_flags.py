@@ -91,7 +91,7 @@ def checked_folder(value: Any, output_dir: Optional[str] = None,
   """
   flag = name.startswith('--')
   off = f'{name}={PARSED_ROWS_OFF}' if flag else f'{name}=False'
-  if value is False or value == PARSED_ROWS_OFF:
+  if value is False or (flag and value == PARSED_ROWS_OFF):
     return None
   if value is True:
     value = None
