@@ -217,9 +217,7 @@ class EntryWriter:
     for view in views:
       crc = zlib.crc32(view, crc)
     try:
-      for view in views:
-        while view:
-          view = view[os.write(self._write.fd, view):]
+      _write_all(self._write.fd, views)
       self._bytes += nbytes
       if self._bytes > self.store.room():
         raise _OverBudget()
@@ -280,6 +278,20 @@ class EntryWriter:
     self.abandon()
     self.done = True
     self.store.not_kept(self.source, _why(error))
+
+
+def _write_all(fd: int, views: List[memoryview]) -> None:
+  """Writes `views` to `fd`: one system call, and more only when it wrote
+  part of them (a full disk raises)."""
+  written = os.writev(fd, views)
+  for view in views:
+    if written >= view.nbytes:
+      written -= view.nbytes
+      continue
+    view = view[written:]
+    written = 0
+    while view:
+      view = view[os.write(fd, view):]
 
 
 class _Write:
