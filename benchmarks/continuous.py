@@ -8,11 +8,15 @@ folder written once by `synthetic_data.write` and reused from
 executions of GenericExecutor with the TrainSpec module, each adding the
 next span and dropping the oldest, each taking the previous execution's
 ParsedRows output as its `parsed_rows` input (a pipeline's resolver would).
-Before them, the compute-only bound (c) on the first window's rows, then
-the same first execution without ParsedRows ("today's path") and execution
-1, alternated `FIRST_REPEATS` times (each one's least wall time is its
-record, every wall time is in `first_repeats`): the two are compared, and
-on these shared machines one measure moves by 10-30% between minutes.
+First the same first execution without ParsedRows ("today's path") and
+execution 1, alternated `FIRST_REPEATS` times (each one's least wall time
+is its record, every wall time is in `first_repeats`): the two are
+compared, and on these shared machines one measure moves by 10-30%
+between minutes. Before each execution, in a process of its own, the
+compute-only bound (c) on that execution's window (its record's
+`compute_bound`), which its fit throughput is compared with: the machine
+drifts over the minutes a run takes, and both are measured in the same
+ones.
 
 Each execution runs in a process of its own, so that its peak memory and
 CPU are its own. Per execution: wall time of the executor's Do, the fit's
@@ -204,7 +208,8 @@ def run_execution(spans, work, previous, result):
 
 def run_compute_bound(spans, result):
   """(c) on the window's rows: the model fed from memory, 2 epochs."""
-  merged = os.path.join(os.path.dirname(spans[0]), 'window-of-first')
+  merged = os.path.join(os.path.dirname(spans[0]), 'window-from-' +
+                        f'{os.path.basename(spans[0])}-of-{len(spans)}')
   for split in ('train', 'eval'):
     folder = os.path.join(merged, f'Split-{split}')
     os.makedirs(folder, exist_ok=True)
@@ -269,21 +274,24 @@ def main(argv=None):
             'window': args.window, 'epochs': 2, 'executions': []}
   first = [_span_root(data, s, args.span_rows)
            for s in range(1, args.window + 1)]
-  report['compute_bound'] = _child(
-      ['--compute-bound', '--spans'] + first,
-      os.path.join(args.work, 'c.json'), one)
+  def measured(name, spans, extra):
+    """An execution's record, with the bound (c) on its window measured
+    in a process of its own just before it."""
+    bound = _child(['--compute-bound', '--spans'] + spans,
+                   os.path.join(args.work, f'{name}-c.json'), one)
+    record = _child(['--spans'] + spans + ['--execution-work', os.path.join(
+        args.work, name)] + extra, os.path.join(args.work, f'{name}.json'),
+                    one)
+    record['compute_bound'] = bound
+    return record
+
   empty = os.path.join(args.work, 'empty')
   os.makedirs(empty)
   todays, firsts = [], []
   for _ in range(FIRST_REPEATS):  # Alternated, in one window of minutes.
-    todays.append(_child(
-        ['--spans'] + first + ['--execution-work',
-                               os.path.join(args.work, 'today')],
-        os.path.join(args.work, 'today.json'), one))
-    firsts.append(_child(
-        ['--spans'] + first + ['--execution-work', os.path.join(
-            args.work, 'execution-1'), '--previous', empty],
-        os.path.join(args.work, 'execution-1.json'), one))
+    todays.append(measured('today', first, []))
+    firsts.append(measured('execution-1', first, ['--previous', empty]))
+  report['compute_bound'] = todays[0]['compute_bound']
   report['today'], report['first_repeats'] = _least(todays), {
       'today_s': [r['execution_s'] for r in todays],
       'execution_1_s': [r['execution_s'] for r in firsts]}
@@ -292,11 +300,8 @@ def main(argv=None):
   for i in range(1, args.executions):
     spans = [_span_root(data, s, args.span_rows)
              for s in range(i + 1, i + 1 + args.window)]
-    work = os.path.join(args.work, f'execution-{i + 1}')
-    record = _child(['--spans'] + spans + [
-        '--execution-work', work, '--previous', previous],
-                    os.path.join(args.work, f'execution-{i + 1}.json'), one)
-    previous = os.path.join(work, 'parsed_rows')
+    record = measured(f'execution-{i + 1}', spans, ['--previous', previous])
+    previous = os.path.join(args.work, f'execution-{i + 1}', 'parsed_rows')
     report['executions'].append(record)
     print(f'execution {i + 1}: {record}', flush=True)
   _ratios(report)
@@ -315,11 +320,10 @@ def _least(records):
 
 def _ratios(report):
   """The ratios the targets read."""
-  bound = report['compute_bound']
   first = report['executions'][0]
   for record in [report['today']] + report['executions']:
     record['throughput_vs_c'] = (record['examples_per_s'] /
-                                 bound['examples_per_s'])
+                                 record['compute_bound']['examples_per_s'])
   for record in report['executions']:
     for part in ('input', 'datasets'):
       record[f'{part}_cpu_vs_first'] = (record[f'{part}_cpu_s'] /
