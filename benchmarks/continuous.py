@@ -14,9 +14,10 @@ is its record, every wall time is in `first_repeats`): the two are
 compared, and on these shared machines one measure moves by 10-30%
 between minutes. Before each execution, in a process of its own, the
 compute-only bound (c) on that execution's window (its record's
-`compute_bound`), which its fit throughput is compared with: the machine
-drifts over the minutes a run takes, and both are measured in the same
-ones.
+`compute_bound`); every fit throughput is compared with the median of
+these (the report's `compute_bound`, all measures in `measures`): one
+measure of (c) moves as much as the executions do, and the median of a
+dozen, taken over the same minutes as the executions, does not.
 
 Each execution runs in a process of its own, so that its peak memory and
 CPU are its own. Per execution: wall time of the executor's Do, the fit's
@@ -274,15 +275,17 @@ def main(argv=None):
             'window': args.window, 'epochs': 2, 'executions': []}
   first = [_span_root(data, s, args.span_rows)
            for s in range(1, args.window + 1)]
+  bounds = []
+
   def measured(name, spans, extra):
     """An execution's record, with the bound (c) on its window measured
-    in a process of its own just before it."""
-    bound = _child(['--compute-bound', '--spans'] + spans,
-                   os.path.join(args.work, f'{name}-c.json'), one)
+    in a process of its own just before it (also kept in `bounds`)."""
+    bounds.append(_child(['--compute-bound', '--spans'] + spans,
+                         os.path.join(args.work, f'{name}-c.json'), one))
     record = _child(['--spans'] + spans + ['--execution-work', os.path.join(
         args.work, name)] + extra, os.path.join(args.work, f'{name}.json'),
                     one)
-    record['compute_bound'] = bound
+    record['compute_bound'] = bounds[-1]
     return record
 
   empty = os.path.join(args.work, 'empty')
@@ -291,7 +294,6 @@ def main(argv=None):
   for _ in range(FIRST_REPEATS):  # Alternated, in one window of minutes.
     todays.append(measured('today', first, []))
     firsts.append(measured('execution-1', first, ['--previous', empty]))
-  report['compute_bound'] = todays[0]['compute_bound']
   report['today'], report['first_repeats'] = _least(todays), {
       'today_s': [r['execution_s'] for r in todays],
       'execution_1_s': [r['execution_s'] for r in firsts]}
@@ -304,6 +306,9 @@ def main(argv=None):
     previous = os.path.join(args.work, f'execution-{i + 1}', 'parsed_rows')
     report['executions'].append(record)
     print(f'execution {i + 1}: {record}', flush=True)
+  measures = sorted(b['examples_per_s'] for b in bounds)
+  report['compute_bound'] = {'examples_per_s': measures[len(measures) // 2],
+                             'measures': measures}
   _ratios(report)
   if args.out:
     with open(args.out, 'w') as f:
@@ -323,7 +328,7 @@ def _ratios(report):
   first = report['executions'][0]
   for record in [report['today']] + report['executions']:
     record['throughput_vs_c'] = (record['examples_per_s'] /
-                                 record['compute_bound']['examples_per_s'])
+                                 report['compute_bound']['examples_per_s'])
   for record in report['executions']:
     for part in ('input', 'datasets'):
       record[f'{part}_cpu_vs_first'] = (record[f'{part}_cpu_s'] /
