@@ -780,3 +780,18 @@ def test_a_run_fn_pipeline_execution_reads_the_previous_ones_rows(trainer_io,
   counts = [(a.get_int_custom_property('hits'),
              a.get_int_custom_property('misses')) for a in outputs]
   assert counts == [(0, 2), (2, 0)]
+
+
+def test_a_block_of_more_columns_than_one_writev_takes_is_written_whole(
+    tmp_path):
+  """A wide table's block (more columns than IOV_MAX, 1024 on Linux) is
+  written in several system calls, every byte in order."""
+  views = [memoryview(np.full(3, i, np.int32)).cast('B')
+           for i in range(2 * span_entry._IOV_MAX + 5)]  # pylint: disable=protected-access
+  path = tmp_path / 'blocks.bin'
+  fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+  try:
+    span_entry._write_all(fd, views)  # pylint: disable=protected-access
+  finally:
+    os.close(fd)
+  assert path.read_bytes() == b''.join(bytes(v) for v in views)

@@ -281,8 +281,17 @@ class EntryWriter:
 
 
 def _write_all(fd: int, views: List[memoryview]) -> None:
-  """Writes `views` to `fd`: one system call, and more only when it wrote
-  part of them (a full disk raises)."""
+  """Writes `views` to `fd`: one system call per `_IOV_MAX` of them (a
+  block's columns), and more only when one wrote part (a full disk
+  raises)."""
+  for start in range(0, len(views), _IOV_MAX):
+    _write_some(fd, views[start:start + _IOV_MAX])
+
+
+_IOV_MAX = os.sysconf('SC_IOV_MAX')  # Buffers one writev takes (1024).
+
+
+def _write_some(fd: int, views: List[memoryview]) -> None:
   written = os.writev(fd, views)
   for view in views:
     if written >= view.nbytes:
