@@ -21,6 +21,11 @@ from typing import Iterable, List
 GLOB_CHARS = '*?['
 
 
+def is_remote(path: str) -> bool:
+  """Whether `path` is on an object store (has a scheme: gs://, s3://)."""
+  return '://' in path
+
+
 def is_pattern(path: str) -> bool:
   """Whether `path` holds a glob character."""
   return any(c in path for c in GLOB_CHARS)

@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterator, Optional
 
 import tensorflow as tf
 
+from generic_trainer import paths
 from generic_trainer import progress
 from generic_trainer import scratch
 from generic_trainer.data import remote_rows
@@ -45,7 +46,7 @@ def store(fn_args) -> Iterator[Optional[span_cache.SpanCache]]:
   budget = (getattr(fn_args, 'parsed_rows_budget', None) or
             span_cache.DEFAULT_BUDGET_BYTES)
   chief = getattr(fn_args, 'is_chief', True)
-  if not remote_rows.is_remote(folder):
+  if not paths.is_remote(folder):
     with _entered(span_cache.SpanCache(folder, previous, budget,
                                        writes=chief)) as cache:
       yield cache

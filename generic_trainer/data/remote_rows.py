@@ -31,11 +31,6 @@ from generic_trainer.data.span_entry import BLOCKS, DECISIONS, MANIFEST
 from generic_trainer.data.span_entry import manifest_mismatch
 
 
-def is_remote(path: str) -> bool:
-  """Whether `path` is on an object store (has a scheme: gs://, s3://)."""
-  return '://' in path
-
-
 def fetch(entry: str, key: Dict[str, Any], temp: str) -> str:
   """Copies the earlier entry at `entry` (remote) into the empty local
   folder `temp` when its manifest is of `key`; '' when copied, else why

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from generic_trainer import atomic_files
 from generic_trainer import owner_lock
+from generic_trainer import paths
 from generic_trainer import progress
 from generic_trainer.data import remote_rows
 from generic_trainer.data import span_key
@@ -168,7 +169,7 @@ class SpanCache:
     and checked there: linked (else copied) from a local folder, fetched
     from an object store (`remote_rows.fetch`)."""
     source = os.path.join(self.previous, name)
-    remote, earlier = remote_rows.is_remote(source), None
+    remote, earlier = paths.is_remote(source), None
     if not remote:
       earlier, why = self._checked(source, key, hold=False)
       if earlier is None:

@@ -103,7 +103,7 @@ def checked_folder(value: Any, output_dir: Optional[str] = None,
         f'{name} must name a folder. Expected a path (created when missing) '
         f'where parsed rows are kept between runs{also}. Received: '
         f'{name}={value!r}. Name a folder, or pass {off} to keep none.')
-  if value is not None and '://' in value:
+  if value is not None and paths.is_remote(value):
     raise InvalidArgumentError(
         f'{name} names an object store. Expected a local or mounted folder: '
         'the cache is locked and evicted in place, which an object store '
