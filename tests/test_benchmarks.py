@@ -113,7 +113,8 @@ def test_continuous_training_benchmark_runs(tmp_path):
   assert (first['hits'], first['misses']) == (0, 8)
   assert (second['hits'], second['misses']) == (4, 4)
   for record in [report['today'], first, second]:
-    for name in ('execution_s', 'input_cpu_s', 'datasets_cpu_s',
+    for name in ('execution_s', 'input_cpu_s', 'check_cpu_s', 'rows_cpu_s',
+                 'datasets_cpu_s',
                  'throughput_vs_c', 'peak_rss_mb'):
       assert math.isfinite(record[name]) and record[name] > 0, name
   assert second['cache_bytes'] > 0

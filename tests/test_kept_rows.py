@@ -593,9 +593,10 @@ def test_keep_parsed_rows_must_be_a_flag():
 
 @pytest.mark.slow
 def test_a_second_estimator_training_reads_the_rows_back(
-    penguin_artifacts, tmp_path, caplog):
+    penguin_artifacts, tmp_path, caplog, monkeypatch):
   """The notebook Estimator (as the command) keeps rows in its cache
-  folder: the second training on the same TFRecords parses nothing."""
+  folder: the second training on the same TFRecords parses nothing, and
+  its check before training reads no file whole again."""
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
   caplog.set_level(logging.INFO, logger=progress.LOGGER)
@@ -608,9 +609,10 @@ def test_a_second_estimator_training_reads_the_rows_back(
     shuffle_seed = 3
     epochs = 1
 
-  results, lines = [], []
+  results, lines, whole = [], [], _whole_reads(monkeypatch)
   for run in range(2):
     caplog.clear()
+    whole.append([])
     est = Estimator(Seeded, str(tmp_path / f'run{run}'),
                     parsed_rows_cache=str(cache))
     results.append(est.train(train, eval_data=evaluation))
@@ -619,6 +621,22 @@ def test_a_second_estimator_training_reads_the_rows_back(
   assert all(' miss for ' in line for line in lines[0]), lines[0]
   assert lines[1] and all(' hit for ' in l for l in lines[1]), lines[1]
   assert [r['epochs'] for r in results] == [1, 1]
+  assert len(whole[0]) == 2 and whole[1] == [], whole  # One file a split.
+
+
+def _whole_reads(monkeypatch):
+  """A list that each training appends a list to; the files the check
+  before training reads to their end go in the last one."""
+  from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
+  reads, real = [], tfrecords.read_error
+
+  def read_error(path, whole=True):
+    if whole:
+      reads[-1].append(path)
+    return real(path, whole)
+
+  monkeypatch.setattr(tfrecords, 'read_error', read_error)
+  return reads
 
 
 def test_a_cache_folder_that_cannot_be_made_keeps_nothing(tmp_path, caplog):
@@ -758,16 +776,18 @@ def test_a_run_fn_dataset_blocks_would_change_is_left_as_it_was(span,
 
 
 @pytest.mark.slow
-def test_a_run_fn_pipeline_execution_reads_the_previous_ones_rows(trainer_io,
-                                                                  tmp_path):
+def test_a_run_fn_pipeline_execution_reads_the_previous_ones_rows(
+    trainer_io, tmp_path, monkeypatch):
   """The tutorial's run_fn module (penguin_keras.py) in two executions of
   GenericTrainer: the second reads back every file the first parsed, and
-  ML Metadata's properties on the ParsedRows output say so."""
+  ML Metadata's properties on the ParsedRows output say so; its check
+  before training reads no file whole again."""
   from generic_trainer.core.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
   from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   module = os.path.join(REPO, 'module_files', 'penguin_keras.py')
-  outputs = []
+  outputs, whole = [], _whole_reads(monkeypatch)
   for run in range(2):
+    whole.append([])
     inputs, output_dict, properties = trainer_io(module_file=module)
     for artifacts in output_dict.values():
       artifacts[0].uri = str(tmp_path / f'run{run}' / artifacts[0].uri)
@@ -780,6 +800,7 @@ def test_a_run_fn_pipeline_execution_reads_the_previous_ones_rows(trainer_io,
   counts = [(a.get_int_custom_property('hits'),
              a.get_int_custom_property('misses')) for a in outputs]
   assert counts == [(0, 2), (2, 0)]
+  assert len(whole[0]) == 2 and whole[1] == [], whole
 
 
 def test_a_block_of_more_columns_than_one_writev_takes_is_written_whole(

@@ -90,8 +90,10 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
                            trainer_pb2.TrainArgs())
   eval_args = _parse_args(exec_properties, keys.EVAL_ARGS_KEY,
                           trainer_pb2.EvalArgs())
+  kept_in = [_single_uri(input_dict.get(PARSED_ROWS_KEY)),
+             _single_uri(output_dict.get(UPDATED_PARSED_ROWS_KEY))]
   for examples in input_dict[keys.EXAMPLES_KEY]:
-    inputs.check_splits(examples, train_args, eval_args)
+    inputs.check_splits(examples, train_args, eval_args, kept_in)
   inputs.check_base_model(input_dict.get(keys.BASE_MODEL_KEY))
   custom_config = json_utils.loads(
       exec_properties.get(keys.CUSTOM_CONFIG_KEY) or 'null')

@@ -7,13 +7,14 @@ Examples artifacts, and every one is checked on its own.
 
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from tfx import types
 from tfx.types import artifact_utils
 from tfx.utils import io_utils
 
 from generic_trainer import progress
+from generic_trainer.data import read_before
 from generic_trainer.data import statistics
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import tfrecords
@@ -32,9 +33,13 @@ def describe(artifact: types.Artifact) -> str:
   return f'{artifact.type_name} artifact ' + ', '.join(details)
 
 
-def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
+def check_splits(examples: types.Artifact, train_args, eval_args,
+                 kept_in: Sequence[Optional[str]] = ()) -> None:
   """Raises if a split named in train/eval args is not in `examples`, is
-  empty, or holds a file that is not readable tf.Example TFRecords."""
+  empty, or holds a file that is not readable tf.Example TFRecords. A file
+  whose parsed rows an earlier training kept in one of `kept_in` (folders
+  of kept rows), unchanged since, was read whole then: only its first
+  record is read (`data.read_before`)."""
   available = artifact_utils.decode_split_names(examples.split_names)
   for name, split_args, default in (('train_args', train_args, 'train'),
                                     ('eval_args', eval_args, 'eval')):
@@ -59,17 +64,20 @@ def check_splits(examples: types.Artifact, train_args, eval_args) -> None:
       if payload in ('', 'FORMAT_TF_EXAMPLE', 'FORMAT_TF_SEQUENCE_EXAMPLE'):
         for filename in files:
           _check_tfrecord(os.path.join(uri, filename), split, examples,
-                          tf_example=payload != 'FORMAT_TF_SEQUENCE_EXAMPLE')
+                          tf_example=payload != 'FORMAT_TF_SEQUENCE_EXAMPLE',
+                          kept_in=kept_in)
         if payload != 'FORMAT_TF_SEQUENCE_EXAMPLE':
           _check_spelled_missing(os.path.join(uri, files[0]), split, examples)
 
 
 def _check_tfrecord(path: str, split: str, examples: types.Artifact,
-                    tf_example: bool) -> None:
-  """Reads a TFRecord file (all of it when small, else its first record),
-  so corruption fails early; with `tf_example`, its first record must be a
-  tf.Example."""
-  error = tfrecords.check_error(path)
+                    tf_example: bool, kept_in: Sequence[Optional[str]]
+                    ) -> None:
+  """Reads a TFRecord file (all of it when small and not read whole before,
+  else its first record), so corruption fails early; with `tf_example`, its
+  first record must be a tf.Example."""
+  error = tfrecords.check_error(
+      path, read_before.kept_unchanged(path, kept_in))
   if error is not None:
     raise InputArtifactError(
         f'The {split!r} split file {path} is not a readable '

@@ -10,41 +10,43 @@ refuses a string feature whose values are numbers but for such spellings.
 """
 
 import itertools
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Set
 import tensorflow as tf
+from tfx_bsl.coders import example_coder
+
 from generic_trainer.data import tfrecords
 
 # As `local.csv_dialect.MISSING`, compared without case (not the empty
 # string: CsvExampleGen reads an empty cell as missing).
 _SPELLINGS = frozenset(['na', 'n/a', 'nan', 'null', '?', '-'])
 _RECORDS = 2000
+_BYTES = ('binary', 'large_binary')  # Arrow's types of a bytes_list value.
 
 
 def problem(path: str) -> Optional[str]:
   """What is wrong with the first records of the TFRecord file `path`,
   said with the four parts; None when no string feature holds numbers and
   spelled-out missing values."""
-  numbers: Dict[str, int] = {}
-  spelled: Dict[str, Set[str]] = {}
-  words: Set[str] = set()
   try:
-    for record in itertools.islice(tfrecords.records(path), _RECORDS):
-      example = tf.train.Example.FromString(record)
-      for name, feature in example.features.feature.items():
-        if name in words or not feature.bytes_list.value:
-          continue
-        for raw in feature.bytes_list.value:
-          value = raw.decode('utf-8', 'replace').strip()
-          if value.lower() in _SPELLINGS:
-            spelled.setdefault(name, set()).add(value)
-          elif _is_number(value):
-            numbers[name] = numbers.get(name, 0) + 1
-          else:
-            words.add(name)
-            break
+    records = list(itertools.islice(tfrecords.records(path), _RECORDS))
+    strings = _string_values(records)
   except Exception:  # pylint: disable=broad-except
     return None  # Damage is the record checks' to report.
-  found = sorted(n for n in spelled if n in numbers and n not in words)
+  spelled: Dict[str, Set[str]] = {}
+  for name, values in strings.items():
+    numbers = words = False
+    for raw in values:
+      value = raw.decode('utf-8', 'replace').strip()
+      if value.lower() in _SPELLINGS:
+        spelled.setdefault(name, set()).add(value)
+      elif _is_number(value):
+        numbers = True
+      else:
+        words = True
+        break
+    if words or not numbers:
+      spelled.pop(name, None)
+  found = sorted(spelled)
   if not found:
     return None
   shown = ', '.join(f'{n!r} ({", ".join(sorted(map(repr, spelled[n])))})'
@@ -57,6 +59,36 @@ def problem(path: str) -> Optional[str]:
       f'features {found}. Leave missing values empty in the CSV (pandas: '
       "pd.read_csv(path).to_csv(new_path, index=False) writes NA as an "
       'empty cell) and run ExampleGen again.')
+
+
+def _string_values(records: List[bytes]) -> Dict[str, List[bytes]]:
+  """{feature: its distinct bytes values} of the string features of
+  `records`, decoded by tfx_bsl's C++ decoder (~4x faster than reading
+  each tf.Example in Python: a numeric table costs no Python per value)."""
+  if not records:
+    return {}
+  try:
+    batch = example_coder.ExamplesToRecordBatchDecoder().DecodeBatch(records)
+  except RuntimeError:  # A feature of another kind in another record.
+    return _string_values_one_by_one(records)
+  strings = {}
+  for name, column in zip(batch.schema.names, batch.columns):
+    # A list of bytes; a feature without values in any record is of nulls.
+    if str(getattr(column.type, 'value_type', '')) in _BYTES:
+      strings[name] = column.flatten().unique().to_pylist()
+  return strings
+
+
+def _string_values_one_by_one(records: List[bytes]
+                              ) -> Dict[str, List[bytes]]:
+  """`_string_values`, each record decoded in Python."""
+  strings: Dict[str, Dict[bytes, None]] = {}
+  for record in records:
+    for name, feature in tf.train.Example.FromString(
+        record).features.feature.items():
+      for value in feature.bytes_list.value:
+        strings.setdefault(name, {})[value] = None
+  return {name: list(values) for name, values in strings.items()}
 
 
 def _is_number(value: str) -> bool:

@@ -196,12 +196,14 @@ def content_checksum(path: str, size: int) -> str:
     return f'sha256-edges:{hashlib.sha256(head + f.read()).hexdigest()}'
 
 
-def check_error(path: str):
+def check_error(path: str, read_whole_before: bool = False):
   """The error of the check before training: the whole file when it is at
-  most FULL_CHECK_BYTES, else its first record; None when it reads."""
+  most FULL_CHECK_BYTES, else its first record; None when it reads. Only
+  its first record with `read_whole_before` (an earlier training read
+  this very file whole: `data.read_before`)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     small = tf.io.gfile.stat(path).length <= FULL_CHECK_BYTES
   except tf.errors.OpError as e:
     return e
-  return read_error(path, whole=small)
+  return read_error(path, whole=small and not read_whole_before)

@@ -106,11 +106,13 @@ class Estimator:
 
   def _train(self, train_data, eval_data, steps):
     data = os.path.join(self.model_dir, 'data')
+    kept_in = [self._parsed_rows_dir]  # Read whole by a training before.
     splits = {'train': local_data.to_split(
-        train_data, os.path.join(data, statistics.split_folder('train')))}
+        train_data, os.path.join(data, statistics.split_folder('train')),
+        kept_in=kept_in)}
     splits['eval'] = (local_data.to_split(
-        eval_data, os.path.join(data, statistics.split_folder('eval')))
-                      if eval_data is not None else splits['train'])
+        eval_data, os.path.join(data, statistics.split_folder('eval')),
+        kept_in=kept_in) if eval_data is not None else splits['train'])
     self._fn_args = self._make_fn_args(splits, steps)
     self.spec.fn_args = self._fn_args  # What canned specs read the data from.
     prepared, result = spec_runner.train(self.spec, self._fn_args)
@@ -190,7 +192,9 @@ class Estimator:
     """`data` as a split folder of a private scratch folder (`scratch`),
     removed after the block; yields its files as patterns."""
     with scratch.folder(name) as folder:
-      files = local_data.to_split(data, os.path.join(folder, statistics.split_folder(name)))
+      files = local_data.to_split(
+          data, os.path.join(folder, statistics.split_folder(name)),
+          kept_in=[self._parsed_rows_dir])
       yield [paths.as_pattern(f) for f in files]
 
   def _require_trained(self, what):

@@ -25,9 +25,8 @@ folder whose `data/`, `run/`... no run wrote).
 
 A training that did not finish (killed, interrupted, or failed after a
 checkpoint) resumes as in a pipeline: the same command again continues
-from the last epoch checkpoint (TrainSpec modules;
-a `run_fn` that uses `resume.keras_callback` or `resume.checkpoint_manager`)
-in `.resume-<key>/`. The key hashes what defines the training
+from the last epoch checkpoint (TrainSpec modules; a `run_fn` that uses
+`resume.keras_callback` or `resume.checkpoint_manager`) in `.resume-<key>/`. The key hashes what defines the training
 (`resume_key`, through `resume.fingerprint`, the pipeline's too): the
 module's and the schema's contents, the data files' paths, sizes and
 modification times, and the flags. The folder paths of a local run never
@@ -286,8 +285,9 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
   if request.schema:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')
-  csv_options = {'delimiter': request.csv_delimiter,
-                 'required': local_data.required_columns(spec_class)}
+  split_options = {'delimiter': request.csv_delimiter,
+                   'required': local_data.required_columns(spec_class),
+                   'kept_in': [getattr(request.parsed_rows, 'folder', None)]}
   train_dir = os.path.join(layout.data, statistics.split_folder('train'))
   held_out = not request.eval_data and not request.eval_on_train
   # Held out: all of it first, in a folder named like the split it is
@@ -295,7 +295,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
   whole = os.path.join(layout.data, '.whole')
   splits = {'train': local_data.to_split(
       request.train_data, os.path.join(whole, os.path.basename(train_dir))
-      if held_out else train_dir, schema, source, **csv_options)}
+      if held_out else train_dir, schema, source, **split_options)}
   if schema is None:
     schema = local_data.infer_schema(splits['train'])
     schema_file.write(layout.schema, schema)
@@ -311,7 +311,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
                                     eval_rows=parts.eval_rows)
   elif request.eval_data:
     splits['eval'] = local_data.to_split(request.eval_data, eval_dir, schema,
-                                         source, **csv_options)
+                                         source, **split_options)
     evaluation = holdout.evaluation(holdout.FILES, files=request.eval_data)
   else:
     splits['eval'] = local_data.link_split(splits['train'], eval_dir)

@@ -1,0 +1,62 @@
+"""String columns of numbers whose missing values were spelled out
+(`data.spelled_missing`), found in the first records of a real TFRecord
+file, whether its features keep one kind in every record or not."""
+
+import tensorflow as tf
+
+from generic_trainer.data import spelled_missing
+from generic_trainer.data import tfrecords
+
+
+def _example(**features):
+  feature = {}
+  for name, value in features.items():
+    if isinstance(value, bytes):
+      feature[name] = tf.train.Feature(bytes_list=tf.train.BytesList(
+          value=[value]))
+    else:
+      feature[name] = tf.train.Feature(float_list=tf.train.FloatList(
+          value=[value]))
+  return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def _file(tmp_path, examples):
+  path = str(tmp_path / 'data.gz')
+  with tfrecords.writer(path) as writer:
+    for example in examples:
+      writer.write(example.SerializeToString())
+  return path
+
+
+def test_a_column_of_numbers_and_na_is_named(tmp_path):
+  path = _file(tmp_path, [
+      _example(bill=b'39.1', island=b'Biscoe', mass=3750.0),
+      _example(bill=b'NA', island=b'Dream', mass=3800.0),
+      _example(bill=b' n/a ', island=b'NA', mass=3250.0)])
+  problem = spelled_missing.problem(path)
+  assert problem.startswith("the column(s) ['bill'] hold numbers")
+  assert "'bill' (' n/a ', 'NA')" not in problem  # Stripped, as read.
+  assert "'bill' ('NA', 'n/a')" in problem
+
+
+def test_words_numbers_or_spellings_alone_are_not_named(tmp_path):
+  path = _file(tmp_path, [
+      _example(name=b'Adelie', number=b'1.5', missing=b'NA'),
+      _example(name=b'NA', number=b'2', missing=b'?')])
+  assert spelled_missing.problem(path) is None
+
+
+def test_a_feature_of_another_kind_in_another_record_is_still_read(
+    tmp_path):
+  """tfx_bsl's decoder refuses such a file; the records are read one by
+  one instead."""
+  path = _file(tmp_path, [_example(bill=b'39.1', flipper=b'181'),
+                          _example(bill=b'NA', flipper=181.0)])
+  problem = spelled_missing.problem(path)
+  assert problem.startswith("the column(s) ['bill'] hold numbers")
+
+
+def test_a_file_of_numbers_only_or_no_records_has_no_problem(tmp_path):
+  assert spelled_missing.problem(_file(tmp_path, [
+      _example(x=1.0, y=2.0)] * 50)) is None
+  assert spelled_missing.problem(_file(tmp_path, [])) is None
