@@ -76,8 +76,7 @@ def _check_tfrecord(path: str, split: str, examples: types.Artifact,
   """Reads a TFRecord file (all of it when small and not read whole before,
   else its first record), so corruption fails early; with `tf_example`, its
   first record must be a tf.Example."""
-  error = tfrecords.check_error(
-      path, read_before.kept_unchanged(path, kept_in))
+  error = read_before.check_error(path, kept_in)
   if error is not None:
     raise InputArtifactError(
         f'The {split!r} split file {path} is not a readable '

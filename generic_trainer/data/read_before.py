@@ -42,6 +42,12 @@ def kept_unchanged(path: str, folders: Iterable[Optional[str]]) -> bool:
              for f in dict.fromkeys(folders))
 
 
+def check_error(path: str, kept_in: Iterable[Optional[str]]):
+  """`tfrecords.check_error` of `path`: read whole unless one of `kept_in`
+  holds its rows, unchanged since (`kept_unchanged`)."""
+  return tfrecords.check_error(path, kept_unchanged(path, kept_in))
+
+
 def _file_fields(manifest: str, like: dict) -> Optional[dict]:
   """The fields of `like` in the key of the manifest at `manifest`."""
   try:

@@ -184,8 +184,7 @@ def check_tfrecords(files: List[str],
   read it whole, unchanged since (`data.read_before`)."""
   from generic_trainer.data import read_before  # pylint: disable=g-import-not-at-top
   for path in files:
-    error = tfrecords.check_error(
-        path, read_before.kept_unchanged(path, kept_in))
+    error = read_before.check_error(path, kept_in)
     if error is not None:
       raise InputArtifactError(
           f'{path} is not a readable {tfrecords.describe(path)} file: '
