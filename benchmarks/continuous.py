@@ -163,7 +163,7 @@ def check_cpu_s(spans, previous) -> float:
   cpu = _cpu_s()
   for artifact in examples:
     inputs.check_splits(artifact, trainer_pb2.TrainArgs(),
-                        trainer_pb2.EvalArgs(), [previous])
+                        trainer_pb2.EvalArgs(), previous)
   return _cpu_s() - cpu
 
 

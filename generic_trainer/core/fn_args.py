@@ -90,10 +90,9 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
                            trainer_pb2.TrainArgs())
   eval_args = _parse_args(exec_properties, keys.EVAL_ARGS_KEY,
                           trainer_pb2.EvalArgs())
-  kept_in = [_single_uri(input_dict.get(PARSED_ROWS_KEY)),
-             _single_uri(output_dict.get(UPDATED_PARSED_ROWS_KEY))]
+  kept_rows = _single_uri(input_dict.get(PARSED_ROWS_KEY))
   for examples in input_dict[keys.EXAMPLES_KEY]:
-    inputs.check_splits(examples, train_args, eval_args, kept_in)
+    inputs.check_splits(examples, train_args, eval_args, kept_rows)
   inputs.check_base_model(input_dict.get(keys.BASE_MODEL_KEY))
   custom_config = json_utils.loads(
       exec_properties.get(keys.CUSTOM_CONFIG_KEY) or 'null')
@@ -121,7 +120,7 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
       statistics_path=inputs.statistics_path(input_dict.get(STATISTICS_KEY)),
       checkpoint_dir=request.checkpoint_dir,
       parsed_rows_dir=_single_uri(output_dict.get(UPDATED_PARSED_ROWS_KEY)),
-      parsed_rows_from=_single_uri(input_dict.get(PARSED_ROWS_KEY)),
+      parsed_rows_from=kept_rows,
       parsed_rows_budget=_budget(output_dict.get(UPDATED_PARSED_ROWS_KEY)),
       **distributed)
   return FnArgs(**fields)

@@ -7,7 +7,7 @@ Examples artifacts, and every one is checked on its own.
 
 import json
 import os
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 from tfx import types
 from tfx.types import artifact_utils
@@ -34,12 +34,12 @@ def describe(artifact: types.Artifact) -> str:
 
 
 def check_splits(examples: types.Artifact, train_args, eval_args,
-                 kept_in: Sequence[Optional[str]] = ()) -> None:
+                 kept_rows: Optional[str] = None) -> None:
   """Raises if a split named in train/eval args is not in `examples`, is
   empty, or holds a file that is not readable tf.Example TFRecords. A file
-  whose parsed rows an earlier training kept in one of `kept_in` (folders
-  of kept rows), unchanged since, was read whole then: only its first
-  record is read (`data.read_before`)."""
+  that an earlier check read whole, and whose rows are kept in `kept_rows`
+  (the `parsed_rows` input's folder), unchanged since, is read by its first
+  record only (`data.read_before`)."""
   available = artifact_utils.decode_split_names(examples.split_names)
   for name, split_args, default in (('train_args', train_args, 'train'),
                                     ('eval_args', eval_args, 'eval')):
@@ -65,18 +65,17 @@ def check_splits(examples: types.Artifact, train_args, eval_args,
         for filename in files:
           _check_tfrecord(os.path.join(uri, filename), split, examples,
                           tf_example=payload != 'FORMAT_TF_SEQUENCE_EXAMPLE',
-                          kept_in=kept_in)
+                          kept_rows=kept_rows)
         if payload != 'FORMAT_TF_SEQUENCE_EXAMPLE':
           _check_spelled_missing(os.path.join(uri, files[0]), split, examples)
 
 
 def _check_tfrecord(path: str, split: str, examples: types.Artifact,
-                    tf_example: bool, kept_in: Sequence[Optional[str]]
-                    ) -> None:
+                    tf_example: bool, kept_rows: Optional[str]) -> None:
   """Reads a TFRecord file (all of it when small and not read whole before,
   else its first record), so corruption fails early; with `tf_example`, its
   first record must be a tf.Example."""
-  error = read_before.check_error(path, kept_in)
+  error = read_before.check_error(path, kept_rows)
   if error is not None:
     raise InputArtifactError(
         f'The {split!r} split file {path} is not a readable '

@@ -1,22 +1,35 @@
-"""Which input files an earlier training read whole: those whose parsed rows
-it kept (`span_cache`), unchanged since.
+"""Which input files the check before training need not read whole again:
+those an earlier check read whole and found whole, whose parsed rows a
+training kept (`span_cache`), unchanged since.
 
 Before training, every TFRecord file of at most
 `tfrecords.FULL_CHECK_BYTES` is read to its end, so that a damaged or
 truncated one is named before the first step (`core.inputs`,
-`local.data`). A retraining on a rolling window of spans would read every
-span whole again for that alone: ~1.2 s of CPU per 1M gzip rows, more
-than reading their kept rows back. A file with a kept entry whose file
-fields (real path, size, modification time, compression and content
-checksum: `span_key.file_fields`) are the file's now was read whole by
-the training that kept it, after the same check; only its first record
-is read again. Any doubt (no entry, an unreadable manifest, a field that
-changed) is a full read: this only saves time.
+`local.data`): ~1.2 s of CPU per 1M gzip rows. A retraining on a rolling
+window of spans would read every span whole again for that alone, more
+than reading their kept rows back.
+
+`check_error` is that check. It notes, in this process, each file it read
+whole and found whole (its file fields: real path, size, modification
+time, compression, content checksum; `span_key.file_fields`). A training
+that keeps the file's rows writes `read_whole: true` in the entry's
+manifest for a noted file only (`read_whole`, asked by `span_cache`):
+rows kept of a file no check read (a `run_fn` module's own split) say
+false. A later check that finds such an entry in the earlier kept rows,
+with the file's fields as they are now, reads only its first record, and
+notes the file again (an entry written anew keeps the flag).
+
+What this trusts is what the entry's key trusts: a file changed in place
+with its size, modification time and content checksum kept (a gzip
+file's trailer; an uncompressed file's first and last 64 KiB) is taken
+for the same file. Damage of that kind is then found when the file is
+parsed, not before the first step. Any doubt (no entry, an unreadable
+manifest, a field that changed) is a full read: this only saves time.
 """
 
 import json
 import os
-from typing import Iterable, Optional
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
@@ -24,35 +37,48 @@ from generic_trainer.data import span_key
 from generic_trainer.data import tfrecords
 from generic_trainer.data.span_entry import MANIFEST
 
+# Real path -> file fields, of the files this process's check read whole.
+_READ_WHOLE: Dict[str, Dict[str, Any]] = {}
 
-def kept_unchanged(path: str, folders: Iterable[Optional[str]]) -> bool:
-  """Whether one of `folders` (earlier kept rows: a cache folder, a
-  ParsedRows artifact, local or on an object store; None entries are
-  skipped) holds an entry of `path` whose file fields are the file's now.
-  """
-  folders = [f for f in folders if f]
-  if not folders:
-    return False
+
+def check_error(path: str, kept_rows: Optional[str]):
+  """`tfrecords.check_error` of `path` (the error, or None when it reads):
+  its first record only when the earlier kept rows in `kept_rows` (a cache
+  folder or ParsedRows artifact, local or on an object store; None: none)
+  say a check read it whole, unchanged since; else read whole when small.
+  A file read whole, or found so, without an error is noted."""
   try:
-    now = span_key.file_fields(path, tfrecords.compression(path))
+    fields = span_key.file_fields(path, tfrecords.compression(path))
   except (OSError, tf.errors.OpError):
+    fields = None  # The check says what is wrong with it.
+  before = fields is not None and _kept_read_whole(path, kept_rows, fields)
+  error = tfrecords.check_error(path, read_whole_before=before)
+  if error is None and fields is not None and (
+      before or tfrecords.checks_whole(fields['size'])):
+    _READ_WHOLE[fields['path']] = fields
+  return error
+
+
+def read_whole(key: Dict[str, Any]) -> bool:
+  """Whether this process's check read the file of entry key `key` whole
+  and found it whole, with the file fields `key` holds."""
+  noted = _READ_WHOLE.get(key.get('path'))
+  return noted is not None and all(
+      key.get(field) == value for field, value in noted.items())
+
+
+def _kept_read_whole(path: str, kept_rows: Optional[str],
+                     fields: Dict[str, Any]) -> bool:
+  """Whether `kept_rows` holds an entry of `path` whose manifest says a
+  check read the file whole, with `fields` as its file fields."""
+  if not kept_rows:
     return False
-  name = span_key.entry_name(path)
-  return any(_file_fields(os.path.join(f, name, MANIFEST), now) == now
-             for f in dict.fromkeys(folders))
-
-
-def check_error(path: str, kept_in: Iterable[Optional[str]]):
-  """`tfrecords.check_error` of `path`: read whole unless one of `kept_in`
-  holds its rows, unchanged since (`kept_unchanged`)."""
-  return tfrecords.check_error(path, kept_unchanged(path, kept_in))
-
-
-def _file_fields(manifest: str, like: dict) -> Optional[dict]:
-  """The fields of `like` in the key of the manifest at `manifest`."""
+  manifest = os.path.join(kept_rows, span_key.entry_name(path), MANIFEST)
   try:
     with tf.io.gfile.GFile(manifest, 'r') as f:
-      key = json.loads(f.read())['key']
-    return {field: key[field] for field in like}
+      read = json.loads(f.read())
+    key = read['key']
+    return read.get('read_whole') is True and all(
+        key[field] == value for field, value in fields.items())
   except (tf.errors.OpError, ValueError, KeyError, TypeError):
-    return None
+    return False

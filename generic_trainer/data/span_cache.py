@@ -33,6 +33,7 @@ from generic_trainer import atomic_files
 from generic_trainer import owner_lock
 from generic_trainer import paths
 from generic_trainer import progress
+from generic_trainer.data import read_before
 from generic_trainer.data import remote_rows
 from generic_trainer.data import span_key
 from generic_trainer.data.span_entry import BLOCKS, DECISIONS, MANIFEST
@@ -204,7 +205,8 @@ class SpanCache:
     """A writer of file `source`'s entry (see `EntryWriter`), closed when
     the store is left. Its `number` finds it (`writer_of`) from an input
     pipeline's function, which holds numbers, not objects."""
-    writer = EntryWriter(self, source, key, columns, label, next(_NUMBERS))
+    writer = EntryWriter(self, source, key, columns, label, next(_NUMBERS),
+                         read_before.read_whole(key))
     if not self.writes:
       writer.close()  # Not found by its number: it writes nothing.
       return writer

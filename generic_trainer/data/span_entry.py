@@ -8,8 +8,9 @@ An entry is a folder named after a TFRecord file (`span_key.entry_name`):
   of the file shorter), each block its columns' raw bytes one after the
   other (C order, the byte order the key names);
 - `manifest.json`, written last: the key (`span_key`), the columns (name,
-  dtype, shape of a row), the label, and per block its rows and the CRC32
-  of its bytes.
+  dtype, shape of a row), the label, per block its rows and the CRC32 of
+  its bytes, and whether the check before training read the file whole
+  (`read_whole`: `data.read_before`).
 
 It is written in a temporary folder beside its place as the first epoch
 parses the file (`EntryWriter`, holding an owner lock on the folder), then
@@ -162,12 +163,15 @@ class EntryWriter:
       block's bytes hold them.
     label: The label the parser pops, or None (in the manifest).
     number: What finds it from an input pipeline (`span_cache.writer_of`).
+    read_whole: Whether the check before training read the file to its
+      end and found it whole (`data.read_before`; in the manifest).
   """
 
   def __init__(self, store: 'span_cache.SpanCache', source: str,
                key: Dict[str, Any], columns: List[List[Any]],
-               label: Optional[str], number: int):
+               label: Optional[str], number: int, read_whole: bool = False):
     self.store = store
+    self.read_whole = read_whole
     self.number = number
     self.source = source
     self.key = key
@@ -237,6 +241,7 @@ class EntryWriter:
     manifest = {
         'key': self.key, 'columns': self.columns, 'label': self.label,
         'blocks': self._blocks, 'bytes': self._bytes,
+        'read_whole': self.read_whole,
         'written': time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}
     self._write, self._blocks, self._bytes = None, [], 0
     self.done = True

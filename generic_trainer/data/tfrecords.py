@@ -203,7 +203,12 @@ def check_error(path: str, read_whole_before: bool = False):
   this very file whole: `data.read_before`)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
-    small = tf.io.gfile.stat(path).length <= FULL_CHECK_BYTES
+    small = checks_whole(tf.io.gfile.stat(path).length)
   except tf.errors.OpError as e:
     return e
   return read_error(path, whole=small and not read_whole_before)
+
+
+def checks_whole(size: int) -> bool:
+  """Whether `check_error` reads a file of `size` bytes to its end."""
+  return size <= FULL_CHECK_BYTES

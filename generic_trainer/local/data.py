@@ -12,7 +12,7 @@ schema) is checked against it.
 
 import os
 import json
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 from generic_trainer import atomic_files
 from generic_trainer import paths
@@ -42,7 +42,7 @@ def to_split(data, split_dir: str, schema=None,
              schema_source: str = 'the schema',
              delimiter: Optional[str] = None,
              required: Optional[Dict[str, str]] = None,
-             kept_in: Sequence[Optional[str]] = ()) -> List[str]:
+             kept_rows: Optional[str] = None) -> List[str]:
   """Makes `split_dir` a split folder of the data; returns its TFRecord files.
 
   CSV files become one gzip TFRecord file, `data.gz`; TFRecord files are
@@ -53,9 +53,8 @@ def to_split(data, split_dir: str, schema=None,
   `csv_dialect.MISSING`) are counted per column, logged, and kept in
   `missing_values.json` beside the split folders (`missing_values` reads
   it); in a column of `required` ({column: why it cannot be missing}), or
-  one the schema requires, they are refused. TFRecord files are read whole
-  first unless an earlier training that kept their rows in one of `kept_in`
-  did (`check_tfrecords`).
+  one the schema requires, they are refused. TFRecord files are checked
+  first (`check_tfrecords`, with `kept_rows`).
 
   Raises:
     InputArtifactError: the data is unreadable or does not follow the
@@ -93,7 +92,7 @@ def to_split(data, split_dir: str, schema=None,
     # The rows keep the CSV files' permissions: a private file stays so.
     csv_data.write(tables, kinds, out, common_mode(files))
     return [out]
-  check_tfrecords(files, kept_in)
+  check_tfrecords(files, kept_rows)
   if schema is not None:
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     from generic_trainer.data import validation  # pylint: disable=g-import-not-at-top
@@ -176,15 +175,16 @@ def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
     return json.load(f)
 
 
-def check_tfrecords(files: List[str],
-                    kept_in: Sequence[Optional[str]] = ()) -> None:
-  """Reads each file (all of it when small, else its first record), so a
-  wrong, damaged or truncated file fails before training; only its first
-  record when an earlier training that kept its rows in one of `kept_in`
-  read it whole, unchanged since (`data.read_before`)."""
+def check_tfrecords(files: List[str], kept_rows: Optional[str] = None
+                    ) -> None:
+  """Reads each file (all of it when at most 16 MiB, else its first
+  record), so a wrong, damaged or truncated file fails before training;
+  only its first record when an earlier check read it whole and its rows
+  are kept in `kept_rows` (the cache folder), unchanged since
+  (`data.read_before`)."""
   from generic_trainer.data import read_before  # pylint: disable=g-import-not-at-top
   for path in files:
-    error = read_before.check_error(path, kept_in)
+    error = read_before.check_error(path, kept_rows)
     if error is not None:
       raise InputArtifactError(
           f'{path} is not a readable {tfrecords.describe(path)} file: '

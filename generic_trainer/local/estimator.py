@@ -106,13 +106,13 @@ class Estimator:
 
   def _train(self, train_data, eval_data, steps):
     data = os.path.join(self.model_dir, 'data')
-    kept_in = [self._parsed_rows_dir]  # Read whole by a training before.
+    kept = self._parsed_rows_dir
     splits = {'train': local_data.to_split(
         train_data, os.path.join(data, statistics.split_folder('train')),
-        kept_in=kept_in)}
+        kept_rows=kept)}
     splits['eval'] = (local_data.to_split(
         eval_data, os.path.join(data, statistics.split_folder('eval')),
-        kept_in=kept_in) if eval_data is not None else splits['train'])
+        kept_rows=kept) if eval_data is not None else splits['train'])
     self._fn_args = self._make_fn_args(splits, steps)
     self.spec.fn_args = self._fn_args  # What canned specs read the data from.
     prepared, result = spec_runner.train(self.spec, self._fn_args)
@@ -194,7 +194,7 @@ class Estimator:
     with scratch.folder(name) as folder:
       files = local_data.to_split(
           data, os.path.join(folder, statistics.split_folder(name)),
-          kept_in=[self._parsed_rows_dir])
+          kept_rows=self._parsed_rows_dir)
       yield [paths.as_pattern(f) for f in files]
 
   def _require_trained(self, what):

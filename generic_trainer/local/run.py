@@ -24,15 +24,15 @@ folder starts by removing the rest of what an earlier run wrote there
 folder whose `data/`, `run/`... no run wrote).
 
 A training that did not finish (killed, interrupted, or failed after a
-checkpoint) resumes as in a pipeline: the same command again continues
-from the last epoch checkpoint (TrainSpec modules; a `run_fn` that uses
-`resume.keras_callback` or `resume.checkpoint_manager`) in `.resume-<key>/`. The key hashes what defines the training
-(`resume_key`, through `resume.fingerprint`, the pipeline's too): the
-module's and the schema's contents, the data files' paths, sizes and
-modification times, and the flags. The folder paths of a local run never
-change, so the key is taken from the data itself, not from the artifacts'
-URIs as in a pipeline. A run with another key, or with `resume=False`,
-removes it; a published model removes its own.
+checkpoint) resumes as in a pipeline: the same command again continues from the
+last epoch checkpoint (TrainSpec modules; a `run_fn` that uses
+`resume.keras_callback` or `resume.checkpoint_manager`) in `.resume-<key>/`.
+The key hashes what defines the training (`resume_key`, through
+`resume.fingerprint`, the pipeline's too): the module's and the schema's
+contents, the data files' paths, sizes and modification times, and the flags.
+The folder paths of a local run never change, so the key is taken from the data
+itself, not from the artifacts' URIs as in a pipeline. A run with another key,
+or with `resume=False`, removes it; a published model removes its own.
 """
 
 import hashlib
@@ -287,7 +287,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
         f'the schema {request.schema}')
   split_options = {'delimiter': request.csv_delimiter,
                    'required': local_data.required_columns(spec_class),
-                   'kept_in': [getattr(request.parsed_rows, 'folder', None)]}
+                   'kept_rows': getattr(request.parsed_rows, 'folder', None)}
   train_dir = os.path.join(layout.data, statistics.split_folder('train'))
   held_out = not request.eval_data and not request.eval_on_train
   # Held out: all of it first, in a folder named like the split it is
