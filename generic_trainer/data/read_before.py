@@ -51,7 +51,7 @@ def check_error(path: str, kept_rows: Optional[str]):
     fields = span_key.file_fields(path, tfrecords.compression(path))
   except (OSError, tf.errors.OpError):
     fields = None  # The check says what is wrong with it.
-  before = fields is not None and _kept_read_whole(path, kept_rows, fields)
+  before = fields is not None and _kept_read_whole(kept_rows, fields)
   error = tfrecords.check_error(path, read_whole_before=before)
   if error is None and fields is not None and (
       before or tfrecords.checks_whole(fields['size'])):
@@ -67,13 +67,15 @@ def read_whole(key: Dict[str, Any]) -> bool:
       key.get(field) == value for field, value in noted.items())
 
 
-def _kept_read_whole(path: str, kept_rows: Optional[str],
-                     fields: Dict[str, Any]) -> bool:
-  """Whether `kept_rows` holds an entry of `path` whose manifest says a
-  check read the file whole, with `fields` as its file fields."""
+def _kept_read_whole(kept_rows: Optional[str], fields: Dict[str, Any]
+                     ) -> bool:
+  """Whether `kept_rows` holds an entry of the file of `fields` (its file
+  fields now) whose manifest says a check read it whole, with those
+  fields."""
   if not kept_rows:
     return False
-  manifest = os.path.join(kept_rows, span_key.entry_name(path), MANIFEST)
+  manifest = os.path.join(kept_rows, span_key.entry_name(fields['path']),
+                          MANIFEST)
   try:
     with tf.io.gfile.GFile(manifest, 'r') as f:
       read = json.loads(f.read())
