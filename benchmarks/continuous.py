@@ -28,8 +28,8 @@ misses to a scratch folder, without a model, inside TensorFlow as fit
 iterates (`input_cpu_s`):
 
 - input CPU seconds: the check of the input before training (each file
-  read whole unless an earlier training kept its rows: `core.inputs`,
-  `data.read_before`; `check_cpu_s`) and the train and eval rows brought
+  read whole unless an earlier training kept its rows: `fnargs.inputs`,
+  `data.kept.read_before`; `check_cpu_s`) and the train and eval rows brought
   into memory once (read, checked, parsed or read back, kept;
   `rows_cpu_s`): what this issue saves. Each part the least of
   `INPUT_REPEATS` measures (all are in the record), each as a fresh
@@ -75,7 +75,7 @@ def write_spans(base: str, rows: int, count: int):
 def _io(spans, work, previous):
   """The executor's dicts: the window's Examples, the TrainSpec module,
   the ParsedRows input (`previous`, a folder) and output."""
-  from generic_trainer.core.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept.artifact import ParsedRows  # pylint: disable=g-import-not-at-top
   inputs, outputs, properties = variants.trainer_io(
       spans[0], work, variants.SPEC_MODULE, None, None,
       {'epochs': 2, 'cache': None, 'table': 'narrow'})
@@ -127,17 +127,19 @@ def input_cpu_s(spans, previous, scratch, epochs: bool = False) -> float:
   iterated inside TensorFlow as Keras' fit iterates them. With `epochs`,
   the datasets the training iterates: also the train split's two epochs
   of shuffling and batching from memory, which the bound (c) pays too."""
-  from generic_trainer.data import input_pipeline, schema_file, span_cache, span_key  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.data import input_pipeline, schema_file  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.data.kept import cache as kept_cache
+  from generic_trainer.data.kept import key as kept_key
   schema = schema_file.read(os.path.join(spans[0], 'schema.pbtxt'))
   config, names = input_pipeline.parser_config(schema)
   label = synthetic_data.LABEL_KEY
-  store = (span_cache.SpanCache(scratch, previous=previous)
+  store = (kept_cache.SpanCache(scratch, previous=previous)
            if previous is not None else None)
   cpu = _cpu_s()
   with store or open(os.devnull) as kept:
-    shared = {**span_key.parser_fields(config, names, label,
+    shared = {**kept_key.parser_fields(config, names, label,
                                        input_pipeline.PARSE_ROWS),
-              **span_key.environment_fields(), 'transform': None}
+              **kept_key.environment_fields(), 'transform': None}
     kept = (kept, shared) if store else None
     for split, passes, shuffle in (('train', 2, True), ('eval', 1, False)):
       files = [os.path.join(s, f'Split-{split}', '*') for s in spans]
@@ -154,11 +156,11 @@ def input_cpu_s(spans, previous, scratch, epochs: bool = False) -> float:
 
 
 def check_cpu_s(spans, previous) -> float:
-  """The CPU seconds of the check before training (`core.inputs`) of the
+  """The CPU seconds of the check before training (`fnargs.inputs`) of the
   window's Examples, with the ParsedRows of `previous` (None: today's
   path)."""
   from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import inputs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs import inputs  # pylint: disable=g-import-not-at-top
   examples = _examples(spans)
   cpu = _cpu_s()
   for artifact in examples:
@@ -170,7 +172,7 @@ def check_cpu_s(spans, previous) -> float:
 def _fresh(measure, probe: Optional[str] = None):
   """`measure()` as a fresh execution's process pays it: no kept-rows
   function traced yet, and nothing kept in `probe` after."""
-  from generic_trainer.data import kept_blocks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept import blocks as kept_blocks  # pylint: disable=g-import-not-at-top
   kept_blocks.forget_traced()
   try:
     return measure()
@@ -197,7 +199,7 @@ def _warm_up():
 
 def run_execution(spans, work, previous, result):
   """One execution in this process; writes its record to `result`."""
-  import generic_trainer.executor  # pylint: disable=g-import-not-at-top
+  import generic_trainer.component.executor  # pylint: disable=g-import-not-at-top
   shutil.rmtree(work, ignore_errors=True)
   os.makedirs(work)
   io = _io(spans, work, previous)
@@ -209,7 +211,7 @@ def run_execution(spans, work, previous, result):
   datasets_s = _fresh(
       lambda: input_cpu_s(spans, previous, probe, epochs=True), probe)
   cpu, started = _cpu_s(), time.monotonic()
-  _fresh(lambda: generic_trainer.executor.GenericExecutor().Do(*io))
+  _fresh(lambda: generic_trainer.component.executor.GenericExecutor().Do(*io))
   record = {'execution_s': time.monotonic() - started,
             'cpu_s': _cpu_s() - cpu, 'input_cpu_s': min(checks) + min(rows),
             'check_cpu_s': min(checks), 'check_cpu_s_measures': checks,

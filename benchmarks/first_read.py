@@ -51,7 +51,9 @@ def main(argv=None):
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline, schema_file  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from generic_trainer.data import span_cache, span_entry, span_key  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.data.kept import cache as kept_cache  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.data.kept import entry as kept_entry
+  from generic_trainer.data.kept import key as kept_key
   tf.config.threading.set_inter_op_parallelism_threads(1)
   tf.config.threading.set_intra_op_parallelism_threads(1)
   root = os.path.join(args.data_dir, f'rows{args.rows}')
@@ -110,10 +112,10 @@ def main(argv=None):
   # A kept entry of the same rows, written then checked and read back.
   with tempfile.TemporaryDirectory() as tmp:
     label = synthetic_data.LABEL_KEY
-    shared = {**span_key.parser_fields(config, names, label,
+    shared = {**kept_key.parser_fields(config, names, label,
                                        input_pipeline.PARSE_ROWS),
-              **span_key.environment_fields(), 'transform': None}
-    with span_cache.SpanCache(tmp) as store:
+              **kept_key.environment_fields(), 'transform': None}
+    with kept_cache.SpanCache(tmp) as store:
       for _ in input_pipeline.block_dataset(
           [data['train'] + '/*'], config, names, label, 256, 1, False,
           cache=False, kept=(store, shared)):
@@ -121,12 +123,12 @@ def main(argv=None):
     entries = [os.path.join(tmp, n) for n in os.listdir(tmp)
                if not n.endswith('.json')]
     result['kept_bytes'] = sum(os.path.getsize(
-        os.path.join(e, span_entry.BLOCKS)) for e in entries)
+        os.path.join(e, kept_entry.BLOCKS)) for e in entries)
 
     def read_back(patterns):
       # As training reads them: the entries looked up (each checked
       # whole) and their blocks iterated in TensorFlow, without Python.
-      with span_cache.SpanCache(tmp, record=False) as store:
+      with kept_cache.SpanCache(tmp, record=False) as store:
         blocks = input_pipeline.parsed_blocks(
             patterns, config, names, label, True, kept=(store, shared))
         blocks.reduce(0, lambda count, *unused: count + 1).numpy()

@@ -74,7 +74,7 @@ def run_executor(kind, args, work_dir):
   if kind == 'tfx_trainer':
     from tfx.components.trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
   else:
-    from generic_trainer.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
+    from generic_trainer.component.executor import GenericExecutor as Executor  # pylint: disable=g-import-not-at-top
   table = synthetic_data.table_of(args.data)
   if kind in SPEC_CACHE:
     io = trainer_io(args.data, work_dir, SPEC_MODULE, None, None,
@@ -195,12 +195,12 @@ class _CacheLines(logging.Handler):
       self.lines.append(message)
 
   def __enter__(self):
-    from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+    from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
     progress.log().addHandler(self)
     return self
 
   def __exit__(self, *unused):
-    from generic_trainer import progress  # pylint: disable=g-import-not-at-top
+    from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
     progress.log().removeHandler(self)
 
 
@@ -251,7 +251,7 @@ def main(argv=None):
     import keras  # pylint: disable=g-import-not-at-top,unused-import
   else:  # Both trainers' modules, so neither pays the other's imports.
     import tfx.components.trainer.executor  # pylint: disable=g-import-not-at-top,unused-import
-    import generic_trainer.executor  # pylint: disable=g-import-not-at-top,unused-import
+    import generic_trainer.component.executor  # pylint: disable=g-import-not-at-top,unused-import
   results = {}
   for variant in args.variants:
     records = results[variant] = []

@@ -4,6 +4,8 @@ Importing this package is cheap; TensorFlow and TFX load only when a name
 that needs them is used.
 """
 
+import importlib
+
 from generic_trainer.errors import CheckpointError
 from generic_trainer.errors import ExportValidationError
 from generic_trainer.errors import FolderInUseError
@@ -19,22 +21,21 @@ from generic_trainer.errors import StorageError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UnsafeFolderError
 from generic_trainer.errors import UserModuleError
-from generic_trainer.train_spec import TrainSpec
+from generic_trainer.trainspec.spec import TrainSpec
 from generic_trainer.version import __version__
 
 _LAZY = {
-    'Estimator': 'generic_trainer.local.estimator',
-    'GenericExecutor': 'generic_trainer.executor',
-    'FnArgs': 'generic_trainer.core.fn_args',
+    'Estimator': 'generic_trainer.notebook.estimator',
+    'GenericExecutor': 'generic_trainer.component.executor',
+    'FnArgs': 'generic_trainer.fnargs.fn_args',
     'GenericTrainer': 'generic_trainer.component',
     'ParsedRows': 'generic_trainer.component',
-    'validate_export': 'generic_trainer.core.export_validation',
+    'validate_export': 'generic_trainer.checks.export_validation',
 }
 
 
 def __getattr__(name):
   if name in _LAZY:
-    import importlib  # pylint: disable=g-import-not-at-top
     return getattr(importlib.import_module(_LAZY[name]), name)
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from generic_trainer.local import cli
+from generic_trainer.command import cli
 
 sys.exit(cli.main())

@@ -6,6 +6,12 @@ Constants live here, not in the modules that act on them, so that importing
 a name never imports a behaviour.
 """
 
+# TFX's layout of a Model artifact (`tfx.utils.path_constants`): the
+# serving SavedModel and the eval one, in folders of these names
+# (`system.paths.model_dirs`).
+SERVING_MODEL_DIR = 'Format-Serving'
+EVAL_MODEL_DIR = 'Format-TFMA'
+
 # Where the user code comes from: exactly one of these execution properties.
 MODULE_FILE_KEY = 'module_file'
 MODULE_PATH_KEY = 'module_path'
@@ -20,7 +26,7 @@ STRATEGY_KEY = 'strategy'
 ALLOW_SIGNATURE_CHANGE_KEY = 'allow_signature_change'
 BACKEND_KEY = 'backend'
 MAX_RESTARTS_KEY = 'max_restarts'
-# Parsed rows kept across executions (data.span_cache): the input resolved
+# Parsed rows kept across executions (data.kept.cache): the input resolved
 # from an earlier execution, and the output this one writes.
 PARSED_ROWS_KEY = 'parsed_rows'
 UPDATED_PARSED_ROWS_KEY = 'updated_parsed_rows'

@@ -2,7 +2,8 @@
 
 A training killed (preempted node, OOM, Ctrl-C, an orchestrator's retry) and
 started again on the same inputs continues from its last checkpoint. The
-checkpoint directory, `fn_args.checkpoint_dir`, is keyed by a fingerprint of
+checkpoint directory, `fn_args.checkpoint_dir`, is keyed (`plan.plan`'s
+`resume_key`, decided with the plan) by a fingerprint of
 the input artifacts and the execution properties (train/eval args, custom
 config, the module, which TFX packages with a content hash), not by the
 execution or the pipeline run: a retry, or a new run of the same pipeline on
@@ -36,60 +37,23 @@ kill at any moment leaves the previous checkpoint or the new one, never a
 half-written one. Older checkpoints are deleted after the pointer moved.
 """
 
-import hashlib
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 import shutil
 import tempfile
 
 from absl import logging
 
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
+from generic_trainer.errors import CheckpointError
+import tensorflow as tf
 
-RESUME_PREFIX = 'resume-'
 LATEST_FILE = 'latest.json'
 CHECKPOINT_PREFIX = 'checkpoint-'
 _TMP_PREFIX = '.tmp-'
 # Keras's BackupAndRestore (run_fn modules' `keras_callback`) writes this.
 _KERAS_METADATA_FILE = 'training_metadata.json'
-
-
-def fingerprint(inputs: Dict[str, Any], module_file: Optional[str],
-                settings: Dict[str, Any]) -> str:
-  """A short hash of what defines a training: what identifies its inputs,
-  the content of its module file, and its settings. The one resume key:
-  a pipeline passes its input artifacts' URIs (`checkpoint_dir`), the
-  command its files' paths, sizes and modification times (its folders'
-  paths never change)."""
-  module_hash = ''
-  if module_file and os.path.isfile(module_file):
-    with open(module_file, 'rb') as f:
-      module_hash = hashlib.sha256(f.read()).hexdigest()
-  blob = json.dumps({'inputs': inputs, 'module': module_hash,
-                     'settings': settings}, sort_keys=True, default=str)
-  return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def checkpoint_dir(input_dict: Dict[str, List[Any]],
-                   exec_properties: Dict[str, Any], module_file: Optional[str],
-                   model_run_uri: str,
-                   stateful_working_dir: Optional[str]) -> str:
-  """The resume directory of a pipeline's training.
-
-  Under TFX it sits beside the node's stateful working dirs
-  (`<node>/.system/stateful_working_dir/resume-<fingerprint>`), which TFX
-  neither deletes on failure nor shares between nodes; called directly, in
-  the ModelRun artifact (stable when a retry reuses the output URIs, as
-  Kubeflow's retries do). `module_file` is the user module's source file
-  (`core.module_loader.source_file`), or None.
-  """
-  base = (os.path.dirname(stateful_working_dir.rstrip('/'))
-          if stateful_working_dir else model_run_uri)
-  inputs = {key: sorted(a.uri for a in artifacts)
-            for key, artifacts in sorted(input_dict.items())}
-  return os.path.join(base, RESUME_PREFIX + fingerprint(
-      inputs, module_file, exec_properties))
 
 
 def remove(directory: Optional[str]) -> None:
@@ -107,7 +71,6 @@ def keras_callback(fn_args, save_freq='epoch'):
   is published. It is `tf.keras`'s, so it is tf.keras 2's callback when the
   module runs with keras_version='tf_keras', and Keras 3's otherwise.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.keras.callbacks.BackupAndRestore(
       fn_args.checkpoint_dir, save_freq=save_freq, delete_checkpoint=False)
 
@@ -119,7 +82,6 @@ def checkpoint_manager(fn_args, checkpoint,
   Returns the manager and the step restored from (0 when starting fresh;
   the step is the checkpoint number given to `manager.save`).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   manager = tf.train.CheckpointManager(
       checkpoint, os.path.join(fn_args.checkpoint_dir, 'tf_checkpoints'),
       max_to_keep=max_to_keep)
@@ -141,7 +103,6 @@ def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
   Raises:
     CheckpointError: the file is there but cannot be read.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not directory:
     return None
   path = os.path.join(directory, LATEST_FILE)
@@ -153,7 +114,6 @@ def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
     for key in ('checkpoint', 'epoch', 'batch', 'step'):
       point[key]  # pylint: disable=pointless-statement
   except (ValueError, KeyError, TypeError, tf.errors.OpError) as e:
-    from generic_trainer.errors import CheckpointError  # pylint: disable=g-import-not-at-top
     raise CheckpointError(
         f'The resume checkpoint pointer {path} cannot be read ({e!r}); it '
         'should be JSON naming a checkpoint folder, with epoch, batch and '
@@ -165,7 +125,6 @@ def latest(directory: Optional[str]) -> Optional[Dict[str, Any]]:
 def describe(directory: Optional[str]) -> Optional[str]:
   """Where a training restarted now would resume: 'step 40 (epoch 3, batch
   1)', 'epoch 2' for a run_fn's Keras BackupAndRestore, None for nowhere."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   point = latest(directory)
   if point is not None:
     return describe_point(point)
@@ -197,7 +156,6 @@ def write_checkpoint(directory: str, step: int,
   `checkpoint-<step>`, and `latest.json` (`point` plus the folder's name)
   replaces the previous pointer. Older checkpoints are deleted last.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   gfile = tf.io.gfile
   name = f'{CHECKPOINT_PREFIX}{step:09d}'
   final = os.path.join(directory, name)

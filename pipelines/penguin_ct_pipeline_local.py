@@ -175,7 +175,7 @@ def main(argv=None) -> int:
                       help='Show every line instead of writing them to '
                       'OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
-  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
   title = f'Penguin continuous training, day {args.day}'
 
   def body(say, log_path):
@@ -188,5 +188,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == '__main__':
-  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  console.end_process(main())
+  from generic_trainer.usercode import stray_threads  # pylint: disable=g-import-not-at-top
+  stray_threads.end_process(main())

@@ -30,7 +30,7 @@ PIPELINE_NAME = 'penguin-generic-trainer'
 IMAGE_ROOT = '/pipeline'
 IMAGE_DATA_ROOT = f'{IMAGE_ROOT}/data'
 MODULE_PATH = 'penguin_keras'  # /pipeline/module_files is on PYTHONPATH.
-TRAINER_EXECUTOR = 'generic_trainer.executor.GenericExecutor'
+TRAINER_EXECUTOR = 'generic_trainer.component.executor.GenericExecutor'
 
 
 def create_pipeline(pipeline_root: str, serving_model_dir: str,

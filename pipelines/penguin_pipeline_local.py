@@ -197,7 +197,7 @@ def main(argv=None) -> int:
                       help='Show every line (TensorFlow, TFX, absl...) '
                       'instead of writing them to OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
-  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
   result = {}
 
   def body(say, log_path):
@@ -231,5 +231,5 @@ def summary_lines(title: str, result: dict, log_path: Optional[str]):
 
 
 if __name__ == '__main__':
-  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
-  console.end_process(main())
+  from generic_trainer.usercode import stray_threads  # pylint: disable=g-import-not-at-top
+  stray_threads.end_process(main())

@@ -2,7 +2,7 @@
 
 `<!-- generated: command-flags -->` in a page becomes the table of the
 `generic-trainer` command's flags, read from its argparse parser
-(`generic_trainer.local.cli_args`), so the reference cannot drift from the
+(`generic_trainer.command.cli_args`), so the reference cannot drift from the
 command. Importing the parser loads no TensorFlow.
 """
 
@@ -21,7 +21,7 @@ def flags_table() -> str:
   """The parser's options as a Markdown table: flag, value, help."""
   if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
   parser = cli_args._parser()  # pylint: disable=protected-access
   rows = ['| flag | value | required | what it is |', '|---|---|---|---|']
   for action in parser._actions:  # pylint: disable=protected-access

@@ -183,3 +183,14 @@ def _own_user_cache(tmp_path_factory):
   Estimator's kept parsed rows) is the test session's own, so that no test
   writes to or reads from the real one."""
   os.environ['XDG_CACHE_HOME'] = str(tmp_path_factory.mktemp('user-cache'))
+
+
+def load_run_fn(exec_properties):
+  """The entry point a plan loads for `exec_properties`: the one source
+  checked, then loaded (`usercode.module_loader`), as `plan.resolve`
+  does."""
+  from generic_trainer.keys import SOURCE_KEYS  # pylint: disable=g-import-not-at-top
+  from generic_trainer.usercode import module_loader  # pylint: disable=g-import-not-at-top
+  key = module_loader.check_one_source(
+      **{k: exec_properties.get(k) for k in SOURCE_KEYS})
+  return module_loader.load_entry_point(key, exec_properties[key])

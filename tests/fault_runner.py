@@ -21,7 +21,7 @@ def main(workdir, attempt, module_file, train_steps, custom_config='null'):
   import conftest  # pylint: disable=g-import-not-at-top
   from tfx.dsl.components.base.base_executor import BaseExecutor  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   examples, schema = conftest.write_penguin_artifacts(
       os.path.join(workdir, 'inputs'))
   model = standard_artifacts.Model()

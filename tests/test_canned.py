@@ -153,11 +153,11 @@ def test_statistics_give_means_and_vocabularies(tmp_path):
   it, not from the data; an incomplete vocabulary falls back to a sample."""
   from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
   from generic_trainer.canned import data_summary  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs.local import LocalFnArgs  # pylint: disable=g-import-not-at-top
   path = _write_csv(tmp_path / 'd.csv', ['size', 'color', 'shape'],
                     [[1.0, 'red', 'round'], [3.0, 'blue', 'square']] * 5)
-  files = local_data.to_split(path, str(tmp_path / 'Split-train'))
+  files = local_files.to_split(path, str(tmp_path / 'Split-train'))
   stats = statistics_pb2.DatasetFeatureStatisticsList()
   dataset = stats.datasets.add(num_examples=10)
   size = dataset.features.add(name='size')
@@ -174,7 +174,7 @@ def test_statistics_give_means_and_vocabularies(tmp_path):
     f.write(stats.SerializeToString())
   fn_args = LocalFnArgs(train_files=files,
                         statistics_path=str(tmp_path / 'stats'))
-  schema = local_data.infer_schema(files)
+  schema = local_files.infer_schema(files)
   summaries = data_summary.summarize(
       fn_args, schema, {'size': data_summary.MOMENTS,
                         'color': data_summary.VOCABULARY,

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from generic_trainer import cgroup
-from generic_trainer import machine
+from generic_trainer.system import cgroup
+from generic_trainer.system import machine
 
 GIB = 1 << 30
 MOUNTINFO_V2 = ('25 1 0:22 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 '

@@ -255,7 +255,7 @@ def test_a_group_of_three_under_kills_shrinks_regrows_and_trains_each_row_once(
   import tempfile  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import restarts  # pylint: disable=g-import-not-at-top
   seed = int(os.environ.get(SEED_ENV) or random.randrange(1 << 31))

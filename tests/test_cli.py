@@ -32,7 +32,7 @@ def _command(*args, importtime=False):
 
 def _parse_fresh(argv, cwd):
   """main(argv) in a fresh process: (exit status, stderr, TF imported?)."""
-  code = ('import json, sys\nfrom generic_trainer.local import cli\n'
+  code = ('import json, sys\nfrom generic_trainer.command import cli\n'
           'status = cli.main(json.loads(sys.argv[1]))\n'
           "print(json.dumps([status, 'tensorflow' in sys.modules]))")
   proc = subprocess.run([sys.executable, '-c', code, json.dumps(argv)],
@@ -197,10 +197,10 @@ def test_python_m_generic_trainer_help():
 
 def test_console_script_is_cli_main():
   """pyproject.toml installs `generic-trainer`, running
-  generic_trainer.local.cli.main."""
+  generic_trainer.command.cli.main."""
   import importlib  # pylint: disable=g-import-not-at-top
   import tomli  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   with open(os.path.join(REPO, 'pyproject.toml'), 'rb') as f:
     scripts = tomli.load(f)['project']['scripts']
   (name, target), = scripts.items()
@@ -324,7 +324,7 @@ def test_run_fn_module_end_to_end(tmp_path, penguin_csvs):
 
 def test_run_fn_gets_the_component_fn_args(tmp_path, penguin_csvs, capsys):
   """A run_fn gets TFX's FnArgs over the local data, steps and hparams."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   status = cli.main([
       '--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
@@ -347,7 +347,7 @@ def test_run_fn_gets_the_component_fn_args(tmp_path, penguin_csvs, capsys):
 
 def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):
   """A run into the folder of an earlier run replaces its outputs."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   argv = ['--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
           '--train-data', penguin_csvs[0], '--output-dir', str(out)]
@@ -361,7 +361,7 @@ def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):
 def test_run_fn_names_a_function_of_the_module(tmp_path, penguin_csvs,
                                                capsys, monkeypatch):
   """--run-fn NAME runs that function of a run_fn module."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(sys, 'path', list(sys.path))
   module = tmp_path / 'cli_named_entry.py'
   module.write_text(textwrap.dedent(f'''
@@ -383,7 +383,7 @@ def test_run_fn_names_a_function_of_the_module(tmp_path, penguin_csvs,
 
 def test_run_fn_names_one_of_several_specs(tmp_path, penguin_csvs, capsys):
   """--run-fn SpecName picks one of two unrelated TrainSpecs."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   module = tmp_path / 'two_specs.py'
   module.write_text(textwrap.dedent('''
       from spec_fixtures import PenguinSpec
@@ -427,7 +427,7 @@ def test_rejected_export_leaves_no_model(tmp_path, penguin_csvs):
 
 def test_spec_error_exits_1_with_the_message(tmp_path, penguin_csvs, capsys):
   """A TrainSpec that does not fit the data: exit 1, SpecError's message."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   module = tmp_path / 'wrong_label.py'
   module.write_text(textwrap.dedent('''
       from spec_fixtures import PenguinSpec
@@ -448,7 +448,7 @@ def test_spec_error_exits_1_with_the_message(tmp_path, penguin_csvs, capsys):
 
 def test_data_that_is_not_tfrecords_exits_1(tmp_path, capsys):
   """A data file neither CSV nor TFRecord is named before training."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   notes = tmp_path / 'notes.txt'
   notes.write_text('not a TFRecord file')
   status = cli.main(['--module-file', SPEC_MODULE, '--train-data', str(notes),

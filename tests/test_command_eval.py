@@ -13,7 +13,7 @@ SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
 
 def _main(*argv):
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   return cli.main(list(argv))
 
 
@@ -33,9 +33,9 @@ def test_the_hash_split_is_deterministic_and_holds_out_a_third(tmp_path,
                                                                 penguin_csvs):
   """The same rows go to eval on every run; about a third; none on both
   sides; every row on one."""
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import holdout  # pylint: disable=g-import-not-at-top
-  files = local_data.to_split(penguin_csvs[0], str(tmp_path / 'all'))
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import holdout  # pylint: disable=g-import-not-at-top
+  files = local_files.to_split(penguin_csvs[0], str(tmp_path / 'all'))
   first = holdout.split(files, str(tmp_path / 'a' / 'train'),
                         str(tmp_path / 'a' / 'eval'))
   again = holdout.split(files, str(tmp_path / 'b' / 'train'),
@@ -127,8 +127,8 @@ def test_too_few_rows_to_hold_out_are_named(tmp_path, penguin_csvs, capsys):
 def test_the_eval_choice_is_part_of_the_resume_key(tmp_path, penguin_csvs,
                                                    flag_values, expected):
   """A held-out run and a --eval-data train run never resume each other."""
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
   argv = ['--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
           '--output-dir', str(tmp_path / 'out')]
   plain = cli_args.parse(argv, started=0.0)
@@ -136,5 +136,5 @@ def test_the_eval_choice_is_part_of_the_resume_key(tmp_path, penguin_csvs,
       argv + [x for v in flag_values for x in ('--eval-data', v)],
       started=0.0)
   assert chosen.eval_on_train == (expected == 'train')
-  assert (local_run.resume_key(plain) == local_run.resume_key(chosen)) == (
+  assert (command_run.resume_key(plain) == command_run.resume_key(chosen)) == (
       expected == 'held_out')

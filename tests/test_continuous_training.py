@@ -63,7 +63,7 @@ def _rows(io):
 def test_several_examples_artifacts_train_on_their_union(trainer_io, spans):
   """Two spans in `examples`: run_fn reads every row of both, and
   num_examples sums their statistics, matched by span."""
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   examples, statistics, counts = spans
   io = trainer_io(module_file=os.path.join(TESTDATA, 'counts_rows.py'))
   io[0]['examples'] = examples
@@ -80,7 +80,7 @@ def test_several_examples_artifacts_train_on_their_union(trainer_io, spans):
 def test_statistics_that_do_not_match_every_span_give_no_count(trainer_io,
                                                                 spans):
   """Statistics of span 1 only: num_examples is None, not a wrong count."""
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   examples, statistics, _ = spans
   io = trainer_io(module_file=os.path.join(TESTDATA, 'counts_rows.py'))
   io[0]['examples'] = examples
@@ -96,7 +96,7 @@ def test_each_examples_artifact_is_checked_and_named(trainer_io, spans,
   import shutil  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   examples, _, _ = spans
   broken = standard_artifacts.Examples()
   broken.uri = str(tmp_path / 'span-3')
@@ -264,7 +264,7 @@ def _signature_model(path, inputs):
 def test_gate_lists_each_change(tmp_path):
   """Removed, added and reshaped inputs are listed, old vs new; a wider
   shape (None for 4) and a new signature are not changes."""
-  from generic_trainer.core import signature_gate  # pylint: disable=g-import-not-at-top
+  from generic_trainer.checks import signature_gate  # pylint: disable=g-import-not-at-top
   old = _signature_model(str(tmp_path / 'old'), {'a': [None, 1], 'b': [None],
                                                   'c': [None, 4]})
   new = _signature_model(str(tmp_path / 'new'), {'a': [None, 2],
@@ -282,7 +282,7 @@ def test_gate_lists_each_change(tmp_path):
 @pytest.fixture
 def published_spec_model(tmp_path, penguin_csvs):
   """An output folder of the command holding a penguin spec model."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'yesterday'
   assert cli.main(['--module-file', SPEC_MODULE, '--train-data',
                    penguin_csvs[0], '--output-dir', str(out), '--steps',
@@ -316,7 +316,7 @@ def test_gate_refuses_a_model_that_drops_an_input_through_the_command(
   """--base-model: a spec that no longer reads body_mass_g changes
   serving_raw's inputs; refused, nothing published; with
   --allow-signature-change it is published."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   argv = ['--module-file', _drops_a_feature(tmp_path), '--train-data',
           penguin_csvs[0], '--output-dir', str(tmp_path / 'today'),
           '--steps', '4', '--base-model', str(published_spec_model)]
@@ -339,7 +339,7 @@ def test_gate_in_the_component(trainer_io, published_spec_model, tmp_path):
   kept; allow_signature_change publishes anyway."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import SignatureChangeError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   base = standard_artifacts.Model()
   base.uri = str(tmp_path / 'base')
   os.makedirs(base.uri)
@@ -360,7 +360,7 @@ def test_gate_in_the_component(trainer_io, published_spec_model, tmp_path):
 def test_base_model_flag_must_be_a_saved_model(tmp_path, penguin_csvs,
                                                capsys):
   """--base-model of a folder without saved_model.pb: exit 2, at once."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   assert cli.main(['--module-file', SPEC_MODULE, '--train-data',
                    penguin_csvs[0], '--output-dir', str(tmp_path / 'out'),
                    '--base-model', str(tmp_path)]) == 2

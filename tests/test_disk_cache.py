@@ -8,9 +8,9 @@ import tempfile
 
 import pytest
 
-from generic_trainer import progress
+from generic_trainer.system import progress
 from generic_trainer.errors import NonFiniteLossError, SpecError
-from generic_trainer.local.estimator import Estimator
+from generic_trainer.notebook.estimator import Estimator
 from spec_fixtures import PenguinSpec
 
 

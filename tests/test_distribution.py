@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from generic_trainer.core import distribution
-from generic_trainer.core import plan as plan_lib
-from generic_trainer.core.plan import Where
-from generic_trainer.core.distribution import ClusterRole
+from generic_trainer.plan import distribution
+from generic_trainer.plan import plan as plan_lib
+from generic_trainer.plan.plan import Where
+from generic_trainer.plan.distribution import ClusterRole
 from generic_trainer.errors import InvalidArgumentError
 
 
@@ -151,11 +151,11 @@ def test_scratch_outputs_leave_the_real_artifacts_alone(tmp_path):
 def test_fn_args_of_one_process(trainer_io, monkeypatch):
   """Without workers, run_fn gets the default strategy and is the chief."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   monkeypatch.delenv('TF_CONFIG', raising=False)
   io = trainer_io(module_file='unused.py')
-  from generic_trainer.core.plan import TrainingPlan  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.plan import TrainingPlan  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.request import TrainingRequest  # pylint: disable=g-import-not-at-top
   fn_args = fn_args_lib.build_fn_args(TrainingRequest(
       *io, 'serving', 'eval', TrainingPlan('module_file', 'unused.py')))
   assert fn_args.strategy is tf.distribute.get_strategy()

@@ -49,7 +49,7 @@ def test_site_builds_strictly(tmp_path):
        '--site-dir', str(site)], cwd=REPO, env=command_env(),
       capture_output=True, text=True, timeout=300, check=False)
   assert done.returncode == 0, done.stdout + done.stderr
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
   flags_page = (site / 'reference' / 'command-flags' / 'index.html').read_text()
   for action in cli_args._parser()._actions:  # pylint: disable=protected-access
     for flag in action.option_strings:

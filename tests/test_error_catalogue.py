@@ -99,17 +99,17 @@ def _raised(call):
 def _cases(tmp_path):
   """{name: a call that raises one of our errors}: a representative set,
   across the package's layers."""
-  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import distribution  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import module_loader  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import csv_data  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import distribution  # pylint: disable=g-import-not-at-top
+  from generic_trainer.usercode import module_loader  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import csv_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import datasets  # pylint: disable=g-import-not-at-top
-  from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.trainspec import member_checks  # pylint: disable=g-import-not-at-top
   from generic_trainer import heads  # pylint: disable=g-import-not-at-top
-  from generic_trainer import train_result  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import train_result  # pylint: disable=g-import-not-at-top
   csv = tmp_path / 'train.csv'
   csv.write_text('a,b\n1,2\n3,4\n')
   module = tmp_path / 'mod.py'
@@ -133,16 +133,16 @@ def _cases(tmp_path):
     return lambda: csv_data.infer_kinds([csv_data.read(str(path))])
 
   return {
-      'one-source': lambda: args.check_one_source(module_file=None,
+      'one-source': lambda: module_loader.check_one_source(module_file=None,
                                                   module_path=None,
                                                   run_fn=None),
-      'run-fn-path': lambda: args.check_run_fn_path('run_fn'),
-      'keras-version': lambda: args.check_keras_version('keras2'),
-      'backend': lambda: args.check_backend('torch'),
-      'flag': lambda: args.check_flag('allow_signature_change', 'yes'),
-      'num-steps': lambda: args.check_num_steps('train_args', -1),
-      'custom-config': lambda: args.check_custom_config([1]),
-      'max-restarts': lambda: args.check_max_restarts(-1),
+      'run-fn-path': lambda: module_loader.check_run_fn_path('run_fn'),
+      'keras-version': lambda: plan_lib.check_keras_version('keras2'),
+      'backend': lambda: plan_lib.check_backend('torch'),
+      'flag': lambda: plan_lib.check_flag('allow_signature_change', 'yes'),
+      'num-steps': lambda: plan_lib.check_num_steps('train_args', -1),
+      'custom-config': lambda: plan_lib.check_custom_config([1]),
+      'max-restarts': lambda: plan_lib.check_max_restarts(-1),
       'num-workers': lambda: distribution.check_settings(0, None),
       'strategy': lambda: distribution.check_settings(None, 'tpu'),
       'module-missing': lambda: module_loader.check_module_source(
@@ -156,8 +156,8 @@ def _cases(tmp_path):
       'cli-progress': cli('--progress', 'fancy'),
       'cli-delimiter': cli('--csv-delimiter', '::'),
       'cli-schema': cli('--schema', str(tmp_path / 'nope.pbtxt')),
-      'no-data': lambda: local_data.resolve_files(str(tmp_path / 'no*.csv')),
-      'mixed-data': lambda: local_data.to_split(
+      'no-data': lambda: local_files.resolve_files(str(tmp_path / 'no*.csv')),
+      'mixed-data': lambda: local_files.to_split(
           [str(csv), str(module)], str(tmp_path / 'Split-x')),
       'csv-empty': csv_text(''),
       'csv-header-only': csv_text('a,b\n'),

@@ -19,7 +19,7 @@ SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
 
 def _main(*argv):
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   return cli.main(list(argv))
 
 
@@ -93,7 +93,7 @@ import os, sys, textwrap, time
 sys.path.insert(0, {tests!r})
 from conftest import write_penguin_artifacts
 from tfx.types import standard_artifacts
-from generic_trainer.executor import GenericExecutor
+from generic_trainer.component.executor import GenericExecutor
 
 root = {root!r}
 examples, schema = write_penguin_artifacts(os.path.join(root, 'data'))
@@ -148,7 +148,7 @@ def test_stray_threads_become_daemons_and_are_named(caplog):
   """The mechanism itself: a non-daemon thread started by user code is a
   daemon afterwards, and not joined at exit."""
   import threading  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import stray_threads  # pylint: disable=g-import-not-at-top
+  from generic_trainer.usercode import stray_threads  # pylint: disable=g-import-not-at-top
   before = set(threading.enumerate())
   stop = threading.Event()
   thread = threading.Thread(target=stop.wait, name='uploader')
@@ -201,7 +201,7 @@ def test_csv_separated_by_semicolons_is_refused_naming_the_delimiter(
 def test_decimal_commas_are_named_with_the_delimiter(tmp_path):
   """A European spreadsheet (';' and '39,1'): both are said."""
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import csv_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import csv_data  # pylint: disable=g-import-not-at-top
   path = tmp_path / 'eu.csv'
   path.write_text('species;bill_length_mm\n0;39,1\n1;40,2\n')
   with pytest.raises(InputArtifactError,
@@ -225,7 +225,7 @@ def test_decimal_commas_are_named_with_the_delimiter(tmp_path):
     (';', ';'), ('tab', '\t'), ('|', '|'), (',', ',')])
 def test_csv_delimiter_flag_names_the_delimiter(value, delimiter):
   """--csv-delimiter takes the character or the word tab."""
-  from generic_trainer.local import csv_dialect  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import csv_dialect  # pylint: disable=g-import-not-at-top
   assert csv_dialect.parse_delimiter(value) == delimiter
 
 
@@ -246,7 +246,7 @@ def test_empty_and_header_only_csv_say_all_four_parts(tmp_path):
   """An empty file and a header without rows: what is wrong, expected,
   received, what to do."""
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import csv_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import csv_data  # pylint: disable=g-import-not-at-top
   empty = tmp_path / 'empty.csv'
   empty.write_text('')
   with pytest.raises(InputArtifactError) as e:
@@ -344,7 +344,7 @@ def test_a_schema_that_requires_a_column_refuses_its_missing_values(tmp_path):
   """A feature the given schema requires (presence 1) cannot be NA."""
   from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
   schema = schema_pb2.Schema()
   for name in ('a', 'b'):
     feature = schema.feature.add(name=name, type=schema_pb2.FLOAT)
@@ -355,7 +355,7 @@ def test_a_schema_that_requires_a_column_refuses_its_missing_values(tmp_path):
                      match=r"column 'b' has 1 missing value\(s\) \(line 3\), "
                      r'but it cannot be missing: the schema s.pbtxt requires '
                      r'it in every example'):
-    local_data.to_split(str(path), str(tmp_path / 'Split-train'), schema,
+    local_files.to_split(str(path), str(tmp_path / 'Split-train'), schema,
                         'the schema s.pbtxt')
 
 
@@ -482,7 +482,7 @@ def test_spec_members_of_the_wrong_kind_are_named(member, value, message):
   """Each build_* member and handlers() returning the wrong kind of value:
   the member, what it takes and what it got."""
   from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
-  from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.trainspec import member_checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError, match=message) as e:
     getattr(member_checks, member)(_Spec(), value)
   assert_four_parts(str(e.value))
@@ -533,7 +533,7 @@ def test_a_full_disk_during_export_is_our_error(trainer_io, tmp_path, case):
   or HDF5's flush failure): a StorageError saying to free space, with
   h5py's error as the cause; nothing published."""
   from generic_trainer.errors import StorageError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   module = _module(tmp_path, f'full_{case}', _FULL_DISK_RUN_FNS[case])
   io = trainer_io(module_file=module)
   with pytest.raises(StorageError) as e:
@@ -563,7 +563,7 @@ def test_examples_of_a_csv_split_at_the_wrong_delimiter_are_refused(
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from conftest import TESTDATA  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   examples = standard_artifacts.Examples()
   examples.uri = str(tmp_path / 'examples')
   examples.split_names = '["train", "eval"]'
@@ -620,12 +620,12 @@ def test_an_error_we_cannot_name_is_said_without_a_traceback(
     tmp_path, penguin_csvs, capsys, monkeypatch):
   """Whatever escapes every check still reaches the user in four parts,
   exit 1, its traceback in a file the message names."""
-  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
 
   def fails(request, checkpoint=None):
     raise KeyError('boom')
 
-  monkeypatch.setattr(local_run, 'run', fails)
+  monkeypatch.setattr(command_run, 'run', fails)
   assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
                '--output-dir', str(tmp_path / 'out')) == 1
   err = capsys.readouterr().err
@@ -668,7 +668,7 @@ def test_numbers_with_na_read_as_strings_by_example_gen_are_refused(
   strings: refused before run_fn, naming the column and the spelling."""
   from conftest import TESTDATA  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   examples = _bytes_examples(tmp_path, [
       {'island': 'Biscoe', 'bill_length_mm': '39.1'},
       {'island': 'Dream', 'bill_length_mm': 'NA'}])

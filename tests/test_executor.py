@@ -10,7 +10,7 @@ from generic_trainer import errors
 
 
 def _do(io):
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   GenericExecutor().Do(*io)
 
 
@@ -147,7 +147,7 @@ def test_rejected_export_is_kept_in_stateful_working_dir(trainer_io, tmp_path):
   """A rejected export goes to the node's stateful working dir, which TFX
   keeps after a failure (it deletes the output artifact folders)."""
   from tfx.dsl.components.base.base_executor import BaseExecutor  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   io = trainer_io(module_file=_module('nan_prediction'))
   context = BaseExecutor.Context(stateful_working_dir=str(tmp_path / 'swd'))
   with pytest.raises(errors.ExportValidationError, match=(

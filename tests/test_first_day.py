@@ -58,7 +58,7 @@ def test_the_command_stderr_has_no_tensorflow_start_up_lines_nor_warnings(
 
 def test_the_schedule_reads_as_steps_and_epochs():
   """Steps and epochs in words: one epoch says so; several say their size."""
-  from generic_trainer.local.cli import schedule_text  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command.cli import schedule_text  # pylint: disable=g-import-not-at-top
   assert schedule_text(20000, 1) == (
       '20000 steps in one epoch (evaluated once, at the end)')
   assert schedule_text(20, 5) == '20 steps in 5 epochs of 4 steps'
@@ -84,7 +84,7 @@ def test_a_canned_spec_on_jax_is_refused_when_the_pipeline_is_built():
 def test_the_command_refuses_a_canned_spec_on_jax_before_tensorflow(
     tmp_path):
   """--backend jax with a canned spec: exit 2, TensorFlow not imported."""
-  code = ('import json, sys\nfrom generic_trainer.local import cli\n'
+  code = ('import json, sys\nfrom generic_trainer.command import cli\n'
           'status = cli.main(json.loads(sys.argv[1]))\n'
           "print(json.dumps([status, 'tensorflow' in sys.modules]))")
   import json  # pylint: disable=g-import-not-at-top
@@ -127,7 +127,7 @@ def test_what_the_source_says_plainly_is_refused_and_no_more(
   """A spec whose own backend is 'jax' and whose head the source shows is
   refused; where the entry point or the head is not plain, run time
   decides (errors row 115)."""
-  from generic_trainer.core import static_spec  # pylint: disable=g-import-not-at-top
+  from generic_trainer.usercode import static_spec  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
   module = tmp_path / 'module.py'
   module.write_text(textwrap.dedent(source))

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from generic_trainer import Estimator, SpecError, TrainSpec, heads
-from generic_trainer.core import module_loader
+from conftest import load_run_fn
 from spec_fixtures import FEATURES
 
 SPECIES = ['Adelie', 'Chinstrap', 'Gentoo']
@@ -275,7 +275,7 @@ def test_head_and_build_loss_both_given_is_refused(tmp_path):
       r'loss, or remove head and give the output layer, loss and metrics '
       r'yourself.')
   with pytest.raises(SpecError, match=message):
-    module_loader.load_run_fn({'module_file': str(path)})
+    load_run_fn({'module_file': str(path)})
 
   class Both(_Body):
     def build_loss(self):
@@ -286,7 +286,7 @@ def test_head_and_build_loss_both_given_is_refused(tmp_path):
 
 def test_spec_without_loss_or_head_names_both():
   """Without build_loss, the missing member says a head would do."""
-  from generic_trainer.train_spec import missing_members  # pylint: disable=g-import-not-at-top
+  from generic_trainer.trainspec.spec import missing_members  # pylint: disable=g-import-not-at-top
 
   class Bare(TrainSpec):
     label_key = 'species'

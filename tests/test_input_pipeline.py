@@ -203,7 +203,7 @@ def test_rows_too_big_for_memory_go_to_local_disk_if_it_has_room(
     data, monkeypatch, tmp_path):
   """Not in memory: on the disk of the cache folder when the rows fit in
   half of its free space; not on a filesystem in memory (tmpfs)."""
-  from generic_trainer import machine  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import machine  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(input_pipeline, 'CACHE_MEMORY_FRACTION', 0.0)
   fit = input_pipeline.cache_fit(data[0], _config(data), available=10**9,
                                  disk_dir='/scratch', disk_free=10**6)
@@ -367,7 +367,8 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
   """Without the cache every epoch reads the files: the log says which,
   and why."""
   import logging  # pylint: disable=g-import-not-at-top
-  from generic_trainer import TrainSpec, progress  # pylint: disable=g-import-not-at-top
+  from generic_trainer import TrainSpec  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import progress
   from generic_trainer.loop import datasets as spec_input  # pylint: disable=g-import-not-at-top
   patterns, schema = data
 
@@ -413,8 +414,8 @@ def test_cache_folders_of_dead_processes_are_removed(tmp_path):
   """A killed training leaves its folder; the next one removes it once its
   lock is free, whatever PID its name holds (PID 1 included); a folder
   whose lock a process holds stays, even when its named PID is gone."""
-  from generic_trainer import owner_lock  # pylint: disable=g-import-not-at-top
-  from generic_trainer import scratch  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import owner_lock  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import scratch  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import cache_folder  # pylint: disable=g-import-not-at-top
   import subprocess  # pylint: disable=g-import-not-at-top
   dead = tmp_path / f'{cache_folder.PREFIX}1-abc'

@@ -91,7 +91,7 @@ def test_spec_on_jax_in_a_tf_config_cluster_is_refused_before_training(
   """A TrainSpec whose own backend is JAX, run as the chief of a TF_CONFIG
   cluster: refused once the module is loaded, nothing trained or
   published."""
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   monkeypatch.setenv('TF_CONFIG', json.dumps({
       'cluster': {'worker': ['localhost:1', 'localhost:2']},
       'task': {'type': 'worker', 'index': 0}}))
@@ -115,7 +115,7 @@ def test_spec_on_jax_in_a_tf_config_cluster_is_refused_before_training(
 
 def test_component_and_spec_backends_must_agree(trainer_io):
   """backend='tensorflow' on the component, 'jax' in the spec: refused."""
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   io = trainer_io(module_file=JAX_SPEC_MODULE, backend='tensorflow')
   with pytest.raises(InvalidArgumentError) as info:
     GenericExecutor().Do(*io)
@@ -128,13 +128,13 @@ def test_component_and_spec_backends_must_agree(trainer_io):
 
 def test_spec_backend_must_be_tensorflow_or_jax():
   """A TrainSpec's unknown backend is a SpecError naming the class."""
-  from generic_trainer.core import args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
 
   class TorchSpec:
     backend = 'torch'
 
   with pytest.raises(SpecError) as info:
-    args.resolve_backend(None, TorchSpec)
+    plan_lib.resolve_backend(None, TorchSpec)
   assert str(info.value) == (
       "TrainSpec.backend must be one of ('tensorflow', 'jax') or None "
       '(TensorFlow unless the component says otherwise). Received: '

@@ -1,4 +1,4 @@
-"""Parsed rows kept across trainings (`data.span_cache`): every mutation of
+"""Parsed rows kept across trainings (`data.kept.cache`): every mutation of
 the data, the parse or the entry is a miss that says why, and every read
 gives the rows a cache-less read gives (real entries on real TFRecords)."""
 
@@ -14,13 +14,13 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO, command_env
-from generic_trainer import progress
+from generic_trainer.system import progress
 from generic_trainer.data import input_pipeline
-from generic_trainer.data import kept_blocks
-from generic_trainer.data import kept_store
-from generic_trainer.data import span_cache
-from generic_trainer.data import span_entry
-from generic_trainer.data import span_key
+from generic_trainer.data.kept import blocks as kept_blocks
+from generic_trainer.data.kept import store as kept_store
+from generic_trainer.data.kept import cache as kept_cache
+from generic_trainer.data.kept import entry as kept_entry
+from generic_trainer.data.kept import key as kept_key
 
 ROWS = (5000, 3000)  # Two files: blocks of 4096 rows and a short last one.
 
@@ -87,7 +87,7 @@ def _decisions(store):
 def _kept_twice(span, folder, **kw):
   """Reads with a store twice (writes, then hits); returns the rows."""
   for _ in range(2):
-    with span_cache.SpanCache(str(folder)) as store:
+    with kept_cache.SpanCache(str(folder)) as store:
       rows = _read(span, store, **kw)
   assert set(d for d, _ in _decisions(store).values()) == {'hit'}
   return rows
@@ -98,12 +98,12 @@ def test_a_second_read_hits_and_gives_the_same_rows(span, tmp_path, caplog):
   seeded stream as without the cache; the log says hit."""
   caplog.set_level(logging.INFO, logger=progress.LOGGER)
   expected = _read(span)
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), expected)
   assert _decisions(store) == {
       'data_tfrecord-0.gz': ('miss', 'no entry'),
       'data_tfrecord-1.gz': ('miss', 'no entry')}
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), expected)
     store.log_decisions()
   assert _decisions(store) == {
@@ -111,7 +111,7 @@ def test_a_second_read_hits_and_gives_the_same_rows(span, tmp_path, caplog):
       'data_tfrecord-1.gz': ('hit', '3,000 rows')}
   assert any('parsed rows: hit for' in r.getMessage() and '7/Split-train'
              in r.getMessage() for r in caplog.records)
-  summary = json.loads((tmp_path / span_cache.DECISIONS).read_text())
+  summary = json.loads((tmp_path / kept_cache.DECISIONS).read_text())
   assert summary['hits'] == 2 and summary['misses'] == 0
 
 
@@ -119,7 +119,7 @@ def test_entries_take_less_than_twice_the_gzip_input(span, tmp_path):
   """Cache bytes per row are the parsed columns' bytes: 20 a row here
   (three float32, one int64), with nothing per block but a manifest."""
   _kept_twice(span, tmp_path)
-  kept = sum(os.path.getsize(os.path.join(tmp_path, n, span_entry.BLOCKS))
+  kept = sum(os.path.getsize(os.path.join(tmp_path, n, kept_entry.BLOCKS))
              for n in os.listdir(tmp_path) if not n.endswith('.json'))
   assert kept == sum(ROWS) * 20
 
@@ -130,7 +130,7 @@ def _mutated(span, tmp_path, mutate, read=None):
   read = read or (lambda store: _read(span, store))
   _kept_twice(span, tmp_path)
   mutate(tmp_path)
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     rows = read(store)
   return _decisions(store), rows
 
@@ -162,14 +162,14 @@ def test_vector_and_integer_columns_come_back_whole(tmp_path_factory):
   expected = _read(files, config=config)
   assert [c.shape for c in expected] == [(16000,), (16000,), (16000, 3),
                                          (16000, 2, 3)]
-  with span_cache.SpanCache(str(cache)) as store:
+  with kept_cache.SpanCache(str(cache)) as store:
     _read(files[1:], store, config=config)
-  with span_cache.SpanCache(str(cache)) as store:
+  with kept_cache.SpanCache(str(cache)) as store:
     assert _same(_read(files, store, config=config), expected)
   assert _decisions(store) == {
       'data_tfrecord-0.gz': ('miss', 'no entry'),
       'data_tfrecord-1.gz': ('hit', '3,000 rows')}
-  with span_cache.SpanCache(str(cache)) as store:
+  with kept_cache.SpanCache(str(cache)) as store:
     assert _same(_read(files, store, config=config), expected)
   assert {d for d, _ in _decisions(store).values()} == {'hit'}
 
@@ -197,7 +197,7 @@ def test_an_empty_file_and_no_label_are_kept_too(tmp_path_factory):
   expected = columns()
   assert len(expected[0]) == ROWS[0]
   for decision in ('miss', 'hit'):
-    with span_cache.SpanCache(str(cache)) as store:
+    with kept_cache.SpanCache(str(cache)) as store:
       assert all(np.array_equal(a, b)
                  for a, b in zip(columns(store), expected))
     assert {d for d, _ in _decisions(store).values()} == {decision}
@@ -216,12 +216,12 @@ def test_a_span_rewritten_in_place_misses(tmp_path_factory):
   cache = tmp_path_factory.mktemp('cache')
   _kept_twice(files, cache)
   _write(files[0], 5000, offset=0.5)
-  with span_cache.SpanCache(str(cache)) as store:
+  with kept_cache.SpanCache(str(cache)) as store:
     rows = _read(files, store)
   decision, why = _decisions(store)['data_tfrecord-0.gz']
   assert decision == 'miss' and "the file's content checksum" in why, why
   assert _same(rows, _read(files))
-  with span_cache.SpanCache(str(cache)) as store:
+  with kept_cache.SpanCache(str(cache)) as store:
     assert _same(_read(files, store), _read(files))
   assert _decisions(store)['data_tfrecord-0.gz'][0] == 'hit'
 
@@ -230,7 +230,7 @@ def test_a_changed_schema_misses(span, tmp_path):
   """Default values in the schema: the parse changed."""
   _kept_twice(span, tmp_path)
   config = _config(default=0.0)
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     rows = _read(span, store, config=config)
   assert _same(rows, _read(span, config=config))
   assert _decisions(store)['data_tfrecord-0.gz'] == (
@@ -246,7 +246,7 @@ def test_an_added_feature_in_the_data_misses(tmp_path_factory):
   cache = tmp_path_factory.mktemp('cache')
   _kept_twice(files, cache)
   _write(files[0], 3000, extra=True)
-  with span_cache.SpanCache(str(cache)) as store:
+  with kept_cache.SpanCache(str(cache)) as store:
     rows = _read(files, store, config=_config(extra=True))
   assert _same(rows, _read(files, config=_config(extra=True)))
   _, why = _decisions(store)['data_tfrecord-0.gz']
@@ -261,7 +261,7 @@ def test_a_changed_transform_graph_misses(span, tmp_path):
   cache = tmp_path / 'cache'
   _kept_twice(span, cache, transform=str(graph))
   (graph / 'transform_fn' / 'saved_model.pb').write_bytes(b'graph two')
-  with span_cache.SpanCache(str(cache)) as store:
+  with kept_cache.SpanCache(str(cache)) as store:
     rows = _read(span, store, transform=str(graph))
   assert _same(rows, _read(span))
   assert _decisions(store)['data_tfrecord-0.gz'] == (
@@ -271,23 +271,23 @@ def test_a_changed_transform_graph_misses(span, tmp_path):
 def test_another_parser_version_misses(span, tmp_path, monkeypatch):
   """Entries of another entry format are not read."""
   _kept_twice(span, tmp_path)
-  monkeypatch.setattr(span_key, 'FORMAT_VERSION', span_key.FORMAT_VERSION + 1)
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  monkeypatch.setattr(kept_key, 'FORMAT_VERSION', kept_key.FORMAT_VERSION + 1)
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), _read(span))
   assert _decisions(store)['data_tfrecord-1.gz'] == (
-      'miss', f'changed: the entry format ({span_key.FORMAT_VERSION - 1} -> '
-      f'{span_key.FORMAT_VERSION})')
+      'miss', f'changed: the entry format ({kept_key.FORMAT_VERSION - 1} -> '
+      f'{kept_key.FORMAT_VERSION})')
 
 
 def test_an_entry_of_another_tensorflow_misses(span, tmp_path, monkeypatch):
   """Written under TensorFlow 2.15.1 (the key says so): not read."""
-  real = span_key.environment_fields
-  monkeypatch.setattr(span_key, 'environment_fields',
+  real = kept_key.environment_fields
+  monkeypatch.setattr(kept_key, 'environment_fields',
                       lambda: dict(real(), tensorflow='2.15.1'))
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     _read(span, store)
-  monkeypatch.setattr(span_key, 'environment_fields', real)
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  monkeypatch.setattr(kept_key, 'environment_fields', real)
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), _read(span))
   assert _decisions(store)['data_tfrecord-0.gz'] == (
       'miss', 'changed: the TensorFlow version (2.15.1 -> '
@@ -295,8 +295,8 @@ def test_an_entry_of_another_tensorflow_misses(span, tmp_path, monkeypatch):
 
 
 def _blocks_file(folder, source):
-  return os.path.join(str(folder), span_key.entry_name(source),
-                      span_entry.BLOCKS)
+  return os.path.join(str(folder), kept_key.entry_name(source),
+                      kept_entry.BLOCKS)
 
 
 def test_a_truncated_entry_misses(span, tmp_path):
@@ -304,7 +304,7 @@ def test_a_truncated_entry_misses(span, tmp_path):
   _kept_twice(span, tmp_path)
   path = _blocks_file(tmp_path, span[0])
   os.truncate(path, os.path.getsize(path) - 100)
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), _read(span))
   assert _decisions(store)['data_tfrecord-0.gz'] == (
       'miss', 'damaged: its blocks take 99,900 bytes, its manifest says '
@@ -324,8 +324,8 @@ def test_an_entry_it_cannot_read_misses(span, tmp_path, monkeypatch):
       raise PermissionError(13, 'Permission denied', blocks)
     return real_open(path, *args, **kwargs)
 
-  monkeypatch.setattr(span_entry, 'open', failing_open, raising=False)
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  monkeypatch.setattr(kept_entry, 'open', failing_open, raising=False)
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), _read(span))
   decision, why = _decisions(store)['data_tfrecord-0.gz']
   assert decision == 'miss', why
@@ -341,11 +341,11 @@ def test_a_bit_flipped_entry_misses(span, tmp_path):
     byte = f.read(1)
     f.seek(70_000)
     f.write(bytes([byte[0] ^ 0x10]))
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), _read(span))
   assert _decisions(store)['data_tfrecord-0.gz'] == (
       'miss', 'damaged: block 0 fails its CRC32')
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     _read(span, store)  # The miss wrote a whole entry again.
   assert _decisions(store)['data_tfrecord-0.gz'][0] == 'hit'
 
@@ -353,12 +353,12 @@ def test_a_bit_flipped_entry_misses(span, tmp_path):
 def test_a_foreign_manifest_misses(span, tmp_path):
   """A manifest that is not ours (or half a JSON) is a miss."""
   _kept_twice(span, tmp_path)
-  manifest = os.path.join(tmp_path, span_key.entry_name(span[0]),
-                          span_entry.MANIFEST)
+  manifest = os.path.join(tmp_path, kept_key.entry_name(span[0]),
+                          kept_entry.MANIFEST)
   os.chmod(manifest, 0o644)
   with open(manifest, 'w') as f:
     f.write('{"key": ')
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), _read(span))
   decision, why = _decisions(store)['data_tfrecord-0.gz']
   assert decision == 'miss' and why.startswith('its manifest is unreadable')
@@ -371,9 +371,9 @@ def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
   config = _config()
   names = {k: k for k in config}
   parse = input_pipeline._parse_fn(config, names, 'y')  # pylint: disable=protected-access
-  with span_cache.SpanCache(str(tmp_path)) as store:
+  with kept_cache.SpanCache(str(tmp_path)) as store:
     shared = {k: v for k, v in _key(span[0]).items()
-              if k not in span_key.file_fields(span[0], 'GZIP')}
+              if k not in kept_key.file_fields(span[0], 'GZIP')}
     blocks = kept_blocks.interleaved(
         [span[0]], 'GZIP',
         lambda n: tf.data.TFRecordDataset(n, 'GZIP').batch(4096), parse,
@@ -382,7 +382,7 @@ def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
     first, = list(blocks.take(1))
     assert first[1].shape == (4096,)
     assert [n for n in os.listdir(tmp_path) if n.startswith('.tmp-')]
-  assert os.listdir(tmp_path) == [span_cache.DECISIONS]
+  assert os.listdir(tmp_path) == [kept_cache.DECISIONS]
 
 
 def test_a_dataset_read_after_its_store_was_left_writes_nothing(span,
@@ -392,7 +392,7 @@ def test_a_dataset_read_after_its_store_was_left_writes_nothing(span,
   locks and decisions."""
   config = _config()
   names = {k: k for k in config}
-  kept = kept_blocks.with_key(span_cache.SpanCache(str(tmp_path)), config,
+  kept = kept_blocks.with_key(kept_cache.SpanCache(str(tmp_path)), config,
                               names, 'y', input_pipeline.PARSE_ROWS, None)
   with kept[0]:
     dataset = input_pipeline.block_dataset(
@@ -400,7 +400,7 @@ def test_a_dataset_read_after_its_store_was_left_writes_nothing(span,
         kept=kept)
   rows = [f['x0'].numpy() for f, _ in dataset]
   assert np.array_equal(np.concatenate(rows), _read(span)[0])
-  assert os.listdir(tmp_path) == [span_cache.DECISIONS]
+  assert os.listdir(tmp_path) == [kept_cache.DECISIONS]
 
 
 _TRAINING = '''
@@ -408,7 +408,9 @@ import sys
 sys.path[:0] = [sys.argv[1]]
 import numpy as np
 import tensorflow as tf
-from generic_trainer.data import input_pipeline, span_cache, span_key
+from generic_trainer.data import input_pipeline
+from generic_trainer.data.kept import cache as kept_cache
+from generic_trainer.data.kept import key as kept_key
 limit = int(sys.argv[4])
 if limit:
   import resource, signal
@@ -417,9 +419,9 @@ if limit:
 config = {f'x{j}': tf.io.FixedLenFeature([], tf.float32) for j in range(3)}
 config['y'] = tf.io.FixedLenFeature([], tf.int64)
 names = {k: k for k in config}
-with span_cache.SpanCache(sys.argv[2]) as store:
-  shared = {**span_key.parser_fields(config, names, 'y', 4096),
-            **span_key.environment_fields(), 'transform': None}
+with kept_cache.SpanCache(sys.argv[2]) as store:
+  shared = {**kept_key.parser_fields(config, names, 'y', 4096),
+            **kept_key.environment_fields(), 'transform': None}
   dataset = input_pipeline.block_dataset(
       sys.argv[5:], config, names, 'y', 256, 1, True, cache=False, seed=7,
       kept=(store, shared))
@@ -451,9 +453,9 @@ def test_two_trainings_writing_the_same_span_at_once(span, tmp_path):
   expected = _read(span, epochs=1)[0]
   for i in range(2):
     assert np.array_equal(np.load(tmp_path / f'rows-{i}.npy'), expected)
-  entries = [n for n in os.listdir(cache) if n != span_cache.DECISIONS]
-  assert sorted(entries) == sorted(span_key.entry_name(f) for f in span)
-  with span_cache.SpanCache(str(cache)) as store:
+  entries = [n for n in os.listdir(cache) if n != kept_cache.DECISIONS]
+  assert sorted(entries) == sorted(kept_key.entry_name(f) for f in span)
+  with kept_cache.SpanCache(str(cache)) as store:
     assert _same(_read(span, store), _read(span))
   assert {d for d, _ in _decisions(store).values()} == {'hit'}
 
@@ -468,30 +470,30 @@ def test_a_full_disk_while_writing_keeps_no_entry(span, tmp_path):
   assert np.array_equal(np.load(tmp_path / 'rows-0.npy'),
                         _read(span, epochs=1)[0])
   assert "not kept: the disk is full" in out, out
-  assert [n for n in os.listdir(cache) if n != span_cache.DECISIONS] == [
-      span_key.entry_name(span[1])]  # 60 kB of rows: kept.
+  assert [n for n in os.listdir(cache) if n != kept_cache.DECISIONS] == [
+      kept_key.entry_name(span[1])]  # 60 kB of rows: kept.
 
 
 def test_least_recently_used_entries_go_past_the_budget(span, tmp_path):
   """Over a budget of 70 kB the least recently used entry goes first, but
   never one in use."""
   _kept_twice(span, tmp_path)
-  os.utime(os.path.join(tmp_path, span_key.entry_name(span[0]),
-                        span_entry.MANIFEST), (1, 1))
-  with span_cache.SpanCache(str(tmp_path), budget_bytes=70_000,
+  os.utime(os.path.join(tmp_path, kept_key.entry_name(span[0]),
+                        kept_entry.MANIFEST), (1, 1))
+  with kept_cache.SpanCache(str(tmp_path), budget_bytes=70_000,
                             evict=False) as store:
     assert store.lookup(span[0], _key(span[0])) is not None  # In use.
-    assert store.evict_to_budget() == [span_key.entry_name(span[1])]
-  store = span_cache.SpanCache(str(tmp_path), budget_bytes=70_000)
-  assert store.evict_to_budget() == [span_key.entry_name(span[0])]
+    assert store.evict_to_budget() == [kept_key.entry_name(span[1])]
+  store = kept_cache.SpanCache(str(tmp_path), budget_bytes=70_000)
+  assert store.evict_to_budget() == [kept_key.entry_name(span[0])]
 
 
 def _key(path):
   config = _config()
-  return {**span_key.parser_fields(config, {k: k for k in config}, 'y',
+  return {**kept_key.parser_fields(config, {k: k for k in config}, 'y',
                                    input_pipeline.PARSE_ROWS),
-          **span_key.environment_fields(), 'transform': None,
-          **span_key.file_fields(path, 'GZIP')}
+          **kept_key.environment_fields(), 'transform': None,
+          **kept_key.file_fields(path, 'GZIP')}
 
 
 def test_an_earlier_artifacts_entries_are_carried_over(span, tmp_path):
@@ -499,13 +501,13 @@ def test_an_earlier_artifacts_entries_are_carried_over(span, tmp_path):
   which then holds this execution's files only."""
   earlier, later = tmp_path / 'earlier', tmp_path / 'later'
   _kept_twice(span[:1], earlier)
-  with span_cache.SpanCache(str(later), previous=str(earlier)) as store:
+  with kept_cache.SpanCache(str(later), previous=str(earlier)) as store:
     assert _same(_read(span, store), _read(span))
   assert _decisions(store) == {'data_tfrecord-0.gz': ('hit', '5,000 rows'),
                                'data_tfrecord-1.gz': ('miss', 'no entry')}
-  entry = span_key.entry_name(span[0])
-  assert os.path.samefile(earlier / entry / span_entry.BLOCKS,
-                          later / entry / span_entry.BLOCKS)
+  entry = kept_key.entry_name(span[0])
+  assert os.path.samefile(earlier / entry / kept_entry.BLOCKS,
+                          later / entry / kept_entry.BLOCKS)
   assert len([n for n in os.listdir(later) if not n.endswith('.json')]) == 2
 
 
@@ -514,7 +516,7 @@ def test_the_parsed_rows_flags_are_checked(tmp_path):
   --parsed-rows-budget: positive gigabytes; each message has four parts."""
   from message_parts import assert_four_parts  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
   module = tmp_path / 'mod.py'
   module.write_text('def run_fn(fn_args):\n  pass\n')
   data = tmp_path / 'train.csv'
@@ -555,7 +557,7 @@ def test_the_estimators_cache_folder_is_checked(tmp_path):
   from message_parts import assert_four_parts  # pylint: disable=g-import-not-at-top
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.notebook.estimator import Estimator  # pylint: disable=g-import-not-at-top
   model_dir = str(tmp_path / 'model')
   kept = Estimator(PenguinSpec, model_dir,
                    parsed_rows_cache=pathlib.Path('rows'))._parsed_rows_dir  # pylint: disable=protected-access
@@ -598,7 +600,7 @@ def test_a_second_estimator_training_reads_the_rows_back(
   folder: the second training on the same TFRecords parses nothing, and
   its check before training reads no file whole again."""
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.notebook.estimator import Estimator  # pylint: disable=g-import-not-at-top
   caplog.set_level(logging.INFO, logger=progress.LOGGER)
   examples, _ = penguin_artifacts
   train = os.path.join(examples.uri, 'Split-train', '*')
@@ -663,7 +665,7 @@ def test_a_worker_that_is_not_the_chief_writes_nothing(span, tmp_path):
   with kept_store.store(worker) as store:
     assert _same(_read(span, store), expected)
   assert set(d for d, _ in _decisions(store).values()) == {'miss'}
-  assert os.listdir(scratch_out) == [span_cache.DECISIONS]
+  assert os.listdir(scratch_out) == [kept_cache.DECISIONS]
   _kept_twice(span, cache)
   with kept_store.store(worker) as store:
     assert _same(_read(span, store), expected)
@@ -673,11 +675,11 @@ def test_a_worker_that_is_not_the_chief_writes_nothing(span, tmp_path):
 def test_the_commands_budget_reaches_a_training_through_its_request():
   """Through local workers or a child process, the command's cache folder
   is the request's ParsedRows input and output, with its budget."""
-  from generic_trainer.core import fn_args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import parsed_rows_flags  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs import fn_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept import settings as kept_settings  # pylint: disable=g-import-not-at-top
   for budget in (5_000_000, None):
     inputs, outputs = {}, {}
-    parsed_rows_flags.KeptRows('/c', budget).add_artifacts(inputs, outputs)
+    kept_settings.KeptRows('/c', budget).add_artifacts(inputs, outputs)
     assert [a.uri for a in inputs['parsed_rows'] +
             outputs['updated_parsed_rows']] == ['/c', '/c']
     assert fn_args._budget(outputs['updated_parsed_rows']) == budget  # pylint: disable=protected-access
@@ -729,7 +731,7 @@ def test_a_run_fn_modules_datasets_keep_rows_too(span, tmp_path):
   features (the same spec), every row once, written by the first read and
   read back by the second; no store: DatasetFactory's dataset."""
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import kept_factory  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept import factory as kept_factory  # pylint: disable=g-import-not-at-top
   schema = _schema()
   options = TensorFlowDatasetOptions(batch_size=500, label_key='y',
                                      num_epochs=1, shuffle_seed=3)
@@ -745,7 +747,7 @@ def test_a_run_fn_modules_datasets_keep_rows_too(span, tmp_path):
   expected = rows(plain)
   decided = []
   for _ in range(2):
-    with span_cache.SpanCache(str(tmp_path)) as store:
+    with kept_cache.SpanCache(str(tmp_path)) as store:
       kept = kept_factory.KeptRowsFactory(store, None)(span, options, schema)
       assert kept.element_spec == plain.element_spec
       assert np.array_equal(rows(kept), expected)
@@ -759,14 +761,14 @@ def test_a_run_fn_dataset_blocks_would_change_is_left_as_it_was(span,
   predictions up against), or with several workers (TFXIO's datasets
   shard by file): DatasetFactory's dataset, and nothing looked up."""
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import kept_factory  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept import factory as kept_factory  # pylint: disable=g-import-not-at-top
   schema = _schema()
   for workers, options in (
       (1, TensorFlowDatasetOptions(batch_size=500, label_key='y',
                                    num_epochs=1, shuffle=False)),
       (2, TensorFlowDatasetOptions(batch_size=500, label_key='y',
                                    num_epochs=1, shuffle_seed=3))):
-    with span_cache.SpanCache(str(tmp_path)) as store:
+    with kept_cache.SpanCache(str(tmp_path)) as store:
       dataset = kept_factory.KeptRowsFactory(store, None, workers)(
           span, options, schema)
       first = next(iter(dataset))
@@ -782,8 +784,8 @@ def test_a_run_fn_pipeline_execution_reads_the_previous_ones_rows(
   GenericTrainer: the second reads back every file the first parsed, and
   ML Metadata's properties on the ParsedRows output say so; its check
   before training reads no file whole again."""
-  from generic_trainer.core.artifacts import ParsedRows  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept.artifact import ParsedRows  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   module = os.path.join(REPO, 'module_files', 'penguin_keras.py')
   outputs, whole = [], _whole_reads(monkeypatch)
   for run in range(2):
@@ -808,11 +810,11 @@ def test_a_block_of_more_columns_than_one_writev_takes_is_written_whole(
   """A wide table's block (more columns than IOV_MAX, 1024 on Linux) is
   written in several system calls, every byte in order."""
   views = [memoryview(np.full(3, i, np.int32)).cast('B')
-           for i in range(2 * span_entry._IOV_MAX + 5)]  # pylint: disable=protected-access
+           for i in range(2 * kept_entry._IOV_MAX + 5)]  # pylint: disable=protected-access
   path = tmp_path / 'blocks.bin'
   fd = os.open(path, os.O_WRONLY | os.O_CREAT)
   try:
-    span_entry._write_all(fd, views)  # pylint: disable=protected-access
+    kept_entry._write_all(fd, views)  # pylint: disable=protected-access
   finally:
     os.close(fd)
   assert path.read_bytes() == b''.join(bytes(v) for v in views)

@@ -1,5 +1,5 @@
 """Parsed rows kept where a pipeline's artifacts live on an object store
-(`data.remote_rows`): TensorFlow's in-memory filesystem (ram://) stands in
+(`data.kept.remote`): TensorFlow's in-memory filesystem (ram://) stands in
 for gs://, through the same `tf.io.gfile` calls and with no links, locks
 or renames."""
 
@@ -11,12 +11,12 @@ import uuid
 import pytest
 import tensorflow as tf
 
-from generic_trainer import scratch
+from generic_trainer.system import scratch
 from generic_trainer.data import input_pipeline
-from generic_trainer.data import kept_blocks
-from generic_trainer.data import kept_store
-from generic_trainer.data import span_entry
-from generic_trainer.data import span_key
+from generic_trainer.data.kept import blocks as kept_blocks
+from generic_trainer.data.kept import store as kept_store
+from generic_trainer.data.kept import entry as kept_entry
+from generic_trainer.data.kept import key as kept_key
 from test_kept_rows import _config, _decisions, _read, _same, _write
 
 
@@ -68,9 +68,9 @@ def test_an_object_store_artifact_carries_rows_to_the_next_execution(
   (decisions,) = summary['spans'].values()  # One span: .../3/Split-train.
   assert [d['written'] for d in decisions] == [True, True]
   for path in span:
-    entry = f'{first}/{span_key.entry_name(path)}'
-    assert tf.io.gfile.exists(f'{entry}/{span_entry.MANIFEST}')
-    assert tf.io.gfile.exists(f'{entry}/{span_entry.BLOCKS}')
+    entry = f'{first}/{kept_key.entry_name(path)}'
+    assert tf.io.gfile.exists(f'{entry}/{kept_entry.MANIFEST}')
+    assert tf.io.gfile.exists(f'{entry}/{kept_entry.BLOCKS}')
   for number in (2, 3):
     rows, store, output = _execution(span, bucket, number, number - 1)
     assert _same(rows, expected)
@@ -86,8 +86,8 @@ def test_a_damaged_or_changed_remote_entry_misses(span, bucket):
   """A truncated upload fails its size check where it lands; a changed
   parse misses on the manifest alone. Both give the right rows."""
   _execution(span, bucket, 1)
-  blocks = (f'{bucket}/updated_parsed_rows/1/{span_key.entry_name(span[0])}'
-            f'/{span_entry.BLOCKS}')
+  blocks = (f'{bucket}/updated_parsed_rows/1/{kept_key.entry_name(span[0])}'
+            f'/{kept_entry.BLOCKS}')
   with tf.io.gfile.GFile(blocks, 'rb') as f:
     data = f.read()
   with tf.io.gfile.GFile(blocks, 'wb') as f:
@@ -140,7 +140,7 @@ def test_a_failed_upload_is_noted_and_missed_next_time(span, bucket,
   copy = tf.io.gfile.copy
 
   def failing(source, target, overwrite=False):
-    if target.startswith(bucket) and target.endswith(span_entry.BLOCKS):
+    if target.startswith(bucket) and target.endswith(kept_entry.BLOCKS):
       raise tf.errors.UnavailableError(None, None, 'the bucket is away')
     return copy(source, target, overwrite)
 

@@ -127,8 +127,8 @@ def test_unknown_label_refused_as_tfxio_does(tmp_path):
 def test_local_fn_args_has_the_fields_of_fn_args():
   """LocalFnArgs has every field of the component's FnArgs, same order."""
   import attr  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs.local import LocalFnArgs  # pylint: disable=g-import-not-at-top
   assert [f.name for f in attr.fields(LocalFnArgs)] == [
       f.name for f in attr.fields(FnArgs)]
   fn_args = LocalFnArgs(schema_path='s.pbtxt')

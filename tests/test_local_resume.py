@@ -21,17 +21,17 @@ SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
 
 def _request(tmp_path, **changes):
-  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
   fields = dict(module_file=str(tmp_path / 'm.py'),
                 train_data=[str(tmp_path / 'train.csv')],
                 output_dir=str(tmp_path / 'out'), started=0.0, steps=10)
   fields.update(changes)
-  return local_run.Request(**fields)
+  return command_run.Request(**fields)
 
 
 def test_resume_key_follows_module_data_and_flags(tmp_path):
   """Same module, data and flags: same key; any of them changed: another."""
-  from generic_trainer.local.run import resume_key  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command.run import resume_key  # pylint: disable=g-import-not-at-top
   (tmp_path / 'm.py').write_text('X = 1\n')
   (tmp_path / 'train.csv').write_text('a,b\n1,2\n')
   key = resume_key(_request(tmp_path))
@@ -49,7 +49,7 @@ def test_resume_key_follows_module_data_and_flags(tmp_path):
 def test_a_new_run_keeps_only_its_own_checkpoint(tmp_path):
   """clear(keep=its resume folder) removes the others and the outputs but
   the published model, which stays until a new one is validated."""
-  from generic_trainer.local.run import Layout  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command.run import Layout  # pylint: disable=g-import-not-at-top
   layout = Layout(str(tmp_path / 'out'))
   layout.clear()
   for key in ('aaaa', 'bbbb'):
@@ -66,7 +66,7 @@ def test_a_new_run_keeps_only_its_own_checkpoint(tmp_path):
 
 def test_no_resume_flag(tmp_path, penguin_csvs):
   """--no-resume asks for a fresh start; resuming is the default."""
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
   argv = ['--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
           '--output-dir', str(tmp_path / 'out')]
   assert cli_args.parse(argv, started=0.0).resume
@@ -132,13 +132,13 @@ def test_run_fn_gets_the_checkpoint_of_its_key(tmp_path, penguin_csvs,
   """A run keeps its key's checkpoint and passes it to the run_fn, removes
   other keys' checkpoints, and removes its own once published;
   --no-resume removes its own first."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   argv = ['--module-file', RECORDS_FN_ARGS, '--train-data', penguin_csvs[0],
           '--output-dir', str(out)]
-  checkpoint = local_run.checkpoint_dir(cli_args.parse(argv, started=0.0))
+  checkpoint = command_run.checkpoint_dir(cli_args.parse(argv, started=0.0))
   for flags, kept in (([], ['chkpt']), (['--no-resume'], None)):
     os.makedirs(os.path.join(checkpoint, 'chkpt'), exist_ok=True)
     os.makedirs(out / '.resume-0000', exist_ok=True)

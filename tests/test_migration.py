@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from conftest import REPO, TESTDATA, command_env
-from generic_trainer.canned import migration
-from generic_trainer.canned import estimator_uses
-from generic_trainer.canned import module_source
-from generic_trainer.core import module_loader
+from conftest import REPO, TESTDATA, command_env, load_run_fn
+from generic_trainer.migration import advice as migration
+from generic_trainer.migration import estimator_uses
+from generic_trainer.migration import module_source
+from generic_trainer.usercode import module_loader
 from generic_trainer.errors import UserModuleError
 
 
@@ -85,9 +85,9 @@ def test_run_fn_calling_train_and_evaluate_is_refused_before_tensorflow():
   an ImportError, and TensorFlow is not imported to say so."""
   script = (
       'import sys\n'
-      'from generic_trainer.core import module_loader\n'
+      'from generic_trainer.usercode import module_loader\n'
       'try:\n'
-      f'  module_loader.load_run_fn({{"module_file": {_path("run_fn_train_and_evaluate")!r}}})\n'
+      f'  module_loader.load_entry_point("module_file", {_path("run_fn_train_and_evaluate")!r})\n'
       'except ImportError as e:\n'
       '  print(type(e).__name__, e)\n'
       'print("tensorflow imported:", "tensorflow" in sys.modules)\n')
@@ -114,7 +114,7 @@ def test_model_to_estimator_module_gets_build_model_lines():
   TrainSpec whose build_model calls its model function, with the
   optimizer and loss of the model's compile()."""
   with pytest.raises(UserModuleError) as info:
-    module_loader.load_run_fn(
+    load_run_fn(
         {'module_file': _path('iris_utils_model_to_estimator')})
   message = str(info.value)
   assert ('It wraps a Keras model with model_to_estimator (line 106): train '
@@ -214,7 +214,7 @@ def test_an_importable_estimator_module_is_refused_before_import(
       r'module uses tf.estimator \(line 1: `import tensorflow_estimator as '
       r'tfe`; line 5: `tfe.estimator.train_and_evaluate`\), which TF 2.16 '
       r'and TFX removed.*Replace it with a TrainSpec')):
-    module_loader.load_run_fn({'module_path': 'old_trainer'})
+    load_run_fn({'module_path': 'old_trainer'})
 
 
 def test_a_module_without_tf_estimator_is_not_flagged():
@@ -230,7 +230,7 @@ def test_the_migrated_taxi_module_trains_serves_and_is_blessed(tmp_path):
   recorded on the Model in ML Metadata, its requests in the warmup file),
   and Evaluator blesses it."""
   from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import serving_check  # pylint: disable=g-import-not-at-top
+  from generic_trainer.checks import serving_check  # pylint: disable=g-import-not-at-top
   result = taxi_pipeline_local.run(
       str(tmp_path), _path('taxi_utils_migrated'), rows=2000,
       train_steps=200, eval_steps=5, auc_threshold=0.6)

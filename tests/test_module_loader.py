@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from conftest import TESTDATA
-from generic_trainer.core import module_loader
+from conftest import TESTDATA, load_run_fn
+from generic_trainer.usercode import module_loader
 from generic_trainer.errors import InvalidArgumentError, UserModuleError
 
 
@@ -15,7 +15,7 @@ def _file(name):
 
 def test_module_file_returns_run_fn():
   """A module file's top-level run_fn is returned."""
-  fn = module_loader.load_run_fn(_file('exports_nothing'))
+  fn = load_run_fn(_file('exports_nothing'))
   assert fn.__name__ == 'run_fn'
 
 
@@ -23,7 +23,7 @@ def test_missing_module_file():
   """A module file that does not exist says so and names the path."""
   with pytest.raises(UserModuleError, match=r"The module file does not exist"
                      r".*module_file='/no/such/module.py'"):
-    module_loader.load_run_fn({'module_file': '/no/such/module.py'})
+    load_run_fn({'module_file': '/no/such/module.py'})
 
 
 def test_syntax_error_names_the_line(tmp_path):
@@ -31,7 +31,7 @@ def test_syntax_error_names_the_line(tmp_path):
   path = tmp_path / 'broken.py'
   path.write_text('def run_fn(fn_args):\n  return (\n')
   with pytest.raises(UserModuleError, match=r'has a syntax error at line 2'):
-    module_loader.load_run_fn({'module_file': str(path)})
+    load_run_fn({'module_file': str(path)})
 
 
 def test_import_error_inside_module_keeps_traceback():
@@ -39,7 +39,7 @@ def test_import_error_inside_module_keeps_traceback():
   with pytest.raises(UserModuleError, match=(
       r"raised ModuleNotFoundError: No module named "
       r"'no_such_package_for_generic_trainer'")) as info:
-    module_loader.load_run_fn(_file('import_error'))
+    load_run_fn(_file('import_error'))
   assert 'import_error.py' in str(info.value)
 
 
@@ -47,7 +47,7 @@ def test_no_run_fn_lists_what_module_defines():
   """A module without run_fn lists its public names."""
   with pytest.raises(UserModuleError, match=(
       r'has no top-level `run_fn` and no TrainSpec. It defines: trainer_fn')):
-    module_loader.load_run_fn(_file('trainer_fn_only'))
+    load_run_fn(_file('trainer_fn_only'))
 
 
 def test_trainer_fn_module_explains_migration():
@@ -60,7 +60,7 @@ def test_trainer_fn_module_explains_migration():
       r'DNNLinearCombinedClassifierSpec and their Regressor twins\) or your '
       r'own with a head \(generic_trainer.heads\). Or add a '
       r'`run_fn\(fn_args\)`')):
-    module_loader.load_run_fn(_file('trainer_fn_only'))
+    load_run_fn(_file('trainer_fn_only'))
 
 
 _TAXI_ADVICE = (
@@ -91,7 +91,7 @@ def test_estimator_module_is_told_which_canned_spec_replaces_it(check):
     if check == 'construction':
       module_loader.check_module_source(path)
     else:
-      module_loader.load_run_fn({'module_file': path})
+      load_run_fn({'module_file': path})
 
 
 @pytest.mark.parametrize('estimator, spec', [
@@ -117,7 +117,7 @@ def test_wrong_signature():
   with pytest.raises(UserModuleError, match=(
       r'must accept exactly one argument, fn_args. Received: '
       r'run_fn\(fn_args, schema\)')):
-    module_loader.load_run_fn(_file('wrong_signature'))
+    load_run_fn(_file('wrong_signature'))
 
 
 def test_run_fn_not_callable(tmp_path):
@@ -126,20 +126,20 @@ def test_run_fn_not_callable(tmp_path):
   path.write_text('run_fn = 3\n')
   with pytest.raises(UserModuleError, match=(
       r'must be a function taking fn_args. Received: run_fn that is a int')):
-    module_loader.load_run_fn({'module_file': str(path)})
+    load_run_fn({'module_file': str(path)})
 
 
 def test_unknown_module_path():
   """A module_path that cannot be found says how to make it importable."""
   with pytest.raises(UserModuleError, match=(
       r"Cannot find the module 'no_such_module_xyz'.*install it")):
-    module_loader.load_run_fn({'module_path': 'no_such_module_xyz'})
+    load_run_fn({'module_path': 'no_such_module_xyz'})
 
 
 def test_run_fn_path_without_module():
   """run_fn must be a dotted path."""
   with pytest.raises(InvalidArgumentError, match=r"must be a dotted path"):
-    module_loader.load_run_fn({'run_fn': 'run_fn'})
+    load_run_fn({'run_fn': 'run_fn'})
 
 
 @pytest.mark.parametrize('properties', [
@@ -147,7 +147,7 @@ def test_run_fn_path_without_module():
 def test_exactly_one_source(properties):
   """Zero or two sources are refused, naming what was given."""
   with pytest.raises(InvalidArgumentError, match=r'Exactly one of'):
-    module_loader.load_run_fn(properties)
+    load_run_fn(properties)
 
 
 def test_check_module_source_finds_missing_run_fn_statically(tmp_path):

@@ -152,7 +152,7 @@ def test_a_head_per_output_trains_and_serves_each_head(tmp_path,
 def test_multi_task_results_reach_the_model_artifact(trainer_io, tmp_path):
   """Through GenericExecutor, each output's metrics become custom
   properties of the Model and ModelRun artifacts."""
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   module = tmp_path / 'two_heads.py'
   module.write_text(textwrap.dedent('''
       from generic_trainer import heads

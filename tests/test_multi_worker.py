@@ -62,7 +62,7 @@ def test_two_worker_penguin_pipeline_trains_like_one_worker(tmp_path,
   """Two workers train the penguin pipeline's model together, as well as one."""
   from tfx.orchestration import metadata  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   from pipelines import penguin_pipeline_local  # pylint: disable=g-import-not-at-top
   start = time.monotonic()
   result = penguin_pipeline_local.run(str(tmp_path / 'out'), train_steps=100,
@@ -114,7 +114,7 @@ def test_a_crashing_worker_fails_the_execution_quickly(trainer_io,
                                                        scratch_tmp):
   """Worker 1's error ends the run at once; the waiting chief is stopped."""
   from generic_trainer import errors  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   io = trainer_io(module_file=os.path.join(TESTDATA, 'worker_crashes.py'),
                   num_workers=2)
   start = time.monotonic()
@@ -190,7 +190,7 @@ def test_two_workers_train_a_train_spec_unchanged(trainer_io, scratch_tmp):
   io = trainer_io(train_steps=60, eval_steps=0, num_workers=2,
                   module_file=os.path.join(REPO, 'module_files',
                                            'penguin_spec.py'))
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   GenericExecutor().Do(*io)
   model, model_run = io[1]['model'][0], io[1]['model_run'][0]
   with open(os.path.join(model_run.uri, 'workers.json')) as f:
@@ -206,7 +206,7 @@ def test_two_workers_train_a_train_spec_unchanged(trainer_io, scratch_tmp):
 def _executing(io):
   """GenericExecutor().Do(*io), started in a thread: (the thread, a dict
   that gets its 'error')."""
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   outcome = {}
 
   def execute():
@@ -283,7 +283,7 @@ def test_sigterm_stops_every_worker_at_one_step_and_the_group_resumes_there(
   it, PreemptedError, nothing published; the next execution trains exactly
   the steps after it."""
   from generic_trainer.errors import PreemptedError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   record = tmp_path / 'record'
   io = trainer_io(train_steps=40, eval_steps=0, num_workers=2,
                   module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),

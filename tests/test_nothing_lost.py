@@ -18,7 +18,7 @@ SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
 
 def _main(*argv):
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   return cli.main(list(argv))
 
 
@@ -108,7 +108,7 @@ def test_a_kill_between_the_two_renames_puts_the_earlier_model_back(
     tmp_path):
   """If a run dies after moving the old model aside and before putting the
   new one in place, the next use of the folder restores the old one."""
-  from generic_trainer.local.layout import Layout  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command.layout import Layout  # pylint: disable=g-import-not-at-top
   layout = Layout(str(tmp_path / 'out'))
   layout.clear()
   os.makedirs(layout.previous_model)
@@ -187,7 +187,7 @@ def test_run_fn_that_exits_in_a_pipeline_fails_the_execution(trainer_io,
   """In a pipeline, SystemExit from run_fn no longer escapes the executor
   (LocalDagRunner's script would exit 0): it is a RunFnError."""
   from generic_trainer.errors import RunFnError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   module = _module(tmp_path, 'exits', '''
       import sys
 
@@ -392,7 +392,7 @@ def test_component_checks_the_data_against_the_schema(trainer_io, tmp_path,
   training, nothing published."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   _, schema = penguin_artifacts
   text = open(os.path.join(schema.uri, 'schema.pbtxt')).read()
   wrong = standard_artifacts.Schema()
@@ -466,7 +466,7 @@ def test_train_step_that_returns_no_logs(tmp_path, penguin_csvs):
 
 def test_too_many_local_workers_are_refused_before_any_start(monkeypatch):
   """num_workers far above what the machine runs: refused, nothing started."""
-  from generic_trainer import machine  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import machine  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
   assert local_cluster.capacity(2, 24 << 30) == 4
@@ -483,9 +483,9 @@ def test_too_many_local_workers_are_refused_before_any_start(monkeypatch):
 
 def test_executor_refuses_too_many_workers(trainer_io, monkeypatch, tmp_path):
   """The executor checks the machine before it starts a worker."""
-  from generic_trainer import machine  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import machine  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import child_process  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(machine, 'cores', lambda: 1)
   monkeypatch.setattr(machine, 'available_memory', lambda: 1 << 30)

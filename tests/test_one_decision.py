@@ -53,8 +53,8 @@ def test_source_keys_are_defined_once(key):
 def test_one_reader_of_a_module_files_top_level_names():
   """One place parses user source (source_tree); module_loader reads what
   a module file defines from it."""
-  assert _calls('parse', on='ast') == {'generic_trainer.source_tree'}
-  from generic_trainer.core import module_loader  # pylint: disable=g-import-not-at-top
+  assert _calls('parse', on='ast') == {'generic_trainer.system.source_tree'}
+  from generic_trainer.usercode import module_loader  # pylint: disable=g-import-not-at-top
   kinds = module_loader.top_level_names(os.path.join(TESTDATA,
                                                      'trainer_fn_only.py'))
   assert kinds['trainer_fn'] == 'function'
@@ -64,9 +64,9 @@ def test_fn_args_extra_fields_are_defined_once():
   """The pipeline's FnArgs and the local one share GenericTrainer's fields
   from one class."""
   import attr  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.fn_args_fields import GenericFnArgsFields  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local.fn_args import LocalFnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs.fields import GenericFnArgsFields  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs.local import LocalFnArgs  # pylint: disable=g-import-not-at-top
   assert issubclass(FnArgs, GenericFnArgsFields)
   assert issubclass(LocalFnArgs, GenericFnArgsFields)
   extra = [f.name for f in attr.fields(GenericFnArgsFields)]
@@ -76,14 +76,14 @@ def test_fn_args_extra_fields_are_defined_once():
 
 
 def test_where_to_train_is_decided_in_one_function():
-  """Only core.plan asks what this process's Keras can give; only
-  launch.dispatch starts a child or trains in place."""
-  assert _calls('claim_tf_keras') == {'generic_trainer.core.plan'}
-  assert _calls('has_backend') == {'generic_trainer.core.plan'}
-  assert _calls('train_in_child') == {'generic_trainer.launch.dispatch'}
+  """Only plan.plan asks what this process's Keras can give; only
+  launch.launcher starts a child or trains in place."""
+  assert _calls('claim_tf_keras') == {'generic_trainer.plan.plan'}
+  assert _calls('has_backend') == {'generic_trainer.plan.plan'}
+  assert _calls('train_in_child') == {'generic_trainer.launch.launcher'}
   callers = {m for m, targets in __import__('test_layout').GRAPH.items()
-             if 'generic_trainer.core.training' in targets}
-  assert callers == {'generic_trainer.launch.dispatch'}
+             if 'generic_trainer.launch.here' in targets}
+  assert callers == {'generic_trainer.launch.launcher'}
 
 
 def test_estimator_trains_through_the_runners_sequence(tmp_path, penguin_csvs,
@@ -106,8 +106,8 @@ def test_command_shows_progress_by_logger_not_by_file(capsys):
   and hides other INFO lines."""
   import logging  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
-  from generic_trainer import progress  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import console  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
   with console.command_lines(sys.stderr):
     progress.log().info('epoch 1 done after %.1fs', 1.0)
     logging.getLogger('absl').info('Component noise')
@@ -124,10 +124,12 @@ def _entry_points(tmp_path, penguin_csvs, trainer_io):
   """{name: a call that reaches a training through its entry point}."""
   from tfx import types  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
   from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
   flags = ['--module-file', module, '--train-data', penguin_csvs[0],
            '--output-dir', str(tmp_path / 'out'), '--steps', '2']
@@ -138,67 +140,159 @@ def _entry_points(tmp_path, penguin_csvs, trainer_io):
       'executor': lambda: GenericExecutor().Do(
           *trainer_io(module_file=module)),
       'command arguments': lambda: cli_args.parse(flags, started=0.0),
-      'command run': lambda: local_run.run(local_run.Request(
+      'command run': lambda: command_run.run(command_run.Request(
           module_file=os.path.abspath(module), train_data=[penguin_csvs[0]],
           output_dir=str(tmp_path / 'run'), started=0.0, steps=2)),
+      'command run_fn': lambda: command_run.run(command_run.Request(
+          module_file=os.path.join(REPO, 'module_files', 'penguin_keras.py'),
+          train_data=[penguin_csvs[0]], output_dir=str(tmp_path / 'run_fn'),
+          started=0.0, steps=2)),
+      'estimator train': lambda: Estimator(
+          PenguinSpec, str(tmp_path / 'nb'), parsed_rows_cache=False).train(
+              penguin_csvs[0], steps=2),
   }
+
+
+def _all_follow(calls, names):
+  """Each call of `names` fails with the replaced owner's _Sentinel (or
+  with our error around it, where the owner ran inside user code)."""
+  for name in names:
+    with pytest.raises(Exception) as info:
+      calls[name]()
+      pytest.fail(f'{name} went around the owner')
+    error = info.value
+    while error is not None and not isinstance(error, _Sentinel):
+      error = error.__cause__
+    assert error is not None, f'{name}: {info.value!r}'
+
+
+
+def _broken(name, reached=None):
+  def broken(*args, **kwargs):
+    if reached is not None:
+      reached.append((args, kwargs))
+    raise _Sentinel(name)
+  return broken
 
 
 def test_every_entry_point_checks_settings_through_the_plan(
     tmp_path, penguin_csvs, trainer_io, monkeypatch):
-  """Breaking plan.check_settings breaks the component, the executor and
-  the command alike: the settings are checked in one place."""
-  from generic_trainer.core import plan  # pylint: disable=g-import-not-at-top
+  """Breaking plan.check_settings breaks the component, the executor, the
+  command and the notebook Estimator alike: the settings are checked in
+  one place."""
+  from generic_trainer.plan import plan  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(plan, 'check_settings', _broken('check_settings'))
+  _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
+              ['component', 'executor', 'command arguments', 'command run',
+               'command run_fn', 'estimator train'])
 
-  def broken(*unused_args, **unused_kwargs):
-    raise _Sentinel('check_settings')
 
-  monkeypatch.setattr(plan, 'check_settings', broken)
-  for name, call in _entry_points(tmp_path, penguin_csvs, trainer_io).items():
-    with pytest.raises(_Sentinel):
-      call()
-      pytest.fail(f'{name} trained without checking the settings')
+def test_every_training_is_resolved_by_the_plan(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """Breaking plan.complete (the step of `resolve` that loads the user's
+  code and decides where it trains) breaks the executor, the command and
+  the notebook Estimator: one function resolves every training."""
+  from generic_trainer.plan import plan  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(plan, 'complete', _broken('complete'))
+  _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
+              ['executor', 'command run', 'command run_fn',
+               'estimator train'])
+
+
+def test_every_entry_point_trains_through_the_one_launcher(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """Breaking launch.launcher.train breaks the executor, the command (a
+  TrainSpec and a run_fn) and the notebook Estimator: none trains around
+  it, and each hands it a plan that says where to train."""
+  from generic_trainer.launch import launcher  # pylint: disable=g-import-not-at-top
+  reached = []
+  monkeypatch.setattr(launcher, 'train', _broken('launcher', reached))
+  _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
+              ['executor', 'command run', 'command run_fn',
+               'estimator train'])
+  assert [args[0].plan.where for args, _ in reached] == ['here'] * 4
 
 
 def test_every_entry_point_trains_through_one_attempt_sequence(
     tmp_path, penguin_csvs, trainer_io, monkeypatch):
-  """Breaking core.attempt.run breaks the executor, the command (a TrainSpec
-  and a run_fn) and the notebook Estimator's export: stage, train,
-  validate, gate and publish are written once."""
+  """Breaking the attempt (stage, train, validate, gate, publish) breaks
+  the executor, the command (a TrainSpec and a run_fn) and the notebook
+  Estimator's export: the sequence is written once."""
   from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import attempt  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.checks import attempt  # pylint: disable=g-import-not-at-top
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   estimator = Estimator(PenguinSpec, str(tmp_path / 'est'))
   estimator.train(penguin_csvs[0], steps=2)
   reached = []
-
-  def broken(staged, train, checks):
-    reached.append(checks)
-    raise _Sentinel('attempt')
-
-  monkeypatch.setattr(attempt, 'run', broken)
+  monkeypatch.setattr(attempt, '_attempt', _broken('attempt', reached))
   calls = _entry_points(tmp_path, penguin_csvs, trainer_io)
-  calls['command run_fn'] = lambda: local_run.run(local_run.Request(
-      module_file=os.path.join(REPO, 'module_files', 'penguin_keras.py'),
-      train_data=[penguin_csvs[0]], output_dir=str(tmp_path / 'run_fn'),
-      started=0.0, steps=2))
   calls['estimator export'] = estimator.export
-  for name in ('executor', 'command run', 'command run_fn',
-               'estimator export'):
-    with pytest.raises(_Sentinel):
-      calls[name]()
-      pytest.fail(f'{name} published without the attempt sequence')
+  _all_follow(calls, ['executor', 'command run', 'command run_fn',
+                      'estimator export'])
   assert len(reached) == 4
+
+
+def test_the_training_record_has_one_writer(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """train_result.json is written once per training, by the TrainSpec's
+  runner, whichever entry point asked; breaking that writer breaks all
+  of them."""
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import train_result  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  calls = {
+      'executor': lambda: GenericExecutor().Do(*trainer_io(
+          train_steps=5, module_file=module)),
+      'command run': lambda: command_run.run(command_run.Request(
+          module_file=module, train_data=[penguin_csvs[0]],
+          output_dir=str(tmp_path / 'run'), started=0.0, steps=5)),
+      'estimator train': lambda: Estimator(
+          PenguinSpec, str(tmp_path / 'nb'), parsed_rows_cache=False).train(
+              penguin_csvs[0], steps=2),
+  }
+  writes = []
+  real = train_result.write
+  monkeypatch.setattr(train_result, 'write',
+                      lambda *a: writes.append(a[0]) or real(*a))
+  for name in ('executor', 'command run', 'estimator train'):
+    writes.clear()
+    calls[name]()
+    assert len(writes) == 1, (name, writes)
+  monkeypatch.setattr(train_result, 'write', _broken('write'))
+  _all_follow(calls, ['executor', 'command run', 'estimator train'])
+
+
+def test_the_checkpoint_folder_is_decided_by_the_plan(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """Breaking plan.checkpoint_folder breaks the executor and the command:
+  the plan alone names where a training checkpoints."""
+  from generic_trainer.plan import plan  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(plan, 'checkpoint_folder', _broken('checkpoint'))
+  _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
+              ['executor', 'command run', 'command run_fn'])
+
+
+def test_the_model_folders_layout_has_one_owner(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """Breaking paths.model_dirs (where a Model artifact holds its serving
+  and eval SavedModels) breaks the executor and the command: staging and
+  publishing follow it."""
+  from generic_trainer.system import paths  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(paths, 'model_dirs', _broken('model_dirs'))
+  _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
+              ['executor', 'command run', 'command run_fn'])
 
 
 def test_child_processes_follow_the_plan_they_receive():
   """A request carries its plan through JSON unchanged: a child reads
   where to train, the backend and its role from it, never from the
   settings again."""
-  from generic_trainer.core import distribution  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.plan import TrainingPlan, Where  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import distribution  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.plan import TrainingPlan, Where  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.request import TrainingRequest  # pylint: disable=g-import-not-at-top
   plan = TrainingPlan('module_file', '/m.py', spec_class='Spec',
                       backend='jax', keras_version='keras3',
                       num_workers=3, where=Where.LOCAL_WORKERS,
@@ -233,14 +327,44 @@ def test_reading_records_follows_its_owner(tmp_path, penguin_artifacts,
   """Replacing tfrecords.records changes what the schema inference and
   the export check read."""
   import glob  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import export_validation  # pylint: disable=g-import-not-at-top
+  from generic_trainer.checks import export_validation  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import ExportValidationError, InputArtifactError  # pylint: disable=g-import-not-at-top,g-multiple-import
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
   files = glob.glob(os.path.join(penguin_artifacts[0].uri, 'Split-train',
                                  '*'))
   monkeypatch.setattr(tfrecords, 'records', lambda path: iter(()))
   with pytest.raises(InputArtifactError, match='No tf.Example records'):
-    local_data.infer_schema(files)
+    local_files.infer_schema(files)
   with pytest.raises(ExportValidationError, match='No eval examples'):
     export_validation._read_serialized_examples(files, 4)  # pylint: disable=protected-access
+
+
+def test_the_base_model_is_read_once_per_attempt(tmp_path, penguin_csvs,
+                                                 monkeypatch):
+  """A training that warm-starts from a base model and is gated against it
+  loads the base SavedModel once and parses each saved_model.pb once
+  (`system.saved_models`), though the warm start, the gate and the
+  serving check all read it."""
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import saved_models  # pylint: disable=g-import-not-at-top
+  module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  first = command_run.run(command_run.Request(
+      module_file=module, train_data=[penguin_csvs[0]],
+      output_dir=str(tmp_path / 'first'), started=0.0, steps=5))
+  base = os.path.realpath(first.layout.model)
+  loads, parses = [], []
+  real_load, real_parse = saved_models._load, saved_models._parse  # pylint: disable=protected-access
+  monkeypatch.setattr(saved_models, '_load',
+                      lambda p: loads.append(os.path.realpath(p)) or
+                      real_load(p))
+  monkeypatch.setattr(saved_models, '_parse',
+                      lambda p: parses.append(os.path.realpath(p)) or
+                      real_parse(p))
+  command_run.run(command_run.Request(
+      module_file=module, train_data=[penguin_csvs[0]],
+      output_dir=str(tmp_path / 'second'), started=0.0, steps=5,
+      base_model=first.layout.model))
+  assert loads.count(base) == 1, loads
+  assert parses.count(base) == 1, parses
+  assert len(parses) == len(set(parses)), parses

@@ -102,7 +102,7 @@ def test_the_version_has_one_source():
 
 def test_version_flag_prints_the_version_without_tensorflow():
   """`generic-trainer --version` answers without importing TensorFlow."""
-  code = ('import sys\nfrom generic_trainer.local import cli\n'
+  code = ('import sys\nfrom generic_trainer.command import cli\n'
           'try:\n  cli.main(["--version"])\nexcept SystemExit as e:\n'
           '  print("exit", e.code)\n'
           "print(sorted(m for m in ('tensorflow', 'tfx', 'keras') "

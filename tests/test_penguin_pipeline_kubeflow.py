@@ -54,7 +54,7 @@ def test_trainer_step_runs_generic_trainer_in_the_project_image(compiled):
       'python', '-m',
       'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor']
   assert container['args'][:2] == ['--executor_class_path',
-                                   'generic_trainer.executor.GenericExecutor']
+                                   'generic_trainer.component.executor.GenericExecutor']
   assert kfp_step.parameters(compiled, task)['module_path'] == 'penguin_keras'
   steps = sorted(compiled['pipelineSpec']['root']['dag']['tasks'])
   assert steps == ['CsvExampleGen', 'Evaluator', 'GenericTrainer', 'Pusher',
@@ -137,7 +137,7 @@ def test_trainer_step_renders_a_tfjob(compiled, tmp_path):
   assert container['command'][-1] == (
       'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
   assert container['args'] == ['--executor_class_path',
-                               'generic_trainer.executor.GenericExecutor',
+                               'generic_trainer.component.executor.GenericExecutor',
                                '--json_serialized_invocation_args',
                                json.dumps(invocation)]
 

@@ -1,5 +1,5 @@
 """SIGTERM saves the step: real processes are sent SIGTERM mid-training and
-run again; the rerun repeats no step (`generic_trainer.preemption`)."""
+run again; the rerun repeats no step (`generic_trainer.system.preemption`)."""
 
 import glob
 import json
@@ -53,7 +53,7 @@ def _terminate(process):
 def test_preemption_stop_agrees_on_one_step_through_the_stop_file(tmp_path):
   """In a group the chief, at its first step boundary after SIGTERM, writes
   the next step into the stop file; every worker stops there."""
-  from generic_trainer import preemption  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import preemption  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop.handlers.preemption_stop import PreemptionStop  # pylint: disable=g-import-not-at-top
 
   class Model:
@@ -84,7 +84,7 @@ def test_preemption_stop_agrees_on_one_step_through_the_stop_file(tmp_path):
 def test_workers_that_share_no_stop_file_do_not_stop_on_their_own():
   """The workers of a TF_CONFIG cluster cannot agree on a step: SIGTERM
   ends them as before instead (`watches` is False)."""
-  from generic_trainer import preemption  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import preemption  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop.handlers.preemption_stop import PreemptionStop  # pylint: disable=g-import-not-at-top
 
   class Model:

@@ -1,5 +1,5 @@
 """The check before training reads a file whole only when no earlier check
-did (`data.read_before`): a file an earlier check read whole, whose rows
+did (`data.kept.read_before`): a file an earlier check read whole, whose rows
 are kept, unchanged since, is read by its first record; a changed one,
 one whose rows were kept without a check, or one without a readable entry
 is read whole and its damage named (real entries on real TFRecords)."""
@@ -11,10 +11,10 @@ import zlib
 import pytest
 import tensorflow as tf
 
-from generic_trainer.data import read_before
-from generic_trainer.data import span_cache
-from generic_trainer.data import span_entry
-from generic_trainer.data import span_key
+from generic_trainer.data.kept import read_before
+from generic_trainer.data.kept import cache as kept_cache
+from generic_trainer.data.kept import entry as kept_entry
+from generic_trainer.data.kept import key as kept_key
 from generic_trainer.data import tfrecords
 
 from test_kept_rows import _read, _write  # pylint: disable=g-bad-import-order
@@ -22,7 +22,7 @@ from test_kept_rows import _read, _write  # pylint: disable=g-bad-import-order
 
 def _keep(files, folder):
   """Keeps the rows of `files` in `folder` as a training does."""
-  with span_cache.SpanCache(str(folder)) as store:
+  with kept_cache.SpanCache(str(folder)) as store:
     _read(files, store, epochs=1)
 
 
@@ -54,7 +54,7 @@ def whole_reads(monkeypatch):
 
 
 def _manifest(folder, path):
-  return os.path.join(folder, span_key.entry_name(path), span_entry.MANIFEST)
+  return os.path.join(folder, kept_key.entry_name(path), kept_entry.MANIFEST)
 
 
 def test_a_checked_kept_file_unchanged_is_not_read_whole_again(
@@ -146,7 +146,7 @@ def test_a_file_found_read_whole_is_noted_again(kept):
   """An entry written anew for it (a changed schema, a new TensorFlow)
   keeps the flag, though this process did not read the file whole."""
   files, folder = kept
-  fields = span_key.file_fields(files[0], 'GZIP')
+  fields = kept_key.file_fields(files[0], 'GZIP')
   read_before._READ_WHOLE.clear()  # pylint: disable=protected-access
   assert not read_before.read_whole(fields)  # A new process.
   assert read_before.check_error(files[0], folder) is None
@@ -158,10 +158,10 @@ def test_a_checked_kept_file_is_found_on_an_object_store(kept, whole_reads):
   """A Kubeflow run's ParsedRows artifact: read through tf.io.gfile."""
   files, folder = kept
   remote = 'ram://read-before/parsed-rows'
-  name = span_key.entry_name(files[0])
+  name = kept_key.entry_name(files[0])
   tf.io.gfile.makedirs(f'{remote}/{name}')
   tf.io.gfile.copy(_manifest(folder, files[0]),
-                   f'{remote}/{name}/{span_entry.MANIFEST}', overwrite=True)
+                   f'{remote}/{name}/{kept_entry.MANIFEST}', overwrite=True)
   assert read_before.check_error(files[0], remote) is None
   assert read_before.check_error(files[1], remote) is None  # No entry.
   assert whole_reads == [files[1]]

@@ -8,7 +8,7 @@ test_a_killed_worker_restarts_the_group_from_the_checkpoint`.
 import pytest
 
 from generic_trainer.errors import RunFnError, TrainingProcessError
-from generic_trainer.core import args
+from generic_trainer.plan import plan as plan_lib
 from generic_trainer.launch import restarts
 from generic_trainer.launch.child_process import describe_exit
 
@@ -19,9 +19,9 @@ RAISED = restarts.WorkerFailure(worker=1, how=describe_exit(1),
 
 def test_max_restarts_defaults_to_two():
   """Unset, a group is restarted at most twice; 0 is kept."""
-  assert args.max_restarts(None) == 2
-  assert args.max_restarts(None) == 2
-  assert args.max_restarts(0) == 0
+  assert plan_lib.max_restarts(None) == 2
+  assert plan_lib.max_restarts(None) == 2
+  assert plan_lib.max_restarts(0) == 0
 
 
 @pytest.mark.parametrize('failure, done, limit, expected', [
@@ -108,7 +108,7 @@ def test_a_reported_error_fails_with_its_own_class_and_message():
 
 
 def _plan_with(num_workers):
-  from generic_trainer.core import plan  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import plan  # pylint: disable=g-import-not-at-top
   return plan.from_settings({'module_file': '/m.py',
                              'num_workers': num_workers})
 
@@ -118,7 +118,7 @@ def _plan_with(num_workers):
     ([1, 1], (1, 1)), ('3:3', (3, 3))])
 def test_num_workers_is_an_int_or_a_range(setting, bounds):
   """N, 'MIN:MAX' and (MIN, MAX) are read as (at least, at most)."""
-  assert args.worker_range(setting) == bounds
+  assert plan_lib.worker_range(setting) == bounds
 
 
 @pytest.mark.parametrize('setting', [
@@ -128,7 +128,7 @@ def test_a_wrong_num_workers_range_is_refused_with_what_to_do(setting):
   """Anything but a positive int or a range MIN <= MAX is refused before
   training, in the four parts, as the component or the flag spells it."""
   from generic_trainer import errors  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import plan  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import plan  # pylint: disable=g-import-not-at-top
   from message_parts import missing_parts  # pylint: disable=g-import-not-at-top
   with pytest.raises(errors.InvalidArgumentError, match=(
       r"^'num_workers' must be a positive int .* or a range MIN:MAX")) as info:
@@ -142,7 +142,7 @@ def test_a_wrong_num_workers_range_is_refused_with_what_to_do(setting):
 def test_the_plan_carries_the_range_and_is_where_the_count_is_set():
   """A range starts at its MAX as local workers; `with_workers` sets a
   count within it, and refuses one outside."""
-  from generic_trainer.core.plan import Where  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.plan import Where  # pylint: disable=g-import-not-at-top
   plan = _plan_with('2:3')
   assert (plan.num_workers, plan.worker_bounds(), plan.where) == (
       3, (2, 3), Where.LOCAL_WORKERS)
@@ -161,7 +161,7 @@ def test_a_range_in_a_tf_config_cluster_takes_the_cluster_size():
   decides it, and nothing shrinks."""
   import json  # pylint: disable=g-import-not-at-top
   from generic_trainer import errors  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core import plan as plan_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
   tf_config = json.dumps({'cluster': {'worker': ['a:1', 'b:2']},
                           'task': {'type': 'worker', 'index': 1}})
   plan = plan_lib.from_settings({'module_file': '/m.py',
@@ -261,8 +261,8 @@ def test_the_command_takes_num_workers_as_a_flag_out_of_the_resume_key(
   a wrong one is refused with the flag's spelling; the count is not part
   of the resume key (the data order does not depend on it)."""
   from generic_trainer import errors  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import cli_args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import run as local_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
   csv = tmp_path / 'train.csv'
   csv.write_text('a,b\n1,2\n3,4\n')
   module = tmp_path / 'mod.py'
@@ -272,7 +272,7 @@ def test_the_command_takes_num_workers_as_a_flag_out_of_the_resume_key(
   two = cli_args.parse(base + ['--num-workers', '2'], 0.0)
   ranged = cli_args.parse(base + ['--num-workers', '2:3'], 0.0)
   assert (two.num_workers, ranged.num_workers) == (2, '2:3')
-  assert local_run.resume_key(two) == local_run.resume_key(ranged)
+  assert command_run.resume_key(two) == command_run.resume_key(ranged)
   with pytest.raises(errors.InvalidArgumentError, match=(
       r"^--num-workers must be a positive int .* Received: "
       r"--num-workers=3:2\.")):
@@ -283,7 +283,7 @@ def test_a_global_batch_the_workers_cannot_share_evenly_is_refused():
   """batch_size 20 over 3 workers is refused before any step (Keras 3
   under MultiWorkerMirroredStrategy fails on uneven slices); 21 is not,
   nor any batch in one process; a range needs a batch every size divides."""
-  from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.trainspec import member_checks  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
   from message_parts import missing_parts  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError, match=(

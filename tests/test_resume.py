@@ -3,6 +3,7 @@
 import os
 
 from generic_trainer import resume
+from generic_trainer.plan import plan as plan_lib
 
 
 def _artifact(uri):
@@ -12,14 +13,21 @@ def _artifact(uri):
   return artifact
 
 
+def checkpoint_dir(input_dict, props, module_file, model_run, swd):
+  """A pipeline's checkpoint folder, as its plan names it."""
+  return plan_lib.checkpoint_folder(
+      plan_lib.pipeline_resume(input_dict, props, model_run, swd),
+      'module_file', module_file)
+
+
 def test_checkpoint_dir_is_stable_for_the_same_training(tmp_path):
   """Same inputs and properties: the same dir, whatever the attempt."""
   inputs = {'examples': [_artifact('/data/examples/1')]}
   props = {'train_args': '{"num_steps": 5}', 'module_path': 'm@/w/a.whl'}
-  first = resume.checkpoint_dir(inputs, props, None, str(tmp_path / 'run'),
-                                str(tmp_path / 'swd' / '1'))
-  retry = resume.checkpoint_dir(inputs, props, None, str(tmp_path / 'run'),
-                                str(tmp_path / 'swd' / '2'))
+  first = checkpoint_dir(inputs, props, None, str(tmp_path / 'run'),
+                         str(tmp_path / 'swd' / '1'))
+  retry = checkpoint_dir(inputs, props, None, str(tmp_path / 'run'),
+                         str(tmp_path / 'swd' / '2'))
   assert first == retry
   assert os.path.dirname(first) == str(tmp_path / 'swd')
 
@@ -28,10 +36,10 @@ def test_checkpoint_dir_changes_with_inputs_or_properties(tmp_path):
   """New data or new arguments start fresh, not from old checkpoints."""
   inputs = {'examples': [_artifact('/data/examples/1')]}
   props = {'train_args': '{"num_steps": 5}'}
-  base = resume.checkpoint_dir(inputs, props, None, 'run', None)
-  other_data = resume.checkpoint_dir(
+  base = checkpoint_dir(inputs, props, None, 'run', None)
+  other_data = checkpoint_dir(
       {'examples': [_artifact('/data/examples/2')]}, props, None, 'run', None)
-  other_args = resume.checkpoint_dir(
+  other_args = checkpoint_dir(
       inputs, {'train_args': '{"num_steps": 6}'}, None, 'run', None)
   assert len({base, other_data, other_args}) == 3
 
@@ -41,15 +49,15 @@ def test_checkpoint_dir_follows_module_file_contents(tmp_path):
   module = tmp_path / 'm.py'
   module.write_text('a = 1\n')
   props = {'module_file': str(module)}
-  before = resume.checkpoint_dir({}, props, str(module), 'run', None)
+  before = checkpoint_dir({}, props, str(module), 'run', None)
   module.write_text('a = 2\n')
-  assert resume.checkpoint_dir({}, props, str(module), 'run', None) != before
+  assert checkpoint_dir({}, props, str(module), 'run', None) != before
 
 
 def test_checkpoint_manager_restores_the_latest_step(tmp_path):
   """A run_fn's tf.train.Checkpoint is restored, with the step it saved."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.core.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs.fn_args import FnArgs  # pylint: disable=g-import-not-at-top
   fn_args = FnArgs(checkpoint_dir=str(tmp_path / 'resume'))
   weight = tf.Variable(1.0)
   manager, step = resume.checkpoint_manager(fn_args,

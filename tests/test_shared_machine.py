@@ -13,18 +13,18 @@ import sys
 import pytest
 
 from conftest import REPO, command_env
-from generic_trainer import atomic_files
-from generic_trainer import owner_lock
-from generic_trainer import paths
-from generic_trainer import scratch
+from generic_trainer.system import atomic_files
+from generic_trainer.system import owner_lock
+from generic_trainer.system import paths
+from generic_trainer.system import scratch
 from generic_trainer.errors import (FolderInUseError, InvalidArgumentError,
                                     ModelFolderError, UnsafeFolderError)
-from generic_trainer.local import manifest
-from generic_trainer.local import output_folder
-from generic_trainer.local.layout import Layout
+from generic_trainer.command import manifest
+from generic_trainer.system import output_folder
+from generic_trainer.command.layout import Layout
 
 _HOLD = ('import sys, time\n'
-         'from generic_trainer.local import output_folder\n'
+         'from generic_trainer.system import output_folder\n'
          'with output_folder.hold(sys.argv[1]):\n'
          '  print("held", flush=True)\n'
          '  time.sleep(120)\n')
@@ -49,7 +49,7 @@ def test_a_second_run_into_a_held_folder_stops_naming_the_holder(
     held_folder, capsys):
   """The command exits 1 naming the process that holds the folder, and
   deletes nothing of the first run's."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   folder, pid = held_folder
   (folder / 'run').mkdir()
   (folder / 'run' / 'events').write_text('first run')
@@ -70,7 +70,7 @@ def test_a_second_run_into_a_held_folder_stops_naming_the_holder(
 
 def test_the_estimator_holds_its_model_dir(held_folder):
   """The notebook Estimator refuses a model_dir another run holds."""
-  from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.notebook.estimator import Estimator  # pylint: disable=g-import-not-at-top
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   folder, pid = held_folder
   est = Estimator(PenguinSpec, str(folder))
@@ -162,7 +162,7 @@ def test_the_resumed_checkpoint_is_kept_and_stays_the_runs(tmp_path):
 
 
 def _stage(layout, text):
-  from generic_trainer.core.publish import SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
+  from generic_trainer.keys import SERVING_MODEL_DIR  # pylint: disable=g-import-not-at-top
   staged = os.path.join(layout.publishing, SERVING_MODEL_DIR)
   os.makedirs(staged)
   with open(os.path.join(staged, 'saved_model.pb'), 'w') as f:
@@ -240,7 +240,7 @@ def test_a_model_mount_point_is_refused_before_training(tmp_path,
 
 def test_an_output_folder_writable_by_others_is_refused(tmp_path, capsys):
   """A group- or world-writable folder (no sticky bit) exits 2 saying why."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'shared'
   out.mkdir()
   out.chmod(0o777)
@@ -265,11 +265,11 @@ def test_an_output_folder_of_another_user_is_refused(tmp_path, monkeypatch):
 
 def test_csv_rows_keep_the_csv_files_permissions(tmp_path):
   """A 0600 CSV becomes a 0600 data.gz."""
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
   csv_file = tmp_path / 'private.csv'
   csv_file.write_text('a,b\n1,2\n3,4\n')
   csv_file.chmod(0o600)
-  out, = local_data.to_split([str(csv_file)], str(tmp_path / 'Split-train'))
+  out, = local_files.to_split([str(csv_file)], str(tmp_path / 'Split-train'))
   assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
   assert not [n for n in os.listdir(tmp_path / 'Split-train')
               if n.startswith(atomic_files.TEMP_PREFIX)]
@@ -278,7 +278,7 @@ def test_csv_rows_keep_the_csv_files_permissions(tmp_path):
 def test_a_split_folder_with_a_users_file_is_refused_not_emptied(tmp_path):
   """A file no run wrote in a split folder stays, and the run says so."""
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
   split = tmp_path / 'Split-train'
   split.mkdir()
   (split / 'mine.txt').write_text('mine')
@@ -286,7 +286,7 @@ def test_a_split_folder_with_a_users_file_is_refused_not_emptied(tmp_path):
   csv_file.write_text('a,b\n1,2\n')
   with pytest.raises(InputArtifactError, match=r"holds \['mine.txt'\], which "
                      'no run wrote'):
-    local_data.to_split([str(csv_file)], str(split))
+    local_files.to_split([str(csv_file)], str(split))
   assert (split / 'mine.txt').read_text() == 'mine'
 
 
@@ -309,7 +309,7 @@ def test_scratch_folders_of_killed_processes_are_removed(tmp_path,
   folder made, a live one's is not, whatever PIDs their names hold."""
   monkeypatch.setenv('TMPDIR', str(tmp_path))
   monkeypatch.setattr('tempfile.tempdir', None)
-  code = ('import sys, time\nfrom generic_trainer import scratch\n'
+  code = ('import sys, time\nfrom generic_trainer.system import scratch\n'
           'with scratch.folder("workers") as f:\n'
           '  print(f, flush=True)\n  time.sleep(120)\n')
   env = dict(command_env(), TMPDIR=str(tmp_path))
@@ -365,16 +365,16 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path):
 
 # Writers that may write in place, and why.
 _IN_PLACE = {
-    'atomic_files.py': 'the helper itself',
-    'owner_lock.py': 'the lock file: replacing it would drop the lock',
-    'local/console.py': "the command's log, appended to as it runs",
-    'core/publish.py': 'an empty probe that the folder can be written',
+    'system/atomic_files.py': 'the helper itself',
+    'system/owner_lock.py': 'the lock file: replacing it would drop the lock',
+    'system/console.py': "the command's log, appended to as it runs",
+    'checks/publish.py': 'an empty probe that the folder can be written',
     'launch/private_network.py': "/proc files of the child's namespace",
     'data/tfrecords.py': 'its writer writes a temporary file that '
                          'atomic_files puts in place',
-    'local/cli.py': "a new temporary file of its own (mkstemp) for an "
+    'command/cli.py': "a new temporary file of its own (mkstemp) for an "
                     "unexpected error's traceback",
-    'data/span_entry.py': 'the files of an entry, in its temporary folder, '
+    'data/kept/entry.py': 'the files of an entry, in its temporary folder, '
                           'which is synced and renamed into place whole',
 }
 _WRITE_CALLS = ('open', 'GFile', 'fdopen')
@@ -415,7 +415,7 @@ def test_every_writer_goes_through_atomic_files():
       path = os.path.join(folder, name)
       if name.endswith('.py') and os.path.relpath(path, root) not in _IN_PLACE:
         found += _writes_in_place(path)
-  assert not found, 'write through generic_trainer.atomic_files:\n' + (
+  assert not found, 'write through generic_trainer.system.atomic_files:\n' + (
       '\n'.join(found))
 
 

@@ -18,11 +18,11 @@ SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
 def _rows(patterns):
   """Rows the data factory reads from `patterns`, as a TrainSpec does."""
-  from generic_trainer import paths  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import paths  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
   from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
-  schema = local_data.infer_schema(paths.expand(patterns))
+  schema = local_files.infer_schema(paths.expand(patterns))
   dataset = input_pipeline.DatasetFactory()(
       patterns, TensorFlowDatasetOptions(batch_size=1000, num_epochs=1),
       schema)
@@ -33,13 +33,13 @@ def test_tfrecords_named_with_glob_characters_are_all_read(tmp_path,
                                                            penguin_csvs):
   """`part[0].gz` and `part1.gz` given together: both are read, each once,
   through the files a run carries and through the split's pattern."""
-  from generic_trainer import paths  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import data as local_data  # pylint: disable=g-import-not-at-top
-  one, = local_data.to_split(penguin_csvs[0], str(tmp_path / 'csv'))
+  from generic_trainer.system import paths  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
+  one, = local_files.to_split(penguin_csvs[0], str(tmp_path / 'csv'))
   shutil.copy(one, tmp_path / 'part[0].gz')
   shutil.copy(one, tmp_path / 'part1.gz')
   single = _rows([one])
-  files = local_data.to_split([str(tmp_path / 'part[0].gz'),
+  files = local_files.to_split([str(tmp_path / 'part[0].gz'),
                                str(tmp_path / 'part1.gz')],
                               str(tmp_path / 'out' / 'Split-train'))
   assert _rows([paths.as_pattern(f) for f in files]) == 2 * single
@@ -51,7 +51,7 @@ def test_an_output_dir_with_glob_characters_is_refused(tmp_path,
                                                        penguin_csvs, capsys):
   """--output-dir 'exp[1]' beside exp1/ exits 2 saying why, before
   anything is read or written; exp1/ is untouched."""
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   beside = tmp_path / 'exp1' / 'data' / 'Split-train'
   beside.mkdir(parents=True)
   (beside / 'data.gz').write_bytes(b'not gzip at all')
@@ -73,7 +73,7 @@ _FULL_DISK_RUN = '''
 import sys
 sys.path[:0] = [sys.argv[4], sys.argv[5]]
 from spec_fixtures import PenguinSpec
-from generic_trainer.local.estimator import Estimator
+from generic_trainer.notebook.estimator import Estimator
 
 class DiskSpec(PenguinSpec):
   cache = 'disk'
@@ -223,7 +223,7 @@ def test_two_local_workers_listen_in_their_own_network_only(trainer_io,
   in the workers' network, and no worker port listens in this machine's."""
   import json  # pylint: disable=g-import-not-at-top
   import threading  # pylint: disable=g-import-not-at-top
-  from generic_trainer.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import private_network  # pylint: disable=g-import-not-at-top
   if private_network.available():
@@ -260,7 +260,7 @@ def test_estimator_evaluate_and_predict_leave_nothing_behind(
     tmp_path, penguin_csvs, monkeypatch):
   """The rows evaluate() and predict() convert go to a private scratch
   folder, removed after: nothing in model_dir, nothing in TMPDIR."""
-  from generic_trainer.local.estimator import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.notebook.estimator import Estimator  # pylint: disable=g-import-not-at-top
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   tmp = tmp_path / 'tmp'
   tmp.mkdir()
@@ -279,7 +279,7 @@ def test_a_private_csv_gives_private_outputs(tmp_path, penguin_csvs, capsys):
   """The command on a 0600 CSV: the split files are 0600 and the new
   output folder 0700."""
   import stat  # pylint: disable=g-import-not-at-top
-  from generic_trainer.local import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   private = tmp_path / 'private.csv'
   shutil.copy(penguin_csvs[0], private)
   private.chmod(0o600)

@@ -6,7 +6,7 @@ from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import tfjob
 
 _COMMAND = list(tfjob.KFP_ENTRYPOINT)
-_ARGS = ['--executor_class_path', 'generic_trainer.executor.GenericExecutor',
+_ARGS = ['--executor_class_path', 'generic_trainer.component.executor.GenericExecutor',
          '--json_serialized_invocation_args', '{"inputs": {}}']
 
 

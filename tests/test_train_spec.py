@@ -7,7 +7,7 @@ import keras
 import pytest
 
 from generic_trainer import Estimator, SpecError, TrainSpec, UserModuleError
-from generic_trainer.core import module_loader
+from conftest import load_run_fn
 from spec_fixtures import PenguinSpec
 
 
@@ -34,7 +34,7 @@ class Spec(TrainSpec):
   with pytest.raises(UserModuleError, match=(
       r'The TrainSpec Spec .* does not define the required member\(s\): '
       r'build_loss')):
-    module_loader.load_run_fn(props)
+    load_run_fn(props)
 
 
 def test_missing_label_key_named(tmp_path):
@@ -46,7 +46,7 @@ class Spec(TrainSpec):
   def build_loss(self): pass
 ''')
   with pytest.raises(UserModuleError, match=r'member\(s\): label_key'):
-    module_loader.load_run_fn(props)
+    load_run_fn(props)
 
 
 def test_members_built_once():
@@ -69,7 +69,7 @@ def test_module_with_spec_gives_spec_run_fn(tmp_path):
   """A module whose only entry point is a TrainSpec loads as that spec."""
   props = _module(tmp_path, 'from spec_fixtures import PenguinSpec as Base\n'
                   'class Spec(Base):\n  pass\n')
-  assert module_loader.load_run_fn(props).train_spec.__name__ == 'Spec'
+  assert load_run_fn(props).train_spec.__name__ == 'Spec'
 
 
 def test_derived_spec_chosen_over_its_base(tmp_path):
@@ -81,7 +81,7 @@ class Base(PenguinSpec):
 class Derived(Base):
   num_classes = 3
 ''')
-  assert module_loader.load_run_fn(props).train_spec.__name__ == 'Derived'
+  assert load_run_fn(props).train_spec.__name__ == 'Derived'
 
 
 def test_two_unrelated_specs_refused(tmp_path):
@@ -95,7 +95,7 @@ class B(PenguinSpec):
 ''')
   with pytest.raises(UserModuleError, match=(
       r'several unrelated TrainSpec subclasses: A, B')):
-    module_loader.load_run_fn(props)
+    load_run_fn(props)
 
 
 def test_run_fn_and_spec_refused(tmp_path):
@@ -109,7 +109,7 @@ def run_fn(fn_args):
 ''')
   with pytest.raises(UserModuleError, match=(
       r'defines both `run_fn` and the TrainSpec Spec')):
-    module_loader.load_run_fn(props)
+    load_run_fn(props)
 
 
 def test_neither_run_fn_nor_spec(tmp_path):
@@ -117,13 +117,13 @@ def test_neither_run_fn_nor_spec(tmp_path):
   props = _module(tmp_path, 'def build_model():\n  pass\n')
   with pytest.raises(UserModuleError, match=(
       r'has no top-level `run_fn` and no TrainSpec. It defines: build_model')):
-    module_loader.load_run_fn(props)
+    load_run_fn(props)
 
 
 def test_dotted_path_may_name_a_spec(tmp_path, monkeypatch):
   """run_fn='module.SpecName' picks that spec."""
   monkeypatch.syspath_prepend(os.path.dirname(__file__))
-  fn = module_loader.load_run_fn({'run_fn': 'spec_fixtures.PenguinSpec'})
+  fn = load_run_fn({'run_fn': 'spec_fixtures.PenguinSpec'})
   assert (fn.train_spec.__module__, fn.train_spec.__qualname__) == (
       'spec_fixtures', 'PenguinSpec')
 

@@ -9,7 +9,7 @@ must be set before TensorFlow first resolves tf.keras.
 
 from tfx.components.trainer import executor_test as tfx_executor_test
 
-from generic_trainer.executor import GenericExecutor
+from generic_trainer.component.executor import GenericExecutor
 
 
 class TfxTrainerExecutorTestWithGenericExecutor(tfx_executor_test.ExecutorTest):

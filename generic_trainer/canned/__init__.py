@@ -13,11 +13,14 @@ can be:
       label_key = 'species'
       hidden_units = [16, 8]
 
-Above `loop` (it reads the schema and a data sample with its `datasets`),
-below `core`, whose module loader names a canned spec in the error that
-refuses a tf.estimator module (`migration`, reading its source with
-`module_source` and writing the spec with `spec_lines`). May import: the
-base modules, `heads`, `loop` and `data`. Importing it loads no
+`base` holds `CannedSpec`, `columns` the per-feature columns,
+`data_summary` what a spec learns from the data before training,
+`heads_from_data` a classifier's head from its classes; `linear`, `dnn`
+and `dnn_linear_combined` the models. Above `loop` (it reads the schema
+and a data sample with its `datasets`), below `usercode`, whose module
+loader names a canned spec in the error that refuses a tf.estimator module
+(`migration`). May import: the base modules, `heads`, `loop`, `data` and
+`trainspec`. Importing it loads no
 TensorFlow; the names below are re-exported from the modules that hold
 them.
 """

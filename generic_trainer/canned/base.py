@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 from generic_trainer.canned import columns as columns_lib
 from generic_trainer.canned import data_summary
 from generic_trainer.errors import SpecError
-from generic_trainer.train_spec import TrainSpec
+from generic_trainer.trainspec.spec import TrainSpec
 
 
 class CannedSpec(TrainSpec):

@@ -1,25 +1,30 @@
-"""The GenericTrainer TFX component: `from generic_trainer.component import
-GenericTrainer` (also `generic_trainer.GenericTrainer`).
+"""The pipeline stage: the GenericTrainer TFX component and its executor.
 
-`component` wires channels and checks arguments at pipeline construction;
-`spec` is TFX's TrainerSpec plus GenericTrainer's parameters; the
-artifact type it adds (`ParsedRows`) is `core.artifacts`, which the
+`from generic_trainer.component import GenericTrainer` (also
+`generic_trainer.GenericTrainer`). `component` wires channels (`channels`)
+and checks arguments at pipeline construction; `spec` is TFX's TrainerSpec
+plus GenericTrainer's parameters; `executor` is `GenericExecutor`, whose
+`Do` resolves the plan and runs the one attempt (`checks.attempt`). The
+artifact type it adds (`ParsedRows`) is `data.kept.artifact`, which the
 command's requests carry too. All import TFX (seconds), so the names load
-when first used: importing the package stays light, as every package
-`__init__` here does.
+when first used: importing the package stays light.
 
-May import: every layer below it (`kubeflow`, `executor`, `core`, ...);
-never `local`.
+(Named `component`, not `pipeline`: it is the path users import the
+component from and compiled pipelines name the executor by, as TFX's own
+`tfx/components/trainer/` holds its component and executor together.)
+
+May import: every layer below it (`kubeflow`, `checks`, `launch`, `plan`,
+...). Never `command` or `notebook`.
 """
+import importlib
 
 _NAMES = {'GenericTrainer': 'generic_trainer.component.component',
           'GenericTrainerSpec': 'generic_trainer.component.spec',
-          'ParsedRows': 'generic_trainer.core.artifacts'}
+          'ParsedRows': 'generic_trainer.data.kept.artifact'}
 
 
 def __getattr__(name):
   if name in _NAMES:
-    import importlib  # pylint: disable=g-import-not-at-top
     return getattr(importlib.import_module(_NAMES[name]), name)
   raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 

@@ -13,15 +13,16 @@ from tfx.utils import json_utils
 
 from generic_trainer.component import channels
 from generic_trainer.component.spec import GenericTrainerSpec
-from generic_trainer.core import args
-from generic_trainer.core import module_loader
-from generic_trainer.core import plan
-from generic_trainer.core import static_spec
+from generic_trainer.plan import plan as plan_lib
+from generic_trainer.usercode import module_loader
+from generic_trainer.plan import plan
+from generic_trainer.usercode import static_spec
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.core.artifacts import ParsedRows
-from generic_trainer.executor import GenericExecutor
+from generic_trainer.data.kept.artifact import ParsedRows
+from generic_trainer.component.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
 from generic_trainer.kubeflow import tfjob
+from tfx.components.util import udf_utils
 
 
 class GenericTrainer(base_component.BaseComponent):
@@ -137,7 +138,7 @@ class GenericTrainer(base_component.BaseComponent):
       UserModuleError: module_file is missing, does not parse, or has no
         top-level run_fn.
     """
-    args.check_one_source(module_file=module_file, module_path=module_path,
+    module_loader.check_one_source(module_file=module_file, module_path=module_path,
                           run_fn=run_fn)
     if examples is None:
       raise InvalidArgumentError(
@@ -162,8 +163,8 @@ class GenericTrainer(base_component.BaseComponent):
     # What the module's source says plainly: a head on JAX (row 222).
     static_spec.check_heads_on_jax(module_file, backend,
                                    f'backend={backend!r}')
-    args.check_flag('allow_signature_change', allow_signature_change)
-    args.check_flag('keep_parsed_rows', keep_parsed_rows)
+    plan_lib.check_flag('allow_signature_change', allow_signature_change)
+    plan_lib.check_flag('keep_parsed_rows', keep_parsed_rows)
     if keep_parsed_rows is None:
       keep_parsed_rows = parsed_rows is not None
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
@@ -184,8 +185,8 @@ class GenericTrainer(base_component.BaseComponent):
           run_fn=run_fn,
           custom_config=_serialized_custom_config(custom_config),
           keras_version=keras_version,
-          num_workers=args.worker_range_text(
-              args.worker_range(num_workers)) if num_workers is not None
+          num_workers=plan_lib.worker_range_text(
+              plan_lib.worker_range(num_workers)) if num_workers is not None
           else None,
           strategy=strategy,
           allow_signature_change=allow_signature_change,
@@ -198,7 +199,6 @@ class GenericTrainer(base_component.BaseComponent):
     except TypeError as e:
       raise channels.parameter_error(e) from e
     super().__init__(spec=spec)
-    from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
     if udf_utils.should_package_user_modules():
       # As tfx.components.Trainer does: at run time module_file becomes
       # module_path='name@wheel', installed by the executor.
@@ -225,14 +225,14 @@ def _checked_args(name: str, value, proto_class):
         f'trainer_pb2.{proto_class.__name__}(num_steps=100). Received: '
         f'{name} that is a {type(value).__name__}. Pass '
         f'trainer_pb2.{proto_class.__name__}(...) instead.')
-  args.check_num_steps(name, value.num_steps)
+  plan_lib.check_num_steps(name, value.num_steps)
   return value
 
 
 def _serialized_custom_config(custom_config):
   if isinstance(custom_config, data_types.RuntimeParameter):
     return custom_config
-  args.check_custom_config(custom_config)
+  plan_lib.check_custom_config(custom_config)
   try:
     return json_utils.dumps(custom_config)
   except (TypeError, ValueError) as e:

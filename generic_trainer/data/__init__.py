@@ -1,13 +1,16 @@
 """Reading tf.Example data as TFXIO does, without Apache Beam.
 
 `input_pipeline` (the fast datasets of `run_fn` modules and TrainSpecs),
-`tf_example_dataset` (TFXIO's own dataset and parse config, Beam-free),
-`schema_file` (reading and writing schema.pbtxt), `not_served` (the labels
-and weights no serving request carries), `parsed_size` (what
-parsed rows will take), `cache_folder` (where parsed rows go on disk),
-`span_key`, `span_entry`, `span_cache`, `kept_blocks`, `remote_rows`,
-`kept_store` and `kept_factory` (parsed rows kept across trainings),
-`graph_code` (our tf.data functions, not converted by autograph).
+`tf_example_dataset` (TFXIO's own dataset and parse config, Beam-free, and
+`plain`: our tf.data functions, not converted by autograph), `tfrecords`
+(files as ExampleGen writes them), `schema_file` (schema.pbtxt),
+`statistics` (split folders and their statistics), `validation` (data
+against the schema), `spelled_missing` and `glued_columns` (two CSV
+mistakes told from the examples), `not_served` (the labels and weights no
+serving request carries), `parsed_size` (what parsed rows will take),
+`cache_folder` (where one training's parsed rows go on disk); local files
+as split folders (`local_files`, from CSV: `csv_data`, `csv_dialect`);
+`kept/` holds parsed rows kept across trainings.
 
-May import the base modules (`errors`, `keys`, `machine`).
+May import: `trainspec` (the columns a TrainSpec needs) and the base.
 """

@@ -15,7 +15,7 @@ import os
 import shutil
 from typing import List, Optional
 
-from generic_trainer import scratch
+from generic_trainer.system import scratch
 
 KIND = 'cache'
 PREFIX = f'{scratch.PREFIX}{KIND}-'

@@ -4,12 +4,13 @@ CsvExampleGen splits lines at commas only. A file separated by ';', tab or
 '|' becomes one feature per example, named after the whole header
 ('species;bill_length_mm;...') and holding the whole line as bytes; SchemaGen
 and a `run_fn` then train on it without a word. The trainer looks at the
-first example of each split first (`core.inputs.check_splits`) and refuses
+first example of each split first (`fnargs.inputs.check_splits`) and refuses
 one whose feature name and value split at the same other delimiter into the
 same number of parts.
 """
 
 from typing import Optional
+from tensorflow.core.example import example_pb2
 
 _DELIMITERS = (';', '\t', '|')
 
@@ -18,7 +19,6 @@ def problem(record: bytes) -> Optional[str]:
   """What is wrong with a serialized tf.Example read from a CSV split at
   the wrong delimiter, said with the four parts; None if nothing is."""
   try:
-    from tensorflow.core.example import example_pb2  # pylint: disable=g-import-not-at-top
     example = example_pb2.Example.FromString(record)
   except Exception:  # pylint: disable=broad-except
     return None  # Not a tf.Example: the record check says so.

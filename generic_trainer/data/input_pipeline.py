@@ -30,13 +30,13 @@ from typing import (Any, Dict, List, NamedTuple, Optional, Sequence, Tuple,
 
 import tensorflow as tf
 
-from generic_trainer import machine
-from generic_trainer import paths
+from generic_trainer.system import machine
+from generic_trainer.system import paths
 from generic_trainer.data.tfrecords import common_compression
 from generic_trainer.data import tf_example_dataset
 from generic_trainer.data import parsed_size
-from generic_trainer.data import kept_blocks
-from generic_trainer.data.graph_code import plain
+from generic_trainer.data.kept import blocks as kept_blocks
+from generic_trainer.data.tf_example_dataset import plain
 
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
@@ -90,11 +90,9 @@ def record_dataset(patterns: List[str], options, schema):
   values resolve to the cores and a self-sizing prefetch buffer."""
   config, names = parser_config(schema)
   if options.label_key is not None and options.label_key not in names.values():
-    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     return tf_example_dataset.dataset(patterns, options, schema)  # Its error.
   found = paths.expand(patterns)
   if not found:
-    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     return tf_example_dataset.dataset(patterns, options, schema)  # Its error.
   files = tf.data.Dataset.from_tensor_slices(found)
   if options.shuffle:  # As tf.data.Dataset.list_files, without its glob.
@@ -162,7 +160,7 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
   in every process. Without a seed, reading and parsing take blocks as they
   come, and every run has its own order.
 
-  With `kept` (a `data.span_cache.SpanCache` and the key fields every file
+  With `kept` (a `data.kept.cache.SpanCache` and the key fields every file
   shares), each file's blocks come from its kept entry, or are parsed and
   written to one (`kept_blocks`); the blocks are the same either way.
   """
@@ -378,8 +376,3 @@ def _permute_rows_seeded(columns, seed):
   order = tf.random.experimental.stateless_shuffle(
       tf.range(rows), seed=tf.stack([seed, tf.constant(0, tf.int64)]))
   return tf.nest.map_structure(lambda t: tf.gather(t, order), columns)
-
-
-def _compression(patterns: List[str]) -> str:
-  """The compression of the files `patterns` match (one kind)."""
-  return common_compression(paths.expand(patterns))

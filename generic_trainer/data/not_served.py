@@ -16,7 +16,8 @@ builds its requests without them.
 import json
 import os
 from typing import Dict, Iterable, List, Optional
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
+import tensorflow as tf
 
 # Written into the export by `loop.export`, read by the serving check.
 DECLARATION = os.path.join('assets.extra', 'generic_trainer_not_served.json')
@@ -26,7 +27,6 @@ SERVING = 'SERVING'
 def declare(export_dir: str, features: Dict[str, str]) -> None:
   """Writes {feature: why ('label', 'weight', 'raw label')} into the
   export, for the serving check."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = os.path.join(export_dir, DECLARATION)
   tf.io.gfile.makedirs(os.path.dirname(path))
   atomic_files.write_json(path, {'features': features}, indent=1,
@@ -35,7 +35,6 @@ def declare(export_dir: str, features: Dict[str, str]) -> None:
 
 def declared(export_dir: str) -> Dict[str, str]:
   """What the export declares ({} when it declares nothing)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   path = os.path.join(export_dir, DECLARATION)
   if not tf.io.gfile.exists(path):
     return {}
@@ -80,7 +79,6 @@ def output_sources(transform_graph_path: str) -> Dict[str, set]:
   loader = saved_transform_io_v2.SavedModelLoader(
       tft.TFTransformOutput(transform_graph_path).transform_savedmodel_dir)
   inputs = loader._structured_inputs  # pylint: disable=protected-access
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   by_tensor = {}
   for name, value in inputs.items():
     for component in tf.nest.flatten(value, expand_composites=True):

@@ -12,7 +12,7 @@ from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from generic_trainer.errors import InputArtifactError
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 
 
 def read(path: str):

@@ -5,7 +5,7 @@ the raw penguin table write it), `N/A`, `null`, `NaN`, `?` or `-` as a word:
 the whole column becomes strings. A model that casts it fails deep inside
 TensorFlow; one that takes strings as categories (a canned spec's columns)
 trains on numbers as if they were names, and publishes without a word. The
-trainer reads the first records of a split first (`core.inputs`) and
+trainer reads the first records of a split first (`fnargs.inputs`) and
 refuses a string feature whose values are numbers but for such spellings.
 """
 
@@ -16,7 +16,7 @@ from tfx_bsl.coders import example_coder
 
 from generic_trainer.data import tfrecords
 
-# As `local.csv_dialect.MISSING`, compared without case (not the empty
+# As `data.csv_dialect.MISSING`, compared without case (not the empty
 # string: CsvExampleGen reads an empty cell as missing).
 _SPELLINGS = frozenset(['na', 'n/a', 'nan', 'null', '?', '-'])
 _RECORDS = 2000

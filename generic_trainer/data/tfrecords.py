@@ -13,7 +13,8 @@ import hashlib
 import struct
 import zlib
 from typing import Iterator, List, Optional, Tuple
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
+from generic_trainer.errors import InputArtifactError
 
 # A record's framing: an 8-byte length and its 4-byte CRC before the data,
 # the data's 4-byte CRC after it.
@@ -34,7 +35,6 @@ def common_compression(files: List[str]) -> str:
   """
   kinds = {compression(f) for f in files}
   if len(kinds) > 1:
-    from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
     raise InputArtifactError(
         'The files mix gzip (.gz) and uncompressed TFRecords. Expected one '
         f'kind, as ExampleGen writes them. Received: {sorted(files)[:5]}. '
@@ -200,7 +200,7 @@ def check_error(path: str, read_whole_before: bool = False):
   """The error of the check before training: the whole file when it is at
   most FULL_CHECK_BYTES, else its first record; None when it reads. Only
   its first record with `read_whole_before` (an earlier training read
-  this very file whole: `data.read_before`)."""
+  this very file whole: `data.kept.read_before`)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     small = checks_whole(tf.io.gfile.stat(path).length)

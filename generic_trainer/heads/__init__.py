@@ -18,11 +18,13 @@ layer:
 `head = {'species': heads.MultiClassHead(3), 'mass': heads.RegressionHead()}`
 gives a model with one output per label (multi-task).
 
-`serving_methods` sets TF Serving's method names on the heads'
-`classification` and `regression` signatures.
+`head` holds the base class, `classification` the binary and multi-class
+heads, `multi_label` and `regression` the others; `serving_methods` sets
+TF Serving's method names on the heads' `classification` and `regression`
+signatures.
 
-Part of the base: the TrainSpec (`train_spec`) builds its model, loss and
-metrics with a head. May import: the top-level base modules (`errors`).
+Part of the base: a TrainSpec (`trainspec.spec`) builds its model, loss
+and metrics with a head. May import: the base (`errors`, `system`).
 Importing it loads no TensorFlow; the names below are re-exported from the
 modules that hold them.
 """

@@ -14,7 +14,7 @@ from typing import Dict, Optional
 
 from generic_trainer.heads.head import CLASSIFICATION
 from generic_trainer.heads.head import REGRESSION
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 
 CLASSIFY = 'tensorflow/serving/classify'
 REGRESS = 'tensorflow/serving/regress'

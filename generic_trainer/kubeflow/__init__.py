@@ -2,6 +2,6 @@
 TFJob that runs the trainer step on several pods (`tfjob`,
 `tfjob_schema`).
 
-May import: the top-level base modules only; it reads compiled pipelines,
-it does not train.
+May import: `plan` (the worker range) and the base; it reads compiled
+pipelines, it does not train.
 """

@@ -21,7 +21,7 @@ from google.protobuf import json_format
 
 from generic_trainer.errors import InvalidArgumentError
 
-TRAINER_EXECUTOR = 'generic_trainer.executor.GenericExecutor'
+TRAINER_EXECUTOR = 'generic_trainer.component.executor.GenericExecutor'
 EXECUTOR_INPUT_PLACEHOLDER = '{{$}}'
 
 

@@ -25,7 +25,7 @@ TERMINATION_GRACE_PERIOD_S`, 60 s unless `render` is given another): the
 time between the SIGTERM that deleting or preempting a pod sends and the
 SIGKILL after it. On SIGTERM the executor stops the training at the next
 step, saves that step in the resume checkpoint and exits publishing nothing
-(`generic_trainer.preemption`); 60 s leaves room for a slow step and a
+(`generic_trainer.system.preemption`); 60 s leaves room for a slow step and a
 checkpoint written to object storage, where Kubernetes's default of 30 s
 could cut the write short.
 
@@ -48,7 +48,7 @@ from typing import Any, Dict, List, Optional
 import jsonschema
 import yaml
 
-from generic_trainer.core.args import worker_range
+from generic_trainer.plan.plan import worker_range
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import DEFAULT_MAX_RESTARTS
 from generic_trainer.keys import MAX_RESTARTS_KEY

@@ -2,18 +2,21 @@
 
 `child_process` (in the parent) writes REQUEST and starts this; it reads the
 `TrainingRequest`, whose plan says to train here, trains it
-(`dispatch.train`), and
+(`launcher.train`), and
 writes the result JSON that `child_process.read_error` reads: `{}` on
 success (with the replicas a strategy trained with), or the name and
 message of the error raised. SIGTERM stops its training at the next step,
-which is saved (`generic_trainer.preemption`); it reports PreemptedError.
+which is saved (`generic_trainer.system.preemption`); it reports PreemptedError.
 """
 
 import json
 import sys
-from generic_trainer import progress
-from generic_trainer import atomic_files
-from generic_trainer import preemption
+from generic_trainer.system import progress
+from generic_trainer.system import atomic_files
+from generic_trainer.system import preemption
+from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.launch import launcher
+from generic_trainer.fnargs import strategies
 
 
 def main(request_path: str) -> int:
@@ -30,10 +33,7 @@ def _train(request) -> dict:
   """Trains the request; returns the result to report."""
   result = {}
   try:
-    from generic_trainer.core.request import TrainingRequest  # pylint: disable=g-import-not-at-top
-    from generic_trainer.launch import dispatch  # pylint: disable=g-import-not-at-top
-    dispatch.train(TrainingRequest.from_json(request))
-    from generic_trainer.core import strategies  # pylint: disable=g-import-not-at-top
+    launcher.train(TrainingRequest.from_json(request))
     if strategies.replicas_in_sync():
       result['replicas_in_sync'] = max(strategies.replicas_in_sync().values())
   except Exception as e:  # pylint: disable=broad-except

@@ -10,7 +10,7 @@ properties, where the export goes) and starts `python -m generic_trainer.launch.
 the error it raised. The child dies with its parent (PR_SET_PDEATHSIG), so no
 training outlives a killed orchestrator; a parent that gets SIGTERM forwards
 it to the child instead, and waits (at most `keys.PREEMPTION_WAIT_S`) while
-the child saves its step (`generic_trainer.preemption`).
+the child saves its step (`generic_trainer.system.preemption`).
 """
 
 import json
@@ -22,12 +22,12 @@ from typing import Any, Callable, Dict, Optional
 import site
 import sysconfig
 
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 from generic_trainer import errors
-from generic_trainer import scratch
-from generic_trainer import preemption
+from generic_trainer.system import scratch
+from generic_trainer.system import preemption
 from generic_trainer.keys import PREEMPTION_WAIT_S
-from generic_trainer.core.request import TrainingRequest
+from generic_trainer.plan.request import TrainingRequest
 
 CHILD_MODULE = 'generic_trainer.launch.child'
 

@@ -39,13 +39,13 @@ from absl import logging
 import portpicker
 import tensorflow as tf
 
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 from generic_trainer import errors
-from generic_trainer import machine
-from generic_trainer import preemption
+from generic_trainer.system import machine
+from generic_trainer.system import preemption
 from generic_trainer import resume
-from generic_trainer import scratch
-from generic_trainer.core.request import TrainingRequest
+from generic_trainer.system import scratch
+from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.keys import PREEMPTION_WAIT_S, STOP_FILE_ENV
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.launch import child_process

@@ -30,6 +30,7 @@ import struct
 import subprocess
 import sys
 from typing import Callable, List, Optional
+from generic_trainer.launch import child_process
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -47,7 +48,6 @@ def available() -> str:
   global _available
   if _available is None:
     try:
-      from generic_trainer.launch import child_process  # pylint: disable=g-import-not-at-top
       probe = subprocess.run([sys.executable, '-c', _PROBE],
                              capture_output=True, text=True, timeout=60,
                              env=child_process.child_env(), check=False)

@@ -3,11 +3,14 @@
 module that defines a TrainSpec.
 
 `runner` runs one spec from FnArgs: `datasets` builds the train and eval
-input, `checks` tests the spec against a real batch, `fit_loop` trains
-with Keras's `model.fit` and the built-in `handlers` (`fit_schedule`
-decides the `fit` calls of a resumed training), `export` writes the
-SavedModel with its serving signatures.
+input (`first_batch_errors` says why a first batch could not be read),
+`checks` and `label_checks` test the spec against a real batch,
+`warm_start` loads the base model's weights, `fit_loop` trains with
+Keras's `model.fit` and the built-in `handlers` (`fit_schedule` decides
+the `fit` calls of a resumed training), `on_jax` is what differs on JAX,
+`export` writes the SavedModel with its serving signatures, and
+`train_result` is the record of a finished training (train_result.json,
+written once, and its place in ML Metadata).
 
-May import: the top-level base modules and `data`. Never `core`,
-`launch`, `local`, `kubeflow` or `executor`.
+May import: `data`, `trainspec` and the base.
 """

@@ -1,7 +1,6 @@
 """Checks a TrainSpec against one real batch, before training starts."""
 
 from typing import List
-import os
 import inspect
 import types
 
@@ -10,7 +9,9 @@ import numpy as np
 from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
 from generic_trainer.loop import label_checks
-from generic_trainer import outputs as outputs_lib
+from generic_trainer.trainspec import outputs as outputs_lib
+from generic_trainer.trainspec import spec as spec_lib
+import keras
 
 
 def check_backend(spec) -> None:
@@ -21,18 +22,10 @@ def check_backend(spec) -> None:
   Raises:
     SpecError: saying how to train it on its backend.
   """
-  import keras  # pylint: disable=g-import-not-at-top
   running = keras.backend.backend()
   if spec.backend is not None and spec.backend != running:
-    raise SpecError(
-        f'{type(spec).__name__}.backend is {spec.backend!r}, but Keras in '
-        f'this process computes with {running!r}: Keras reads its backend '
-        'once, when it is first imported. Expected Keras on '
-        f'{spec.backend!r}. Received: KERAS_BACKEND='
-        f'{os.environ.get("KERAS_BACKEND")!r}. Train it with GenericTrainer '
-        f'or the generic-trainer command, which start a {spec.backend} '
-        f'process for it, or set KERAS_BACKEND={spec.backend} before '
-        'anything imports keras (in a notebook, restart the kernel first).')
+    raise spec_lib.backend_refusal(type(spec).__name__, spec.backend, running)
+
 
 def check_cache(spec) -> None:
   """`TrainSpec.cache` is one of its settings: None, True, False, 'disk'.
@@ -230,7 +223,6 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
           f'keras.layers.Dense({top + 1}). Received: {units} unit(s), labels '
           f'up to {top}. Use keras.layers.Dense({top + 1}) as the output '
           'layer.')
-  import keras  # pylint: disable=g-import-not-at-top
   try:
     value = keras.losses.get(loss)(labels, outputs)
     for metric in map(keras.metrics.get, metrics):
@@ -253,7 +245,6 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
 
 
 def _is_sparse_categorical(loss) -> bool:
-  import keras  # pylint: disable=g-import-not-at-top
   name = loss if isinstance(loss, str) else getattr(loss, '__name__', '')
   return (isinstance(loss, keras.losses.SparseCategoricalCrossentropy) or
           name == 'sparse_categorical_crossentropy')

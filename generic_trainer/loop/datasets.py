@@ -10,17 +10,17 @@ import tempfile
 
 import tensorflow as tf
 
-from generic_trainer import progress
+from generic_trainer.system import progress
 from generic_trainer.errors import SpecError
-from generic_trainer.train_spec import TrainSpec
+from generic_trainer.trainspec.spec import TrainSpec
 from generic_trainer.data import schema_file
 from generic_trainer.data import input_pipeline
-from generic_trainer.data import kept_blocks
+from generic_trainer.data.kept import blocks as kept_blocks
 from generic_trainer.data import validation
-from generic_trainer import paths
-from generic_trainer import outputs
+from generic_trainer.system import paths
+from generic_trainer.trainspec import outputs
 from generic_trainer.loop import on_jax
-from generic_trainer import machine
+from generic_trainer.system import machine
 from generic_trainer.loop import first_batch_errors
 
 
@@ -104,7 +104,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   (features, labels, weights) when the spec has weight columns.
 
   Labels are one tensor, or {label: tensor} for several outputs (see
-  `generic_trainer.outputs`); a head's labels are encoded as its loss takes
+  `generic_trainer.trainspec.outputs`); a head's labels are encoded as its loss takes
   them, unless `encode_labels` is False (the checks look at them raw).
   Without `with_label`, batches of features alone (the labels may be
   absent). With `shuffle` and a `seed`, the order is the seed's, the same in
@@ -115,7 +115,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
   logs why: in memory, on local disk in `cache_folder`, a
   `data.cache_folder.CacheFolder`, or nowhere), or nowhere with
   `cache=False`; otherwise the dataset comes from the factory, row by row.
-  With `kept_rows` (a `data.span_cache.SpanCache`), each file's parsed
+  With `kept_rows` (a `data.kept.cache.SpanCache`), each file's parsed
   blocks are read back from the rows an earlier training kept, or kept
   for the next one as the first epoch parses them (numbers only).
   """

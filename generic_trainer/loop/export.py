@@ -44,8 +44,11 @@ from generic_trainer.heads.head import logits_layer_name
 from generic_trainer.loop import on_jax
 from generic_trainer.data import not_served as not_served_lib
 from generic_trainer.heads import serving_methods
-from generic_trainer import outputs
+from generic_trainer.trainspec import outputs
 from generic_trainer.data import not_served
+from generic_trainer.data import schema_file
+from generic_trainer.data import tf_example_dataset
+import keras
 
 SERVING_DEFAULT = 'serving_default'
 SERVING_RAW = 'serving_raw'
@@ -55,7 +58,6 @@ EXAMPLES = 'examples'
 
 def export(spec, model, keys: List[str], export_dir: str, schema_path:
            Optional[str], transform_graph_path: Optional[str]) -> None:
-  import keras  # pylint: disable=g-import-not-at-top
   raw_spec, names, transform_layer, not_served = _raw_feature_spec(
       spec, keys, schema_path, transform_graph_path)
   if on_jax.active():
@@ -114,7 +116,6 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
 
 def _add_head_endpoints(archive, outputs, model, features_of) -> None:
   """`predict`, and each head's `classification`/`regression` signatures."""
-  import keras  # pylint: disable=g-import-not-at-top
   single = len(outputs) == 1
   both = keras.Model(model.input, {
       **{o.name: model.get_layer(o.name).output for o in outputs},
@@ -214,8 +215,6 @@ def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
     names = {k: k for k in raw_spec}
     layer = output.transform_features_layer()
   else:
-    from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
-    from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     raw_spec, names = tf_example_dataset.parser_config(
         schema_file.read(schema_path))
     raw_spec = {k: v for k, v in raw_spec.items() if names[k] in keys}

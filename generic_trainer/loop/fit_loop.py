@@ -34,8 +34,11 @@ from generic_trainer import resume
 from generic_trainer.loop import fit_schedule
 from generic_trainer.loop.handlers.handler_list import HandlerList
 from generic_trainer.loop.handlers.resume_checkpoint import ResumeCheckpoint
-from generic_trainer import preemption
+from generic_trainer.system import preemption
 from generic_trainer.loop.handlers.preemption_stop import PreemptionStop
+from generic_trainer.trainspec import member_checks
+from absl import logging
+import keras
 
 HISTORY_FILE = 'history.json'
 CHECKPOINT_DIR = 'checkpoints'
@@ -45,7 +48,6 @@ TENSORBOARD_DIR = 'tensorboard'
 def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
                      interactive: bool) -> List[Any]:
   """The built-in handlers, in the order they are called."""
-  import keras  # pylint: disable=g-import-not-at-top
   built_in = [NaNGuard(),
               HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
               keras.callbacks.TensorBoard(os.path.join(run_dir,
@@ -91,7 +93,6 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
   The step counts are those `fit` will get: steps_per_execution must divide
   them (see `steps_per_execution`).
   """
-  import keras  # pylint: disable=g-import-not-at-top
   distributed = (strategy is not None and
                  strategy is not tf.distribute.get_strategy())
   jax = on_jax.active()
@@ -112,7 +113,6 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
     except SpecError:
       raise  # Ours already (a member's value, steps_per_execution).
     except (ValueError, TypeError) as e:
-      from generic_trainer import member_checks  # pylint: disable=g-import-not-at-top
       raise member_checks.compile_error(spec, e, optimizer, loss,
                                         metrics) from e
   return model
@@ -180,7 +180,6 @@ def steps_per_execution(spec, steps_per_epoch: Optional[int] = None,
 
 
 def _has_batch_hooks(handler) -> bool:
-  import keras  # pylint: disable=g-import-not-at-top
   for name in _BATCH_HOOKS:
     method = getattr(handler, name, None)
     if getattr(method, '__func__', method) is not getattr(
@@ -190,7 +189,7 @@ def _has_batch_hooks(handler) -> bool:
 
 
 @attr.s(frozen=True)
-class FitPlan:
+class FitInputs:
   """What `fit` trains on, and for how long.
 
   Attributes:
@@ -208,13 +207,13 @@ class FitPlan:
   validation_steps = attr.ib(type=Optional[int], default=None)
 
 
-def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
+def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
         extra_handlers: Sequence[Any] = ()) -> Dict[str, Any]:
   """Trains `spec.model` (compiled by `compile_model`); returns the record.
 
   Args:
     spec: The TrainSpec; its handlers run after the built-in ones.
-    plan: The datasets and the schedule.
+    inputs: The datasets and the schedule.
     fn_args: Where the run writes (`model_run_dir`) and resumes from
       (`checkpoint_dir`, None for no resume), and whether this process is
       the chief (`is_chief`), which alone writes the resume checkpoints.
@@ -229,7 +228,7 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
   killed training started again continues at the step of its last
   checkpoint (`fit_schedule`), and the record says where
   (`resumed_from_epoch`, `_batch`, `_step`). After a SIGTERM
-  (`generic_trainer.preemption`), training stops at the next step
+  (`generic_trainer.system.preemption`), training stops at the next step
   (`PreemptionStop`), which `ResumeCheckpoint` saves.
 
   Raises:
@@ -242,7 +241,7 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
   if interactive is None:
     interactive = sys.stdout.isatty()
   handlers = default_handlers(spec, fn_args.model_run_dir,
-                              plan.steps_per_epoch, interactive)
+                              inputs.steps_per_epoch, interactive)
   handlers += list(extra_handlers)
   handlers += list(spec.user_handlers)
   stop = PreemptionStop(is_chief=fn_args.is_chief,
@@ -254,16 +253,15 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
     handlers.append(ResumeCheckpoint(
         checkpoint_dir, handlers, fn_args.is_chief,
         every_steps=(spec.checkpoint or {}).get('every_steps'),
-        steps_per_epoch=plan.steps_per_epoch, resume_from=point,
+        steps_per_epoch=inputs.steps_per_epoch, resume_from=point,
         scratch_dir=os.path.join(fn_args.model_run_dir, '.resume-scratch')))
-  calls = fit_schedule.fit_calls(plan.epochs, plan.steps_per_epoch, point)
+  calls = fit_schedule.fit_calls(inputs.epochs, inputs.steps_per_epoch, point)
   if point:
-    from absl import logging  # pylint: disable=g-import-not-at-top
     logging.info('Resuming at %s, from the checkpoint in %s.',
                  resume.describe_point(point), checkpoint_dir)
-    _build_compiled_state(model, plan.train)
+    _build_compiled_state(model, inputs.train)
   container = HandlerList(handlers, model, 1 if interactive else 0,
-                          epochs=plan.epochs, steps=plan.steps_per_epoch)
+                          epochs=inputs.epochs, steps=inputs.steps_per_epoch)
   started = time.monotonic()
   container.begin()
   with warnings.catch_warnings(), (
@@ -273,11 +271,11 @@ def fit(spec, plan: FitPlan, fn_args, interactive: Optional[bool] = None,
     warnings.filterwarnings('ignore', message='Your input ran out of data')
     for call in calls:
       container.batch_offset = call.batch_offset
-      model.fit(plan.train.skip(call.skip_batches) if call.skip_batches
-                else plan.train, validation_data=plan.evaluation,
+      model.fit(inputs.train.skip(call.skip_batches) if call.skip_batches
+                else inputs.train, validation_data=inputs.evaluation,
                 initial_epoch=call.initial_epoch, epochs=call.epochs,
                 steps_per_epoch=call.steps_per_epoch,
-                validation_steps=plan.validation_steps,
+                validation_steps=inputs.validation_steps,
                 callbacks=container, verbose=1 if interactive else 0)
       if model.stop_training:
         break
@@ -332,7 +330,6 @@ def _build_compiled_state(model, dataset) -> None:
   train step builds them, after the restore, at zero."""
   build = getattr(model, '_symbolic_build', None)
   if build is not None:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     # A batch of 1, not of unknown size: on JAX each unknown dimension is a
     # symbol of its own, and the labels' would not match the outputs'.
     batch = tf.nest.map_structure(

@@ -51,6 +51,7 @@ from tensorflow.compiler.mlir.stablehlo import stablehlo
 
 from generic_trainer.errors import SpecError
 from generic_trainer.keys import JAX_BACKEND
+import keras
 
 # Where the exported model may be served: the serving TensorFlow runs the
 # module XLA lowered for its device (docs/guides/jax.md).
@@ -59,7 +60,6 @@ SERVING_PLATFORMS = ('cpu', 'cuda')
 
 def active() -> bool:
   """Whether Keras in this process computes with JAX."""
-  import keras  # pylint: disable=g-import-not-at-top
   return keras.backend.backend() == JAX_BACKEND
 
 
@@ -140,7 +140,6 @@ def export_archive():
   an endpoint without making it a signature (`jax2tf_function`), and names
   its variables by their Keras path ('dense_1/kernel', as on TensorFlow;
   Keras 3.12's JAX archive names them 'kernel')."""
-  import keras  # pylint: disable=g-import-not-at-top
 
   class Archive(keras.export.ExportArchive):
 

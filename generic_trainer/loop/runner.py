@@ -3,25 +3,25 @@
 One sequence, used by pipelines, the `generic-trainer` command and the
 notebook `Estimator` alike: `prepare` (schema, features, schedule,
 datasets, compiled model, the checks against a real batch, the warm start
-from the base model), `train` (the fit loop), `run` (both, then the export
-and the result record).
+from the base model), `train` (the fit loop), `SpecRun` (both, then the
+export and the training record).
 """
 
-import os
 from typing import Any, Dict, List, Optional, Sequence
 
 import attr
 
-from generic_trainer import member_checks
-from generic_trainer import train_result
+from generic_trainer.trainspec import member_checks
+from generic_trainer.loop import train_result
 from generic_trainer.loop import checks
 from generic_trainer.loop import datasets
 from generic_trainer.loop import export
 from generic_trainer.loop import fit_loop
 from generic_trainer.loop import warm_start
+from generic_trainer.loop.handlers.first_step import FirstStepTime
 from generic_trainer.data import cache_folder
-from generic_trainer.data import kept_store
-from generic_trainer import progress
+from generic_trainer.data.kept import store as kept_store
+from generic_trainer.system import progress
 from generic_trainer.errors import summarize
 from generic_trainer.data import statistics
 
@@ -33,14 +33,14 @@ class Prepared:
   Attributes:
     schema: The schema of the examples the model reads.
     keys: The features the model reads (its named inputs).
-    plan: The datasets and the schedule (`fit_loop.FitPlan`).
+    inputs: The datasets and the schedule (`fit_loop.FitInputs`).
     model: The compiled model (`spec.model`), warm-started from the base
       model when there is one (`warm_start`).
     warm_start: What the warm start loaded, or None.
   """
   schema = attr.ib()
   keys = attr.ib(type=List[str])
-  plan = attr.ib(type=fit_loop.FitPlan)
+  inputs = attr.ib(type=fit_loop.FitInputs)
   model = attr.ib()
   warm_start = attr.ib(default=None)
 
@@ -50,7 +50,7 @@ def prepare(spec, fn_args, cache_folder=None, kept_rows=None) -> Prepared:
   against the data, before any training step. Parsed rows that the cache
   decision puts on disk go in `cache_folder` (a
   `data.cache_folder.CacheFolder`; None: none goes on disk); rows kept
-  across trainings in `kept_rows` (a `data.span_cache.SpanCache`, None:
+  across trainings in `kept_rows` (a `data.kept.cache.SpanCache`, None:
   none kept).
 
   Raises:
@@ -76,9 +76,9 @@ def prepare(spec, fn_args, cache_folder=None, kept_rows=None) -> Prepared:
       spec, fn_args, schema, fn_args.train_files, keys))
   checks.check_monitors(spec, model)
   warm = warm_start.apply(spec, model, fn_args.base_model)
-  plan = fit_loop.FitPlan(train, evaluation, epochs, steps_per_epoch,
-                          fn_args.eval_steps)
-  return Prepared(schema, keys, plan, model, warm)
+  inputs = fit_loop.FitInputs(train, evaluation, epochs, steps_per_epoch,
+                              fn_args.eval_steps)
+  return Prepared(schema, keys, inputs, model, warm)
 
 
 def train(spec, fn_args, interactive: Optional[bool] = None,
@@ -95,14 +95,14 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
       kept_store.store(fn_args) as kept:
     prepared = prepare(spec, fn_args, cache, kept)
     try:
-      result = fit_loop.fit(spec, prepared.plan, fn_args,
+      result = fit_loop.fit(spec, prepared.inputs, fn_args,
                             interactive=interactive,
                             extra_handlers=extra_handlers)
     except Exception as e:  # pylint: disable=broad-except
       if not (cache.on_disk and cache_folder.disk_full(e)):
         raise
       prepared = _without_disk_cache(spec, fn_args, prepared, cache, e)
-      result = fit_loop.fit(spec, prepared.plan, fn_args,
+      result = fit_loop.fit(spec, prepared.inputs, fn_args,
                             interactive=interactive,
                             extra_handlers=extra_handlers)
   if prepared.warm_start:
@@ -110,21 +110,56 @@ def train(spec, fn_args, interactive: Optional[bool] = None,
   return prepared, result
 
 
-def run(spec_class, fn_args, interactive: Optional[bool] = None,
-        extra_handlers: Sequence[Any] = ()) -> Dict[str, Any]:
-  """Builds the spec from fn_args, checks it, trains it, exports it.
+class SpecRun:
+  """The run_fn of a TrainSpec: builds the spec from fn_args, checks it,
+  trains it, exports it, and writes its training record.
 
-  `interactive` and `extra_handlers` go to `fit_loop.fit` (the local
-  command's progress choice and first-step timer). Returns the result
-  record, also written to model_run/train_result.json.
+  What the module loader gives for a module that defines a TrainSpec
+  (`usercode.module_loader`), and what the notebook `Estimator` trains
+  its own spec with; `launch.here` calls it as it calls a `run_fn`, with
+  the request's display and record options.
+
+  Attributes:
+    train_spec: The TrainSpec class.
+    spec: The spec to train (the notebook's, built with its
+      hyperparameters); None: one is built from fn_args at each call.
+    export: Whether the call exports the model into
+      `fn_args.serving_model_dir` (the notebook exports later, on request).
+    prepared: What the last call prepared (`Prepared`: its feature keys
+      serve the notebook's evaluate, predict and export).
   """
-  spec = spec_class(fn_args)
-  prepared, result = train(spec, fn_args, interactive, extra_handlers)
-  export.export(spec, prepared.model, prepared.keys,
-                fn_args.serving_model_dir, fn_args.schema_path,
-                fn_args.transform_graph_path)
-  train_result.write(fn_args.model_run_dir, result)
-  return result
+
+  def __init__(self, train_spec: type, spec=None, export: bool = True):
+    self.train_spec = train_spec
+    self.spec = spec
+    self.export = export
+    self.prepared: Optional[Prepared] = None
+
+  def __call__(self, fn_args, interactive: Optional[bool] = None,
+               started: Optional[float] = None,
+               record: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Trains on `fn_args`; returns the training record, written to
+    model_run/train_result.json here, once: its one writer.
+
+    `interactive` goes to `fit_loop.fit`. With `started`
+    (`time.monotonic()` when the process that asked started), the record
+    says how long it took to the first step (`time_to_first_step_s`);
+    `record`'s entries are added to it (the command's `evaluation`).
+    """
+    timer = FirstStepTime(started) if started is not None else None
+    spec = self.spec if self.spec is not None else self.train_spec(fn_args)
+    spec.fn_args = fn_args  # What canned specs read the data from.
+    self.prepared, result = train(spec, fn_args, interactive,
+                                  [timer] if timer else [])
+    if self.export:
+      export.export(spec, self.prepared.model, self.prepared.keys,
+                    fn_args.serving_model_dir, fn_args.schema_path,
+                    fn_args.transform_graph_path)
+    if timer is not None and timer.seconds is not None:
+      result['time_to_first_step_s'] = round(timer.seconds, 3)
+    result.update(record or {})
+    train_result.write(fn_args.model_run_dir, result)
+    return result
 
 
 def _datasets(spec, fn_args, schema, keys, steps_per_epoch, cache_folder,
@@ -155,9 +190,9 @@ def _without_disk_cache(spec, fn_args, prepared: Prepared, cache,
       summarize(error))
   cache.clear()
   train, evaluation = _datasets(spec, fn_args, prepared.schema, prepared.keys,
-                                prepared.plan.steps_per_epoch, None,
+                                prepared.inputs.steps_per_epoch, None,
                                 cache=False)
-  return attr.evolve(prepared, plan=attr.evolve(prepared.plan, train=train,
+  return attr.evolve(prepared, inputs=attr.evolve(prepared.inputs, train=train,
                                                 evaluation=evaluation))
 
 

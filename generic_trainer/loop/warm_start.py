@@ -26,9 +26,9 @@ import os
 from typing import Any, Dict, List, Optional
 import re
 
-import tensorflow as tf
 
-from generic_trainer import progress
+from generic_trainer.system import progress
+from generic_trainer.system import saved_models
 from generic_trainer.errors import InputArtifactError, SpecError
 from generic_trainer.errors import summarize
 
@@ -104,7 +104,7 @@ def base_weights(base_model_dir: str) -> Dict[str, Any]:
     InputArtifactError: it does not load, or holds no variables.
   """
   try:
-    loaded = tf.saved_model.load(base_model_dir)
+    loaded = saved_models.load(base_model_dir)
   except Exception as e:  # pylint: disable=broad-except
     raise InputArtifactError(
         f'The base model {base_model_dir} does not load as a SavedModel: '

@@ -19,7 +19,7 @@ import time
 import keras
 import tensorflow as tf
 
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))), 'module_files'))

@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-from generic_trainer.core import module_loader  # pylint: disable=g-import-not-at-top,wrong-import-position
+from generic_trainer.usercode import module_loader  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def _features(records, keys):

@@ -7,8 +7,10 @@ is a handler; a TrainSpec adds its own with `handlers()`. Keras's own
 EarlyStopping, ModelCheckpoint, TensorBoard and ProgbarLogger are used as
 they are; the classes here are the ones Keras lacks:
 `nan_guard.NaNGuard`, `history_file.HistoryFile`, `log_lines.LogLines`,
-`first_step.FirstStepTime`, `checkpoint.checkpoint_handler` (Keras's
-ModelCheckpoint configured from a spec), and those of resuming:
+`first_step.FirstStepTime`, `monitor_check.MonitorCheck`,
+`checkpoint.checkpoint_handler` (Keras's ModelCheckpoint configured from a
+spec), `preemption_stop.PreemptionStop` (the stop after a SIGTERM), and
+those of resuming:
 `resume_checkpoint.ResumeCheckpoint` (saves and restores the training's
 state), `handler_state` (the get_state/set_state protocol, and Keras's
 handlers' state) and `handler_list.HandlerList` (the handlers of one

@@ -12,7 +12,7 @@ from typing import Optional
 
 import keras
 
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 from generic_trainer.errors import SpecError
 
 

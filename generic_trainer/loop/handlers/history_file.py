@@ -2,7 +2,7 @@
 
 import keras
 
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 
 
 class HistoryFile(keras.callbacks.Callback):

@@ -4,7 +4,7 @@ import time
 
 import keras
 
-from generic_trainer import progress
+from generic_trainer.system import progress
 
 
 class LogLines(keras.callbacks.Callback):
@@ -12,7 +12,7 @@ class LogLines(keras.callbacks.Callback):
 
   On a terminal the fit loop uses Keras's progress bar instead; in a
   pipeline's log file a progress bar is noise, a line is readable. The
-  lines go to the progress log (`generic_trainer.progress`).
+  lines go to the progress log (`generic_trainer.system.progress`).
   """
 
   def __init__(self, every_steps: int = 100):

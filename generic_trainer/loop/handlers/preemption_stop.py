@@ -1,6 +1,6 @@
 """PreemptionStop: after a SIGTERM, stop the training at the next step.
 
-`generic_trainer.preemption` turns SIGTERM into a flag; this handler reads
+`generic_trainer.system.preemption` turns SIGTERM into a flag; this handler reads
 it in `on_train_batch_end` and sets `model.stop_training`, as EarlyStopping
 does, and `stopping`, which `ResumeCheckpoint` reads to save that step (not
 the end of an epoch, and not as a training that stopped for good). The
@@ -29,7 +29,7 @@ from typing import Optional
 
 import keras
 
-from generic_trainer import preemption
+from generic_trainer.system import preemption
 from generic_trainer.keys import STOP_FILE_ENV
 
 

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from generic_trainer import atomic_files
+from generic_trainer.system import atomic_files
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
 from generic_trainer.loop.handlers import handler_state

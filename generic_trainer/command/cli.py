@@ -1,0 +1,235 @@
+"""generic-trainer: train a module file on local data, outside a pipeline.
+
+    generic-trainer --module-file module_files/penguin_spec.py \\
+        --train-data penguins.csv --output-dir /tmp/penguin --steps 100
+
+(or `python -m generic_trainer ...`). It runs the module (a TrainSpec or a
+`run_fn`) on local CSV or TFRecord files as GenericTrainer runs it in a
+pipeline, validates the export with the component's checks, publishes it to
+`OUTPUT_DIR/model/` and prints the final metrics (layout: `command.layout`).
+
+The command line is checked before TensorFlow is imported; a TrainSpec
+module then trains without importing TFX's pipeline code or Apache Beam, so
+the first training step comes soon after TensorFlow's own import. The line
+`first training step after X.XX s` (seconds since the process started) says
+when.
+
+A training that did not finish (killed, Ctrl-C, or failed after a
+checkpoint) resumes from its last epoch checkpoint when the same command
+runs again on unchanged data: TrainSpec modules always, a `run_fn` that
+uses `resume.keras_callback` or `resume.checkpoint_manager`. `--no-resume`
+starts over.
+
+SIGTERM (a preemption) stops the training at the next step, saves that
+step in the resume checkpoint and exits with 143; the same command resumes
+there (`generic_trainer.system.preemption`).
+
+Exit status: 0 trained, validated and published; 1 the run failed (the
+module, the data, the spec, the training or the export; the message says
+what to do); 2 the command line is wrong; 130 interrupted (Ctrl-C); 143
+stopped by SIGTERM, the step saved.
+"""
+
+import os  # Loaded with the interpreter: importing it costs nothing.
+import time
+
+
+def _process_start() -> float:
+  """`time.monotonic()` when this process started (now, if unknown)."""
+  now = time.monotonic()
+  try:
+    with open('/proc/self/stat') as f:  # Field 22: start, in ticks since boot.
+      start_ticks = int(f.read().rsplit(')', 1)[1].split()[19])
+    with open('/proc/uptime') as f:
+      uptime = float(f.read().split()[0])
+    age = uptime - start_ticks / os.sysconf('SC_CLK_TCK')
+  except (OSError, ValueError, IndexError):
+    return now
+  return now - max(age, 0.0)
+
+
+_STARTED = _process_start()  # Before any other import.
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import sys
+import tempfile
+import traceback
+from typing import Optional, Sequence
+
+from generic_trainer.system import preemption
+from generic_trainer.usercode import module_loader
+from generic_trainer.errors import GenericTrainerError
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import PreemptedError
+from generic_trainer.errors import summarize
+from generic_trainer.system import disk_full
+from generic_trainer.keys import PREEMPTED_EXIT_CODE
+from generic_trainer.command import cli_args
+from generic_trainer.system import console
+from generic_trainer.usercode import stray_threads
+from generic_trainer.command import holdout
+from generic_trainer.command.cli_args import Request
+from generic_trainer.command.layout import Layout
+from generic_trainer.command.cli_args import PROG
+# pylint: enable=g-import-not-at-top,wrong-import-position
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Runs the command; returns the exit status.
+
+  Called as the program (`argv` None), it ends the process once done even
+  if user code left threads running, which would otherwise keep it alive
+  (see `stray_threads.exit_despite_threads`).
+  """
+  with preemption.handling():
+    status = _main(argv)
+  if argv is None:
+    stray_threads.exit_despite_threads(status)
+  return status
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
+  try:
+    request = cli_args.parse(argv, started=_STARTED)
+  except InvalidArgumentError as e:
+    print(f'{PROG}: error: {e}', file=sys.stderr)
+    return 2
+  # TensorFlow's C++ INFO and WARNING lines (end of data at each eval...),
+  # unless the user asked for them; its start-up lines: see
+  # console.import_tensorflow.
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  checkpoint, resuming = None, False
+  try:
+    if request.run_fn is None:
+      module_loader.check_module_source(request.module_file)
+    # The training's modules import TensorFlow: they load once the flags
+    # and the module's source are checked (`--help`, `--version`, a wrong
+    # flag and a module that does not parse stay light).
+    from generic_trainer.command import run as command_run
+    with command_run.holding_folder(request):  # Before saying anything.
+      checkpoint = command_run.checkpoint_dir(request)
+      resuming = request.resume and Layout.holds_checkpoint(checkpoint)
+      if resuming:
+        print(f'Resuming from the checkpoint an earlier run left in '
+              f'{checkpoint} (--no-resume starts over).', flush=True)
+      print(holdout.plan(request.eval_data, request.eval_on_train),
+            flush=True)
+      with console.command_lines(), console.quiet_warnings():
+        outcome = command_run.run(request, checkpoint)
+  except PreemptedError as e:
+    print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
+    _say_earlier_model_kept(request)
+    return PREEMPTED_EXIT_CODE
+  except GenericTrainerError as e:
+    print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
+    _say_earlier_model_kept(request)
+    if resuming:
+      print(f'{PROG}: this run resumed from the checkpoint in {checkpoint}. '
+            'If the error comes from it (a module that this one imports '
+            'changed the model, say), run again with --no-resume.',
+            file=sys.stderr)
+    return 1
+  except Exception as e:  # pylint: disable=broad-except
+    # No traceback on the user: a full disk is said as such (the data
+    # conversion, the publication); a cause we could not name is still said
+    # in four parts, with the traceback in a file for a bug report.
+    full = disk_full.error_for(e, PROG, request.output_dir)
+    if full is not None:
+      print(f'{PROG}: {type(full).__name__}: {full}', file=sys.stderr)
+    else:
+      print(f'{PROG}: {type(e).__name__}: {_unnamed(e)}', file=sys.stderr)
+    _say_earlier_model_kept(request)
+    return 1
+  except KeyboardInterrupt:
+    print(f'{PROG}: interrupted; nothing was published.' +
+          _resume_hint(request, checkpoint), file=sys.stderr)
+    _say_earlier_model_kept(request)
+    return 130
+  _print_outcome(request, outcome)
+  return 0
+
+
+def _unnamed(e: Exception) -> str:
+  """The message of an error that is not ours, with the four parts; its
+  traceback goes to a file in the temporary directory, named there."""
+  try:
+    fd, path = tempfile.mkstemp(prefix='generic-trainer-traceback-',
+                                suffix='.txt')
+    with os.fdopen(fd, 'w') as f:
+      traceback.print_exception(type(e), e, e.__traceback__, file=f)
+    where = f'Its traceback is in {path}'
+  except OSError:
+    where = 'Its traceback could not be written'
+  return (f'{summarize(e)}. This error has no message of ours. Expected the '
+          'run to train, or to stop with an error that says what to do. '
+          f'Received: {type(e).__name__}. {where}. Check the module and the '
+          'data against it, and report it as a bug of generic-trainer if it '
+          'comes from there; nothing was published.')
+
+
+def schedule_text(steps: Optional[int], epochs: Optional[int]) -> str:
+  """'20 steps in 5 epochs of 4 steps', '20000 steps in one epoch
+  (evaluated once, at the end)': what the steps and epochs were, in words
+  that do not make 20000 steps of a canned spec (`epochs=1`) read as one
+  pass over the data."""
+  if epochs == 1:
+    return f'{steps} steps in one epoch (evaluated once, at the end)'
+  if steps and epochs and steps % epochs == 0:
+    return f'{steps} steps in {epochs} epochs of {steps // epochs} steps'
+  return f'{steps} steps in {epochs} epochs'
+
+
+def _say_earlier_model_kept(request: Request) -> None:
+  model = Layout(request.output_dir).model
+  if os.path.isdir(model):
+    print(f'{PROG}: the model an earlier run published in {model} is '
+          'unchanged.', file=sys.stderr)
+
+
+def _resume_hint(request: Request, checkpoint: Optional[str]) -> str:
+  if not checkpoint or not Layout.holds_checkpoint(checkpoint):
+    return ''
+  if request.resume:
+    return f' The same command resumes from the checkpoint in {checkpoint}.'
+  return (f' The same command without --no-resume resumes from the '
+          f'checkpoint in {checkpoint}.')
+
+
+def _print_outcome(request: Request,
+                   outcome) -> None:
+  """Prints what a run produced (`command.run.Outcome`)."""
+  layout, result = outcome.layout, outcome.result
+  lines = [f'== Trained {outcome.entry_point} of {request.module_file}']
+  if result:
+    lines[0] += (f': {schedule_text(result.get("steps"), result.get("epochs"))}'
+                 f', {result.get("training_time_s", 0):.1f} s of training')
+    if result.get('resumed_from_batch'):
+      lines[0] += (f' (resumed at step {result["resumed_from_step"]}: epoch '
+                   f'{result["resumed_from_epoch"] + 1}, batch '
+                   f'{result["resumed_from_batch"]})')
+    elif result.get('resumed_from_epoch'):
+      lines[0] += f' (resumed after epoch {result["resumed_from_epoch"]})'
+    for split in ('train', 'eval'):
+      metrics = result.get(split) or {}
+      lines.append(f'  {split + ":":6} ' + (' '.join(
+          f'{k}={v:.4g}' for k, v in sorted(metrics.items())) or 'none'))
+    if outcome.evaluation:
+      lines.append(f'  eval on {holdout.describe(outcome.evaluation)}')
+  else:
+    lines.append('  metrics: none recorded (a run_fn may write '
+                 'train_result.json into fn_args.model_run_dir; see '
+                 'generic_trainer/loop/train_result.py)')
+  report = outcome.report or {}
+  lines.append(
+      '  export validated: loads, has serving_default, predicts finite '
+      'values' + (f' on {report["examples_checked"]} eval examples'
+                  if 'examples_checked' in report else ''))
+  lines += [f'  model:  {layout.model}',
+            f'  run:    {layout.run}',
+            f'  data:   {layout.data}',
+            f'  schema: {layout.schema}']
+  print('\n'.join(lines), flush=True)
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,116 @@
+"""The command's eval data: a held-out hash split of the input, by default.
+
+Without `--eval-data`, `generic-trainer` holds out a third of the train data
+for evaluation, as CsvExampleGen's default split does (hash buckets 2:1,
+train then eval): each record goes to bucket `hash % 3`, bucket 2 to eval.
+The hash is SHA-256 of the tf.Example serialized deterministically (map
+keys sorted), so the same rows are held out on every run and every machine;
+CsvExampleGen hashes with farmhash, so its rows are not these, only the
+proportion. `--eval-data train` evaluates on the train data on purpose;
+`--eval-data FILES` on those files.
+
+`evaluation` describes the choice; it goes to the command's output and to
+`train_result.json` (its `evaluation` entry).
+"""
+
+import hashlib
+import os
+from typing import Any, Dict, List, NamedTuple
+
+from generic_trainer.errors import InputArtifactError
+from generic_trainer.data import tfrecords
+from generic_trainer.data import local_files
+
+# CsvExampleGen's default output config: {train: 2, eval: 1} hash buckets.
+TRAIN_BUCKETS, EVAL_BUCKETS = 2, 1
+HELD_OUT = 'held_out'
+TRAIN = 'train'
+FILES = 'files'
+
+
+class Split(NamedTuple):
+  """The two split files `split` wrote, and their row counts."""
+  train_files: List[str]
+  eval_files: List[str]
+  train_rows: int
+  eval_rows: int
+
+
+def bucket(serialized_example: bytes) -> int:
+  """The hash bucket, 0-2, of a deterministically serialized tf.Example."""
+  digest = hashlib.sha256(serialized_example).digest()
+  return int.from_bytes(digest[:8], 'big') % (TRAIN_BUCKETS + EVAL_BUCKETS)
+
+
+def is_held_out(serialized_example: bytes) -> bool:
+  """Whether the record goes to eval (the last buckets, as in TFX)."""
+  return bucket(serialized_example) >= TRAIN_BUCKETS
+
+
+def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
+  """Writes the tf.Examples of `files` into `train_dir/data.gz` and
+  `eval_dir/data.gz` by `is_held_out`.
+
+  Raises:
+    InputArtifactError: one of the splits would be empty (too few rows).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  outs = [os.path.join(train_dir, 'data.gz'), os.path.join(eval_dir,
+                                                           'data.gz')]
+  counts = [0, 0]
+  for folder in (train_dir, eval_dir):
+    os.makedirs(folder, exist_ok=True)
+  mode = local_files.common_mode(files)  # The rows stay as private.
+  with tfrecords.writer(outs[0], mode) as train, tfrecords.writer(
+      outs[1], mode) as held:
+    for path in files:
+      for record in tfrecords.records(path):
+        example = tf.train.Example.FromString(record)
+        side = int(is_held_out(example.SerializeToString(deterministic=True)))
+        (held if side else train).write(record)
+        counts[side] += 1
+  if not all(counts):
+    raise InputArtifactError(
+        f'The held-out split of the train data left {counts[0]} train and '
+        f'{counts[1]} eval rows: too few rows to hold a third out. Expected '
+        'at least one row on each side (a few dozen rows, in practice). '
+        f'Received: {sum(counts)} rows in {", ".join(files)}. Pass '
+        '--eval-data FILES to evaluate on other data, or --eval-data train '
+        'to evaluate on the train data.')
+  return Split([outs[0]], [outs[1]], counts[0], counts[1])
+
+
+def evaluation(kind: str, **details: Any) -> Dict[str, Any]:
+  """The `evaluation` entry of train_result.json: what the eval figures
+  were measured on (`kind` is HELD_OUT, TRAIN or FILES)."""
+  described = {
+      HELD_OUT: ('a held-out third of the train data (hash split, as '
+                 "CsvExampleGen's default 2:1)"),
+      TRAIN: ('the train data itself (--eval-data train): training-set '
+              'figures, not a measure of how the model does on new data'),
+      FILES: 'the --eval-data files',
+  }[kind]
+  return {'data': kind, 'description': described, **details}
+
+
+def describe(entry: Dict[str, Any]) -> str:
+  """One line for the command's output, from an `evaluation` entry."""
+  text = entry['description']
+  if entry['data'] == HELD_OUT:
+    text += (f': {entry["eval_rows"]} of '
+             f'{entry["eval_rows"] + entry["train_rows"]} rows')
+  return text
+
+
+def plan(eval_files, eval_on_train: bool) -> str:
+  """The line the command prints before it trains: what eval will be."""
+  if eval_files:
+    return f'Eval data: {", ".join(eval_files)}.'
+  if eval_on_train:
+    return ('Eval data: the train data itself (--eval-data train). The eval '
+            'figures will be training-set figures, not a measure of how the '
+            'model does on data it has not seen.')
+  return ('Eval data: a third of the train data, held out from training (a '
+          "hash split of the rows, as CsvExampleGen's default 2:1; the same "
+          'rows every run). --eval-data FILES evaluates on other files, '
+          '--eval-data train on the train data.')

@@ -1,0 +1,375 @@
+"""Parsed rows kept across trainings: the store of one training.
+
+`SpanCache` holds one entry per TFRecord file of the spans it reads (the
+entry's format: `kept_entry`; its key: `kept_key`): where entries are
+(`folder`, local), where earlier ones may come from (`previous`: a
+pipeline's ParsedRows input, whose hits are hard-linked, else copied,
+into `folder`; fetched from an object store, `kept_remote`),
+a size budget, and what it decided for each file (`decisions`: hit, or
+miss and why; logged, written to `folder/decisions.json` and, in a
+pipeline, recorded on the output artifact in ML Metadata).
+
+Two trainings writing the same file's entry: the first rename wins, the
+other discards its copy. A training holds a shared `flock` on the
+manifests it reads for as long as it trains; eviction (least recently
+used first, past the budget) takes an exclusive one without waiting and
+skips an entry in use. An unfinished write whose writer is gone (its
+owner lock is free) is removed by the next store on the folder.
+"""
+
+import contextlib
+import errno
+import fcntl
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import threading
+from concurrent import futures
+from typing import Any, Dict, List, Optional, Tuple
+
+from generic_trainer.system import atomic_files
+from generic_trainer.system import owner_lock
+from generic_trainer.system import paths
+from generic_trainer.system import progress
+from generic_trainer.data.kept import read_before
+from generic_trainer.data.kept import remote as kept_remote
+from generic_trainer.data.kept import key as kept_key
+from generic_trainer.data.kept.entry import BLOCKS, DECISIONS, MANIFEST
+from generic_trainer.data.kept.entry import OWNER, TEMP
+from generic_trainer.data.kept.entry import Entry, EntryWriter
+from generic_trainer.data.kept.entry import check_entry, lock
+
+DEFAULT_BUDGET_BYTES = 20 << 30
+
+
+_WRITERS: Dict[int, EntryWriter] = {}  # Of the open stores, by number.
+_NUMBERS = itertools.count()
+
+
+def writer_of(number: int) -> Optional[EntryWriter]:
+  """The writer numbered `number` (`SpanCache.writer`); None once its
+  store was left."""
+  return _WRITERS.get(number)
+
+
+class SpanCache:
+  """The entries one training reads and writes (see the module docstring).
+
+  Use as a context manager: leaving releases the entries' locks, removes
+  this training's unfinished writes, evicts the least recently used
+  entries past the budget (with `evict`), and writes the decisions to
+  `folder/decisions.json` (with `record`).
+
+  Args:
+    folder: Where entries are read and written (a local folder).
+    previous: A folder of earlier entries (a pipeline's input artifact);
+      a hit there is linked (else copied) into `folder`, or fetched from
+      an object store (`kept_remote.fetch`).
+    budget_bytes: The most bytes of entries `folder` may hold.
+    evict: Whether leaving removes least recently used entries past the
+      budget (the command's folder); a pipeline's output holds only this
+      execution's files anyway.
+    record: Whether leaving writes `decisions.json` into `folder`.
+    writes: Whether misses are written (False: a worker that is not the
+      chief, which reads what is kept and leaves the writing to the chief,
+      who reads every file too).
+    shown: Where the log says entries are kept (default: `folder`; the
+      object store a scratch folder's entries are uploaded to).
+  """
+
+  def __init__(self, folder: str, previous: Optional[str] = None,
+               budget_bytes: int = DEFAULT_BUDGET_BYTES, evict: bool = True,
+               record: bool = True, writes: bool = True,
+               shown: Optional[str] = None):
+    self.folder = folder
+    self.shown = shown or folder
+    self.previous = previous if previous != folder else None
+    self.budget_bytes = budget_bytes
+    self.evict = evict
+    self.record = record
+    self.writes = writes
+    self.temps = set()
+    self.decisions: Dict[str, Dict[str, Any]] = {}
+    self._locks: Dict[str, int] = {}
+    self._kept_bytes = 0
+    self._decided = threading.Lock()  # Writes finish on another thread.
+    self._finishing: Optional[futures.ThreadPoolExecutor] = None
+    self._finishes: List[futures.Future] = []
+    self._writers: List[EntryWriter] = []
+
+  def __enter__(self) -> 'SpanCache':
+    os.makedirs(self.folder, exist_ok=True)
+    self._remove_stale_temps()
+    return self
+
+  def __exit__(self, *unused) -> None:
+    for writer in self._writers:  # A pipeline read later writes nothing.
+      writer.close()
+      _WRITERS.pop(writer.number, None)
+    self._writers.clear()
+    self.wait_for_writes()
+    for temp in list(self.temps):
+      shutil.rmtree(temp, ignore_errors=True)
+    self.temps.clear()
+    for fd in self._locks.values():
+      os.close(fd)
+    self._locks.clear()
+    if self.evict:
+      self.evict_to_budget()
+    if self.record:
+      atomic_files.write_json(os.path.join(self.folder, DECISIONS),
+                              self.summary(), indent=1)
+
+  # Looking up.
+
+  def lookup(self, source: str, key: Dict[str, Any]) -> Optional[Entry]:
+    """The checked entry of file `source` with `key`, locked for this
+    training; else None, with the reason in `decisions`."""
+    name = kept_key.entry_name(source)
+    path = os.path.join(self.folder, name)
+    entry, why = self._checked(path, key)
+    if entry is None and self.previous:
+      entry, why_there = self._from_previous(name, path, key)
+      if entry is not None or why == 'no entry':
+        why = why_there
+    if entry is None:
+      self._decide(source, key, 'miss', why)
+      return None
+    with contextlib.suppress(OSError):
+      os.utime(os.path.join(path, MANIFEST))  # Its last use, for eviction.
+    with self._decided:
+      self._kept_bytes += entry.manifest.get('bytes', 0)
+    self._decide(source, key, 'hit', f'{entry.rows:,} rows')
+    return entry
+
+  def _checked(self, path: str, key, hold: bool = True, linked=None):
+    fd = None
+    if hold:
+      fd = lock(os.path.join(path, MANIFEST), fcntl.LOCK_SH)
+      if fd is None:
+        return self._explain(path, key)
+    entry, why = check_entry(path, key, linked)
+    if entry is None:
+      if fd is not None:
+        os.close(fd)
+      return None, why
+    if fd is not None:
+      self._locks[path] = fd
+    return entry, ''
+
+  def _explain(self, path, key):
+    if not os.path.exists(os.path.join(path, MANIFEST)):
+      return None, 'no entry'
+    return check_entry(path, key)
+
+  def _from_previous(self, name: str, path: str, key
+                     ) -> Tuple[Optional[Entry], str]:
+    """The previous folder's entry `name` carried into place at `path`
+    and checked there: linked (else copied) from a local folder, fetched
+    from an object store (`kept_remote.fetch`)."""
+    source = os.path.join(self.previous, name)
+    remote, earlier = paths.is_remote(source), None
+    if not remote:
+      earlier, why = self._checked(source, key, hold=False)
+      if earlier is None:
+        return None, why
+    temp = tempfile.mkdtemp(prefix=f'{TEMP}carry-', dir=self.folder)
+    self.temps.add(temp)
+    try:
+      if remote:
+        why = kept_remote.fetch(source, key, temp)
+        if why:
+          return None, why
+      else:
+        for part in (BLOCKS, MANIFEST):
+          try:
+            os.link(os.path.join(source, part), os.path.join(temp, part))
+          except OSError:  # Synced.
+            atomic_files.copy(os.path.join(source, part),
+                              os.path.join(temp, part))
+      # A linked file is the earlier entry's, written and synced whole.
+      self.put_in_place(temp, path, key, synced=not remote)
+    except OSError as e:
+      return None, f'the earlier entry could not be carried over ({e})'
+    finally:
+      shutil.rmtree(temp, ignore_errors=True)
+      self.temps.discard(temp)
+    return self._checked(path, key, linked=earlier)  # No CRC if linked.
+
+  # Writing.
+
+  def writer(self, source: str, key: Dict[str, Any],
+             columns: List[List[Any]], label: Optional[str]) -> EntryWriter:
+    """A writer of file `source`'s entry (see `EntryWriter`), closed when
+    the store is left. Its `number` finds it (`writer_of`) from an input
+    pipeline's function, which holds numbers, not objects."""
+    writer = EntryWriter(self, source, key, columns, label, next(_NUMBERS),
+                         read_before.read_whole(key))
+    if not self.writes:
+      writer.close()  # Not found by its number: it writes nothing.
+      return writer
+    _WRITERS[writer.number] = writer
+    self._writers.append(writer)
+    return writer
+
+  def in_background(self, finish) -> None:
+    """Runs `finish` (an entry's fsyncs and rename) on this store's
+    writing thread, one at a time, off the input pipeline's threads."""
+    if self._finishing is None:
+      self._finishing = futures.ThreadPoolExecutor(
+          1, thread_name_prefix='parsed-rows')
+    self._finishes.append(self._finishing.submit(finish))
+
+  def wait_for_writes(self) -> None:
+    """Returns when every finished entry is in place (or discarded)."""
+    if self._finishing is None:
+      return
+    self._finishing.shutdown(wait=True)
+    self._finishing = None
+    finishes, self._finishes = self._finishes, []
+    for finish in finishes:
+      finish.result()  # A bug in finishing raises here, not lost.
+
+  def room(self) -> int:
+    """The bytes a new entry may still take."""
+    return self.budget_bytes - self._kept_bytes
+
+  def put_in_place(self, temp: str, final: str, key,
+                   synced: bool = False) -> bool:
+    """Renames the complete entry folder `temp` to `final` (its files
+    synced first, unless `synced`); False (and `temp` removed) when an
+    entry of the same key is there already, or the one there is in use."""
+    if not synced:
+      for name in os.listdir(temp):
+        atomic_files.sync_file(os.path.join(temp, name))
+    atomic_files.sync_folder(temp)
+    try:
+      os.rename(temp, final)
+    except OSError as e:
+      if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+        raise
+    else:
+      atomic_files.sync_folder(self.folder)
+      return True
+    fd = lock(os.path.join(final, MANIFEST), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    if fd is None:  # In use: it stays, ours goes.
+      shutil.rmtree(temp, ignore_errors=True)
+      return False
+    try:
+      same = check_entry(final, key)[0] is not None
+      if same:
+        shutil.rmtree(temp, ignore_errors=True)
+        return False
+      atomic_files.replace_folder(temp, final)
+      return True
+    finally:
+      os.close(fd)
+
+  def written(self, source: str, nbytes: int, kept: bool) -> None:
+    with self._decided:
+      self._kept_bytes += nbytes
+      decision = self.decisions.get(source)
+      if decision is not None and not decision.get('written'):
+        # Not kept: another training, or another dataset of this one on the
+        # same file, put its entry in place first.
+        decision['written'] = kept
+        if not kept:
+          decision['why'] += '; another writer put it in place first'
+
+  def not_kept(self, source: str, why: str) -> None:
+    with self._decided:
+      decision = self.decisions.get(source)
+      if decision is not None:
+        decision['written'] = False
+        decision['why'] += f'; not kept: {why}'
+    progress.log().warning('parsed rows: the entry of %s is not kept: %s',
+                           source, why)
+
+  # Decisions.
+
+  def _decide(self, source: str, key, decision: str, why: str) -> None:
+    with self._decided:
+      self.decisions[source] = {'decision': decision, 'why': why,
+                                'key': kept_key.fingerprint(key)}
+
+  def summary(self) -> Dict[str, Any]:
+    """{'hits': n, 'misses': n, 'spans': {span folder: [decision per
+    file]}}, for the log and ML Metadata."""
+    spans: Dict[str, List[Dict[str, Any]]] = {}
+    with self._decided:
+      decisions = {s: dict(d) for s, d in self.decisions.items()}
+    for source, decision in sorted(decisions.items()):
+      spans.setdefault(_span(source), []).append(
+          dict(decision, file=os.path.basename(source)))
+    values = [d['decision'] for d in decisions.values()]
+    return {'hits': values.count('hit'), 'misses': values.count('miss'),
+            'spans': spans}
+
+  def log_decisions(self) -> None:
+    """One log line per span: 'parsed rows: hit for Examples/3/Split-train
+    (2 files)', or 'miss for ... (part-0.gz: changed: the file's size
+    (3,200 -> 3,456))'."""
+    log = progress.log()
+    for span, decisions in self.summary()['spans'].items():
+      misses = [d for d in decisions if d['decision'] == 'miss']
+      if not misses:
+        log.info('parsed rows: hit for %s (%d files, kept in %s)', span,
+                 len(decisions), self.shown)
+      else:
+        log.info('parsed rows: miss for %s (%s); the first epoch parses '
+                 '%s', span, '; '.join(
+                     f"{d['file']}: {d['why']}" for d in misses),
+                 f'and keeps them in {self.shown}' if self.writes else
+                 'them (the chief keeps them)')
+
+  # Eviction.
+
+  def evict_to_budget(self) -> List[str]:
+    """Removes the least recently used entries until the folder holds at
+    most `budget_bytes`; entries in use (locked) are skipped. Returns the
+    removed entries' names."""
+    entries = []
+    for name in os.listdir(self.folder):
+      path = os.path.join(self.folder, name)
+      try:
+        used = os.stat(os.path.join(path, MANIFEST)).st_mtime
+        size = os.path.getsize(os.path.join(path, BLOCKS))
+      except OSError:
+        continue
+      entries.append((used, size, name, path))
+    total = sum(e[1] for e in entries)
+    removed = []
+    for _, size, name, path in sorted(entries):
+      if total <= self.budget_bytes:
+        break
+      fd = lock(os.path.join(path, MANIFEST), fcntl.LOCK_EX | fcntl.LOCK_NB)
+      if fd is None:
+        continue
+      try:
+        shutil.rmtree(path, ignore_errors=True)
+      finally:
+        os.close(fd)
+      total -= size
+      removed.append(name)
+    if removed:
+      progress.log().info('parsed rows: %d least recently used entries '
+                          'removed from %s (budget %s bytes)', len(removed),
+                          self.folder, f'{self.budget_bytes:,}')
+    return removed
+
+  def _remove_stale_temps(self) -> None:
+    """Removes unfinished writes no process holds: their writer died."""
+    for name in os.listdir(self.folder):
+      path = os.path.join(self.folder, name)
+      if name.startswith(TEMP) and not owner_lock.in_use(
+          os.path.join(path, OWNER)):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _span(source: str) -> str:
+  """'Examples/3/Split-train': the span folder of a file, for people."""
+  parts = os.path.normpath(source).split(os.sep)
+  return os.sep.join(parts[-4:-1]) if len(parts) > 3 else os.path.dirname(
+      source)

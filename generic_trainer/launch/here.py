@@ -1,0 +1,82 @@
+"""The launcher `here`: one training in this process, FnArgs built, the
+entry point called.
+
+A TrainSpec trains through `loop.runner` on FnArgs from local files
+(`fnargs.local`, no TFX: the command's and the notebook's trainings) or
+from the artifacts (`fnargs.fn_args`); a `run_fn` gets TFX's FnArgs from
+the artifacts, its data accessor keeping parsed rows where a store is set
+(`data.kept`). Every call into user code is guarded (`usercode.guard`)
+and the threads it leaves cannot hold the process (`stray_threads`).
+"""
+
+import threading
+from typing import Any, Callable
+
+from generic_trainer.data import input_pipeline
+from generic_trainer.data.kept import factory as kept_factory
+from generic_trainer.data.kept import store as kept_store
+from generic_trainer.fnargs import local
+from generic_trainer.keys import RUN_FN_KEY
+from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.trainspec import member_checks
+from generic_trainer.usercode import stray_threads
+from generic_trainer.usercode.guard import user_code
+
+
+def train(request: TrainingRequest, entry: Callable[[Any], None]) -> None:
+  """Trains `request` in this process with `entry`, the user's `run_fn` or
+  the run_fn of their TrainSpec (`loop.runner.SpecRun`, whose
+  `train_spec` is the class), which exports into `request.serving_dir`.
+
+  A TrainSpec's training record (train_result.json) is written once, by
+  its `SpecRun`, with `request.record`'s entries.
+
+  Raises:
+    UserModuleError, InvalidArgumentError, InputArtifactError: see their docs.
+    RunFnError: the user's code raised, or tried to end the process (see
+      `usercode.guard`); the user's exception is its `__cause__` and its
+      traceback is in the message.
+  """
+  source = request.plan.describe_source()
+  spec = getattr(entry, 'train_spec', None)
+  low, high = request.plan.worker_bounds()
+  if spec is not None and low < high:  # Every size the group may take.
+    member_checks.check_batch_split(getattr(spec, 'batch_size', None),
+                                    range(low, high + 1))
+  fn_args = (local.from_request(request)
+             if spec is not None and request.local_inputs is not None
+             else _fn_args_from_artifacts(request))
+  threads = set(threading.enumerate())
+  try:
+    if spec is not None:  # Its runner keeps its parsed rows itself.
+      with user_code(f'TrainSpec {spec.__name__}', source,
+                     wrap=request.plan.wraps_user_errors):
+        entry(fn_args, interactive=request.interactive,
+              started=request.started, record=request.record)
+    else:
+      with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source):
+        entry(_keeping(fn_args, kept))
+      if kept is not None:
+        kept.log_decisions()
+  finally:  # Failed or not, its threads cannot hold the process.
+    stray_threads.release(threads, source)
+
+
+def _fn_args_from_artifacts(request: TrainingRequest):
+  # TFX's FnArgs module imports Apache Beam (seconds): only a training from
+  # artifacts pays for it, not the command's or the notebook's TrainSpec.
+  from generic_trainer.fnargs import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
+  return fn_args_lib.build_fn_args(request)
+
+
+def _keeping(fn_args, kept):
+  """`fn_args`, its data accessor's tf.Example datasets reading and keeping
+  parsed rows through `kept` (a `data.kept.cache.SpanCache`, or None)."""
+  factory = fn_args.data_accessor.tf_dataset_factory
+  if kept is None or not isinstance(factory, input_pipeline.DatasetFactory):
+    return fn_args
+  fn_args.data_accessor = fn_args.data_accessor._replace(
+      tf_dataset_factory=kept_factory.KeptRowsFactory(
+          kept, fn_args.transform_graph_path,
+          getattr(fn_args, 'num_workers', 1), factory.telemetry_descriptors))
+  return fn_args

@@ -1,0 +1,219 @@
+"""Estimator: train, evaluate, predict and export a TrainSpec outside a pipeline.
+
+Not tf.estimator's Estimator (removed from TensorFlow 2.16): the name says
+what it offers to those who used that one (train, evaluate, predict,
+export), on a TrainSpec instead of a model_fn.
+
+For notebooks and tests. It trains through the same plan
+(`plan.plan.resolve`), launcher (`launch.launcher.train`) and runner
+(`loop.runner`: input pipeline, checks, fit loop, handlers) as
+GenericTrainer in a pipeline, on local files, in this process (its model
+stays here for `evaluate` and `predict`); `export` runs the same attempt
+(`checks.attempt`: validate, then publish):
+
+    est = Estimator(PenguinSpec, model_dir='/tmp/penguin')
+    est.train('penguins_train.csv', eval_data='penguins_eval.csv', steps=200)
+    est.evaluate('penguins_eval.csv')     # {'loss': ..., 'sparse_categorical_accuracy': ...}
+    est.predict('penguins_eval.csv')      # numpy array of model outputs
+    est.export()                          # a validated SavedModel directory
+"""
+
+import contextlib
+import os
+from typing import Any, Dict, Iterator, List, Optional, Union
+import shutil
+
+import numpy as np
+
+from generic_trainer.checks import attempt
+from generic_trainer.checks.publish import StagedExport
+from generic_trainer.data import local_files
+from generic_trainer.data import statistics
+from generic_trainer.data.kept import settings as kept_settings
+from generic_trainer.errors import SpecError
+from generic_trainer.keys import RUN_FN_KEY
+from generic_trainer.launch import launcher
+from generic_trainer.loop import datasets
+from generic_trainer.loop import export
+from generic_trainer.loop import runner
+from generic_trainer.plan import plan as plan_lib
+from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.system import atomic_files
+from generic_trainer.system import output_folder
+from generic_trainer.system import paths
+from generic_trainer.system import scratch
+from generic_trainer.trainspec.spec import conflicting_members, missing_members
+
+
+class Estimator:
+  """A TrainSpec with a model directory; methods mirror tf.estimator's."""
+
+  def __init__(self, spec_class: type, model_dir: str,
+               hparams: Optional[Dict[str, Any]] = None,
+               schema_path: Optional[str] = None,
+               base_model: Optional[str] = None,
+               parsed_rows_cache: Union[str, bool] = True):
+    """A TrainSpec class and the folder its training writes to.
+
+    Args:
+      spec_class: A complete TrainSpec subclass.
+      model_dir: Where data, run outputs (history, checkpoints, TensorBoard)
+        and exports go.
+      hparams: Hyperparameter values, available as `spec.hparams`.
+      schema_path: A schema.pbtxt; inferred from the train data if None.
+      base_model: A SavedModel folder to warm-start from (as the component's
+        base_model input; see `TrainSpec.warm_start`).
+      parsed_rows_cache: Where the parsed rows of each TFRecord file are
+        kept for the next training, which reads them back instead of
+        parsing the file again: a local folder, True for the user's cache
+        folder (`~/.cache/tfx-generic-trainer/parsed-rows`), False for
+        nowhere (docs/guides/parsed-rows-cache.md).
+    """
+    missing = missing_members(spec_class)
+    if missing:
+      raise SpecError(f'The TrainSpec {spec_class.__name__} does not define '
+                      f'the required member(s): {", ".join(missing)}. '
+                      'Expected build_model and the other required members. '
+                      f'Received: a class without {", ".join(missing)}. '
+                      'Define them in the class.')
+    if conflicting_members(spec_class):
+      raise SpecError(conflicting_members(spec_class))
+    self.model_dir = os.path.abspath(model_dir)
+    output_folder.check(self.model_dir, 'model_dir')
+    self.spec = spec_class(hparams=hparams)
+    self._schema_path = schema_path
+    self._base_model = base_model
+    self._parsed_rows_dir = kept_settings.checked_folder(
+        parsed_rows_cache, name='parsed_rows_cache')
+    self.checkpoint_dir: Optional[str] = None  # Set to resume when killed.
+    self._fn_args = None
+    self._keys = None
+    self._trained = False
+
+  @property
+  def run_dir(self) -> str:
+    return os.path.join(self.model_dir, 'run')
+
+  def train(self, train_data, eval_data=None,
+            steps: Optional[int] = None) -> Dict[str, Any]:
+    """Trains on `train_data` (CSV/TFRecord path, glob or list).
+
+    Evaluates on `eval_data` (default: the train data) every epoch. Returns
+    the result record: final train and eval metrics, steps, epochs, time.
+    Holds `model_dir`'s lock meanwhile: one training per folder at a time
+    (`output_folder`).
+    """
+    inputs = [f for d in (train_data, eval_data) if d is not None
+              for p in ([d] if isinstance(d, str) else d)
+              for f in paths.user_files(p)]
+    with output_folder.hold(self.model_dir, 'model_dir', inputs=inputs):
+      return self._train(train_data, eval_data, steps)
+
+  def _train(self, train_data, eval_data, steps):
+    data = os.path.join(self.model_dir, 'data')
+    kept = self._parsed_rows_dir
+    splits = {'train': local_files.to_split(
+        train_data, os.path.join(data, statistics.split_folder('train')),
+        kept_rows=kept)}
+    splits['eval'] = (local_files.to_split(
+        eval_data, os.path.join(data, statistics.split_folder('eval')),
+        kept_rows=kept) if eval_data is not None else splits['train'])
+    spec_class = type(self.spec)
+    entry = runner.SpecRun(spec_class, spec=self.spec, export=False)
+    # The same plan as a pipeline's and the command's, for a training that
+    # must run in this process (its model stays here): refused, as they
+    # refuse one, when this process cannot train it.
+    plan, entry = plan_lib.resolve(
+        {RUN_FN_KEY: f'{spec_class.__module__}.{spec_class.__qualname__}'},
+        plan_lib.NOTEBOOK, checkpoint_dir=self.checkpoint_dir, entry=entry)
+    request = TrainingRequest(
+        {}, {}, {}, os.path.join(self.model_dir, '.exporting'), '', plan,
+        local_inputs=self._local_inputs(splits, steps))
+    result = launcher.train(request, entry)
+    self._fn_args = self.spec.fn_args
+    self._keys = entry.prepared.keys
+    self._trained = True
+    return result
+
+  def evaluate(self, data) -> Dict[str, float]:
+    """Loss and metrics over all examples of `data`."""
+    self._require_trained('evaluate')
+    with self._scratch('evaluate', data) as files:
+      values = self.spec.model.evaluate(self._dataset(files), verbose=0,
+                                        return_dict=True)
+    return {k: float(v) for k, v in values.items()}
+
+  def predict(self, data):
+    """Model outputs for every example of `data` (label not needed)."""
+    self._require_trained('predict')
+    with self._scratch('predict', data) as files:
+      outputs = [self.spec.model(features, training=False)
+                 for features in self._dataset(files, with_label=False)]
+    return np.concatenate([np.asarray(o) for o in outputs])
+
+  def export(self, export_dir: Optional[str] = None) -> str:
+    """Exports and validates a SavedModel as GenericTrainer does (the same
+    attempt sequence, `checks.attempt`); its path. An export that fails
+    validation is kept in `run/rejected_export` and never reaches
+    `export_dir`, which keeps what an earlier export put there."""
+    self._require_trained('export')
+    export_dir = os.path.abspath(
+        export_dir or os.path.join(self.model_dir, 'export'))
+    fn_args = self._fn_args
+    with output_folder.hold(self.model_dir, 'model_dir'):
+      staged = StagedExport(os.path.join(self.model_dir, '.exporting'),
+                            keep_dir=self.run_dir)
+      published = attempt.export(
+          staged, lambda: export.export(
+              self.spec, self.spec.model, self._keys, staged.serving_dir,
+              fn_args.schema_path, None),
+          lambda: attempt.ExportChecks(eval_files=fn_args.eval_files,
+                                       schema_path=fn_args.schema_path))
+      os.makedirs(os.path.dirname(export_dir), exist_ok=True)
+      new = f'{export_dir}.new-{os.getpid()}'
+      shutil.move(published.serving_dir, new)  # Beside: one filesystem.
+      atomic_files.replace_folder(new, export_dir)
+      shutil.rmtree(staged.model_uri)
+    return export_dir
+
+  def _local_inputs(self, splits, steps):
+    """The training's inputs as local files (`fnargs.local.LocalFnArgs`'s
+    fields), the schema inferred from the train data unless given."""
+    schema_path = local_files.write_schema(
+        local_files.infer_schema(splits['train']) if not self._schema_path
+        else None, os.path.join(self.model_dir, 'schema.pbtxt'),
+        self._schema_path)
+    return dict(
+        train_files=[paths.as_pattern(f) for f in splits['train']],
+        eval_files=[paths.as_pattern(f) for f in splits['eval']],
+        train_steps=steps, schema_path=schema_path,
+        model_run_dir=self.run_dir, hyperparameters=self.spec.hparams,
+        base_model=self._base_model, parsed_rows_dir=self._parsed_rows_dir)
+
+  def _dataset(self, files, with_label=True):
+    spec, fn_args = self.spec, self._fn_args
+    schema = datasets.load_schema(fn_args)
+    if not with_label:  # Data to predict on needs the model's features only.
+      keep = [f for f in schema.feature if f.name in self._keys]
+      del schema.feature[:]
+      schema.feature.extend(keep)
+    return datasets.make_dataset(
+        spec, fn_args, schema, files, self._keys,
+        spec.eval_batch_size or spec.batch_size, num_epochs=1, shuffle=False,
+        with_label=with_label)
+
+  @contextlib.contextmanager
+  def _scratch(self, name: str, data) -> Iterator[List[str]]:
+    """`data` as a split folder of a private scratch folder (`scratch`),
+    removed after the block; yields its files as patterns."""
+    with scratch.folder(name) as folder:
+      files = local_files.to_split(
+          data, os.path.join(folder, statistics.split_folder(name)),
+          kept_rows=self._parsed_rows_dir)
+      yield [paths.as_pattern(f) for f in files]
+
+  def _require_trained(self, what):
+    if not self._trained:
+      raise SpecError(f'Call train() before {what}(): the model has no '
+                      f'trained weights yet. Expected train() before {what}(). '
+                      f'Received: {what}() on an untrained Estimator.')

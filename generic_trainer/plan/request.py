@@ -1,0 +1,139 @@
+"""TrainingRequest: everything one training needs, in one object.
+
+The executor, the command and the notebook `Estimator` build it around the
+`TrainingPlan`; its inputs are the component's artifacts, or (the command's
+and the notebook's TrainSpecs, which need no TFX) local files
+(`local_inputs`);
+whichever process trains receives it: this one (`launch.here`), a child
+under the other Keras or backend, or a local worker (`launch`), as JSON in
+between. Keeping it one object is what keeps every path passing the same
+things, and the plan in it is what keeps them from deciding again.
+"""
+
+import os
+from typing import Any, Dict, List, Optional
+
+import attr
+
+from generic_trainer.system import paths
+from generic_trainer.plan.plan import TrainingPlan
+from generic_trainer.plan import distribution
+
+
+@attr.s(frozen=True)
+class TrainingRequest:
+  """The inputs, settings and output places of one training.
+
+  Attributes:
+    input_dict: The component's input artifacts, by key.
+    output_dict: Its output artifacts (Model, ModelRun), by key.
+    exec_properties: Its execution properties (train_args, module_file...).
+    serving_dir: Where the entry point exports the serving SavedModel: the
+      staging folder of the Model artifact for the chief, scratch for the
+      other workers.
+    eval_dir: Where an eval SavedModel may go, beside it.
+    plan: The resolved training (`plan.plan.TrainingPlan`): source,
+      backend, Keras version, role, strategy, where it runs, checkpoint
+      folder.
+    local_inputs: For a TrainSpec, its inputs as local files: the fields
+      of `fnargs.local.LocalFnArgs` (train and eval files, schema,
+      steps, model_run_dir, hyperparameters, base model, parsed rows), so
+      that the process that trains builds its FnArgs without TFX; None:
+      from the artifacts. A `run_fn` always gets FnArgs from the artifacts.
+    interactive: How the TrainSpec's progress shows: True a bar, False log
+      lines, None a bar on a terminal.
+    started: `time.monotonic()` when the process that asked for the
+      training started: the training record then says how long it took
+      to the first step (`time_to_first_step_s`); None: not said.
+    record: Entries the training record (train_result.json) carries
+      besides the training's own (the command's `evaluation`, what it read
+      as missing); written with it, once.
+  """
+  input_dict = attr.ib(type=Dict[str, List[Any]])
+  output_dict = attr.ib(type=Dict[str, List[Any]])
+  exec_properties = attr.ib(type=Dict[str, Any])
+  serving_dir = attr.ib(type=str)
+  eval_dir = attr.ib(type=str)
+  plan = attr.ib(type=TrainingPlan)
+  local_inputs = attr.ib(type=Optional[Dict[str, Any]], default=None)
+  interactive = attr.ib(type=Optional[bool], default=None)
+  started = attr.ib(type=Optional[float], default=None)
+  record = attr.ib(type=Dict[str, Any], factory=dict)
+
+  @property
+  def checkpoint_dir(self) -> Optional[str]:
+    """Where the training checkpoints, and resumes from after a kill
+    (`generic_trainer.resume`); None: no resume."""
+    return self.plan.checkpoint_dir
+
+  def with_plan(self, plan: TrainingPlan) -> 'TrainingRequest':
+    """This request with `plan` (completed where the module loaded)."""
+    return attr.evolve(self, plan=plan)
+
+  def in_child(self) -> 'TrainingRequest':
+    """This request for the child process that trains it."""
+    return attr.evolve(self, plan=self.plan.in_child())
+
+  def with_workers(self, count: int) -> 'TrainingRequest':
+    """This request for a local group of `count` workers
+    (`TrainingPlan.with_workers`)."""
+    return attr.evolve(self, plan=self.plan.with_workers(count))
+
+  def for_worker(self, index: int) -> 'TrainingRequest':
+    """This request for local worker `index` (0: the chief)."""
+    return attr.evolve(self, plan=self.plan.for_worker(index))
+
+  def with_scratch_outputs(self, root: str) -> 'TrainingRequest':
+    """This request with Model and ModelRun copies under `root`, for a
+    worker whose export and logs are thrown away (see
+    `distribution.scratch_outputs`)."""
+    serving_dir, eval_dir = paths.model_dirs(os.path.join(root, 'model'))
+    outputs = self.output_dict
+    if outputs:
+      outputs, serving_dir, eval_dir = distribution.scratch_outputs(
+          outputs, root)
+    local = self.local_inputs
+    if local is not None:
+      local = {**local, 'model_run_dir': os.path.join(root, 'model_run')}
+    return attr.evolve(self, output_dict=outputs, serving_dir=serving_dir,
+                       eval_dir=eval_dir, local_inputs=local)
+
+  def to_json(self) -> Dict[str, Any]:
+    """A JSON-able dict: artifacts as TFX serialises them."""
+    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+    from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
+    return {
+        'input_dict': artifact_utils.jsonify_artifact_dict(self.input_dict),
+        'output_dict': artifact_utils.jsonify_artifact_dict(self.output_dict),
+        'exec_properties': json_utils.dumps(self.exec_properties),
+        'serving_dir': self.serving_dir,
+        'eval_dir': self.eval_dir,
+        'plan': self.plan.to_json(),
+        'local_inputs': self.local_inputs,
+        'interactive': self.interactive,
+        'started': self.started,
+        'record': self.record,
+    }
+
+  @classmethod
+  def from_json(cls, value: Dict[str, Any]) -> 'TrainingRequest':
+    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+    from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
+    return cls(
+        input_dict=artifact_utils.parse_artifact_dict(value['input_dict']),
+        output_dict=artifact_utils.parse_artifact_dict(value['output_dict']),
+        exec_properties=json_utils.loads(value['exec_properties']),
+        serving_dir=value['serving_dir'], eval_dir=value['eval_dir'],
+        plan=TrainingPlan.from_json(value['plan']),
+        local_inputs=value.get('local_inputs'),
+        interactive=value.get('interactive'), started=value.get('started'),
+        record=value.get('record') or {})
+
+  def model_run_dir(self) -> str:
+    """The ModelRun artifact's URI (logs, history, workers.json)."""
+    if self.local_inputs is not None:
+      return self.local_inputs['model_run_dir']
+    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+    from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
+    return artifact_utils.get_single_uri(self.output_dict[keys.MODEL_RUN_KEY])
+

@@ -1,0 +1,13 @@
+"""Plumbing every stage uses: files, folders, locks, signals, the machine.
+
+`atomic_files` (every file written whole), `owner_lock` (who uses a
+folder), `scratch` (private temporary folders), `output_folder` (a run's
+folder: this user's alone, one run at a time), `paths` (user paths taken
+literally), `source_tree` (a module's source read without running it),
+`saved_models` (a SavedModel loaded or parsed once while unchanged),
+`machine` and `cgroup` (cores, memory and disk a training may use),
+`disk_full` (a full disk told from any writer's error), `preemption`
+(SIGTERM as a preemption), `progress` and `console` (what a person sees).
+
+May import: the base modules (`errors`, `keys`) only.
+"""

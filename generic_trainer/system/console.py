@@ -1,0 +1,288 @@
+"""What a person running GenericTrainer on this machine sees.
+
+One rule for both consoles: show what runs and how it goes, keep the rest
+(TensorFlow's, absl's, Google clients' and setuptools' lines) out of sight.
+
+- `command_lines()`: the `generic-trainer` command prints the progress log
+  (`generic_trainer.system.progress`) as plain lines and warnings with their
+  level; other INFO lines are dropped.
+- `pipeline_console(log_path)`: a pipeline run with LocalDagRunner shows one
+  line as each component starts and one as it finishes (with its time),
+  the trainer's progress (the progress log; Keras's end-of-epoch lines)
+  and what the caller prints; everything, those lines included, goes to
+  `log_path`, whose path the caller prints. Output is captured at the file
+  descriptors, so the lines of TensorFlow's C++ code and of child
+  processes (a Keras child, local workers) land in the log too.
+"""
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from typing import Callable, Iterator, Optional, TextIO
+import tempfile
+import warnings
+
+from generic_trainer.system import progress
+from generic_trainer.errors import GenericTrainerError, summarize
+
+# The lines of TFX's LocalDagRunner that say a component started or ended.
+_COMPONENT_RUNNING = 'Component %s is running.'
+_COMPONENT_FINISHED = 'Component %s is finished.'
+# Keras's progress bar, redrawn with \r, ANSI colours and backspaces; its
+# last drawing of an epoch reads "100/100 ━━━━ 1s 5ms/step - loss: 0.41 -
+# val_loss: 0.39" (numerator = denominator).
+_KERAS_EPOCH_END = re.compile(r'^(\[worker \d+\] )?(\d+)/(\2) .*\bloss: ')
+_ANSI = re.compile(r'\x1b\[[0-9;]*m|\x08')
+_BAR = re.compile(r'\s*[━─=>.]{4,}\s*')
+
+
+class _Formatter(logging.Formatter):
+  """The message alone for INFO; with its level for the others."""
+
+  def format(self, record) -> str:
+    message = record.getMessage()
+    if record.levelno == logging.INFO:
+      return message
+    return f'{record.levelname}: {message}'
+
+
+# TensorFlow's start-up lines at ERROR level (TF_CPP_MIN_LOG_LEVEL=2 keeps
+# them): XLA's CUDA plugins registered twice, on any machine, GPU or not.
+_START_UP_LINES = re.compile(
+    r'Unable to register cu(FFT|DNN|BLAS) factory: Attempting to register '
+    r'factory for plugin cu\w+ when one has already been registered')
+
+
+def import_tensorflow() -> None:
+  """Imports TensorFlow, dropping its start-up lines from stderr
+  (`_START_UP_LINES`) unless TF_CPP_MIN_LOG_LEVEL asks for its INFO or
+  WARNING lines (0 or 1); every other line is written as it came.
+
+  Call it once the environment that TensorFlow reads at import
+  (TF_USE_LEGACY_KERAS, KERAS_BACKEND) is set.
+  """
+  if 'tensorflow' in sys.modules or os.environ.get(
+      'TF_CPP_MIN_LOG_LEVEL', '0') in ('0', '1'):
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+    return
+  sys.stderr.flush()
+  try:
+    saved = os.dup(2)
+  except OSError:  # No stderr to filter.
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+    return
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      import tensorflow  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      captured.seek(0)
+      for line in captured.read().decode(errors='replace').splitlines(True):
+        if not _START_UP_LINES.search(line):
+          sys.stderr.write(line)
+      sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def quiet_warnings() -> Iterator[None]:
+  """While the command runs, Python's FutureWarnings (Google clients'
+  'non-supported Python version', TFX's and Keras's deprecations) are not
+  shown, unless the user chose warnings (-W, PYTHONWARNINGS)."""
+  with warnings.catch_warnings():
+    if not sys.warnoptions:
+      warnings.simplefilter('ignore', FutureWarning)
+    yield
+
+
+@contextlib.contextmanager
+def command_lines(stream: Optional[TextIO] = None) -> Iterator[None]:
+  """While the command runs, the progress log and absl's warnings go to
+  `stream` (stderr) as plain lines; other INFO lines are dropped."""
+  stream = stream or sys.stderr
+  loggers = [(progress.log(), logging.INFO), (logging.getLogger('absl'),
+                                              logging.WARNING)]
+  saved = [(logger, logger.propagate) for logger, _ in loggers]
+  handlers = []
+  for logger, level in loggers:
+    handler = logging.StreamHandler(stream)
+    handler.setLevel(level)
+    handler.setFormatter(_Formatter())
+    logger.addHandler(handler)
+    logger.propagate = False
+    handlers.append((logger, handler))
+  try:
+    yield
+  finally:  # As it was: main() may be called in a process that goes on.
+    for logger, handler in handlers:
+      logger.removeHandler(handler)
+    for logger, propagate in saved:
+      logger.propagate = propagate
+
+
+def progress_line(line: str) -> Optional[str]:
+  """The line to show for a line of captured output, or None to hide it.
+
+  Keras's end-of-epoch progress lines are shown without the bar; the
+  progress log's own lines reach the console as records, not through here,
+  except a child training process's epoch lines (`progress.print_plain`).
+  """
+  line = _ANSI.sub('', line).strip()
+  if _KERAS_EPOCH_END.match(line):
+    return '    ' + _BAR.sub(' ', line)
+  if progress.EPOCH_LINE.match(line):  # A child training's LogLines.
+    return '    ' + line
+  return None
+
+
+class _PipelineLines(logging.Handler):
+  """Writes component start/finish lines and the progress log to the
+  terminal."""
+
+  def __init__(self, write: Callable[[str], None]):
+    super().__init__(logging.INFO)
+    self._write = write
+    self._started = {}
+
+  def emit(self, record) -> None:
+    if record.name == progress.LOGGER:
+      self._write('    ' + record.getMessage())
+    elif record.msg == _COMPONENT_RUNNING and record.args:
+      name = record.args[0]
+      self._started[name] = time.monotonic()
+      self._write(f'  {name} ...')
+    elif record.msg == _COMPONENT_FINISHED and record.args:
+      name = record.args[0]
+      seconds = time.monotonic() - self._started.pop(name, time.monotonic())
+      self._write(f'  {name} done in {seconds:.1f} s')
+
+
+@contextlib.contextmanager
+def pipeline_console(log_path: str,
+                     verbose: bool = False) -> Iterator[Callable[[str], None]]:
+  """Runs the block with its output in `log_path`; yields `say(line)`,
+  which writes a line to the terminal (and the log).
+
+  With `verbose`, nothing is hidden and no log is written: `say` prints.
+  """
+  if verbose:
+    yield lambda line: print(line, flush=True)
+    return
+  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
+  os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
+  log = open(log_path, 'ab', buffering=0)  # pylint: disable=consider-using-with
+  terminal = os.fdopen(os.dup(1), 'w', buffering=1)
+  lock = threading.Lock()
+
+  def show(line: str) -> None:
+    with lock:
+      terminal.write(line + '\n')
+
+  def say(line: str) -> None:
+    show(line)
+    log.write(line.encode() + b'\n')
+
+  sys.stdout.flush()
+  sys.stderr.flush()
+  saved = os.dup(1), os.dup(2)
+  read_end, write_end = os.pipe()
+  os.dup2(write_end, 1)
+  os.dup2(write_end, 2)
+  os.close(write_end)
+  reader = threading.Thread(target=_tee, args=(read_end, log, show),
+                            daemon=True)
+  reader.start()
+  handler = _PipelineLines(show)
+  root = logging.getLogger()
+  root.addHandler(handler)
+  verbosity = absl_logging.get_verbosity()
+  absl_logging.set_verbosity(absl_logging.INFO)  # TFX's component lines.
+  fallback = None
+  if root.handlers == [handler]:  # Nothing else would write records.
+    fallback = logging.StreamHandler(sys.stderr)  # Into the log.
+    fallback.setFormatter(logging.Formatter(
+        '%(levelname)s %(name)s: %(message)s'))
+    root.addHandler(fallback)
+  try:
+    yield say
+  except BaseException:
+    logging.getLogger(__name__).exception('The pipeline failed:')
+    raise
+  finally:
+    absl_logging.set_verbosity(verbosity)
+    root.removeHandler(handler)
+    if fallback is not None:
+      root.removeHandler(fallback)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(saved[0], 1)  # Closes the pipe's write ends: the reader ends.
+    os.dup2(saved[1], 2)
+    os.close(saved[0])
+    os.close(saved[1])
+    reader.join(timeout=10)
+    terminal.close()
+    log.close()
+
+
+def _tee(read_end: int, log, show: Callable[[str], None]) -> None:
+  """Copies the captured output to the log; shows the progress lines."""
+  pending = b''
+  with os.fdopen(read_end, 'rb', buffering=0) as pipe:
+    while True:
+      chunk = pipe.read(1 << 16)
+      if not chunk:
+        break
+      log.write(chunk)
+      pending += chunk
+      *lines, pending = re.split(rb'[\r\n]', pending)
+      for line in lines:
+        shown = progress_line(line.decode(errors='replace'))
+        if shown is not None:
+          show(shown)
+
+
+LOG_FILE = 'pipeline.log'
+
+
+def run_pipeline(title: str, output_dir: str, verbose: bool,
+                 body: Callable[[Callable[[str], None], Optional[str]],
+                                None]) -> bool:
+  """The main of a local pipeline script: runs `body(say, log_path)` under
+  `pipeline_console` (the log in OUTPUT_DIR/pipeline.log), after a title
+  line. Returns True; or, when it raised, prints `failure_message` and
+  returns False."""
+  log_path = None if verbose else os.path.join(os.path.abspath(output_dir),
+                                               LOG_FILE)
+  try:
+    with pipeline_console(log_path, verbose) as say:
+      say(f'== {title}' + (f'; full log: {log_path}' if log_path else ''))
+      body(say, log_path)
+  except Exception as e:  # pylint: disable=broad-except
+    print(failure_message(e, log_path), file=sys.stderr)
+    return False
+  return True
+
+
+def failure_message(error: BaseException, log_path: Optional[str]) -> str:
+  """What to print when a pipeline run fails: our error's message (the
+  first in the chain of causes, which says what to do) or the error's
+  useful line, and where the full log is."""
+  chain, seen = error, set()
+  ours = None
+  while chain is not None and id(chain) not in seen:
+    seen.add(id(chain))
+    if isinstance(chain, GenericTrainerError):
+      ours = chain
+    chain = chain.__cause__ or chain.__context__
+  if ours is not None:
+    text = f'{type(ours).__name__}: {ours}'
+  else:
+    text = f'{type(error).__name__}: {summarize(error)}'
+  where = f'\nThe full log: {log_path}' if log_path else ''
+  return f'The pipeline failed. {text}{where}'

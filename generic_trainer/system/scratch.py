@@ -1,0 +1,114 @@
+"""Folders of the temporary directory (TMPDIR) that one process uses for a
+while: the disk cache of parsed rows, the local workers' requests and
+outputs, a child's request, a worker's scratch export.
+
+Each holds `LOCK_FILE`, locked by its process for as long as it uses the
+folder (`owner_lock`). The process removes its folder when done; one
+killed first (SIGKILL, out of memory) leaves it, and the next process that
+makes a scratch folder removes it: a folder is stale when its lock can be
+taken, and only folders of this user are touched. Folders from versions
+before the lock (no lock file) are stale once `UNLOCKED_STALE_S` old.
+
+TMPDIR must be a folder this user can write: Python's `tempfile` would
+silently fall back to /tmp, which may be small, shared or in memory.
+"""
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+import time
+from typing import Iterator, Optional
+
+from generic_trainer.system import owner_lock
+from generic_trainer.errors import InvalidArgumentError
+
+PREFIX = 'generic-trainer-'  # + kind + '-' + pid + '-' + random.
+LOCK_FILE = '.owner.lock'
+# Names of the versions before the lock, found by the age rule only.
+LEGACY_PREFIXES = ('generic_trainer_workers_', 'generic_trainer_worker_')
+UNLOCKED_STALE_S = 24 * 3600.0
+
+
+def parent() -> str:
+  """The temporary directory, checked.
+
+  Raises:
+    InvalidArgumentError: TMPDIR names a folder that does not exist or this
+      user cannot write.
+  """
+  given = os.environ.get('TMPDIR')
+  if given and not (os.path.isdir(given) and
+                    os.access(given, os.W_OK | os.X_OK)):
+    what = ('does not exist' if not os.path.exists(given) else
+            'is not a folder' if not os.path.isdir(given) else
+            'is not writable by this user')
+    raise InvalidArgumentError(
+        f'TMPDIR {what}. Expected a folder this user can write, for the '
+        'disk cache and the workers\' files (Python would silently use /tmp '
+        f'instead). Received: TMPDIR={given!r}. Create it, fix its '
+        'permissions, or unset TMPDIR.')
+  return tempfile.gettempdir()
+
+
+@contextlib.contextmanager
+def folder(kind: str) -> Iterator[str]:
+  """A new folder `generic-trainer-<kind>-<pid>-...` in TMPDIR, private to
+  this user and locked by this process until the block ends, then removed
+  with what it holds. Stale folders are removed first (`remove_stale`)."""
+  where = parent()
+  remove_stale(where)
+  path = tempfile.mkdtemp(prefix=f'{PREFIX}{kind}-{os.getpid()}-', dir=where)
+  lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))
+  lock.acquire()
+  try:
+    yield path
+  finally:
+    shutil.rmtree(path, ignore_errors=True)
+    lock.release()
+
+
+def remove_stale(where: Optional[str] = None) -> None:
+  """Removes this user's scratch folders in `where` (default: TMPDIR) that
+  no process uses: their lock can be taken (or, without a lock, they are
+  older than UNLOCKED_STALE_S)."""
+  where = where or tempfile.gettempdir()
+  try:
+    names = os.listdir(where)
+  except OSError:
+    return
+  for name in names:
+    if name.startswith(PREFIX) or name.startswith(LEGACY_PREFIXES):
+      path = os.path.join(where, name)
+      if is_stale(path):
+        _remove_unused(path)
+
+
+def is_stale(path: str) -> bool:
+  """Whether `path` is a scratch folder of this user that no process uses."""
+  try:
+    info = os.lstat(path)
+  except OSError:
+    return False
+  if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+    return False
+  lock = os.path.join(path, LOCK_FILE)
+  if os.path.lexists(lock):
+    return not owner_lock.in_use(lock)
+  return time.time() - info.st_mtime > UNLOCKED_STALE_S
+
+
+def _remove_unused(path: str) -> None:
+  """Removes `path` while holding its lock, so that two processes cleaning
+  up at once, or a late owner, do not race."""
+  lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))
+  try:
+    if os.path.lexists(lock.path) and not lock.acquire():
+      return
+  except OSError:
+    return
+  try:
+    shutil.rmtree(path, ignore_errors=True)
+  finally:
+    lock.release()

@@ -1,0 +1,240 @@
+"""Every entry point reaches the user's code through one path: the stack at
+the moment the user's code is entered, recorded, not read from the code.
+
+A `run_fn` module and a TrainSpec module that write Python's stack to a
+file when `run_fn` and `build_model` are entered; each trained from the
+executor's `Do`, the command (`cli.main`, what the installed
+`generic-trainer` runs) and the notebook `Estimator`. The stacks are what
+docs/architecture/index.md shows (`test_the_architecture_page_shows_the_stacks`).
+"""
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from conftest import REPO
+
+PACKAGE_DIR = os.path.join(REPO, 'generic_trainer')
+STACK_ENV = 'GENERIC_TRAINER_TEST_STACK_FILE'
+# The most of the package's modules between an entry point and the user's
+# code (issue 39): at `run_fn` and at a TrainSpec's `build_model`.
+MOST_AT_RUN_FN = 6
+MOST_AT_BUILD_MODEL = 8
+# Every entry point goes through these, in this order.
+THE_PATH = ['generic_trainer.launch.launcher', 'generic_trainer.launch.here']
+
+_RECORDER = '''
+import json, os, traceback
+
+def record_import():
+  """Appends 'import' to the test's file: the module is being imported."""
+  path = os.environ.get({env!r})
+  if path:
+    with open(path, 'a') as f:
+      f.write('"import"\\n')
+
+
+def record_stack():
+  """Appends the stack of this call, as file names, to the test's file."""
+  path = os.environ.get({env!r})
+  if path:
+    with open(path, 'a') as f:
+      f.write(json.dumps([frame.filename for frame in
+                          traceback.extract_stack()[:-1]]) + '\\n')
+record_import()
+'''.format(env=STACK_ENV)
+
+
+def package_modules(filenames):
+  """The package's modules on a stack, outermost first, each run of frames
+  of one module counted once."""
+  modules = []
+  for filename in filenames:
+    path = os.path.realpath(filename)
+    if not path.startswith(PACKAGE_DIR + os.sep):
+      continue
+    name = os.path.relpath(path, REPO)[:-3].replace(os.sep, '.')
+    name = name[:-len('.__init__')] if name.endswith('.__init__') else name
+    if not modules or modules[-1] != name:
+      modules.append(name)
+  return modules
+
+
+def _module(tmp_path, name, body):
+  path = tmp_path / f'{name}.py'
+  path.write_text(_RECORDER + textwrap.dedent(body))
+  return str(path)
+
+
+@pytest.fixture
+def run_fn_module(tmp_path):
+  """A run_fn module: the penguin module's run_fn, the stack recorded."""
+  return _module(tmp_path, 'stack_run_fn', f'''
+      import sys
+      sys.path.insert(0, {os.path.join(REPO, 'module_files')!r})
+      import penguin_keras
+
+      def run_fn(fn_args):
+        record_stack()
+        penguin_keras.run_fn(fn_args)
+      ''')
+
+
+@pytest.fixture
+def spec_module(tmp_path):
+  """A TrainSpec module: the penguin spec, the stack recorded at
+  build_model."""
+  return _module(tmp_path, 'stack_spec', f'''
+      import sys
+      sys.path.insert(0, {os.path.join(REPO, 'tests')!r})
+      import spec_fixtures
+
+      class StackSpec(spec_fixtures.PenguinSpec):
+        epochs = 1
+
+        def build_model(self):
+          record_stack()
+          return super().build_model()
+      ''')
+
+
+@pytest.fixture
+def stacks(tmp_path, monkeypatch):
+  """Reads the stacks recorded so far (each a list of package modules)."""
+  path = tmp_path / 'stacks.jsonl'
+  monkeypatch.setenv(STACK_ENV, str(path))
+
+  def read(imports=False):
+    """The stacks; with `imports`, the records as they came: 'import' for
+    each import of the module, a stack for each entry into user code."""
+    if not path.exists():
+      return []
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    if imports:
+      return ['import' if r == 'import' else 'stack' for r in records]
+    return [package_modules(r) for r in records if r != 'import']
+  return read
+
+
+def _executor(module, trainer_io):
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  GenericExecutor().Do(*trainer_io(module_file=module))
+
+
+def _command(module, tmp_path, penguin_csvs):
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  assert cli.main(['--module-file', module, '--train-data', penguin_csvs[0],
+                   '--eval-data', penguin_csvs[1], '--output-dir',
+                   str(tmp_path / 'out'), '--steps', '3',
+                   '--parsed-rows-cache', 'off']) == 0
+
+
+def _estimator(module, tmp_path, penguin_csvs):
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.spec_from_file_location('stack_spec_nb', module)
+  loaded = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(loaded)
+  Estimator(loaded.StackSpec, str(tmp_path / 'nb'),
+            parsed_rows_cache=False).train(penguin_csvs[0], steps=3)
+
+
+def _check(stack, most):
+  assert stack, 'the user code was not reached'
+  assert len(stack) <= most, stack
+  assert len(set(stack)) == len(stack), f'a module entered twice: {stack}'
+  assert [m for m in stack if m in THE_PATH] == THE_PATH, stack
+
+
+# What the architecture page shows; the tests below compare with it.
+EXPECTED = {
+    ('executor', 'run_fn'): [
+        'generic_trainer.component.executor', 'generic_trainer.checks.attempt',
+        'generic_trainer.launch.launcher', 'generic_trainer.launch.here'],
+    ('command', 'run_fn'): [
+        'generic_trainer.command.cli', 'generic_trainer.command.run',
+        'generic_trainer.checks.attempt', 'generic_trainer.launch.launcher',
+        'generic_trainer.launch.here'],
+    ('executor', 'build_model'): [
+        'generic_trainer.component.executor', 'generic_trainer.checks.attempt',
+        'generic_trainer.launch.launcher', 'generic_trainer.launch.here',
+        'generic_trainer.loop.runner', 'generic_trainer.loop.fit_loop',
+        'generic_trainer.trainspec.spec'],
+    ('command', 'build_model'): [
+        'generic_trainer.command.cli', 'generic_trainer.command.run',
+        'generic_trainer.checks.attempt', 'generic_trainer.launch.launcher',
+        'generic_trainer.launch.here', 'generic_trainer.loop.runner',
+        'generic_trainer.loop.fit_loop', 'generic_trainer.trainspec.spec'],
+    ('notebook', 'build_model'): [
+        'generic_trainer.notebook.estimator',
+        'generic_trainer.launch.launcher', 'generic_trainer.launch.here',
+        'generic_trainer.loop.runner', 'generic_trainer.loop.fit_loop',
+        'generic_trainer.trainspec.spec'],
+}
+
+
+def test_package_modules_collapses_a_modules_frames():
+  """The count takes a module once per run of its frames, and leaves out
+  what is not the package's."""
+  executor = os.path.join(PACKAGE_DIR, 'component', 'executor.py')
+  here = os.path.join(PACKAGE_DIR, 'launch', 'here.py')
+  assert package_modules(['/usr/lib/x.py', executor, executor, here,
+                          executor]) == [
+                              'generic_trainer.component.executor',
+                              'generic_trainer.launch.here',
+                              'generic_trainer.component.executor']
+  with pytest.raises(AssertionError, match='entered twice'):
+    _check(['a', 'generic_trainer.launch.launcher',
+            'generic_trainer.launch.here', 'a'], 6)
+
+
+def test_run_fn_is_reached_through_one_path(run_fn_module, trainer_io,
+                                            tmp_path, penguin_csvs, stacks):
+  """From the executor and the command, `run_fn` is entered through the
+  attempt, the launcher and `here`: at most 6 of the package's modules,
+  none twice."""
+  _executor(run_fn_module, trainer_io)
+  _command(run_fn_module, tmp_path, penguin_csvs)
+  executor, command = stacks()
+  for stack in (executor, command):
+    _check(stack, MOST_AT_RUN_FN)
+  assert executor == EXPECTED[('executor', 'run_fn')]
+  assert command == EXPECTED[('command', 'run_fn')]
+
+
+def test_build_model_is_reached_through_one_path(spec_module, trainer_io,
+                                                 tmp_path, penguin_csvs,
+                                                 stacks):
+  """From the executor, the command and the notebook Estimator, a
+  TrainSpec's `build_model` is entered through the launcher, `here` and
+  the runner: at most 8 of the package's modules, none twice."""
+  _executor(spec_module, trainer_io)
+  _command(spec_module, tmp_path, penguin_csvs)
+  _estimator(spec_module, tmp_path, penguin_csvs)
+  executor, command, notebook = stacks()
+  for stack in (executor, command, notebook):
+    _check(stack, MOST_AT_BUILD_MODEL)
+  assert executor == EXPECTED[('executor', 'build_model')]
+  assert command == EXPECTED[('command', 'build_model')]
+  assert notebook == EXPECTED[('notebook', 'build_model')]
+
+
+def test_the_module_is_imported_once_per_training(spec_module, trainer_io,
+                                                  tmp_path, penguin_csvs,
+                                                  stacks):
+  """The executor and the command import the user's module once for a
+  training (the plan loads it; nothing loads it again)."""
+  _executor(spec_module, trainer_io)
+  _command(spec_module, tmp_path, penguin_csvs)
+  assert stacks(imports=True) == ['import', 'stack'] * 2
+
+
+def test_the_architecture_page_shows_the_stacks():
+  """docs/architecture/index.md lists each stack above, as recorded."""
+  with open(os.path.join(REPO, 'docs', 'architecture', 'index.md')) as f:
+    page = f.read()
+  for (entry, user_code), modules in EXPECTED.items():
+    shown = ' -> '.join(m[len('generic_trainer.'):] for m in modules)
+    assert f'{entry} to `{user_code}`: {shown}' in page, (entry, user_code)
