@@ -99,13 +99,9 @@ class TrainingRequest:
                        eval_dir=eval_dir, local_inputs=local)
 
   def to_json(self) -> Dict[str, Any]:
-    """A JSON-able dict: artifacts as TFX serialises them."""
-    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-    from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
-    return {
-        'input_dict': artifact_utils.jsonify_artifact_dict(self.input_dict),
-        'output_dict': artifact_utils.jsonify_artifact_dict(self.output_dict),
-        'exec_properties': json_utils.dumps(self.exec_properties),
+    """A JSON-able dict: artifacts as TFX serialises them (a request of
+    local files alone carries none, and loads no TFX)."""
+    value = {
         'serving_dir': self.serving_dir,
         'eval_dir': self.eval_dir,
         'plan': self.plan.to_json(),
@@ -114,17 +110,29 @@ class TrainingRequest:
         'started': self.started,
         'record': self.record,
     }
+    if self.input_dict or self.output_dict or self.exec_properties:
+      # TFX's artifact serialisation imports TFX (seconds): only a request
+      # of artifacts pays for it.
+      from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+      from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
+      value.update(
+          input_dict=artifact_utils.jsonify_artifact_dict(self.input_dict),
+          output_dict=artifact_utils.jsonify_artifact_dict(self.output_dict),
+          exec_properties=json_utils.dumps(self.exec_properties))
+    return value
 
   @classmethod
   def from_json(cls, value: Dict[str, Any]) -> 'TrainingRequest':
-    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-    from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
+    artifacts = ({}, {}, {})
+    if 'input_dict' in value:
+      from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+      from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
+      artifacts = (artifact_utils.parse_artifact_dict(value['input_dict']),
+                   artifact_utils.parse_artifact_dict(value['output_dict']),
+                   json_utils.loads(value['exec_properties']))
     return cls(
-        input_dict=artifact_utils.parse_artifact_dict(value['input_dict']),
-        output_dict=artifact_utils.parse_artifact_dict(value['output_dict']),
-        exec_properties=json_utils.loads(value['exec_properties']),
-        serving_dir=value['serving_dir'], eval_dir=value['eval_dir'],
-        plan=TrainingPlan.from_json(value['plan']),
+        *artifacts, serving_dir=value['serving_dir'],
+        eval_dir=value['eval_dir'], plan=TrainingPlan.from_json(value['plan']),
         local_inputs=value.get('local_inputs'),
         interactive=value.get('interactive'), started=value.get('started'),
         record=value.get('record') or {})
