@@ -104,7 +104,7 @@ class SpanCache:
     self.writes = writes
     self.temps = set()
     self.decisions: Dict[str, Dict[str, Any]] = {}
-    self._entries: Dict[str, Entry] = {}  # Held: read through, locked.
+    self._entries: List[Entry] = []  # Held: read through, locked.
     self._kept_bytes = 0
     self._decided = threading.Lock()  # Writes finish on another thread.
     self._finishing: Optional[futures.ThreadPoolExecutor] = None
@@ -133,7 +133,7 @@ class SpanCache:
     for temp in list(self.temps):
       shutil.rmtree(temp, ignore_errors=True)
     self.temps.clear()
-    for entry in self._entries.values():
+    for entry in self._entries:
       entry.close()
     self._entries.clear()
     if self.evict:
@@ -164,15 +164,12 @@ class SpanCache:
     self._decide(source, key, 'hit', f'{entry.rows:,} rows')
     return entry
 
-  def _checked(self, path: str, key, hold: bool = True, linked=None):
-    entry, why = check_entry(path, key, linked, hold=hold)
-    if entry is None:
-      return None, why
-    if hold:
-      self._entries[path] = entry
-    else:
-      entry.close()
-    return entry, ''
+  def _checked(self, path: str, key, linked=None):
+    """`check_entry` of `path`, the entry held until the store is left."""
+    entry, why = check_entry(path, key, linked, hold=True)
+    if entry is not None:
+      self._entries.append(entry)
+    return entry, why
 
   def _from_previous(self, name: str, path: str, key
                      ) -> Tuple[Optional[Entry], str]:
@@ -264,7 +261,7 @@ class SpanCache:
     else:
       atomic_files.sync_folder(self.folder)
       return True
-    if check_entry(final, None)[1].startswith('no entry'):
+    if _why_not(final, None).startswith('no entry'):
       # Half removed (blocks, no manifest), or gone since: nobody reads it.
       atomic_files.replace_folder(temp, final)
       return True
@@ -273,7 +270,7 @@ class SpanCache:
       shutil.rmtree(temp, ignore_errors=True)
       return False
     try:
-      if _held_entry_of(final, key):
+      if not _why_not(final, key):
         shutil.rmtree(temp, ignore_errors=True)
         return False
       atomic_files.replace_folder(temp, final)  # Damaged, foreign, other key.
@@ -404,13 +401,13 @@ class SpanCache:
 _EVICTED = f'{TEMP}evicted-'  # An entry out of place, being removed.
 
 
-def _held_entry_of(path: str, key) -> bool:
-  """Whether `path` holds a whole entry of `key` (checked, not kept)."""
-  entry = check_entry(path, key)[0]
-  if entry is None:
-    return False
-  entry.close()
-  return True
+def _why_not(path: str, key) -> str:
+  """Why `path` holds no whole entry of `key` ('' when it does; checked,
+  not held)."""
+  entry, why = check_entry(path, key)
+  if entry is not None:
+    entry.close()
+  return why
 
 
 def _span(source: str) -> str:
