@@ -392,8 +392,9 @@ class SpanCache:
     for name in os.listdir(self.folder):
       path = os.path.join(self.folder, name)
       if name.startswith(_EVICTED):
-        if not trust.why_not(os.lstat(path)):
-          shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(OSError):  # Another store removed it.
+          if not trust.why_not(os.lstat(path)):
+            shutil.rmtree(path, ignore_errors=True)
       elif name.startswith(TEMP) and scratch.is_stale(path):
         scratch.remove_unused(path)
 

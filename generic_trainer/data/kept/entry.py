@@ -124,10 +124,12 @@ def _checked(folder: int, path: str, key, checked, hold):
   if manifest_fd is None:
     if why != 'missing':
       return None, f'its manifest is {why}'
-    if os.path.lexists(os.path.join(path, BLOCKS)):
-      return None, 'no entry (blocks without a manifest, left by a removal ' \
-          'cut short)'
-    return None, 'no entry'
+    try:
+      os.stat(BLOCKS, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+      return None, 'no entry'
+    return None, ('no entry (blocks without a manifest, left by a removal '
+                  'cut short)')
   entry = None
   try:
     if hold:
