@@ -7,6 +7,12 @@ first call; the Model and ModelRun artifacts are WORKDIR/model and
 WORKDIR/model_run for every attempt (as a retry reuses them), and each
 attempt gets its own stateful working dir, WORKDIR/swd/ATTEMPT, as TFX gives.
 The fault-injection tests SIGKILL this process.
+
+    python tests/fault_runner.py evict CACHE_FOLDER BUDGET_BYTES
+
+evicts the parsed rows cache CACHE_FOLDER to BUDGET_BYTES, stopping for
+120 s inside the first removal, after its first file is gone (writing
+CACHE_FOLDER/../evicting then): the test SIGKILLs it there.
 """
 
 import json
@@ -38,5 +44,27 @@ def main(workdir, attempt, module_file, train_steps, custom_config='null'):
        'eval_args': '{}'})
 
 
+def evict(folder, budget_bytes):
+  import shutil  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept import cache as kept_cache  # pylint: disable=g-import-not-at-top
+
+  def rmtree_cut_short(path, *unused_args, **unused_kwargs):
+    for root, _, files in os.walk(path):
+      if files:
+        os.unlink(os.path.join(root, sorted(files)[0]))
+        break
+    with open(os.path.join(os.path.dirname(folder), 'evicting'), 'w') as f:
+      f.write(path)
+    time.sleep(120)
+
+  shutil.rmtree = rmtree_cut_short
+  kept_cache.SpanCache(folder, budget_bytes=int(budget_bytes)
+                       ).evict_to_budget()
+
+
 if __name__ == '__main__':
-  main(*sys.argv[1:])
+  if sys.argv[1] == 'evict':
+    evict(*sys.argv[2:])
+  else:
+    main(*sys.argv[1:])

@@ -120,3 +120,44 @@ def test_kill_during_export_publishes_nothing_and_retry_succeeds(tmp_path):
   second = _start(workdir, 2, 'slow_export.py', 1)
   assert second.wait(timeout=300) == 0, _log(workdir, 2)
   assert sorted(os.listdir(model_dir)) == ['Format-Serving']
+
+
+@pytest.mark.slow
+def test_kill_during_a_cache_eviction_leaves_a_cache_the_next_run_repairs(
+    tmp_path_factory):
+  """SIGKILL inside the removal of an evicted parsed rows entry: no entry
+  is left half in place; the next training removes what the kill left,
+  reads every file right (hit, or a miss it writes again), and the one
+  after hits every file."""
+  from test_kept_rows import _decisions, _kept_twice, _read, _same, _write  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept import cache as kept_cache  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data.kept import entry as kept_entry  # pylint: disable=g-import-not-at-top
+  workdir = tmp_path_factory.mktemp('evict')
+  files = [str(workdir / 'Examples' / '1' / 'Split-train' / f'data-{i}.gz')
+           for i in range(2)]
+  for path in files:
+    _write(path, 3000)
+  folder = workdir / 'parsed-rows'
+  _kept_twice(files, folder)
+  with open(workdir / 'evict.log', 'w') as log:
+    evicting = subprocess.Popen(
+        [sys.executable, RUNNER, 'evict', str(folder), '1'], stdout=log,
+        stderr=subprocess.STDOUT)
+  _wait_for(lambda: os.path.exists(workdir / 'evicting'), evicting, 120)
+  evicting.send_signal(signal.SIGKILL)
+  evicting.wait()
+  for name in os.listdir(folder):  # In place: whole, or not there.
+    if not name.startswith(kept_entry.TEMP) and os.path.isdir(folder / name):
+      assert sorted(os.listdir(folder / name)) == [
+          kept_entry.BLOCKS, kept_entry.MANIFEST]
+  assert any(n.startswith(kept_entry.TEMP) for n in os.listdir(folder))
+  with kept_cache.SpanCache(str(folder)) as store:
+    assert _same(_read(files, store), _read(files))
+  for decision in store.decisions.values():
+    assert decision['decision'] == 'hit' or (
+        decision['why'] == 'no entry' and decision['written']), decision
+  assert not [n for n in os.listdir(folder)
+              if n.startswith(kept_entry.TEMP)]
+  with kept_cache.SpanCache(str(folder)) as store:
+    _read(files, store)
+  assert set(d for d, _ in _decisions(store).values()) == {'hit'}

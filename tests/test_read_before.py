@@ -155,13 +155,39 @@ def test_a_file_found_read_whole_is_noted_again(kept):
 
 
 def test_a_checked_kept_file_is_found_on_an_object_store(kept, whole_reads):
-  """A Kubeflow run's ParsedRows artifact: read through tf.io.gfile."""
+  """A Kubeflow run's ParsedRows artifact: read through tf.io.gfile, its
+  blocks' CRC32s checked; a manifest alone there is a full read."""
   files, folder = kept
   remote = 'ram://read-before/parsed-rows'
+  for path in files:
+    name = kept_key.entry_name(path)
+    tf.io.gfile.makedirs(f'{remote}/{name}')
+    tf.io.gfile.copy(_manifest(folder, path),
+                     f'{remote}/{name}/{kept_entry.MANIFEST}', overwrite=True)
   name = kept_key.entry_name(files[0])
-  tf.io.gfile.makedirs(f'{remote}/{name}')
-  tf.io.gfile.copy(_manifest(folder, files[0]),
-                   f'{remote}/{name}/{kept_entry.MANIFEST}', overwrite=True)
+  tf.io.gfile.copy(os.path.join(folder, name, kept_entry.BLOCKS),
+                   f'{remote}/{name}/{kept_entry.BLOCKS}', overwrite=True)
   assert read_before.check_error(files[0], remote) is None
-  assert read_before.check_error(files[1], remote) is None  # No entry.
+  assert read_before.check_error(files[1], remote) is None  # Manifest only.
   assert whole_reads == [files[1]]
+
+
+@pytest.mark.parametrize('unchecked', ['manifest alone', 'another user',
+                                       'writable by others'])
+def test_only_an_entry_checked_whole_spares_the_read(kept, unchecked,
+                                                     whole_reads):
+  """A manifest saying `read_whole: true` without its blocks, or an entry
+  that is not this user's alone, is a full read: a gzip file cut short
+  would otherwise train on fewer rows, silently (issue 40)."""
+  files, folder = kept
+  entry = os.path.dirname(_manifest(folder, files[0]))
+  if unchecked == 'manifest alone':
+    os.unlink(os.path.join(entry, kept_entry.BLOCKS))
+  elif unchecked == 'another user':
+    for name in os.listdir(entry) + ['']:
+      os.chown(os.path.join(entry, name), 65534, 65534)
+  else:
+    os.chmod(_manifest(folder, files[0]), 0o666)
+  assert read_before.check_error(files[0], folder) is None
+  assert read_before.check_error(files[1], folder) is None
+  assert whole_reads == [files[0]]

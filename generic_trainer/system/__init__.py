@@ -1,8 +1,10 @@
 """Plumbing every stage uses: files, folders, locks, signals, the machine.
 
 `atomic_files` (every file written whole), `owner_lock` (who uses a
-folder), `scratch` (private temporary folders), `output_folder` (a run's
-folder: this user's alone, one run at a time), `paths` (user paths taken
+folder), `scratch` (private temporary folders), `trust` (the one rule of
+what a run may read back, reuse or delete: this user's alone, decided on
+the opened descriptor), `output_folder` (a run's folder: this user's
+alone, one run at a time), `paths` (user paths taken
 literally), `source_tree` (a module's source read without running it),
 `saved_models` (a SavedModel loaded or parsed once while unchanged),
 `machine` and `cgroup` (cores, memory and disk a training may use),

@@ -24,8 +24,8 @@ import re
 
 from generic_trainer.system import owner_lock
 from generic_trainer.system import paths
+from generic_trainer.system import trust
 from generic_trainer.errors import FolderInUseError, UnsafeFolderError
-import pwd
 
 LOCK_FILE = '.generic-trainer.lock'
 _HELD = set()  # The real paths of the folders this process holds.
@@ -36,31 +36,9 @@ def check(path: str, name: str = '--output-dir') -> None:
   or exists and is not this user's alone; `name` names it in the message
   (the flag, or the argument)."""
   check_literal(path, name)
-  try:
-    info = os.stat(path)
-  except FileNotFoundError:
-    return
-  if not stat.S_ISDIR(info.st_mode):
-    return  # The caller says what a file in its place means.
-  problems = []
-  if info.st_uid != os.geteuid():
-    problems.append(f'it is owned by {_user(info.st_uid)}, not by '
-                    f'{_user(os.geteuid())} who runs this')
-  writable = [who for who, bit in (('group', stat.S_IWGRP),
-                                   ('others', stat.S_IWOTH))
-              if info.st_mode & bit]
-  if writable and not info.st_mode & stat.S_ISVTX:
-    problems.append(f'it is writable by {" and ".join(writable)} (mode '
-                    f'{stat.S_IMODE(info.st_mode):04o}, no sticky bit)')
-  if problems:
-    raise UnsafeFolderError(
-        f'{name} {path} is not safe to write: {"; and ".join(problems)}. '
-        'Whoever else can write it could replace the model between its '
-        'validation and its publication, or put links where the run '
-        'writes. Expected a folder that only you own and can write. '
-        f'Received: {name}={path!r}. Choose a folder of your own, or '
-        f'`chmod go-w {path}` if it is yours.')
-
+  trust.check_folder(path, name, 'could replace the model between its '
+                     'validation and its publication, or put links where the '
+                     'run writes')
 
 def check_literal(path: str, name: str = '--output-dir') -> None:
   """Raises UnsafeFolderError when `path` holds `*`, `?` or `[`.
@@ -143,9 +121,3 @@ def hold(path: str, name: str = '--output-dir',
     _HELD.discard(real)
     lock.release()
 
-
-def _user(uid: int) -> str:
-  try:
-    return f'{pwd.getpwuid(uid).pw_name} (uid {uid})'
-  except (ImportError, KeyError):
-    return f'uid {uid}'

@@ -33,22 +33,52 @@ class OwnerLock:
     self.path = path
     self._fd: Optional[int] = None
 
-  def acquire(self) -> bool:
+  def acquire(self, wait_s: float = 0.0) -> bool:
     """Takes the lock and writes who holds it; False when another process
-    holds it (see `holder`). Creates the file if missing."""
-    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW |
+    holds it (see `holder`), after trying for `wait_s` seconds (a
+    sweeper's probe holds a free lock for a moment: `in_use`).
+
+    A missing file is made locked: a new file is locked under a name of
+    its own, then linked to `path`, so that no sweeper finds `path`
+    unlocked while its owner lives."""
+    deadline = time.monotonic() + wait_s
+    while True:
+      fd = self._made_locked() if not os.path.lexists(self.path) else None
+      if fd is None:
+        fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+          fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+          os.close(fd)
+          if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+          if time.monotonic() >= deadline:
+            return False
+          time.sleep(0.01)
+          continue
+      os.ftruncate(fd, 0)
+      os.pwrite(fd, (json.dumps(_me()) + '\n').encode(), 0)
+      self._fd = fd
+      return True
+
+  def _made_locked(self) -> Optional[int]:
+    """A new lock file at `path`, locked before it is there; None when a
+    file is there already."""
+    fresh = f'{self.path}.{os.getpid()}.{time.monotonic_ns()}'
+    fd = os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW |
                  os.O_CLOEXEC, 0o644)
     try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # Nobody knows it yet.
+      os.link(fresh, self.path)
+    except FileExistsError:
       os.close(fd)
-      if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-        return False
+      return None
+    except BaseException:
+      os.close(fd)
       raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, (json.dumps(_me()) + '\n').encode(), 0)
-    self._fd = fd
-    return True
+    finally:
+      os.unlink(fresh)
+    return fd
 
   def release(self) -> None:
     if self._fd is not None:
@@ -74,13 +104,15 @@ class OwnerLock:
 
 def in_use(path: str) -> bool:
   """Whether a process holds the lock file `path` (False when it is missing
-  or free). Takes the lock for a moment when it is free."""
+  or free). Probes with a shared lock for a moment: probes do not fail
+  each other, and an owner taking the lock meanwhile retries
+  (`OwnerLock.acquire`)."""
   try:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
   except OSError:
     return False
   try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
   except OSError:
     return True
   finally:

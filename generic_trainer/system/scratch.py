@@ -6,8 +6,12 @@ Each holds `LOCK_FILE`, locked by its process for as long as it uses the
 folder (`owner_lock`). The process removes its folder when done; one
 killed first (SIGKILL, out of memory) leaves it, and the next process that
 makes a scratch folder removes it: a folder is stale when its lock can be
-taken, and only folders of this user are touched. Folders from versions
-before the lock (no lock file) are stale once `UNLOCKED_STALE_S` old.
+taken, and only folders of this user alone (`trust`) are touched. A
+folder without a lock file (one made a moment ago, whose lock is not yet
+there: `locked`; one of a version before the lock) is stale once
+`UNLOCKED_STALE_S` old. A lock file appears already locked
+(`owner_lock.OwnerLock.acquire`), and a lock a sweeper's probe holds at
+that moment is waited for, never ignored.
 
 TMPDIR must be a folder this user can write: Python's `tempfile` would
 silently fall back to /tmp, which may be small, shared or in memory.
@@ -22,7 +26,8 @@ import time
 from typing import Iterator, Optional
 
 from generic_trainer.system import owner_lock
-from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.system import trust
+from generic_trainer.errors import FolderInUseError, InvalidArgumentError
 
 PREFIX = 'generic-trainer-'  # + kind + '-' + pid + '-' + random.
 LOCK_FILE = '.owner.lock'
@@ -60,13 +65,37 @@ def folder(kind: str) -> Iterator[str]:
   where = parent()
   remove_stale(where)
   path = tempfile.mkdtemp(prefix=f'{PREFIX}{kind}-{os.getpid()}-', dir=where)
-  lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))
-  lock.acquire()
+  try:
+    lock = locked(path)
+  except OSError:
+    shutil.rmtree(path, ignore_errors=True)
+    raise
   try:
     yield path
   finally:
     shutil.rmtree(path, ignore_errors=True)
     lock.release()
+
+
+def locked(path: str) -> owner_lock.OwnerLock:
+  """The owner lock of the new folder `path`, held. Until then the folder
+  has no lock file, and a sweeper takes it for in use (`is_stale`).
+
+  Raises:
+    FolderInUseError: the lock stays taken (no process but a sweeper's
+      probe, held for a moment, should hold the lock of a new folder).
+  """
+  lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))
+  if not lock.acquire(wait_s=_LOCK_WAIT_S):
+    raise FolderInUseError(
+        f'The new scratch folder {path} is locked by {lock.holder()}. '
+        'Expected a new folder of this process, unlocked but for a moment. '
+        f'Received: its lock still taken after {_LOCK_WAIT_S:g} s. Run again; '
+        'if it happens again, see which process holds the folder.')
+  return lock
+
+
+_LOCK_WAIT_S = 5.0
 
 
 def remove_stale(where: Optional[str] = None) -> None:
@@ -82,7 +111,7 @@ def remove_stale(where: Optional[str] = None) -> None:
     if name.startswith(PREFIX) or name.startswith(LEGACY_PREFIXES):
       path = os.path.join(where, name)
       if is_stale(path):
-        _remove_unused(path)
+        remove_unused(path)
 
 
 def is_stale(path: str) -> bool:
@@ -91,15 +120,15 @@ def is_stale(path: str) -> bool:
     info = os.lstat(path)
   except OSError:
     return False
-  if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-    return False
+  if not stat.S_ISDIR(info.st_mode) or trust.problems(info):
+    return False  # Not this user's alone: never deleted.
   lock = os.path.join(path, LOCK_FILE)
   if os.path.lexists(lock):
     return not owner_lock.in_use(lock)
   return time.time() - info.st_mtime > UNLOCKED_STALE_S
 
 
-def _remove_unused(path: str) -> None:
+def remove_unused(path: str) -> None:
   """Removes `path` while holding its lock, so that two processes cleaning
   up at once, or a late owner, do not race."""
   lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))

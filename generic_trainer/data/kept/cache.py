@@ -11,10 +11,20 @@ pipeline, recorded on the output artifact in ML Metadata).
 
 Two trainings writing the same file's entry: the first rename wins, the
 other discards its copy. A training holds a shared `flock` on the
-manifests it reads for as long as it trains; eviction (least recently
-used first, past the budget) takes an exclusive one without waiting and
-skips an entry in use. An unfinished write whose writer is gone (its
-owner lock is free) is removed by the next store on the folder.
+manifests it reads for as long as it trains, and reads each entry's
+blocks through the descriptor it checked (`kept_entry.Entry`); eviction
+(least recently used first, past the budget) takes an exclusive one
+without waiting, skips an entry in use, and renames an entry out of
+place before removing it, so that a kill leaves it whole or out of
+place. An unfinished write whose writer is gone (its owner lock is free),
+or an entry out of place, is removed by the next store on the folder; an
+entry left half removed (blocks, no manifest: an earlier version's
+eviction cut short) is replaced by the next write and evicted first.
+
+Nothing here is trusted that another user can write (`system.trust`):
+the folder itself, when not this user's alone, is refused
+(UnsafeFolderError, on entering); an entry that is not is a miss that
+says why, and is replaced by this training's.
 """
 
 import contextlib
@@ -30,14 +40,16 @@ from concurrent import futures
 from typing import Any, Dict, List, Optional, Tuple
 
 from generic_trainer.system import atomic_files
-from generic_trainer.system import owner_lock
+from generic_trainer.system import scratch
+from generic_trainer.system import trust
 from generic_trainer.system import paths
 from generic_trainer.system import progress
 from generic_trainer.data.kept import read_before
 from generic_trainer.data.kept import remote as kept_remote
 from generic_trainer.data.kept import key as kept_key
 from generic_trainer.data.kept.entry import BLOCKS, DECISIONS, MANIFEST
-from generic_trainer.data.kept.entry import OWNER, TEMP
+from generic_trainer.data.kept.entry import TEMP
+from generic_trainer.data.kept.settings import UNSAFE_FOLDER_HARM
 from generic_trainer.data.kept.entry import Entry, EntryWriter
 from generic_trainer.data.kept.entry import check_entry, lock
 
@@ -92,7 +104,7 @@ class SpanCache:
     self.writes = writes
     self.temps = set()
     self.decisions: Dict[str, Dict[str, Any]] = {}
-    self._locks: Dict[str, int] = {}
+    self._entries: List[Entry] = []  # Held: read through, locked.
     self._kept_bytes = 0
     self._decided = threading.Lock()  # Writes finish on another thread.
     self._finishing: Optional[futures.ThreadPoolExecutor] = None
@@ -100,7 +112,15 @@ class SpanCache:
     self._writers: List[EntryWriter] = []
 
   def __enter__(self) -> 'SpanCache':
-    os.makedirs(self.folder, exist_ok=True)
+    """Makes the folder (private) when missing, and removes what killed
+    trainings left.
+
+    Raises:
+      UnsafeFolderError: the folder is not this user's alone.
+    """
+    os.makedirs(self.folder, mode=0o700, exist_ok=True)
+    trust.check_folder(self.folder, 'The parsed rows cache folder',
+                       UNSAFE_FOLDER_HARM)
     self._remove_stale_temps()
     return self
 
@@ -113,9 +133,9 @@ class SpanCache:
     for temp in list(self.temps):
       shutil.rmtree(temp, ignore_errors=True)
     self.temps.clear()
-    for fd in self._locks.values():
-      os.close(fd)
-    self._locks.clear()
+    for entry in self._entries:
+      entry.close()
+    self._entries.clear()
     if self.evict:
       self.evict_to_budget()
     if self.record:
@@ -132,37 +152,24 @@ class SpanCache:
     entry, why = self._checked(path, key)
     if entry is None and self.previous:
       entry, why_there = self._from_previous(name, path, key)
-      if entry is not None or why == 'no entry':
+      if entry is not None or why.startswith('no entry'):
         why = why_there
     if entry is None:
       self._decide(source, key, 'miss', why)
       return None
     with contextlib.suppress(OSError):
-      os.utime(os.path.join(path, MANIFEST))  # Its last use, for eviction.
+      os.utime(entry.lock_fd)  # Its last use, for eviction.
     with self._decided:
       self._kept_bytes += entry.manifest.get('bytes', 0)
     self._decide(source, key, 'hit', f'{entry.rows:,} rows')
     return entry
 
-  def _checked(self, path: str, key, hold: bool = True, linked=None):
-    fd = None
-    if hold:
-      fd = lock(os.path.join(path, MANIFEST), fcntl.LOCK_SH)
-      if fd is None:
-        return self._explain(path, key)
-    entry, why = check_entry(path, key, linked)
-    if entry is None:
-      if fd is not None:
-        os.close(fd)
-      return None, why
-    if fd is not None:
-      self._locks[path] = fd
-    return entry, ''
-
-  def _explain(self, path, key):
-    if not os.path.exists(os.path.join(path, MANIFEST)):
-      return None, 'no entry'
-    return check_entry(path, key)
+  def _checked(self, path: str, key, linked=None):
+    """`check_entry` of `path`, the entry held until the store is left."""
+    entry, why = check_entry(path, key, linked, hold=True)
+    if entry is not None:
+      self._entries.append(entry)
+    return entry, why
 
   def _from_previous(self, name: str, path: str, key
                      ) -> Tuple[Optional[Entry], str]:
@@ -172,9 +179,10 @@ class SpanCache:
     source = os.path.join(self.previous, name)
     remote, earlier = paths.is_remote(source), None
     if not remote:
-      earlier, why = self._checked(source, key, hold=False)
+      earlier, why = check_entry(source, key)
       if earlier is None:
         return None, why
+      earlier.close()  # Its inode, kept to compare, is all that is used.
     temp = tempfile.mkdtemp(prefix=f'{TEMP}carry-', dir=self.folder)
     self.temps.add(temp)
     try:
@@ -253,16 +261,19 @@ class SpanCache:
     else:
       atomic_files.sync_folder(self.folder)
       return True
+    if _why_not(final, None).startswith('no entry'):
+      # Half removed (blocks, no manifest), or gone since: nobody reads it.
+      atomic_files.replace_folder(temp, final)
+      return True
     fd = lock(os.path.join(final, MANIFEST), fcntl.LOCK_EX | fcntl.LOCK_NB)
     if fd is None:  # In use: it stays, ours goes.
       shutil.rmtree(temp, ignore_errors=True)
       return False
     try:
-      same = check_entry(final, key)[0] is not None
-      if same:
+      if not _why_not(final, key):
         shutil.rmtree(temp, ignore_errors=True)
         return False
-      atomic_files.replace_folder(temp, final)
+      atomic_files.replace_folder(temp, final)  # Damaged, foreign, other key.
       return True
     finally:
       os.close(fd)
@@ -328,29 +339,45 @@ class SpanCache:
 
   def evict_to_budget(self) -> List[str]:
     """Removes the least recently used entries until the folder holds at
-    most `budget_bytes`; entries in use (locked) are skipped. Returns the
-    removed entries' names."""
+    most `budget_bytes`, entries left half removed (no manifest) first and
+    always; entries in use (locked) are skipped. Returns the removed
+    entries' names."""
     entries = []
     for name in os.listdir(self.folder):
       path = os.path.join(self.folder, name)
+      if name.startswith(TEMP) or not os.path.isdir(path):
+        continue
       try:
-        used = os.stat(os.path.join(path, MANIFEST)).st_mtime
-        size = os.path.getsize(os.path.join(path, BLOCKS))
+        used = os.lstat(os.path.join(path, MANIFEST)).st_mtime
       except OSError:
-        continue
-      entries.append((used, size, name, path))
-    total = sum(e[1] for e in entries)
-    removed = []
-    for _, size, name, path in sorted(entries):
-      if total <= self.budget_bytes:
-        break
-      fd = lock(os.path.join(path, MANIFEST), fcntl.LOCK_EX | fcntl.LOCK_NB)
-      if fd is None:
-        continue
+        used = None  # Half removed: nobody reads it.
       try:
-        shutil.rmtree(path, ignore_errors=True)
+        size = os.lstat(os.path.join(path, BLOCKS)).st_size
+      except OSError:
+        size = 0
+      entries.append((used is not None, used or 0, size, name, path))
+    total = sum(e[2] for e in entries)
+    removed = []
+    for whole, _, size, name, path in sorted(entries):
+      if whole and total <= self.budget_bytes:
+        break
+      fd = None
+      if whole:
+        fd = lock(os.path.join(path, MANIFEST), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if fd is None:
+          continue
+      out = None
+      try:
+        out = tempfile.mkdtemp(prefix=_EVICTED, dir=self.folder)
+        os.rename(path, os.path.join(out, name))  # Whole, or out of place.
+      except OSError:
+        if out:
+          shutil.rmtree(out, ignore_errors=True)
+        continue
       finally:
-        os.close(fd)
+        if fd is not None:
+          os.close(fd)
+      shutil.rmtree(out, ignore_errors=True)
       total -= size
       removed.append(name)
     if removed:
@@ -360,12 +387,28 @@ class SpanCache:
     return removed
 
   def _remove_stale_temps(self) -> None:
-    """Removes unfinished writes no process holds: their writer died."""
+    """Removes entries out of place (an eviction cut short) and unfinished
+    writes no process holds: their writer died (`scratch.is_stale`)."""
     for name in os.listdir(self.folder):
       path = os.path.join(self.folder, name)
-      if name.startswith(TEMP) and not owner_lock.in_use(
-          os.path.join(path, OWNER)):
-        shutil.rmtree(path, ignore_errors=True)
+      if name.startswith(_EVICTED):
+        with contextlib.suppress(OSError):  # Another store removed it.
+          if not trust.why_not(os.lstat(path)):
+            shutil.rmtree(path, ignore_errors=True)
+      elif name.startswith(TEMP) and scratch.is_stale(path):
+        scratch.remove_unused(path)
+
+
+_EVICTED = f'{TEMP}evicted-'  # An entry out of place, being removed.
+
+
+def _why_not(path: str, key) -> str:
+  """Why `path` holds no whole entry of `key` ('' when it does; checked,
+  not held)."""
+  entry, why = check_entry(path, key)
+  if entry is not None:
+    entry.close()
+  return why
 
 
 def _span(source: str) -> str:

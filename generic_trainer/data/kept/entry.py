@@ -21,6 +21,7 @@ entry is a miss, never a wrong row. Checking reads ~20 MB per 1M rows of
 12 float features at memory speed (benchmarks/README.md, (j)).
 """
 
+import contextlib
 import errno
 import fcntl
 import functools
@@ -37,6 +38,7 @@ import numpy as np
 
 from generic_trainer.system import atomic_files
 from generic_trainer.system import owner_lock
+from generic_trainer.system import trust
 from generic_trainer.system import scratch
 from generic_trainer.data.kept import key as kept_key
 
@@ -49,20 +51,42 @@ _READ_CHUNK = 8 << 20
 
 
 class Entry:
-  """A checked entry: its manifest, and where its blocks are."""
+  """A checked entry: its manifest, and its blocks file open as checked.
 
-  def __init__(self, path: str, manifest: Dict[str, Any], inode: int):
+  The blocks are read through the descriptor that was checked
+  (`blocks_path`: /proc/self/fd/N, which opens that inode again), so an
+  entry evicted or replaced after its check is still the entry checked.
+  `close` (the store, when it is left) closes it and drops the manifest's
+  shared lock, when held.
+  """
+
+  def __init__(self, path: str, manifest: Dict[str, Any], blocks_fd: int,
+               lock_fd: Optional[int] = None):
     self.path = path
     self.manifest = manifest
-    self.inode = inode  # Of its blocks file, as checked.
+    self.blocks_fd = blocks_fd
+    self.lock_fd = lock_fd  # The manifest's, holding a shared flock.
+    info = os.fstat(blocks_fd)
+    self.inode = (info.st_dev, info.st_ino)  # Of its blocks, as checked.
 
   @property
   def blocks_path(self) -> str:
-    return os.path.join(self.path, BLOCKS)
+    if os.path.isdir(_OPEN_FDS):
+      return os.path.join(_OPEN_FDS, str(self.blocks_fd))
+    return os.path.join(self.path, BLOCKS)  # No /proc: by path (macOS).
 
   @property
   def rows(self) -> int:
     return sum(rows for rows, _ in self.manifest['blocks'])
+
+  def close(self) -> None:
+    for fd in (self.blocks_fd, self.lock_fd):
+      if fd is not None:
+        os.close(fd)
+    self.blocks_fd = self.lock_fd = None
+
+
+_OPEN_FDS = '/proc/self/fd'
 
 
 def row_bytes(columns: List[List[Any]]) -> int:
@@ -72,17 +96,60 @@ def row_bytes(columns: List[List[Any]]) -> int:
              for _, d, s in columns)
 
 
-def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
+def check_entry(path: str, key: Optional[Dict[str, Any]],
+                checked: Optional[Entry] = None, hold: bool = False
                 ) -> Tuple[Optional[Entry], str]:
-  """(the entry at `path`, '') when it is whole and of `key`, else (None,
-  why not). Reads every byte once: the blocks' CRC32s; not when its blocks
-  file is the file of `checked` (an entry checked whole, hard-linked here:
-  the same inode, and entries are never written in place)."""
+  """(the entry at `path`, '') when it is ours, whole and of `key` (None:
+  of any key), else (None, why not). Its folder, manifest and blocks are
+  each opened without following links and trusted on what was opened
+  (`trust`: this user's, not writable by group or others), and read
+  through those descriptors. Reads every byte once: the blocks' CRC32s;
+  not when its blocks file is the file of `checked` (an entry checked
+  whole, hard-linked here: the same inode, and entries are never written
+  in place). `hold`: a shared flock on the manifest, held by the entry
+  (eviction and replacement wait for it), the manifest found still in
+  place once locked."""
+  folder, why = trust.open_trusted(path, folder=True)
+  if folder is None:
+    return None, 'no entry' if why == 'missing' else f'its folder is {why}'
   try:
-    with open(os.path.join(path, MANIFEST), encoding='utf-8') as f:
-      manifest = json.load(f)
-  except FileNotFoundError:
-    return None, 'no entry'
+    return _checked(folder, path, key, checked, hold)
+  finally:
+    os.close(folder)
+
+
+def _checked(folder: int, path: str, key, checked, hold):
+  """`check_entry` of the entry folder open as `folder`."""
+  manifest_fd, why = trust.open_trusted(MANIFEST, dir_fd=folder)
+  if manifest_fd is None:
+    if why != 'missing':
+      return None, f'its manifest is {why}'
+    try:
+      os.stat(BLOCKS, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+      return None, 'no entry'
+    return None, ('no entry (blocks without a manifest, left by a removal '
+                  'cut short)')
+  entry = None
+  try:
+    if hold:
+      fcntl.flock(manifest_fd, fcntl.LOCK_SH)
+      if not (trust.same_file(manifest_fd, MANIFEST, dir_fd=folder) and
+              trust.same_file(folder, path)):
+        return None, 'it was removed or replaced as it was read'
+    entry, why = _read_checked(folder, manifest_fd, path, key, checked)
+    return entry, why
+  finally:
+    if entry is not None and hold:
+      entry.lock_fd = manifest_fd
+    else:
+      os.close(manifest_fd)
+
+
+def _read_checked(folder: int, manifest_fd: int, path: str, key, checked):
+  try:
+    with os.fdopen(os.dup(manifest_fd), 'rb') as f:
+      manifest = json.loads(f.read().decode('utf-8'))
   except (OSError, ValueError) as e:
     return None, f'its manifest is unreadable ({e})'
   why = manifest_mismatch(manifest, key)
@@ -90,34 +157,39 @@ def check_entry(path: str, key: Dict[str, Any], checked: Optional[Entry] = None
     return None, why
   size_of_row = row_bytes(manifest['columns'])
   expected = sum(rows for rows, _ in manifest['blocks']) * size_of_row
-  blocks = os.path.join(path, BLOCKS)
+  blocks, why = trust.open_trusted(BLOCKS, dir_fd=folder)
+  if blocks is None:
+    return None, ('damaged: no blocks' if why == 'missing' else
+                  f'its blocks are {why}')
+  entry = Entry(path, manifest, blocks)
   try:
-    size = os.path.getsize(blocks)
-  except OSError as e:
-    return None, f'its blocks are unreadable ({e})'
-  if size != expected:
-    return None, (f'damaged: its blocks take {size:,} bytes, its manifest '
-                  f'says {expected:,}')
-  try:
-    with open(blocks, 'rb', buffering=0) as f:
-      inode = os.fstat(f.fileno()).st_ino
-      if checked is None or checked.inode != inode:
+    size = os.fstat(blocks).st_size
+    if size != expected:
+      entry.close()
+      return None, (f'damaged: its blocks take {size:,} bytes, its manifest '
+                    f'says {expected:,}')
+    if checked is None or checked.inode != entry.inode:
+      with os.fdopen(os.dup(blocks), 'rb', buffering=0) as f:
         # One buffer, read into again, not a new bytes object per block.
         buffer = memoryview(bytearray(min(_READ_CHUNK, max(
             [rows * size_of_row for rows, _ in manifest['blocks']] + [1]))))
         for index, (rows, crc) in enumerate(manifest['blocks']):
           if _crc(f, rows * size_of_row, buffer) != crc:
+            entry.close()
             return None, f'damaged: block {index} fails its CRC32'
-  except OSError as e:  # Another user's entry, a failing disk.
+  except OSError as e:  # A failing disk.
+    entry.close()
     return None, f'its blocks are unreadable ({e})'
-  return Entry(path, manifest, inode), ''
+  return entry, ''
 
 
-def manifest_mismatch(manifest: Any, key: Dict[str, Any]) -> str:
+def manifest_mismatch(manifest: Any, key: Optional[Dict[str, Any]]) -> str:
   """Why a read manifest is not of an entry of `key` ('' when it is)."""
   if not isinstance(manifest, dict) or not all(
       k in manifest for k in ('key', 'columns', 'blocks')):
     return 'its manifest is not one of ours'
+  if key is None:
+    return ''
   changed = kept_key.differences(manifest['key'], key)
   return 'changed: ' + '; '.join(changed) if changed else ''
 
@@ -199,13 +271,13 @@ class EntryWriter:
           prefix=f'{TEMP}{os.path.basename(self.final)[:12]}-',
           dir=self.store.folder)
       self.store.temps.add(write.temp)
-      write.owner = owner_lock.OwnerLock(os.path.join(write.temp, OWNER))
-      write.owner.acquire()  # While held, no other training removes it.
+      # Held until the entry is renamed in: no other training removes it.
+      write.owner = scratch.locked(write.temp)
       # The folder is the unit made atomic (`SpanCache.put_in_place`):
       # its files are written in it as they are, and synced with it.
       write.fd = os.open(os.path.join(write.temp, BLOCKS),
                          os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND |
-                         os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+                         os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as e:
       self._fail(e)
 
@@ -251,11 +323,17 @@ class EntryWriter:
     try:
       os.close(write.fd)
       write.fd = None
-      os.unlink(os.path.join(write.temp, OWNER))
-      with open(os.path.join(write.temp, MANIFEST), 'x',
-                encoding='utf-8') as f:
+      fd = os.open(os.path.join(write.temp, MANIFEST), os.O_WRONLY |
+                   os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                   0o600)
+      with os.fdopen(fd, 'w', encoding='utf-8') as f:
         json.dump(manifest, f)
+      # The owner lock is held through the rename (`_Write.discard`
+      # releases it): a sweep meanwhile finds the folder in use.
       kept = self.store.put_in_place(write.temp, self.final, self.key)
+      if kept:
+        with contextlib.suppress(OSError):  # The lock file came along.
+          os.unlink(os.path.join(self.final, OWNER))
     except OSError as e:
       write.discard(self.store)
       self.store.not_kept(self.source, _why(e))

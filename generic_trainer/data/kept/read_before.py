@@ -19,6 +19,11 @@ false. A later check that finds such an entry in the earlier kept rows,
 with the file's fields as they are now, reads only its first record, and
 notes the file again (an entry written anew keeps the flag).
 
+Only an entry checked whole spares the read, never a manifest alone: one
+of this user's alone (`system.trust`), its blocks' sizes and CRC32s as
+its manifest says (`kept_entry.check_entry`), so a manifest put there, or
+an entry another user can write, is a full read.
+
 What this trusts is what the entry's key trusts: a file changed in place
 with its size, modification time and content checksum kept (a gzip
 file's trailer; an uncompressed file's first and last 64 KiB) is taken
@@ -29,13 +34,16 @@ manifest, a field that changed) is a full read: this only saves time.
 
 import json
 import os
+import zlib
 from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
 from generic_trainer.data.kept import key as kept_key
 from generic_trainer.data import tfrecords
-from generic_trainer.data.kept.entry import MANIFEST
+from generic_trainer.system import paths
+from generic_trainer.data.kept import entry as kept_entry
+from generic_trainer.data.kept.entry import BLOCKS, MANIFEST
 
 # Real path -> file fields, of the files this process's check read whole.
 _READ_WHOLE: Dict[str, Dict[str, Any]] = {}
@@ -70,17 +78,41 @@ def read_whole(key: Dict[str, Any]) -> bool:
 def _kept_read_whole(kept_rows: Optional[str], fields: Dict[str, Any]
                      ) -> bool:
   """Whether `kept_rows` holds an entry of the file of `fields` (its file
-  fields now) whose manifest says a check read it whole, with those
-  fields."""
+  fields now), checked whole (`kept_entry.check_entry`: ours, its blocks'
+  CRC32s; on an object store, which has no owners, its blocks' CRC32s),
+  whose manifest says a check read the file whole, with those fields. A
+  manifest alone never spares the read."""
   if not kept_rows:
     return False
-  manifest = os.path.join(kept_rows, kept_key.entry_name(fields['path']),
-                          MANIFEST)
+  entry = os.path.join(kept_rows, kept_key.entry_name(fields['path']))
+  if paths.is_remote(entry):
+    read = _remote_checked(entry)
+  else:
+    checked = kept_entry.check_entry(entry, None)[0]
+    read = checked.manifest if checked is not None else None
+    if checked is not None:
+      checked.close()
   try:
-    with tf.io.gfile.GFile(manifest, 'r') as f:
-      read = json.loads(f.read())
     key = read['key']
     return read.get('read_whole') is True and all(
         key[field] == value for field, value in fields.items())
-  except (tf.errors.OpError, ValueError, KeyError, TypeError):
+  except (KeyError, TypeError):
     return False
+
+
+def _remote_checked(entry: str) -> Optional[Dict[str, Any]]:
+  """The manifest of the remote entry `entry` when its blocks are whole
+  (size and CRC32s); else None."""
+  try:
+    with tf.io.gfile.GFile(os.path.join(entry, MANIFEST), 'r') as f:
+      manifest = json.loads(f.read())
+    if kept_entry.manifest_mismatch(manifest, None):
+      return None
+    size_of_row = kept_entry.row_bytes(manifest['columns'])
+    with tf.io.gfile.GFile(os.path.join(entry, BLOCKS), 'rb') as f:
+      for rows, crc in manifest['blocks']:
+        if zlib.crc32(f.read(rows * size_of_row)) != crc:
+          return None
+      return manifest if not f.read(1) else None
+  except (tf.errors.OpError, ValueError, KeyError, TypeError):
+    return None

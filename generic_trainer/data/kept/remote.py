@@ -53,7 +53,8 @@ def fetch(entry: str, key: Dict[str, Any], temp: str) -> str:
     tf.io.gfile.copy(os.path.join(entry, BLOCKS), os.path.join(temp, BLOCKS))
   except tf.errors.OpError as e:
     return f'its blocks are unreadable ({e.message})'
-  atomic_files.write_bytes(os.path.join(temp, MANIFEST), text)
+  os.chmod(os.path.join(temp, BLOCKS), 0o600)  # Ours alone (`trust`).
+  atomic_files.write_bytes(os.path.join(temp, MANIFEST), text, 0o600)
   return ''
 
 

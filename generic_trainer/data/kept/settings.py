@@ -9,6 +9,7 @@ from typing import Any, Dict, Optional
 import attr
 
 from generic_trainer.system import paths
+from generic_trainer.system import trust
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import PARSED_ROWS_BUDGET, PARSED_ROWS_KEY
 from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
@@ -16,6 +17,10 @@ from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 PARSED_ROWS = 'parsed-rows'  # The default cache's folder, in the user's.
 PARSED_ROWS_OFF = 'off'
 _DEFAULT_BUDGET_GB = 20
+# Why a cache folder must be this user's alone (`trust.check_folder`).
+UNSAFE_FOLDER_HARM = ('could put rows of its own choosing in an entry, which '
+                      'a training would take for its data, or remove entries '
+                      'as they are read')
 
 
 @attr.s(frozen=True)
@@ -88,6 +93,7 @@ def checked_folder(value: Any, output_dir: Optional[str] = None,
 
   Raises:
     InvalidArgumentError: it names no local folder; the message says why.
+    UnsafeFolderError: the folder is not this user's alone (`trust`).
   """
   flag = name.startswith('--')
   off = f'{name}={PARSED_ROWS_OFF}' if flag else f'{name}=False'
@@ -117,6 +123,7 @@ def checked_folder(value: Any, output_dir: Optional[str] = None,
         'folder (created when missing) where parsed rows are kept between '
         f'runs. Received: {name}={value!r}. Name a folder, or pass {off} to '
         'keep none.')
+  trust.check_folder(folder, name, UNSAFE_FOLDER_HARM)
   if output_dir and os.path.commonpath([folder, output_dir]) == output_dir:
     raise InvalidArgumentError(
         f'{name} is inside --output-dir, which a run replaces. Expected a '

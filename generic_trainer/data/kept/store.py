@@ -13,8 +13,10 @@ With several workers, each reads every file (data sharding: every N-th
 batch), so the chief writes every miss; the others read what is kept and
 write nothing (their folder is a scratch one: `plan.distribution`).
 
-Kept rows only save time: a folder that cannot be used (a read-only home)
-is logged and the training goes on without them.
+Kept rows only save time: a folder that cannot be used (a read-only home),
+or that is not this user's alone (refused by `kept_cache.SpanCache`; the
+command and the Estimator refuse it before training), is logged and the
+training goes on without them.
 """
 
 import contextlib
@@ -30,7 +32,7 @@ from generic_trainer.system import scratch
 from generic_trainer.data.kept import remote as kept_remote
 from generic_trainer.data.kept import cache as kept_cache
 from generic_trainer.data.kept.entry import DECISIONS
-from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import InvalidArgumentError, UnsafeFolderError
 
 
 @contextlib.contextmanager
@@ -75,7 +77,7 @@ def _entered(cache: kept_cache.SpanCache):
   """`cache`, entered and left; None when its folder cannot be used."""
   try:
     cache.__enter__()
-  except OSError as e:
+  except (OSError, UnsafeFolderError) as e:  # Refused: its message says why.
     progress.log().warning('parsed rows: not kept: %s cannot be used (%s)',
                            cache.folder, e)
     yield None
