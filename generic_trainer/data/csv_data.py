@@ -185,8 +185,10 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str,
           if csv_dialect.is_missing(value):
             continue
           feature[name] = _feature(tf, value, kind, table.path, line, name)
+        # deterministic: a map's keys in order, so the same rows give the
+        # same bytes run after run (a kept-rows hit on a retrain).
         writer.write(tf.train.Example(features=tf.train.Features(
-            feature=feature)).SerializeToString())
+            feature=feature)).SerializeToString(deterministic=True))
 
 
 def _feature(tf, value: str, kind: str, path: str, line: int, name: str):

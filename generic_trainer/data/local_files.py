@@ -91,6 +91,7 @@ def to_split(data, split_dir: str, schema=None,
     out = os.path.join(split_dir, 'data.gz')
     # The rows keep the CSV files' permissions: a private file stays so.
     csv_data.write(tables, kinds, out, common_mode(files))
+    stamp_like([out], files)
     return [out]
   check_tfrecords(files, kept_rows)
   if schema is not None:
@@ -247,6 +248,18 @@ def common_mode(files: List[str]) -> int:
   for path in files:
     mode &= os.stat(path).st_mode
   return mode & 0o666
+
+
+def stamp_like(outs: List[str], sources: List[str]) -> None:
+  """Gives the files `outs`, converted from `sources`, the newest
+  modification time of the sources. The conversion writes the same bytes
+  for the same rows, so a retrain on unchanged data leaves its converted
+  files as they were (path, size, time and content): the kept parsed rows
+  of the last run are a hit (`data.kept.key`), as for ExampleGen's files.
+  """
+  newest = max(os.stat(path).st_mtime_ns for path in sources)
+  for out in outs:
+    os.utime(out, ns=(newest, newest))
 
 
 def _is_within(path: str, folder: str) -> bool:
