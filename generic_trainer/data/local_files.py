@@ -166,6 +166,20 @@ def required_columns(spec_class) -> Dict[str, str]:
   return required
 
 
+def run_fn_required() -> Dict[str, str]:
+  """{ALL_COLUMNS: why} for a run_fn module trained on CSV data with an
+  inferred schema: a column with blanks would be inferred optional, a
+  VarLenFeature (sparse) that a run_fn written for dense columns fails on
+  deep in its own code ('VarLenFeature' object has no attribute
+  'default_value'), so blanks are named before its code runs."""
+  return {ALL_COLUMNS: (
+      'with the schema inferred, a column with blanks is read as optional '
+      '(a tf.io.VarLenFeature, sparse), which a run_fn written for dense '
+      'columns fails on; to keep the blanks, pass --schema with the schema '
+      'your run_fn reads and give those columns a default in the run_fn '
+      "(as TFX's templates' _fill_in_missing does)")}
+
+
 def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
   """{split: {column: {spelling: count}}} of the CSV data converted into
   `data_dir`, or None when no value was missing."""
