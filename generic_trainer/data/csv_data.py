@@ -60,8 +60,9 @@ def read(path: str, delimiter: Optional[str] = None) -> Table:
   header = next(reader, None)
   if not header or not any(h.strip() for h in header):
     raise InputArtifactError(
-        f'{path} is empty or its first line is blank. Expected a CSV file '
-        'whose first line names the columns, then one row per example. '
+        f'{path} is empty or its first line is blank. Expected the first '
+        f'line to name the columns, separated by {_quote(delimiter)} '
+        '(species,bill_length_mm,...), then one row of values per example. '
         f'Received: {"an empty file" if not text.strip() else "a blank first line"}'
         f' ({len(text)} bytes). Write the column names on the first line '
         '(e.g. species,bill_length_mm), then the rows; or leave the file '
