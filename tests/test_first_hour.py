@@ -352,7 +352,7 @@ def test_install_lists_every_extra_and_the_component_names_a_trainspec():
   assert [e for e in extras if f'`[{e}]`' not in install] == []
   component = open(os.path.join(REPO, 'generic_trainer', 'component',
                                 'component.py')).read()
-  doc = component.split('      module_file: ')[1].split('      module_path:')[0]
+  doc = component.split('      module_file: Path')[1].split('      module_path:')[0]
   assert 'TrainSpec' in doc
 
 
