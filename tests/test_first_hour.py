@@ -368,3 +368,19 @@ def test_user_pages_carry_no_test_counts_or_benchmark_medians():
       if re.search(r'\b\d+ tests\b|\bmedians?\b', line):
         found.append(f'{rel}:{n}')
   assert found == []
+
+
+def test_the_cache_lines_read_as_information(tmp_path, caplog):
+  """A first run's kept-rows line says the rows are parsed this run, with
+  none kept yet, not "miss ... (no entry)", which reads like an error."""
+  from generic_trainer.data.kept import cache  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
+  spans = cache.SpanCache(str(tmp_path))
+  spans.decisions['/out/data/Split-train/data.gz'] = {
+      'decision': 'miss', 'why': 'no entry', 'key': 'k'}
+  with caplog.at_level('INFO', logger=progress.log().name):
+    spans.log_decisions()
+  (line,) = [r.getMessage() for r in caplog.records]
+  assert 'miss' not in line and 'no entry' not in line
+  assert line.startswith('parsed rows: parsing ') and (
+      'data.gz: none kept yet' in line)
