@@ -58,6 +58,6 @@ def generated_region(markdown: str) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):  # pylint: disable=unused-argument
-  if MARKER in markdown:  # The committed table, made fresh for the site.
+  if MARKER + '\n' in markdown and END in markdown:  # Made fresh for the site.
     return markdown.replace(generated_region(markdown), flags_table())
   return markdown

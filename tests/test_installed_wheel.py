@@ -58,7 +58,9 @@ def _installed(python: str, tmp_path) -> dict:
   """{distribution: version} of the environment of `python`, names
   normalized as pip does."""
   frozen = _uv('pip', 'freeze', '--python', python, cwd=str(tmp_path)).stdout
-  pins = [line.split('==', 1) for line in frozen.splitlines() if '==' in line]
+  # `name==version`, or `name @ file:///...` for the wheel itself.
+  pins = [re.split(r'==| @ ', line, maxsplit=1) for line in
+          frozen.splitlines() if '==' in line or ' @ ' in line]
   return {re.sub(r'[-_.]+', '-', name).lower(): version
           for name, version in pins}
 

@@ -69,8 +69,11 @@ class Call:
     return f'{self.short}({self.args}, {self.kwargs})'
 
 
-# What a loop of the module may go through, as the reader knows values.
-_ITERABLE = (list, tuple, dict, str, range, set, frozenset)
+def _iterable(value) -> bool:
+  """Whether a value the reader knows can be looped over: a list, a zip...
+  but not a `Call` (what another module's function returns is not known
+  here) nor a number."""
+  return hasattr(value, '__iter__') and not isinstance(value, (Call, Unknown))
 
 
 class _Unknowable(Exception):
@@ -185,7 +188,7 @@ class Reader:
         return
       first = generators[0]
       iterable = self._known(first.iter, scope, depth)
-      if not isinstance(iterable, _ITERABLE):
+      if not _iterable(iterable):
         raise _Unknowable(Unknown(first.iter, self.source))
       for item in iterable:
         inner = dict(scope)
@@ -200,7 +203,7 @@ class Reader:
     if isinstance(target, ast.Name):
       env[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
-      if not isinstance(value, _ITERABLE):
+      if not _iterable(value):
         raise _Unknowable(Unknown(target, self.source))
       values = list(value)
       for t, v in zip(target.elts, values):
@@ -300,7 +303,7 @@ class Reader:
       iterable = self.value(node.iter, env, depth)
       # A call of another module (`features.transformed_names(...)`) is a
       # Call, not a list: what it returns is not known here.
-      if isinstance(iterable, Unknown) or not isinstance(iterable, _ITERABLE):
+      if isinstance(iterable, Unknown) or not _iterable(iterable):
         self._forget(node, env)
         return None
       for item in iterable:
