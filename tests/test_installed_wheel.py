@@ -175,6 +175,7 @@ def test_the_wheel_in_another_project_runs_a_pipeline_and_the_command(
   times['command'] = time.monotonic() - step
   print('installed wheel test, seconds:', {k: round(v, 1)
                                            for k, v in times.items()})
-  # Well under three minutes on an idle machine; the bound only catches a
+  # Two to three minutes on an idle machine, seven on a 2-core VM at load
+  # 12 (other jobs); the bound only catches a
   # step that went wrong (a rebuilt wheel cache, a pip resolve).
-  assert sum(times.values()) < 300, times
+  assert sum(times.values()) < 600, times
