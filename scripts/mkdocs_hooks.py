@@ -37,7 +37,8 @@ def flags_table() -> str:
             '| flag | value | required | what it is |', '|---|---|---|---|']
     for action in actions:
       flags = ', '.join(f'`{f}`' for f in action.option_strings)
-      value = f'`{action.metavar}`' if action.metavar else ''
+      value = (f'`{action.metavar}`'.replace('|', '\\|') if action.metavar
+               else '')
       if action.nargs == 0:
         value = ''
       required = 'yes' if action.required else ''
