@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
+.PHONY: setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -33,6 +33,14 @@ bench: setup
 
 lock:
 	uv pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt
+
+# The sdist and the wheel in dist/, their metadata checked (twine check
+# --strict, run by uv from PyPI): what docs/getting-started/install.md installs.
+UV ?= $(if $(shell command -v uv 2>/dev/null),uv,$(PY) -m uv)
+dist:
+	rm -rf dist
+	$(UV) build --sdist --wheel --out-dir dist .
+	$(UV) tool run twine check --strict dist/*
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -14,7 +14,9 @@ from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import ModelFolderError
 from generic_trainer.errors import NonFiniteLossError
+from generic_trainer.errors import PreemptedError
 from generic_trainer.errors import RunFnError
+from generic_trainer.errors import ServingCheckError
 from generic_trainer.errors import SignatureChangeError
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import StorageError
@@ -44,7 +46,8 @@ __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'G
            'GenericTrainer',
            'FolderInUseError', 'GenericTrainerError', 'InputArtifactError',
            'InvalidArgumentError', 'ModelFolderError',
-           'NonFiniteLossError', 'ParsedRows', 'RunFnError', 'SignatureChangeError',
+           'NonFiniteLossError', 'ParsedRows', 'PreemptedError', 'RunFnError',
+           'ServingCheckError', 'SignatureChangeError',
            'SpecError', 'StorageError', 'TrainSpec', 'TrainingProcessError',
            'UnsafeFolderError', 'UserModuleError', '__version__',
            'validate_export']

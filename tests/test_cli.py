@@ -192,7 +192,7 @@ def test_python_m_generic_trainer_help():
   proc = _command('--help')
   assert proc.returncode == 0
   assert proc.stdout.startswith('usage: generic-trainer ')
-  assert '--module-file M' in proc.stdout and 'Exit status: 0' in proc.stdout
+  assert '--module-file M' in proc.stdout and 'exit status:\n  0 ' in proc.stdout
 
 
 def test_console_script_is_cli_main():

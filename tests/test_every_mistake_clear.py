@@ -252,8 +252,9 @@ def test_empty_and_header_only_csv_say_all_four_parts(tmp_path):
   with pytest.raises(InputArtifactError) as e:
     csv_data.read(str(empty))
   assert str(e.value) == (
-      f'{empty} is empty or its first line is blank. Expected a CSV file '
-      'whose first line names the columns, then one row per example. '
+      f'{empty} is empty or its first line is blank. Expected the first '
+      "line to name the columns, separated by ',' (species,bill_length_mm,"
+      '...), then one row of values per example. '
       'Received: an empty file (0 bytes). Write the column names on the '
       'first line (e.g. species,bill_length_mm), then the rows; or leave '
       'the file out of the data.')

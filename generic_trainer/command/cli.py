@@ -216,18 +216,17 @@ def _print_outcome(request: Request,
     if outcome.evaluation:
       lines.append(f'  eval on {holdout.describe(outcome.evaluation)}')
   else:
-    lines.append('  metrics: none recorded (a run_fn may write '
-                 'train_result.json into fn_args.model_run_dir; see '
-                 'generic_trainer/loop/train_result.py)')
+    lines.append('  metrics: none recorded (a run_fn may write them to '
+                 'train_result.json in fn_args.model_run_dir: "The training '
+                 'record" in docs/guides/run-fn-modules.md)')
   report = outcome.report or {}
   lines.append(
       '  export validated: loads, has serving_default, predicts finite '
       'values' + (f' on {report["examples_checked"]} eval examples'
                   if 'examples_checked' in report else ''))
-  lines += [f'  model:  {layout.model}',
-            f'  run:    {layout.run}',
-            f'  data:   {layout.data}',
-            f'  schema: {layout.schema}']
+  lines += [f'  {name + ":":7} {path}' for name, path in (
+      ('model', layout.model), ('run', layout.run), ('data', layout.data),
+      ('schema', layout.schema)) if os.path.exists(path)]  # What is there.
   print('\n'.join(lines), flush=True)
 
 

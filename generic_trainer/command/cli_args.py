@@ -7,6 +7,7 @@ Nothing here imports TensorFlow.
 """
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -42,6 +43,25 @@ class _Parser(argparse.ArgumentParser):
     self.exit(2, f'{PROG}: error: {message}. Run `{PROG} --help` for the '
                  'arguments.\n')
 
+
+_EPILOG = f"""example:
+  {PROG} --module-file penguin_spec.py --train-data 'data/*.csv' \\
+      --output-dir out --steps 100
+
+exit status:
+  0    trained, validated and published to OUTPUT_DIR/model
+  1    the run failed (module, data, spec, training or export); the message
+       says what to do, and an earlier model stays as it was
+  2    the command line is wrong
+  130  interrupted (Ctrl-C); nothing published, the same command resumes
+  143  stopped by SIGTERM (a preemption); the step saved, the same command
+       resumes
+
+OUTPUT_DIR gets model/ (only once validated), run/ (history.json,
+tensorboard/, train_result.json), data/ and schema/schema.pbtxt; a run
+replaces what an earlier run wrote there. A training that did not finish
+resumes from its last checkpoint when the same command runs again (a run_fn
+only if it uses the resume helpers of generic_trainer.resume)."""
 
 
 @attr.s(frozen=True)
@@ -98,70 +118,112 @@ class Request:
 
 def _parser() -> argparse.ArgumentParser:
   parser = _Parser(
-      prog=PROG,
+      prog=PROG, allow_abbrev=False,  # --step is not taken for --steps.
+      formatter_class=argparse.RawDescriptionHelpFormatter,
       description='Train a module file (a TrainSpec or a run_fn) on local '
-      'CSV or TFRecord data as GenericTrainer does in a pipeline; validate '
-      'the export with its checks and publish it to OUTPUT_DIR/model.',
-      epilog='Exit status: 0 published; 1 the run failed (module, data, '
-      'spec, training or export); 2 bad arguments. OUTPUT_DIR gets model/ '
-      '(only once validated), run/ (history.json, tensorboard/, '
-      'train_result.json), data/ and schema/schema.pbtxt; a run replaces '
-      'what an earlier run wrote there. A training that did not finish '
-      '(killed, Ctrl-C, failed) resumes from its last epoch checkpoint when '
-      'the same command runs again (a run_fn only if it uses the resume '
-      'helpers of generic_trainer.resume).')
-  add = parser.add_argument
-  add('--version', action='version', version=f'{PROG} {__version__}',
-      help='print the version and exit')
-  add('--module-file', required=True, metavar='M',
-      help='the module file: a TrainSpec subclass or a run_fn(fn_args)')
+      'CSV or TFRecord data as\nGenericTrainer does in a pipeline; validate '
+      'the export with its checks and publish\nit to OUTPUT_DIR/model.',
+      epilog=_EPILOG)
+  parser.add_argument('--version', action='version',
+                      version=f'{PROG} {__version__}',
+                      help='print the version and exit')
+  add = parser.add_argument_group('data').add_argument
   add('--train-data', required=True, action='append', metavar='PATH',
-      help='train data: a CSV file, or TFRecord files of tf.Example; a path '
-      'or a quoted glob; may repeat')
+      help='train data: a CSV file, TFRecord files of tf.Example, a folder '
+      "of either, or a quoted glob ('data/*.csv'); may repeat")
   add('--eval-data', action='append', metavar='PATH',
       help='eval data, like --train-data; `train` evaluates on the train '
       'data itself (default: a held-out third of the train data, a hash '
       "split of the rows as CsvExampleGen's default 2:1)")
   add('--schema', metavar='SCHEMA.PBTXT',
       help='the schema (default: inferred from the train data)')
-  add('--output-dir', required=True, metavar='DIR',
-      help='where the model and the run outputs go')
+  add('--csv-delimiter', metavar='D',
+      help="what separates the fields of CSV data: ',' (default), ';', "
+      "'|' or tab; a file separated by another than this is refused")
+  add = parser.add_argument_group('training').add_argument
+  add('--module-file', required=True, metavar='M',
+      help='the module file: a TrainSpec subclass or a run_fn(fn_args)')
+  add('--run-fn', metavar='NAME', help='the entry point: a top-level '
+      'function or TrainSpec class of the module (default: its run_fn or '
+      'its TrainSpec)')
   add('--steps', metavar='N', help='train steps (default: one pass over the '
       'train data per epoch)')
   add('--eval-steps', metavar='N', help='eval steps (default: all the eval '
       'data)')
   add('--hparams', metavar='JSON', help="hyperparameters, a JSON object: "
       "'{\"learning_rate\": 0.01}' (fn_args.hyperparameters, spec.hparams)")
-  add('--run-fn', metavar='NAME', help='the entry point: a top-level '
-      'function or TrainSpec class of the module (default: its run_fn or '
-      'its TrainSpec)')
   add('--keras-version', metavar='{keras3,tf_keras}',
       help='what tf.keras means (default: as TensorFlow decides)')
   add('--backend', metavar='{tensorflow,jax}',
       help="the Keras backend to train on (default: the TrainSpec's "
       'backend, else tensorflow)')
-  add('--num-workers', metavar='N|MIN:MAX',
-      help='train with N local worker processes (MultiWorkerMirroredStrategy)'
-      ', or a range MIN:MAX: a group that restarts smaller when a worker '
-      'cannot come back and grows back (default: one process)')
-  add('--progress', default='auto', metavar='{auto,bar,lines}',
-      help='a progress bar or log lines (default auto: a bar on a terminal)')
   add('--base-model', metavar='DIR',
       help='a SavedModel folder (an earlier run\'s OUTPUT_DIR/model) to '
       'warm-start from (fn_args.base_model); the new model must keep its '
       'signatures')
   add('--allow-signature-change', action='store_true',
       help='publish even if the signatures differ from --base-model\'s')
-  add('--csv-delimiter', metavar='D',
-      help="what separates the fields of CSV data: ',' (default), ';', "
-      "'|' or tab; a file separated by another than this is refused")
   add('--no-resume', action='store_true',
       help='start over, even where an unfinished run of the same module, '
       'data and flags left a checkpoint in OUTPUT_DIR (default: resume '
       'from it)')
-  kept_settings.add(add)
+  add = parser.add_argument_group('outputs').add_argument
+  add('--output-dir', required=True, metavar='DIR',
+      help='where the model and the run outputs go')
+  add('--progress', default='auto', metavar='{auto,bar,lines}',
+      help='a progress bar or log lines (default auto: a bar on a terminal)')
+  add = parser.add_argument_group('workers').add_argument
+  add('--num-workers', metavar='N|MIN:MAX',
+      help='train with N local worker processes (MultiWorkerMirroredStrategy)'
+      ', or a range MIN:MAX: a group that restarts smaller when a worker '
+      'cannot come back and grows back (default: one process)')
+  kept_settings.add(parser.add_argument_group('cache').add_argument)
   return parser
 
+
+def _check_flag_names(parser: argparse.ArgumentParser,
+                      argv: Sequence[str]) -> None:
+  """Every `--name` of `argv` is one of the parser's, spelled out whole; an
+  unknown one is named with the nearest known one, before argparse would
+  answer a typo of a required flag with "required: --train-data"."""
+  known = sorted(o for action in parser._actions  # pylint: disable=protected-access
+                 for o in action.option_strings if o.startswith('--'))
+  for arg in argv:
+    if arg == '--':
+      return
+    name = arg.split('=', 1)[0]
+    if not name.startswith('--') or name in known:
+      continue
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    starts = [k for k in known if k.startswith(name)]
+    guess = near[0] if near else (starts[0] if len(starts) == 1 else None)
+    raise InvalidArgumentError(
+        f'{name} is not a flag of {PROG}'
+        + (f'; did you mean {guess}?' if guess else '.')
+        + ' Expected flags spelled out whole (abbreviations are not taken). '
+        f'Received: {arg!r}. '
+        + (f'Write {guess}' if guess else f'Run `{PROG} --help` for the flags')
+        + '.')
+
+
+def _check_strays(strays: List[str], argv: Sequence[str]) -> None:
+  """Words no flag takes: most often the files of a glob the shell expanded
+  (`--train-data data/*.csv` unquoted), each after the first a stray."""
+  if not strays:
+    return
+  files = [s for s in strays if os.path.exists(s)]
+  if files:
+    raise InvalidArgumentError(
+        f'{len(strays)} path(s) follow a flag that takes one: {strays[:3]!r}'
+        f'{" and more" if len(strays) > 3 else ""}. The shell expands an '
+        'unquoted glob into one word per file. Expected one path or a '
+        "quoted glob per --train-data or --eval-data. Received: {strays!r}. "
+        "Quote the glob (--train-data 'data/*.csv'), pass the folder "
+        '(--train-data data), or repeat the flag for each file.')
+  raise InvalidArgumentError(
+      f'unrecognized arguments: {" ".join(strays)}. Expected flags and their '
+      f'values only. Received: {list(argv)!r}. Remove them, or put the flag '
+      'they belong to before them.')
 
 
 def parse(argv: Optional[Sequence[str]],
@@ -172,7 +234,11 @@ def parse(argv: Optional[Sequence[str]],
     InvalidArgumentError: an argument is wrong; the message names it.
     SystemExit: argparse's own errors (a missing or unknown argument).
   """
-  ns = _parser().parse_args(argv)
+  parser = _parser()
+  args = list(sys.argv[1:] if argv is None else argv)
+  _check_flag_names(parser, args)
+  ns, strays = parser.parse_known_args(args)
+  _check_strays(strays, args)
   module_file = _module_file(ns.module_file)
   output_dir = _output_dir(ns.output_dir)
   train_data = _data_files('--train-data', ns.train_data)
@@ -311,7 +377,8 @@ def _data_files(flag: str, patterns: List[str]) -> List[str]:
   files = []
   for pattern in patterns:
     try:
-      matched = local_files.resolve_files(pattern)
+      matched = (_folder_files(flag, pattern) if os.path.isdir(pattern)
+                 else local_files.resolve_files(pattern))
     except InputArtifactError:
       raise InvalidArgumentError(
           f'{flag} matched no file. Expected {_DATA_KINDS}, a glob, or '
@@ -328,6 +395,28 @@ def _data_files(flag: str, patterns: List[str]) -> List[str]:
         f'{len(csv_files)} CSV and {len(files) - len(csv_files)} other '
         'file(s). Pass one kind of file.')
   return files
+
+
+def _folder_files(flag: str, folder: str) -> List[str]:
+  """The data files of a folder: its CSV files, else its TFRecord files
+  (*.tfrecord*, *.gz); says which were taken."""
+  names = sorted(n for n in os.listdir(folder)
+                 if os.path.isfile(os.path.join(folder, n)))
+  csv_files = [n for n in names if n.endswith('.csv')]
+  records = [n for n in names if '.tfrecord' in n or n.endswith('.gz')]
+  taken, kind = (csv_files, 'CSV') if csv_files else (records, 'TFRecord')
+  if not taken:
+    raise InvalidArgumentError(
+        f'{flag} is a folder with no data file. Expected {_DATA_KINDS} in '
+        f'it. Received: {flag}={folder!r}{paths.cwd_note(folder)}, holding '
+        f'{len(names)} other file(s). Pass the data files, or the folder '
+        'that holds them.')
+  shown = ', '.join(taken[:5]) + (f' and {len(taken) - 5} more'
+                                  if len(taken) > 5 else '')
+  print(f'{flag} {folder}: taking its {len(taken)} {kind} file(s): {shown}'
+        + (f' (not its {len(records)} TFRecord file(s))'
+           if csv_files and records else ''), file=sys.stderr)
+  return [os.path.join(folder, n) for n in taken]
 
 
 def _check_outside_outputs(inputs: Dict[str, List[str]],

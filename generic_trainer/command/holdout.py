@@ -69,6 +69,7 @@ def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
         side = int(is_held_out(example.SerializeToString(deterministic=True)))
         (held if side else train).write(record)
         counts[side] += 1
+  local_files.stamp_like(outs, files)  # The same rows: the same files.
   if not all(counts):
     raise InputArtifactError(
         f'The held-out split of the train data left {counts[0]} train and '

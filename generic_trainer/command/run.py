@@ -232,8 +232,11 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
   if request.schema:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')
+  required = local_files.required_columns(spec_class)
+  if spec_class is None and not request.schema:  # A run_fn module.
+    required = local_files.run_fn_required()
   split_options = {'delimiter': request.csv_delimiter,
-                   'required': local_files.required_columns(spec_class),
+                   'required': required,
                    'kept_rows': getattr(request.parsed_rows, 'folder', None)}
   train_dir = os.path.join(layout.data, statistics.split_folder('train'))
   held_out = not request.eval_data and not request.eval_on_train

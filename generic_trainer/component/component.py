@@ -85,7 +85,9 @@ class GenericTrainer(base_component.BaseComponent):
         best (`fn_args.hyperparameters`).
       statistics: Optional Channel of ExampleStatistics; fills
         `fn_args.num_examples` per split.
-      module_file: Path of a Python file with a top-level `run_fn(fn_args)`.
+      module_file: Path of a Python file with a top-level `run_fn(fn_args)`
+        or a `TrainSpec` subclass (a model, an optimizer and a loss, with no
+        training loop of yours; docs/guides/train-spec.md).
       module_path: Importable module with a top-level `run_fn(fn_args)`.
       run_fn: Dotted path of the function, e.g. 'my_pkg.my_module.run_fn'.
         Exactly one of module_file, module_path and run_fn must be given.

@@ -60,8 +60,9 @@ def read(path: str, delimiter: Optional[str] = None) -> Table:
   header = next(reader, None)
   if not header or not any(h.strip() for h in header):
     raise InputArtifactError(
-        f'{path} is empty or its first line is blank. Expected a CSV file '
-        'whose first line names the columns, then one row per example. '
+        f'{path} is empty or its first line is blank. Expected the first '
+        f'line to name the columns, separated by {_quote(delimiter)} '
+        '(species,bill_length_mm,...), then one row of values per example. '
         f'Received: {"an empty file" if not text.strip() else "a blank first line"}'
         f' ({len(text)} bytes). Write the column names on the first line '
         '(e.g. species,bill_length_mm), then the rows; or leave the file '
@@ -140,9 +141,10 @@ def check_required(tables: List[Table], required: Dict[str, str]) -> None:
   '*' stands for every column not named).
 
   Raises:
-    InputArtifactError: naming the column, why it cannot be missing, the
-      lines and the spellings found.
+    InputArtifactError: naming every such column at once, with why it
+      cannot be missing, its lines and the spellings found.
   """
+  found = []  # (table, column, why, lines): every one, not the first.
   for table in tables:
     every = required.get('*')  # data.local_files.ALL_COLUMNS
     named = {n: w for n, w in required.items() if n != '*'}
@@ -152,17 +154,46 @@ def check_required(tables: List[Table], required: Dict[str, str]) -> None:
       if name not in table.missing:
         continue
       index = table.header.index(name)
-      lines = [line for line, row in table.rows
-               if csv_dialect.is_missing(row[index])]
-      shown = ', '.join(map(str, lines[:_STRAYS_SHOWN])) + (
-          f' and {len(lines) - _STRAYS_SHOWN} more'
-          if len(lines) > _STRAYS_SHOWN else '')
-      spelled = ', '.join(repr(s) for s in sorted(table.missing[name]))
-      raise InputArtifactError(
-          f'{table.path}: column {name!r} has {len(lines)} missing value(s) '
-          f'(line {shown}), but it cannot be missing: {why}. Expected a '
-          f'value on every row of {name!r}. Received: {spelled} (read as '
-          'missing). Fill those cells in, or drop those rows.')
+      found.append((table, name, why, [
+          line for line, row in table.rows
+          if csv_dialect.is_missing(row[index])]))
+  if not found:
+    return
+  spelled = ', '.join(repr(s) for s in sorted(
+      {s for table, name, _, _ in found for s in table.missing[name]}))
+  if len(found) == 1:
+    (table, name, why, lines), = found
+    raise InputArtifactError(
+        f'{table.path}: column {name!r} has {len(lines)} missing value(s) '
+        f'(line {_lines(lines)}), but it cannot be missing: {why}. Expected '
+        f'a value on every row of {name!r}. Received: {spelled} (read as '
+        'missing). Fill those cells in, or drop those rows.')
+  paths = sorted({table.path for table, _, _, _ in found})
+  where = paths[0] if len(paths) == 1 else ', '.join(paths)
+  columns = sorted({name for _, name, _, _ in found})
+  cells = '; '.join(
+      f'{name!r} {len(lines)} (line {_lines(lines)}'
+      + (f' of {table.path}' if len(paths) > 1 else '') + ')'
+      for table, name, _, lines in found)
+  whys = {}
+  for _, name, why, _ in found:
+    whys.setdefault(why, []).append(name)
+  said = '; '.join(
+      f'{", ".join(repr(n) for n in names)}: {why}' if len(whys) > 1
+      else why for why, names in whys.items())
+  raise InputArtifactError(
+      f'{where}: {len(columns)} columns have missing values '
+      f'({sum(len(f[3]) for f in found)} cells: {cells}), but they cannot '
+      f'be missing: {said}. Expected a value on every row of '
+      f'{", ".join(repr(c) for c in columns)}. Received: {spelled} (read as '
+      'missing). Fill those cells in, or drop those rows.')
+
+
+def _lines(lines: List[int]) -> str:
+  """'5', '3, 8 and 12 more': the first lines of a list, shown."""
+  return ', '.join(map(str, lines[:_STRAYS_SHOWN])) + (
+      f' and {len(lines) - _STRAYS_SHOWN} more'
+      if len(lines) > _STRAYS_SHOWN else '')
 
 
 def write(tables: List[Table], kinds: Dict[str, str], out: str) -> None:
@@ -185,8 +216,10 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str,
           if csv_dialect.is_missing(value):
             continue
           feature[name] = _feature(tf, value, kind, table.path, line, name)
+        # deterministic: a map's keys in order, so the same rows give the
+        # same bytes run after run (a kept-rows hit on a retrain).
         writer.write(tf.train.Example(features=tf.train.Features(
-            feature=feature)).SerializeToString())
+            feature=feature)).SerializeToString(deterministic=True))
 
 
 def _feature(tf, value: str, kind: str, path: str, line: int, name: str):

@@ -91,6 +91,7 @@ def to_split(data, split_dir: str, schema=None,
     out = os.path.join(split_dir, 'data.gz')
     # The rows keep the CSV files' permissions: a private file stays so.
     csv_data.write(tables, kinds, out, common_mode(files))
+    stamp_like([out], files)
     return [out]
   check_tfrecords(files, kept_rows)
   if schema is not None:
@@ -163,6 +164,20 @@ def required_columns(spec_class) -> Dict[str, str]:
   else:
     required[ALL_COLUMNS] = why
   return required
+
+
+def run_fn_required() -> Dict[str, str]:
+  """{ALL_COLUMNS: why} for a run_fn module trained on CSV data with an
+  inferred schema: a column with blanks would be inferred optional, a
+  VarLenFeature (sparse) that a run_fn written for dense columns fails on
+  deep in its own code ('VarLenFeature' object has no attribute
+  'default_value'), so blanks are named before its code runs."""
+  return {ALL_COLUMNS: (
+      'with the schema inferred, a column with blanks is read as optional '
+      '(a tf.io.VarLenFeature, sparse), which a run_fn written for dense '
+      'columns fails on; to keep the blanks, pass --schema with the schema '
+      'your run_fn reads and give those columns a default in the run_fn '
+      "(as TFX's templates' _fill_in_missing does)")}
 
 
 def missing_values(data_dir: str) -> Optional[Dict[str, Dict]]:
@@ -247,6 +262,18 @@ def common_mode(files: List[str]) -> int:
   for path in files:
     mode &= os.stat(path).st_mode
   return mode & 0o666
+
+
+def stamp_like(outs: List[str], sources: List[str]) -> None:
+  """Gives the files `outs`, converted from `sources`, the newest
+  modification time of the sources. The conversion writes the same bytes
+  for the same rows, so a retrain on unchanged data leaves its converted
+  files as they were (path, size, time and content): the kept parsed rows
+  of the last run are a hit (`data.kept.key`), as for ExampleGen's files.
+  """
+  newest = max(os.stat(path).st_mtime_ns for path in sources)
+  for out in outs:
+    os.utime(out, ns=(newest, newest))
 
 
 def _is_within(path: str, folder: str) -> bool:

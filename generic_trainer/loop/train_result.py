@@ -51,7 +51,8 @@ def read(model_run_dir: str) -> Optional[Dict[str, Any]]:
     raise InputArtifactError(
         f'{path} is not a training record: {e}. Expected a JSON object with '
         '"train" and "eval" dicts of numbers and numeric "steps", "epochs" '
-        'and "training_time_s" (see generic_trainer/loop/train_result.py), or no '
+        'and "training_time_s" (docs/guides/run-fn-modules.md, "The training '
+        'record"), or no '
         f'such file. Received: {type(e).__name__}. Fix what the run_fn '
         'writes there, or write no such file.') from e
   return result

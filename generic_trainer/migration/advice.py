@@ -70,18 +70,45 @@ def advice(source: str, uses: Optional[List[Tuple[int, str]]] = None) -> str:
     reader = module_source.Reader(source)
   except SyntaxError:
     reader = None
+  read = ''
   if reader is not None:
-    canned = reader.calls(lambda n: n.rsplit('.', 1)[-1] in REPLACEMENTS)
-    if canned:
-      return f'{intro} {_canned_advice(reader, canned)}'
-    keras_models = reader.calls(lambda n: n.endswith('model_to_estimator'))
-    if keras_models:
-      return f'{intro} {_keras_advice(reader, keras_models[0])}'
-  return (f'{intro} Replace it with a TrainSpec: a canned one '
+    try:
+      canned = reader.calls(lambda n: n.rsplit('.', 1)[-1] in REPLACEMENTS)
+      if canned:
+        return f'{intro} {_canned_advice(reader, canned)}'
+      keras_models = reader.calls(lambda n: n.endswith('model_to_estimator'))
+      if keras_models:
+        return f'{intro} {_keras_advice(reader, keras_models[0])}'
+    except Exception:  # pylint: disable=broad-except
+      # A module the reader cannot follow still gets the advice, with what
+      # could be read of it: the module is refused either way, never with
+      # a crash of the reader.
+      read = _what_was_read(reader)
+  return (f'{intro}{read} Replace it with a TrainSpec: a canned one '
           '(generic_trainer.canned: LinearClassifierSpec, DNNClassifierSpec, '
           'DNNLinearCombinedClassifierSpec and their Regressor twins) or '
           'your own with a head (generic_trainer.heads). ' + _RUN_FN +
           f' See {GUIDE}.')
+
+
+def _what_was_read(reader) -> str:
+  """' It builds a tf.estimator.DNNClassifier (line 40); its settings could
+  not be read from the source: copy them from there.' (or '' when nothing
+  could be read)"""
+  try:
+    found = [(source_tree.dotted(c.func).rsplit('.', 1)[-1], c.lineno)
+             for c in reader.calls(lambda n: n.rsplit('.', 1)[-1] in
+                                   REPLACEMENTS)]
+  except Exception:  # pylint: disable=broad-except
+    found = []
+  if not found:
+    return (' Its settings could not be read from its source (a construct '
+            'the reader does not follow).')
+  name, line = found[0]
+  return (f' It builds a tf.estimator.{name} (line {line}), which the canned '
+          f'spec {REPLACEMENTS[name]} replaces; its settings (columns, '
+          'hidden units, optimizer) could not be read from the source: copy '
+          'them from there.')
 
 
 # Canned Estimators.

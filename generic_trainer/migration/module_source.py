@@ -69,6 +69,13 @@ class Call:
     return f'{self.short}({self.args}, {self.kwargs})'
 
 
+def _iterable(value) -> bool:
+  """Whether a value the reader knows can be looped over: a list, a zip...
+  but not a `Call` (what another module's function returns is not known
+  here) nor a number."""
+  return hasattr(value, '__iter__') and not isinstance(value, (Call, Unknown))
+
+
 class _Unknowable(Exception):
 
   def __init__(self, unknown: Unknown):
@@ -180,7 +187,10 @@ class Reader:
         results.append(self.value(node.elt, scope, depth))
         return
       first = generators[0]
-      for item in self._known(first.iter, scope, depth):
+      iterable = self._known(first.iter, scope, depth)
+      if not _iterable(iterable):
+        raise _Unknowable(Unknown(first.iter, self.source))
+      for item in iterable:
         inner = dict(scope)
         self._bind(first.target, item, inner)
         if all(self._known(c, inner, depth) for c in first.ifs):
@@ -193,6 +203,8 @@ class Reader:
     if isinstance(target, ast.Name):
       env[target.id] = value
     elif isinstance(target, (ast.Tuple, ast.List)):
+      if not _iterable(value):
+        raise _Unknowable(Unknown(target, self.source))
       values = list(value)
       for t, v in zip(target.elts, values):
         self._bind(t, v, env)
@@ -289,7 +301,9 @@ class Reader:
         env[node.target.id] = _BINOPS[type(node.op)](old, new)
     elif isinstance(node, ast.For):
       iterable = self.value(node.iter, env, depth)
-      if isinstance(iterable, Unknown):
+      # A call of another module (`features.transformed_names(...)`) is a
+      # Call, not a list: what it returns is not known here.
+      if isinstance(iterable, Unknown) or not _iterable(iterable):
         self._forget(node, env)
         return None
       for item in iterable:
@@ -350,6 +364,10 @@ class Reader:
     for child in ast.walk(node):
       if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
         env[child.id] = Unknown(node, self.source)
+      elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+            and isinstance(child.func.value, ast.Name)):
+        # `columns.append(...)` in a loop not followed: `columns` changed.
+        env[child.func.value.id] = Unknown(node, self.source)
 
   # Where things are.
   def enclosing_function(self, node: ast.AST) -> Optional[ast.FunctionDef]:

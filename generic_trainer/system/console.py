@@ -104,8 +104,14 @@ def quiet_warnings() -> Iterator[None]:
 @contextlib.contextmanager
 def command_lines(stream: Optional[TextIO] = None) -> Iterator[None]:
   """While the command runs, the progress log and absl's warnings go to
-  `stream` (stderr) as plain lines; other INFO lines are dropped."""
+  `stream` (stderr) as plain lines; other INFO lines are dropped. When
+  stdout is not a terminal (a file, a pipe, a CI log), what Python code
+  writes there loses its ANSI codes and Keras's export dump (`_PlainText`).
+  """
   stream = stream or sys.stderr
+  saved_stdout = sys.stdout
+  if not _is_terminal(saved_stdout):
+    sys.stdout = _PlainText(saved_stdout)
   loggers = [(progress.log(), logging.INFO), (logging.getLogger('absl'),
                                               logging.WARNING)]
   saved = [(logger, logger.propagate) for logger, _ in loggers]
@@ -120,10 +126,46 @@ def command_lines(stream: Optional[TextIO] = None) -> Iterator[None]:
   try:
     yield
   finally:  # As it was: main() may be called in a process that goes on.
+    sys.stdout = saved_stdout
     for logger, handler in handlers:
       logger.removeHandler(handler)
     for logger, propagate in saved:
       logger.propagate = propagate
+
+
+def _is_terminal(stream) -> bool:
+  try:
+    return stream.isatty()
+  except (AttributeError, ValueError):
+    return False
+
+
+# Keras's `model.export(dir)` prints the path and every endpoint's
+# signature in one write (keras/src/export/saved_model.py, verbose=True):
+# the command says where the model is.
+_EXPORT_DUMP = re.compile(r"^Saved artifact at '")
+_ANSI_CODE = re.compile(r'\x1b\[[0-9;?]*[A-Za-z]')
+
+
+class _PlainText:
+  """A text stream for a file or a pipe: drops Keras's export dump and the
+  ANSI codes (colours, bold) written to it; anything else is written as it
+  is, through to the stream it wraps."""
+
+  def __init__(self, stream: TextIO):
+    self._stream = stream
+
+  def write(self, text: str) -> int:
+    if _EXPORT_DUMP.match(text):
+      return len(text)
+    self._stream.write(_ANSI_CODE.sub('', text))
+    return len(text)
+
+  def isatty(self) -> bool:
+    return False
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
 
 
 def progress_line(line: str) -> Optional[str]:

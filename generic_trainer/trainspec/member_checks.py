@@ -9,8 +9,10 @@ plain function among the handlers: "'function' object has no attribute
 takes, what it got and how to write it.
 """
 
+import difflib
 import inspect
 import math
+import os
 from typing import Any, Sequence
 
 from generic_trainer.errors import SpecError
@@ -107,7 +109,44 @@ def loss(spec, value):
         'Expected a Keras loss: an instance, a function or its name (a dict '
         f'of them by label for several labels). Received: {describe(value)}'
         f'. {fix}.')
+  for label, name in (value.items() if isinstance(value, dict)
+                      else [(None, value)]):
+    if isinstance(name, str):
+      _check_loss_name(spec, name, label)
   return value
+
+
+def _check_loss_name(spec, name: str, label) -> None:
+  """A loss given by name is one Keras knows, checked before the model is
+  built: Keras resolves a name only at the first step, where a misspelt one
+  reads like a mismatch between the label and the model."""
+  import keras  # pylint: disable=g-import-not-at-top
+  try:
+    keras.losses.get(name)
+    return
+  except ValueError:
+    pass
+  if os.environ.get('TF_USE_LEGACY_KERAS', '').lower() in ('1', 'true'):
+    try:
+      import tf_keras  # pylint: disable=g-import-not-at-top
+      tf_keras.losses.get(name)
+      return
+    except (ImportError, ValueError):
+      pass
+  known = sorted(n for n in dir(keras.losses) if n.islower()
+                 and not n.startswith('_') and n not in ('get', 'serialize',
+                                                          'deserialize'))
+  near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+  where = f' for label {label!r}' if label is not None else ''
+  raise SpecError(
+      f'{type(spec).__name__}.build_loss() returned {name!r}{where}, which '
+      'Keras does not know as a loss'
+      + (f'; did you mean {near[0]!r}?' if near else '.') +
+      " Expected a Keras loss name ('sparse_categorical_crossentropy', "
+      "'binary_crossentropy', 'mse', ...) or a loss object. Received: "
+      f'loss={name!r}. '
+      + (f'Write {near[0]!r}' if near else 'Fix the name') +
+      ' in build_loss().')
 
 
 def metrics(spec, value):

@@ -121,12 +121,44 @@ def user_code(what: str, source: str, wrap: bool = True):
             'Expected whole TFRecord files. Received: the error above. '
             'Re-run the component that produced the examples (or re-write '
             'the files). Nothing was published.') from e
+      idiom = keras2_idiom(e)
+      if idiom is not None:
+        raise RunFnError(
+            f'{what} ({source}) raised {type(e).__name__}: {summarize(e)}. '
+            f'{idiom}\nIts traceback:\n{user_traceback(e)}') from e
       raise RunFnError(
           f'{what} ({source}) raised {type(e).__name__}: {e}\n'
           f'Its traceback:\n{user_traceback(e)}\n'
           'Expected it to return once it has exported the model. Received: '
           'the exception above. Fix the code where its traceback points. '
           'Nothing was published.') from e
+
+
+# Keras 3's refusals of tf.keras 2's ways of saving (the way TFX's docs and
+# templates save): (words of Keras's message, what was expected).
+_KERAS2_SAVING = (
+    ('save_format', 'Keras 3 takes no save_format'),
+    ('Invalid filepath extension for saving',
+     'Keras 3 saves a .keras or .h5 file with model.save(), not a folder'),
+)
+
+
+def keras2_idiom(e: BaseException) -> Optional[str]:
+  """For Keras 3 refusing a tf.keras 2 way of saving a model
+  (`model.save(dir, save_format='tf')`, `model.save(dir)`): what was
+  expected and what to do; None for any other error."""
+  text = str(e)
+  for words, why in _KERAS2_SAVING:
+    if words in text:
+      return (
+          f'This is tf.keras 2\'s way of saving a SavedModel; {why}. Expected '
+          'a SavedModel in fn_args.serving_model_dir, which Keras 3 writes '
+          'with model.export(fn_args.serving_model_dir) (or '
+          'tf.saved_model.save). Received: the call in the traceback below. '
+          'Replace the call with model.export(fn_args.serving_model_dir), or '
+          "run the module under tf.keras 2: keras_version='tf_keras' (the "
+          'command: --keras-version tf_keras). Nothing was published.')
+  return None
 
 
 def _is_data_loss(e: BaseException) -> bool:

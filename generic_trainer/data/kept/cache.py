@@ -320,7 +320,7 @@ class SpanCache:
 
   def log_decisions(self) -> None:
     """One log line per span: 'parsed rows: hit for Examples/3/Split-train
-    (2 files)', or 'miss for ... (part-0.gz: changed: the file's size
+    (2 files)', or 'parsing ... this run (part-0.gz: changed: the file's size
     (3,200 -> 3,456))'."""
     log = progress.log()
     for span, decisions in self.summary()['spans'].items():
@@ -329,9 +329,12 @@ class SpanCache:
         log.info('parsed rows: hit for %s (%d files, kept in %s)', span,
                  len(decisions), self.shown)
       else:
-        log.info('parsed rows: miss for %s (%s); the first epoch parses '
-                 '%s', span, '; '.join(
-                     f"{d['file']}: {d['why']}" for d in misses),
+        # Information, not an error: a first run keeps nothing yet.
+        log.info('parsed rows: parsing %s this run (%s); the first epoch '
+                 'parses %s', span, '; '.join(
+                     f"{d['file']}: " + ('none kept yet' if d['why'] ==
+                                         'no entry' else d['why'])
+                     for d in misses),
                  f'and keeps them in {self.shown}' if self.writes else
                  'them (the chief keeps them)')
 
