@@ -38,7 +38,8 @@ def _stage(layout, text):
 def test_a_link_put_in_place_of_data_is_not_followed_by_the_clean_up(
     tmp_path):
   """data -> the user's dataset after a finished run: the next run deletes
-  nothing through the link, keeps the link, and refuses to write there."""
+  nothing through the link, keeps the link, and refuses to write there,
+  before it removes anything."""
   out = tmp_path / 'out'
   layout = Layout(str(out))
   layout.clear()
@@ -56,7 +57,8 @@ def test_a_link_put_in_place_of_data_is_not_followed_by_the_clean_up(
   assert (dataset / 'Split-train' / 'data.gz').read_text() == 'the users'
   assert (dataset / 'raw.csv').read_text() == 'mine'
   assert os.path.islink(out / 'data')
-  assert not (out / 'run').exists()  # What the run wrote is removed.
+  # Refused before anything is removed.
+  assert (out / 'run' / 'history.json').read_text() == '[]'
 
 
 def test_a_link_put_in_place_of_a_sub_folder_is_not_followed(tmp_path):
@@ -182,8 +184,9 @@ def test_model_is_a_real_folder_replaced_by_one_exchange(tmp_path,
   subprocess.run(['cp', '-r', str(tmp_path / 'model'), str(copy)],
                  check=True)
   assert (copy / 'variables' / 'v').read_text() == 'v2'
-  assert [n for n in os.listdir(layout.models)
-          if not n.endswith('.files.json')] == []
+  # Only the listing of what model/ holds (named by its inode) is left.
+  assert os.listdir(layout.models) == [
+      f'listing-{os.lstat(layout.model).st_ino}.json']
 
 
 def test_without_an_exchange_the_earlier_model_stays_until_the_new_is_whole(
