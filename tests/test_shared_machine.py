@@ -495,6 +495,7 @@ def test_a_users_file_in_model_survives_the_next_publication(tmp_path):
              if not n.startswith('listing-')]
   assert len(earlier) == 1
   assert os.listdir(os.path.join(layout.models, earlier[0])) == ['notes.txt']
+  (tmp_path / '.generic-trainer').write_text('{}')
   Layout(str(tmp_path)).clear()  # The next run's clean-up: it stays.
   assert os.listdir(os.path.join(layout.models, earlier[0])) == ['notes.txt']
 
