@@ -34,18 +34,23 @@ A TrainSpec's checkpoints, in `checkpoint_dir`:
 A checkpoint counts once `latest.json` names it: that file is replaced in
 one step (a rename on a file system, an object write on GCS or S3), so a
 kill at any moment leaves the previous checkpoint or the new one, never a
-half-written one. Older checkpoints are deleted after the pointer moved.
+half-written one. On a local disk every file of the checkpoint, its folder
+and the folder above are fsynced before `latest.json` names it, so a power
+cut cannot leave a pointer to files still in the page cache. Older
+checkpoints are deleted after the pointer moved. A checkpoint for an
+object store is written in a local scratch folder first
+(`system.scratch`: locked by this process, removed by the next one that
+makes a scratch folder if a SIGKILL left it).
 """
 
 import json
 import os
 from typing import Any, Callable, Dict, Optional, Tuple
-import shutil
-import tempfile
 
 from absl import logging
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import scratch
 from generic_trainer.errors import CheckpointError
 import tensorflow as tf
 
@@ -165,19 +170,23 @@ def write_checkpoint(directory: str, step: int,
     if gfile.exists(stale):
       gfile.rmtree(stale)
   if '://' in directory:  # Remote: write locally, then copy.
-    local = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
-    try:
+    with scratch.folder('checkpoint') as local:
       write_files(local)
       gfile.makedirs(tmp)
       for file_name in os.listdir(local):
-        gfile.copy(os.path.join(local, file_name),
-                   os.path.join(tmp, file_name), overwrite=True)
-    finally:
-      shutil.rmtree(local, ignore_errors=True)
+        if file_name != scratch.LOCK_FILE:
+          gfile.copy(os.path.join(local, file_name),
+                     os.path.join(tmp, file_name), overwrite=True)
   else:
     gfile.makedirs(tmp)
     write_files(tmp)
+    for file_name in os.listdir(tmp):  # Whole on disk before it counts.
+      if os.path.isfile(os.path.join(tmp, file_name)):
+        atomic_files.sync_file(os.path.join(tmp, file_name))
+    atomic_files.sync_folder(tmp)
   gfile.rename(tmp, final, overwrite=True)
+  if '://' not in directory:
+    atomic_files.sync_folder(directory)
   pointer = os.path.join(directory, LATEST_FILE)
   atomic_files.write_json(pointer, {**point, 'checkpoint': name},
                           sort_keys=True)

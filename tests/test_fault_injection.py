@@ -1,7 +1,8 @@
 """Fault injection with real processes: SIGKILL the trainer, run it again.
 
 Each attempt is a separate `tests/fault_runner.py` process on the same
-artifacts, as an orchestrator's retry is.
+artifacts, as an orchestrator's retry is; or the generic-trainer command
+on the same output folder, killed while it publishes.
 """
 
 import glob
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import TESTDATA
+from conftest import REPO, TESTDATA
 from conftest import checkpoint_point
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -161,3 +162,48 @@ def test_kill_during_a_cache_eviction_leaves_a_cache_the_next_run_repairs(
   with kept_cache.SpanCache(str(folder)) as store:
     _read(files, store)
   assert set(d for d, _ in _decisions(store).values()) == {'hit'}
+
+
+@pytest.mark.parametrize('trial, exchange', [(0, True)] + [
+    pytest.param(t, t % 2 == 0, marks=pytest.mark.soak)
+    for t in range(1, TRIALS)])
+def test_kill_during_publication_keeps_the_runs_records(
+    tmp_path, penguin_csvs, trial, exchange):
+  """SIGKILL at a random moment of the command's publication (model/ being
+  replaced, the checkpoint removed), then the same command again: a model
+  in model/, a real folder, and the run's records (history.json, the best
+  checkpoint, train_result.json) all there."""
+  rng = random.Random(trial)
+  with open(os.path.join(REPO, 'module_files', 'penguin_spec.py')) as f:
+    source = f.read().replace(
+        '  epochs = 5\n', "  epochs = 5\n  checkpoint = {'best_only': True}\n")
+  module = tmp_path / 'best_only_spec.py'
+  module.write_text(source)
+  out = str(tmp_path / 'out')
+  options = [] if exchange else ['no-exchange']
+
+  def start(*extra):
+    log = open(os.path.join(str(tmp_path), f'attempt-{len(extra)}.log'), 'w')
+    return subprocess.Popen(
+        [sys.executable, RUNNER, 'command', out, str(module), penguin_csvs[0],
+         '5', *extra, *options], stdout=log, stderr=subprocess.STDOUT)
+
+  first = start('slow-publication')
+  _wait_for(lambda: os.path.exists(out + '.publishing'), first)
+  # Each step of the publication takes 0.25 s more: the first trial kills
+  # while model/ is replaced, the others anywhere up to the checkpoint's
+  # removal.
+  time.sleep(rng.uniform(0.1, 0.6) if trial == 0 else rng.uniform(0.0, 1.2))
+  first.send_signal(signal.SIGKILL)
+  first.wait()
+  assert start().wait(timeout=300) == 0, _log(str(tmp_path), 0)
+  model = os.path.join(out, 'model')
+  assert not os.path.islink(model)
+  assert os.path.isfile(os.path.join(model, 'saved_model.pb'))
+  run = os.path.join(out, 'run')
+  with open(os.path.join(run, 'history.json')) as f:
+    assert [e['epoch'] for e in json.load(f)] == [1, 2, 3, 4, 5]
+  assert os.path.isfile(os.path.join(run, 'checkpoints', 'best.weights.h5'))
+  with open(os.path.join(run, 'train_result.json')) as f:
+    assert json.load(f)['steps'] == 5
+  assert not glob.glob(os.path.join(out, '.resume-*'))

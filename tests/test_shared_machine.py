@@ -171,12 +171,12 @@ def _stage(layout, text):
 
 def test_model_is_swapped_by_one_rename_and_never_disappears(tmp_path,
                                                              monkeypatch):
-  """model/ is a link to a version; each rename leaves a model/ in place,
-  and the old version is deleted after the swap."""
+  """model/ is a real folder; each rename leaves a model/ in place, and
+  the old model is deleted after the exchange."""
   layout = Layout(str(tmp_path))
   _stage(layout, 'v1')
   layout.take_model()
-  assert os.readlink(layout.model).startswith('.models/model-')
+  assert os.path.isdir(layout.model) and not os.path.islink(layout.model)
   _stage(layout, 'v2')
   renames = []
   real_rename, real_replace = os.rename, os.replace
@@ -193,21 +193,20 @@ def test_model_is_swapped_by_one_rename_and_never_disappears(tmp_path,
   layout.take_model()
   assert renames and all(renames), renames
   assert (tmp_path / 'model' / 'saved_model.pb').read_text() == 'v2'
-  current = os.path.basename(os.readlink(layout.model))
-  assert sorted(os.listdir(layout.models)) == [current,
-                                               current + '.files.json']
+  assert os.listdir(layout.models) == [
+      f'listing-{os.lstat(layout.model).st_ino}.json']
 
 
 def test_a_model_folder_of_an_older_version_is_exchanged(tmp_path):
-  """A real model/ folder (before the links) is replaced by the link."""
+  """A model/ folder without a listing (before the links) is replaced."""
   layout = Layout(str(tmp_path))
   (tmp_path / 'model').mkdir()
   (tmp_path / 'model' / 'saved_model.pb').write_text('old')
   _stage(layout, 'new')
   layout.take_model()
-  assert os.path.islink(layout.model)
+  assert not os.path.islink(layout.model)
   assert (tmp_path / 'model' / 'saved_model.pb').read_text() == 'new'
-  assert len(os.listdir(layout.models)) == 2  # The version, its listing.
+  assert len(os.listdir(layout.models)) == 1  # Its listing.
 
 
 def test_a_model_link_no_run_made_is_refused_before_training(tmp_path):
@@ -488,13 +487,17 @@ def test_a_users_file_in_model_survives_the_next_publication(tmp_path):
   layout = Layout(str(tmp_path))
   _stage(layout, 'v1')
   layout.take_model()
-  first = os.path.realpath(layout.model)
   (tmp_path / 'model' / 'notes.txt').write_text('mine')
   _stage(layout, 'v2')
   layout.take_model()
   assert (tmp_path / 'model' / 'saved_model.pb').read_text() == 'v2'
-  assert os.listdir(first) == ['notes.txt']
-  assert (tmp_path / 'model' / 'saved_model.pb').exists()
+  earlier = [n for n in os.listdir(layout.models)
+             if not n.startswith('listing-')]
+  assert len(earlier) == 1
+  assert os.listdir(os.path.join(layout.models, earlier[0])) == ['notes.txt']
+  (tmp_path / '.generic-trainer').write_text('{}')
+  Layout(str(tmp_path)).clear()  # The next run's clean-up: it stays.
+  assert os.listdir(os.path.join(layout.models, earlier[0])) == ['notes.txt']
 
 
 def test_a_run_folder_that_is_a_link_is_refused_not_written_through(

@@ -1,9 +1,12 @@
 """The output folder of a local run, and how a new model replaces the old.
 
-    model -> .models/model-<version>        the SavedModel, there only once
-                                            it is validated (a link we make)
-    eval_model -> .models/eval_model-<v>    an eval SavedModel, when run_fn
-                                            wrote one
+    model/                  the SavedModel, there only once it is
+                            validated: a real folder (`cp -r`, object-store
+                            copies and servers see the files themselves)
+    eval_model/             an eval SavedModel, when run_fn wrote one
+    .models/                a new model before it takes model/'s place, the
+                            earlier one after; `listing-<inode>.json`: what
+                            a published model folder held when published
     run/                    history.json, tensorboard/, checkpoints/,
                             train_result.json; rejected_export/ after a
                             rejected export
@@ -16,19 +19,27 @@
     .generic-trainer.lock   held by the run in progress (`output_folder`)
 
 A new run removes what the earlier run wrote, and only that (`manifest`: a
-file a user put in `data/` stays), except `model/` and `eval_model/`: the
-earlier model stays as it was until the new one is validated. Then
-`take_model` moves the new one into `.models/` and swaps the `model` link
-to it in one rename, so `model/` never disappears and a reader sees the old
-model or the new one; the old version is deleted after. No step follows a
-link: a `model/` that is a link we did not make, a file, or a mount point is
-refused before training (`check_model_place`). A `model/` folder of an
-older version is swapped with the link by `renameat2(RENAME_EXCHANGE)`
-where the kernel has it, else by two renames that `recover` completes if
-the run is killed between them. A failed run leaves the earlier model
-untouched.
+file a user put in `data/` stays, and nothing is removed through a link),
+except `model/` and `eval_model/`: the earlier model stays as it was until
+the new one is validated. Then `take_model` moves the new one, complete,
+into `.models/`, writes its listing, and exchanges the two folders in one
+step (`renameat2(RENAME_EXCHANGE)`, through ctypes), so `model/` never
+disappears and a reader sees the old model or the new one; the old one,
+now in `.models/`, is deleted after (what its listing names: a file a user
+put in `model/` stays, there). Where the filesystem or the kernel cannot
+exchange (EINVAL: some network and FUSE filesystems; a kernel before
+3.15), two renames: `model/` to `.previous-model`, the new one to
+`model/`. For that moment there is no `model/` (a reader retries, as
+after a `mv`); a run killed between them leaves the earlier model in
+`.previous-model`, which `recover` puts back before anything else uses the
+folder. A `model` link of an earlier version (`model -> .models/model-<v>`)
+is exchanged the same way, then removed with its version. No step follows
+a link: a `model` that is a link no run made, a file, or a mount point is
+refused before training (`check_model_place`). A failed run leaves the
+earlier model untouched.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -42,8 +53,9 @@ from generic_trainer.command import manifest
 from generic_trainer.keys import EVAL_MODEL_DIR, SERVING_MODEL_DIR
 from generic_trainer.errors import InvalidArgumentError
 
-MODELS = '.models'  # The versions `model` and `eval_model` link to.
-LISTING = '.files.json'  # Beside a version: what it held when published.
+MODELS = '.models'  # A model before it is published, and after.
+LISTING = '.files.json'  # Beside a version a link pointed to (before 0.x).
+LISTING_PREFIX = 'listing-'  # + a published folder's inode + '.json'.
 
 
 class Layout:
@@ -117,16 +129,7 @@ class Layout:
           f'an earlier run wrote. Received: {self.foreign()}. Choose another '
           'output folder.')
     self.check_model_place()
-    self.recover()
-    os.makedirs(self.root, exist_ok=True)
-    manifest.remove(self.root, manifest.ours(self.root,
-                                             manifest.read(self.root)), keep)
-    for name in os.listdir(self.root):  # Named by us: `.resume-<key>`.
-      path = os.path.join(self.root, name)
-      if name.startswith(self.CHECKPOINT_PREFIX) and path != keep:
-        _remove(path)
-    self._remove_unused_versions()
-    for path in self.replaced():
+    for path in self.replaced():  # Before anything is removed.
       if os.path.islink(path):
         name = os.path.basename(path)
         raise UnsafeFolderError(
@@ -134,15 +137,50 @@ class Layout:
             f'A run writes its {name}/ there, and would write through the '
             'link. Expected it to be absent, or a folder a run made. '
             f'Received: {path} -> {os.readlink(path)}. Remove the link, or '
-            'choose another output folder. Nothing was trained.')
+            'choose another output folder. Nothing was trained, nothing '
+            'removed.')
+    self.recover()
+    os.makedirs(self.root, exist_ok=True)
+    record = manifest.read(self.root)
+    earlier = manifest.ours(self.root, record)
+    records = self._records_of(keep, record)
+    manifest.remove(self.root, {rel: ident for rel, ident in earlier.items()
+                                if rel not in records}, keep)
+    for name in os.listdir(self.root):  # Named by us: `.resume-<key>`.
+      path = os.path.join(self.root, name)
+      if name.startswith(self.CHECKPOINT_PREFIX) and path != keep:
+        _remove(path)
+    self._remove_unused_versions()
     self._roots = [os.path.relpath(p, self.root) for p in self.replaced()]
     for extra in (keep, checkpoint):
       if extra and os.path.relpath(extra, self.root) not in self._roots:
         self._roots.append(os.path.relpath(extra, self.root))
     kept = manifest.entries(self.root, [os.path.relpath(keep, self.root)]
                             ) if keep else set()
-    self._foreign = manifest.entries(self.root, self._roots) - kept
+    self._foreign = manifest.entries(self.root, self._roots) - kept - records
     manifest.start(self.root, self._roots, self._foreign)
+
+  def _records_of(self, keep: Optional[str], record) -> set:
+    """The earlier run's records in run/ (history.json, the checkpoints,
+    train_result.json...) when this run resumes that run's training from
+    `keep`: they are this training's, kept (a resumed training that had
+    finished trains no epoch, and would write none of them again)."""
+    if not (keep and self.holds_checkpoint(keep) and isinstance(record, dict)
+            and os.path.relpath(keep, self.root) in record.get('roots', [])):
+      return set()
+    name = os.path.relpath(self.run, self.root)
+    return {e for e in manifest.entries(self.root, [name])
+            if e not in set(record.get('foreign', []))}
+
+  def drop_checkpoint(self, checkpoint: str) -> None:
+    """Deletes the checkpoint of a published training: renamed first,
+    so that a kill while it is deleted never leaves a latest.json naming a
+    checkpoint half gone (the next run removes the renamed folder)."""
+    if not os.path.lexists(checkpoint):
+      return
+    gone = f'{checkpoint}-published-{os.getpid()}'
+    os.rename(checkpoint, gone)
+    _remove(gone)
 
   def record(self) -> None:
     """Records what this run wrote (after `clear`), for the next run."""
@@ -182,7 +220,8 @@ class Layout:
             f'{final} is a link to {os.readlink(final)!r}, which no run '
             f'made. A run replaces {name} by replacing the link itself, never '
             'what it points to, so the link would be lost. Expected '
-            f'{name} to be absent, or a link to {MODELS}/ made by a run. '
+            f'{name} to be absent, a folder a run made, or a link to '
+            f'{MODELS}/ made by a run of an earlier version. '
             f'Received: {final} -> {os.readlink(final)}. Remove the link '
             '(the run then publishes there), or point your server at '
             f'{final} after the run. Nothing was trained.')
@@ -199,24 +238,25 @@ class Layout:
     self.recover()
     os.makedirs(self.models, exist_ok=True)
     version = f'{time.time_ns():x}-{os.getpid()}'
-    # The serving model goes last: its link swap is the commit point.
+    # The serving model goes last: its exchange is the commit point.
     for final, staged in (
         (self.eval_model, os.path.join(self.publishing, EVAL_MODEL_DIR)),
         (self.model, os.path.join(self.publishing, SERVING_MODEL_DIR))):
       kind = os.path.basename(final)
       if not os.path.isdir(staged):
-        if os.path.islink(final):
-          os.unlink(final)  # This run wrote no eval model.
-        elif os.path.isdir(final):
-          os.rename(final, os.path.join(self.models, f'{kind}-old-{version}'))
+        if os.path.lexists(final):  # This run wrote no eval model.
+          old = os.path.join(self.models, f'{kind}-old-{version}')
+          os.rename(final, old)
+          self._discard(old)
         continue
-      name = f'{kind}-{version}'
-      os.rename(staged, os.path.join(self.models, name))
-      # What the version holds now: only that is deleted with it.
+      new = os.path.join(self.models, f'{kind}-{version}')
+      os.rename(staged, new)
+      # What the folder holds now: only that is deleted with it, later.
       atomic_files.write_json(
-          os.path.join(self.models, name + LISTING),
-          sorted(manifest.entries(self.models, [name])))
-      self._swap_link(final, os.path.join(MODELS, name))
+          self._listing(new),
+          manifest.identities(new, manifest.entries(new, os.listdir(new))))
+      self._replace(final, new, kind, version)
+    atomic_files.sync_folder(self.root)
     self._remove_unused_versions()
 
   def recover(self) -> None:
@@ -226,64 +266,100 @@ class Layout:
                             (self.eval_model, self.previous_eval_model)):
       if os.path.lexists(previous):
         if os.path.lexists(final):
-          _remove(previous)
+          self._discard(previous)
         else:
           os.rename(previous, final)
 
   def _our_link(self, link: str) -> bool:
-    """Whether `link` points where a run points it: .models/<kind>-..."""
+    """Whether `link` points where a run of an earlier version pointed it:
+    .models/<kind>-..."""
     target = os.readlink(link)
     folder, name = os.path.split(target)
     return folder == MODELS and name.startswith(
         os.path.basename(link) + '-')
 
-  def _swap_link(self, final: str, target: str) -> None:
-    """Makes `final` a link to `target` in one rename (a folder of an
-    older version: exchanged, or two renames that `recover` completes)."""
-    temp = os.path.join(self.root, f'.tmp-link-{os.getpid()}')
-    if os.path.lexists(temp):
-      os.unlink(temp)
-    os.symlink(target, temp)
-    if os.path.islink(final) or not os.path.lexists(final):
-      os.replace(temp, final)  # Replaces the link itself, never its target.
+  def _replace(self, final: str, new: str, kind: str, version: str) -> None:
+    """Puts the complete folder `new` (in .models/) in place of `final`:
+    one exchange where the filesystem has it, else two renames that
+    `recover` completes; the earlier model is discarded after."""
+    if not os.path.lexists(final):
+      os.rename(new, final)
       return
-    aside = os.path.join(self.models, f'{os.path.basename(final)}-old-'
-                         f'{time.time_ns():x}')
-    if atomic_files.exchange(temp, final):
-      os.rename(temp, aside)  # `temp` now names the earlier folder.
+    if atomic_files.exchange(new, final):
+      self._discard(new)  # `new` names the earlier model now.
       return
+    # No exchange here: model/ is absent between these two renames; a kill
+    # then leaves the earlier model in `previous`, which `recover` puts
+    # back. The new model is complete before the first.
     previous = (self.previous_model if final == self.model else
                 self.previous_eval_model)
     os.rename(final, previous)
-    os.replace(temp, final)
-    os.rename(previous, aside)
+    os.rename(new, final)
+    old = os.path.join(self.models, f'{kind}-old-{version}')
+    os.rename(previous, old)
+    self._discard(old)
+
+  def _listing(self, folder: str) -> str:
+    """Where the listing of the model folder `folder` is: named by its
+    inode, which a rename keeps."""
+    return os.path.join(self.models,
+                        f'{LISTING_PREFIX}{os.lstat(folder).st_ino}.json')
+
+  def _discard(self, old: str) -> None:
+    """Deletes an earlier model: a link (of an earlier version) itself;
+    a folder, what its listing names (a user's file stays, in it); a folder
+    without a listing, all of it."""
+    if os.path.islink(old) or not os.path.isdir(old):
+      os.unlink(old)
+      return
+    listing = self._listing(old)
+    if not os.path.isfile(listing):
+      shutil.rmtree(old)
+      return
+    with open(listing, encoding='utf-8') as f:
+      manifest.remove(old, json.load(f))
+    with contextlib.suppress(OSError):
+      os.rmdir(old)
+    if not os.path.lexists(old):
+      os.unlink(listing)  # Else kept: the folder keeps a user's file.
 
   def _remove_unused_versions(self) -> None:
-    """Deletes the versions in .models/ that no link points to: what their
-    listing names (a file a user put in `model/` stays, in its version's
-    folder), or all of a version that never had one (never published)."""
+    """Deletes what .models/ holds that model/ and eval_model/ do not use:
+    earlier models (what their listing names), new ones never published
+    (all of them), the versions an earlier version's links pointed to, and
+    listings of folders that are gone."""
     if not os.path.isdir(self.models) or os.path.islink(self.models):
       return
     used = {os.path.basename(os.readlink(l)) for l in (self.model,
                                                         self.eval_model)
             if os.path.islink(l)}
-    for name in os.listdir(self.models):
+    live = {f'{LISTING_PREFIX}{os.lstat(p).st_ino}.json'
+            for p in (self.model, self.eval_model)
+            if os.path.isdir(p) and not os.path.islink(p)}
+    names = os.listdir(self.models)
+    for name in names:
       path = os.path.join(self.models, name)
-      if name.endswith(LISTING):
-        if os.path.lexists(path) and not os.path.lexists(
-            path[:-len(LISTING)]):
-          os.unlink(path)  # Its version is gone.
-        continue
       if name in used or not name.startswith(('model-', 'eval_model-')):
         continue
-      listing = path + LISTING
-      if not os.path.isfile(listing):
-        _remove(path)
+      if name.endswith(LISTING):
+        if not os.path.lexists(path[:-len(LISTING)]):
+          os.unlink(path)  # Its version is gone.
         continue
-      with open(listing, encoding='utf-8') as f:
-        manifest.remove(self.models, json.load(f))
-      if not os.path.lexists(path):
-        os.unlink(listing)
+      legacy = path + LISTING
+      if os.path.isfile(legacy):  # A version an earlier version linked to.
+        with open(legacy, encoding='utf-8') as f:
+          manifest.remove(self.models, json.load(f))
+        if not os.path.lexists(path):
+          os.unlink(legacy)
+        continue
+      self._discard(path)
+    for name in os.listdir(self.models):
+      if name.startswith(LISTING_PREFIX) and name not in live:
+        inode = name[len(LISTING_PREFIX):-len('.json')]
+        if not any(str(os.lstat(os.path.join(self.models, n)).st_ino) ==
+                   inode for n in os.listdir(self.models)
+                   if not n.startswith(LISTING_PREFIX)):
+          os.unlink(os.path.join(self.models, name))
 
 
 def _remove(path: str) -> None:

@@ -9,19 +9,32 @@ manifest, `.generic-trainer` (JSON), names what the run wrote:
   it writes (`roots`) and what is already in them that is not its own
   (`foreign`: files a user put there, which stay);
 - as the run ends, failed or not: every file, link and folder under the
-  roots that was not foreign (`written`).
+  roots that was not foreign (`written`), each with what it was
+  (`identity`: its kind and inode, and a file's size and modification
+  time).
 
-The next run removes the `written` entries (a run killed before its end:
-everything under its roots but the foreign entries), files first, then the
-folders that are left empty; anything else stays. A folder written by a
+The next run removes the `written` entries that it still finds as the run
+left them (a file the user put in place of one, or a link put in place of
+a folder, stays), files first, then the folders that are left empty;
+anything else stays. A run killed before its end recorded no `written`:
+the next run removes, under its roots, what is not foreign and is named as
+a run names what it writes (`RUN_NAMES`: `data/Split-*/...`, `run/...`), so
+`data/raw/labels.csv`, added after the kill, stays. A folder written by a
 version before the manifest (a marker of plain text) is cleared by the
 names that version wrote (`LEGACY_NAMES`).
+
+Removal never passes through a link (`remove`): each folder on the way is
+opened with O_NOFOLLOW from the output folder down, and each entry is
+removed with `unlink`/`rmdir` relative to its folder's descriptor, so a
+link put where a folder was (data -> the user's dataset) is neither
+followed nor, as it is not what the run left there, removed.
 """
 
 import fnmatch
 import json
 import os
-from typing import Iterable, List, Optional, Set
+import stat
+from typing import Dict, Iterable, List, Optional, Set
 
 from generic_trainer.system import atomic_files
 from generic_trainer.data import statistics
@@ -33,6 +46,9 @@ LEGACY_NAMES = ('run', 'run/*', 'data', 'data/Split-*', 'data/Split-*/*',
                 'hyperparameters/hyperparameters.json', '.publishing',
                 '.publishing/*', '.base-model', '.base-model/*', '.resume-*',
                 '.resume-*/*')
+# What a run writes, as patterns: what a killed run's successor removes.
+RUN_NAMES = LEGACY_NAMES + ('data/.whole', 'data/.whole/*', 'data/.tmp-*',
+                            'schema/.tmp-*', 'hyperparameters/.tmp-*')
 
 
 def read(root: str):
@@ -57,7 +73,7 @@ def entries(root: str, roots: Iterable[str]) -> Set[str]:
     top = os.path.join(root, rel)
     if not os.path.lexists(top):
       continue
-    found.add(rel)
+    found.add(os.path.normpath(rel))
     if os.path.islink(top) or not os.path.isdir(top):
       continue
     for folder, dirs, files in os.walk(top):
@@ -66,57 +82,129 @@ def entries(root: str, roots: Iterable[str]) -> Set[str]:
   return found
 
 
-def ours(root: str, record) -> Set[str]:
-  """What the run of `record` (see `read`) wrote in `root`."""
+def identity(info: os.stat_result) -> List:
+  """What an entry was: ['d', inode] for a folder, ['l', inode] for a
+  link, ['f', inode, size, mtime_ns] for a file."""
+  if stat.S_ISDIR(info.st_mode):
+    return ['d', info.st_ino]
+  if stat.S_ISLNK(info.st_mode):
+    return ['l', info.st_ino]
+  return ['f', info.st_ino, info.st_size, info.st_mtime_ns]
+
+
+def identities(root: str, rels: Iterable[str]) -> Dict[str, List]:
+  """{rel: identity} of the entries `rels` of `root` that exist."""
+  found = {}
+  for rel in rels:
+    try:
+      found[rel] = identity(os.lstat(os.path.join(root, rel)))
+    except OSError:
+      pass
+  return found
+
+
+def ours(root: str, record) -> Dict[str, Optional[List]]:
+  """What the run of `record` (see `read`) wrote in `root`: {rel: its
+  identity, or None where the record does not say}."""
   if record is None:
-    return set()
+    return {}
   if record == 'legacy':
     names = [n for n in os.listdir(root)] if os.path.isdir(root) else []
     tops = [n for n in names if any(
         fnmatch.fnmatchcase(n, p) for p in LEGACY_NAMES if '/' not in p)]
-    return {e for e in entries(root, tops) if any(
+    return {e: None for e in entries(root, tops) if any(
         fnmatch.fnmatchcase(e, p) for p in LEGACY_NAMES) or
             e.startswith(('run/', '.publishing/', '.base-model/',
                           '.resume-')) or _under_split(e)}
   if record.get('state') == 'done':
-    return set(record.get('written', []))
-  return entries(root, record.get('roots', [])) - set(record.get('foreign', []))
+    written = record.get('written', [])
+    if isinstance(written, dict):
+      return {rel: list(ident) for rel, ident in written.items()}
+    return {rel: None for rel in written}  # Format 1: no identities.
+  # Killed before its end: what is not foreign and named as a run names it.
+  left = entries(root, record.get('roots', [])) - set(
+      record.get('foreign', []))
+  return {e: None for e in left
+          if any(fnmatch.fnmatchcase(e, p) for p in RUN_NAMES)}
 
 
-def remove(root: str, paths: Iterable[str], keep: Optional[str] = None
-           ) -> None:
+def remove(root: str, paths, keep: Optional[str] = None) -> None:
   """Removes the relative `paths` of `root` (not `keep`, nor what is in
   it): files and links first, then folders that are left empty; a folder
-  that still holds something else stays, with it."""
+  that still holds something else stays, with it. `paths` may map each to
+  its `identity`: an entry found otherwise (replaced by a user's file, a
+  link in place of a folder) stays.
+
+  No link is followed: every folder on the way is opened with O_NOFOLLOW
+  from `root` down, and the entry is removed relative to its folder.
+  """
+  expected = paths if isinstance(paths, dict) else dict.fromkeys(paths)
   keep_rel = os.path.relpath(keep, root) if keep else None
-  for rel in sorted(paths, key=lambda p: (-p.count(os.sep), p)):
-    if keep_rel and (rel == keep_rel or rel.startswith(keep_rel + os.sep)):
-      continue
-    if rel.startswith(('..', os.sep)):
-      continue  # Never outside the folder.
-    path = os.path.join(root, rel)
+  try:
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+  except OSError:
+    return
+  try:
+    for rel in sorted(expected, key=lambda p: (-p.count(os.sep), p)):
+      rel = os.path.normpath(rel)
+      if keep_rel and (rel == keep_rel or rel.startswith(keep_rel + os.sep)):
+        continue
+      parts = rel.split(os.sep)
+      if rel.startswith(os.sep) or '..' in parts or rel == '.':
+        continue  # Never outside the folder.
+      _remove_at(root_fd, parts, expected[rel])
+  finally:
+    os.close(root_fd)
+
+
+def _remove_at(root_fd: int, parts: List[str], ident: Optional[List]):
+  """Removes `parts` below the folder `root_fd`, found without following
+  a link, if it is still `ident` (any, when None)."""
+  fds = []
+  try:
+    folder = root_fd
+    for name in parts[:-1]:
+      try:
+        folder = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                         os.O_CLOEXEC, dir_fd=folder)
+      except OSError:
+        return  # Gone, or a link or a file in place of a folder.
+      fds.append(folder)
+    name = parts[-1]
     try:
-      if os.path.islink(path) or not os.path.isdir(path):
-        os.unlink(path)
+      info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+      return
+    if ident is not None and identity(info) != list(ident):
+      return  # Not what the run left there.
+    if ident is None and len(parts) == 1 and stat.S_ISLNK(info.st_mode):
+      return  # A run's top folders are folders: a link there is a user's.
+    try:
+      if stat.S_ISDIR(info.st_mode):
+        os.rmdir(name, dir_fd=folder)
       else:
-        os.rmdir(path)
+        os.unlink(name, dir_fd=folder)
     except OSError:
       pass  # Gone already, or a folder that holds a user's file.
+  finally:
+    for fd in fds:
+      os.close(fd)
 
 
 def start(root: str, roots: List[str], foreign: Set[str]) -> None:
   """Records the run that starts: its roots and what in them is not its."""
   atomic_files.write_json(os.path.join(root, FILE), {
-      'format': 1, 'state': 'running', 'pid': os.getpid(),
+      'format': 2, 'state': 'running', 'pid': os.getpid(),
       'roots': sorted(roots), 'foreign': sorted(foreign)}, indent=1)
 
 
 def finish(root: str, roots: List[str], foreign: Set[str]) -> None:
-  """Records what the run wrote: all under its roots that is not foreign."""
-  written = entries(root, roots) - foreign
+  """Records what the run wrote: all under its roots that is not foreign,
+  with each entry's identity."""
+  written = identities(root, sorted(entries(root, roots) - foreign))
   atomic_files.write_json(os.path.join(root, FILE), {
-      'format': 1, 'state': 'done', 'roots': sorted(roots),
-      'written': sorted(written)}, indent=1)
+      'format': 2, 'state': 'done', 'roots': sorted(roots),
+      'written': written}, indent=1)
 
 
 def _under_split(rel: str) -> bool:

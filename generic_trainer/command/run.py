@@ -196,8 +196,7 @@ def _run_holding_folder(request: Request,
             base_model=request.base_model,
             allow_signature_change=request.allow_signature_change))
     layout.take_model()
-    if os.path.lexists(checkpoint):
-      shutil.rmtree(checkpoint)
+    layout.drop_checkpoint(checkpoint)
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)

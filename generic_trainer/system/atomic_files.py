@@ -11,7 +11,9 @@ completes, so it is written directly.
 
 A new file gets `mode` when one is given (`copy` passes the source's:
 outputs keep their input's permissions), else what `open` would give it
-(0666); the umask applies to both. `tests/test_shared_machine.py` scans the package for
+(0666); the umask applies to both (while a run holds its output folder,
+`output_folder.hold` sets it from the inputs: 022, or 077 for a private
+input). `tests/test_shared_machine.py` scans the package for
 writes that bypass this module.
 """
 

@@ -9,8 +9,18 @@
 - This user's alone: a folder owned by another user, or writable by group
   or others without the sticky bit, is refused (`check`): whoever else can
   write it could swap the validated export before it is published, or put
-  links where the run writes. A folder the run creates is created 0755
-  (less the umask), or 0700 when an input is private (`mode_for`).
+  links where the run writes. A folder the run creates is created 0755,
+  or 0700 when an input is private (`mode_for`).
+- As private as its inputs, whatever the umask: while a run holds the
+  folder, the process's umask is set from the inputs (022, or 077 when an
+  input is private: `umask_for`), so every file and folder it writes
+  (the SavedModel TensorFlow writes, checkpoints, the schema, the record)
+  is 0644/0755 or 0600/0700, never writable by the group, and a child
+  process inherits it; the umask is given back after. An existing folder
+  more open than a private input (a 0755 folder, a 0600 CSV) is refused
+  (`check_private`), not made private: a run does not change the
+  permissions of a folder it did not create, which may share other files
+  of yours on purpose; `chmod go-rwx` says you mean it.
 
 The command checks the folder with its arguments (exit 2); the notebook
 Estimator when it is built; `hold` checks again when it takes the lock.
@@ -81,23 +91,63 @@ def mode_for(inputs: Iterable[str]) -> int:
   return mode
 
 
+def umask_for(mode: int) -> int:
+  """The umask under which what a run writes is no more open than the
+  folder mode `mode` (`mode_for`): 022, 027 or 077."""
+  return 0o022 | (0o077 & ~mode)
+
+
 def create(path: str, mode: int = 0o755) -> None:
-  """Creates the folder `path` (`mode` less the umask) when it is missing."""
+  """Creates the folder `path` with `mode` (whatever the umask) when it is
+  missing."""
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   try:
     os.mkdir(path, mode)
   except FileExistsError:
-    pass
+    return
+  os.chmod(path, mode)
+
+
+def check_private(path: str, inputs: Iterable[str],
+                  name: str = '--output-dir') -> None:
+  """Raises UnsafeFolderError when the existing folder `path` can be read
+  by someone who may not read one of the files `inputs`."""
+  try:
+    info = os.stat(path)
+  except OSError:
+    return
+  folder_mode = stat.S_IMODE(info.st_mode)
+  for source in inputs:
+    allowed = mode_for([source])
+    extra = folder_mode & 0o077 & ~allowed
+    if not extra:
+      continue
+    who = ' and '.join(w for w, bits in (('group', 0o070), ('others', 0o007))
+                       if extra & bits)
+    source_mode = stat.S_IMODE(os.stat(source).st_mode)
+    raise UnsafeFolderError(
+        f'{name} {path} can be read by {who} (mode {folder_mode:04o}), but '
+        f'the input {source} is private (mode {source_mode:04o}): what the '
+        'run writes there (the data, the model, its checkpoints) would be '
+        f'open to {who} through the folder. A run makes a folder it creates '
+        'as private as its inputs, but does not change the permissions of '
+        'one that exists (it may share other files on purpose). Expected a '
+        f'new folder, or one no more open than the inputs ({allowed:04o}). '
+        f'Received: {name}={path!r} (mode {folder_mode:04o}). Run '
+        f'`chmod go-rwx {path}`, or choose a new output folder. Nothing was '
+        'changed.')
 
 
 @contextlib.contextmanager
 def hold(path: str, name: str = '--output-dir',
          inputs: Iterable[str] = ()) -> Iterator[None]:
   """Creates and checks the folder `path` (if new, as private as the files
-  `inputs`: `mode_for`), and holds its lock while the block runs.
+  `inputs`: `mode_for`), and holds its lock while the block runs, with the
+  process's umask set so that what the block writes is as private
+  (`umask_for`).
 
   Raises:
-    UnsafeFolderError: see `check`.
+    UnsafeFolderError: see `check` and `check_private`.
     FolderInUseError: another process holds the lock; the message says
       which.
   """
@@ -105,8 +155,11 @@ def hold(path: str, name: str = '--output-dir',
   if real in _HELD:  # This process holds it already (the command, then run).
     yield
     return
-  create(path, mode_for(inputs))
+  inputs = list(inputs)
+  mode = mode_for(inputs)
+  create(path, mode)
   check(path, name)
+  check_private(path, inputs, name)
   lock = owner_lock.OwnerLock(os.path.join(path, LOCK_FILE))
   if not lock.acquire():
     raise FolderInUseError(
@@ -115,9 +168,11 @@ def hold(path: str, name: str = '--output-dir',
         f'that one is writing. Received: {name}={path!r}. Wait for that run '
         'to end, or choose another output folder. Nothing was changed.')
   _HELD.add(real)
+  mask = os.umask(umask_for(mode))
   try:
     yield
   finally:
+    os.umask(mask)
     _HELD.discard(real)
     lock.release()
 

@@ -17,7 +17,6 @@ resumed training repeats no step.
 import json
 import os
 import shutil
-import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
 import keras
@@ -25,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import scratch
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
 from generic_trainer.loop.handlers import handler_state
@@ -228,7 +228,9 @@ def from_files(document: Any, arrays: Dict[str, np.ndarray]) -> Any:
 
 
 class _readable:  # pylint: disable=invalid-name
-  """A local folder with the files of `folder` (a copy when remote)."""
+  """A local folder with the files of `folder` (a copy when remote, in a
+  scratch folder: removed after, or by the next process if this one is
+  killed)."""
 
   def __init__(self, folder: str):
     self.folder = folder
@@ -237,16 +239,18 @@ class _readable:  # pylint: disable=invalid-name
   def __enter__(self) -> str:
     if '://' not in self.folder:
       return self.folder
-    self._copy = tempfile.mkdtemp(prefix='generic_trainer_checkpoint_')
+    self._copy = scratch.folder('checkpoint')
+    local = self._copy.__enter__()
     for name in (WEIGHTS_FILE, STATE_FILE, ARRAYS_FILE):
       try:
         tf.io.gfile.copy(os.path.join(self.folder, name),
-                         os.path.join(self._copy, name), overwrite=True)
+                         os.path.join(local, name), overwrite=True)
       except tf.errors.OpError as e:
-        self.__exit__()
+        self.__exit__(None, None, None)
         raise OSError(f'{e.message} ({name})') from e
-    return self._copy
+    return local
 
   def __exit__(self, *exc):
     if self._copy:
-      shutil.rmtree(self._copy, ignore_errors=True)
+      copy, self._copy = self._copy, None
+      copy.__exit__(None, None, None)
