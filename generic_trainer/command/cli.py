@@ -70,6 +70,7 @@ from generic_trainer.usercode import stray_threads
 from generic_trainer.command import holdout
 from generic_trainer.command.cli_args import Request
 from generic_trainer.command.layout import Layout
+from generic_trainer.plan import keras_env
 from generic_trainer.command.cli_args import PROG
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
@@ -104,8 +105,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
       module_loader.check_module_source(request.module_file)
     # The training's modules import TensorFlow: they load once the flags
     # and the module's source are checked (`--help`, `--version`, a wrong
-    # flag and a module that does not parse stay light).
-    from generic_trainer.command import run as command_run
+    # flag and a module that does not parse stay light); TensorFlow first,
+    # in the Keras the flags chose, without its start-up lines, and none
+    # of them with the FutureWarnings their imports print (a Google
+    # client's).
+    keras_env.choose_before_import(request.keras_version, request.backend)
+    with console.quiet_warnings():
+      console.import_tensorflow()
+      from generic_trainer.command import run as command_run
     with command_run.holding_folder(request):  # Before saying anything.
       checkpoint = command_run.checkpoint_dir(request)
       resuming = request.resume and Layout.holds_checkpoint(checkpoint)
