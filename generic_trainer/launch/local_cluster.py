@@ -46,11 +46,12 @@ from generic_trainer.system import preemption
 from generic_trainer import resume
 from generic_trainer.system import scratch
 from generic_trainer.plan.request import TrainingRequest
-from generic_trainer.keys import PREEMPTION_WAIT_S, STOP_FILE_ENV
-from generic_trainer.keys import TF_CONFIG_ENV
+from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
+from generic_trainer.keys import STOP_FILE_ENV, TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
+from generic_trainer.launch import stall_watch
 from generic_trainer.launch import worker_process
 
 FINISH_GRACE_S = 180.0
@@ -117,6 +118,8 @@ def run(request: TrainingRequest) -> None:
     range's MIN can run.
   """
   least, most = request.plan.worker_bounds()
+  stall_watch.limit()  # Refuses a wrong setting before anything starts.
+  private_network.check_outside_paths(_outside_paths(request), most)
   if least == most:
     check_capacity(most)
     count = most
@@ -186,20 +189,42 @@ def _capacity_now(running: int = 0) -> int:
   return capacity(machine.cores(), memory)
 
 
-def _run_group(request: TrainingRequest, count: int):
+def _outside_paths(request: TrainingRequest) -> List[str]:
+  """The request's paths on another machine (an object store: '://')."""
+  found = []
+  def walk(value):
+    if isinstance(value, str):
+      if '://' in value:
+        found.append(value)
+    elif isinstance(value, dict):
+      for item in value.values():
+        walk(item)
+    elif isinstance(value, (list, tuple)):
+      for item in value:
+        walk(item)
+  walk([request.serving_dir, request.eval_dir, request.checkpoint_dir,
+        request.local_inputs, request.exec_properties.get('custom_config')])
+  for artifacts in (request.input_dict, request.output_dict):
+    for items in artifacts.values():
+      walk([artifact.uri for artifact in items])
+  return found
+
+
+def _run_group(request: TrainingRequest, count: int,
+               why_not_private: Optional[str] = None):
   """Starts the `count` workers, waits, stops them all; returns (their
   `workers.json` entries, the first failure or None, the size to grow to
-  or None: see `_wait`)."""
-  why_not_private = private_network.available()
+  or None: see `_wait`). `why_not_private`: why this group runs on ports
+  of this machine even where private networks can be made."""
+  why_not_private = why_not_private or private_network.why_public()
   reservation = None
   if why_not_private:
     reservation = private_network.PortReservation(count)
     ports = reservation.ports
     logging.warning(
         'The %d workers listen on ports %s of this machine, reachable from '
-        'its network (TensorFlow binds every interface): this machine '
-        'refuses a private network (%s). See docs/threat-model.md.', count,
-        ports, why_not_private)
+        'its network (TensorFlow binds every interface): %s. See '
+        'docs/threat-model.md.', count, ports, why_not_private)
   else:
     ports = [PRIVATE_PORT + i for i in range(count)]
   workers: List[worker_process.Worker] = []
@@ -226,6 +251,8 @@ def _run_group(request: TrainingRequest, count: int):
           TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
           **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
           STOP_FILE_ENV: os.path.join(root, 'stop-step'),
+          HEARTBEAT_FILE_ENV: os.path.join(worker_dir,
+                                           stall_watch.HEARTBEAT_FILE),
       })
       if reservation:
         network = None
@@ -247,15 +274,22 @@ def _run_group(request: TrainingRequest, count: int):
           raise
         # The probe's fresh process could make a namespace; this one's
         # children cannot (seen: unshare EINVAL under a LocalDagRunner
-        # pipeline's threads). Start the group again on reserved ports.
-        private_network.refuse(f'starting a worker in it failed here ({e})')
+        # pipeline's threads). Start this group again on reserved ports;
+        # the next group tries a private network again.
         worker_process.stop_all(workers)
         workers.clear()
-        return _run_group(request, count)
+        stack.close()
+        return _run_group(request, count, (
+            f'starting worker {index} in a private network failed ({e}), '
+            'so this group (only) runs on reserved ports of this machine'))
       finally:
         os.close(log)
       workers.append(worker_process.Worker(index, process, result, log_path))
-    failure, grow = _wait(workers, request)
+    watch = stall_watch.StallWatch(
+        [f'worker {w.index}' for w in workers],
+        [os.path.join(root, f'worker-{w.index}', stall_watch.HEARTBEAT_FILE)
+         for w in workers], [w.log_path for w in workers])
+    failure, grow = _wait(workers, request, watch)
     return [{
         'index': w.index,
         'chief': w.index == 0,
@@ -265,11 +299,17 @@ def _run_group(request: TrainingRequest, count: int):
     } for w in workers], failure, grow
 
 
-def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
+def _wait(workers: List[worker_process.Worker], request: TrainingRequest,
+          watch: stall_watch.StallWatch):
   """(None, None) when all workers succeeded; (the first failure, None) as
   soon as one failed (the others are still running); (None, N) when the
   group, shrunk, stopped at one step to grow to N workers
-  (`restarts.grow_to`)."""
+  (`restarts.grow_to`).
+
+  Raises:
+    TrainingProcessError: every worker alive and none progressing for the
+      stall limit (`stall_watch`); or late to finish (`FINISH_GRACE_S`).
+  """
   count = len(workers)
   first_done = None
   started = time.monotonic()
@@ -313,6 +353,10 @@ def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
           f'{late} still running. Make every worker train the same steps. '
           'Their output is above, '
           "prefixed '[worker i]'. Nothing was published.")
+    stalled = watch.stalled()
+    if stalled:
+      raise errors.TrainingProcessError(stall_watch.message(
+          stalled, f'the local {count}-worker training', watch.seconds))
     time.sleep(worker_process.POLL_S)
 
 

@@ -23,6 +23,7 @@ import tensorflow as tf
 from generic_trainer.errors import NonFiniteLossError, PreemptedError
 from generic_trainer.errors import SpecError
 from generic_trainer.loop.handlers.checkpoint import checkpoint_handler
+from generic_trainer.loop.handlers.heartbeat import Heartbeat
 from generic_trainer.loop.handlers.history_file import HistoryFile
 from generic_trainer.loop.handlers.log_lines import LogLines
 from generic_trainer.loop.handlers.nan_guard import NaNGuard
@@ -243,6 +244,7 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
   handlers = default_handlers(spec, fn_args.model_run_dir,
                               inputs.steps_per_epoch, interactive)
   handlers += list(extra_handlers)
+  handlers.append(Heartbeat())  # Before the user's, which may block.
   handlers += list(spec.user_handlers)
   stop = PreemptionStop(is_chief=fn_args.is_chief,
                         num_workers=getattr(fn_args, 'num_workers', 1))
