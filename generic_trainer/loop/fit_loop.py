@@ -267,7 +267,8 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
   started = time.monotonic()
   container.begin()
   with warnings.catch_warnings(), (
-      preemption.watching() if stop.watches else contextlib.nullcontext()):
+      preemption.watching(lambda: _where_saved(checkpoint_dir))
+      if stop.watches else contextlib.nullcontext()):
     # The eval split is read to its end each epoch, on purpose; Keras warns
     # when a dataset of unknown length runs out.
     warnings.filterwarnings('ignore', message='Your input ran out of data')
@@ -308,6 +309,15 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
       'epochs': len(history.epochs),
       'training_time_s': round(elapsed, 3),
   }
+
+
+def _where_saved(checkpoint_dir: Optional[str]) -> str:
+  """'step 7 (epoch 2, batch 2) in CHECKPOINT_DIR', or ''."""
+  try:
+    point = resume.latest(checkpoint_dir) if checkpoint_dir else None
+  except Exception:  # pylint: disable=broad-except
+    return ''
+  return f'{resume.describe_point(point)} in {checkpoint_dir}' if point else ''
 
 
 def _preempted_message(checkpoint_dir: Optional[str], is_chief: bool) -> str:
