@@ -196,3 +196,39 @@ def test_a_closed_terminal_never_ends_a_pipeline_run(tmp_path):
   assert 'the model is published' in text
   assert (f'The terminal\'s output closed (BrokenPipeError); what follows is '
           f'written to this log only: {log}') in text
+
+
+def test_a_wrong_worker_network_is_refused(tmp_path, monkeypatch,
+                                           fake_workers):
+  """GENERIC_TRAINER_WORKER_NETWORK must be 'private' or 'host'."""
+  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(WORKER_NETWORK_ENV, 'public')
+  with pytest.raises(errors.InvalidArgumentError,
+                     match=f"Received: {WORKER_NETWORK_ENV}='public'"):
+    local_cluster.run(_request(tmp_path, 2, checkpoint_dir='gs://b/c'))
+  assert not fake_workers()
+
+
+def test_the_supervision_messages_have_the_four_parts(monkeypatch):
+  """The stall, the settings, the network refusal and the interrupted
+  SIGTERM each say what is wrong, Expected, Received, what to do."""
+  from message_parts import assert_four_parts  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import private_network  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import stall_watch  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import preemption  # pylint: disable=g-import-not-at-top
+  assert_four_parts(stall_watch.message(
+      'worker 1 stalled at step 2: no new step for 9 s', 'the training', 9))
+  monkeypatch.setattr(private_network, 'why_public', lambda: '')
+  for call in (
+      lambda: private_network.check_outside_paths(['gs://b/c'], 2),
+      lambda: preemption._interrupt(2)(14, None),  # pylint: disable=protected-access
+  ):
+    with pytest.raises(errors.GenericTrainerError) as raised:
+      call()
+    assert_four_parts(str(raised.value))
+  for name, value, call in ((STALL_LIMIT_ENV, '-1', stall_watch.limit),
+                            (WORKER_NETWORK_ENV, 'x', private_network.asked)):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(errors.InvalidArgumentError) as raised:
+      call()
+    assert_four_parts(str(raised.value))

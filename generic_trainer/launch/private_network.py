@@ -81,9 +81,9 @@ def asked() -> str:
     raise errors.InvalidArgumentError(
         f'{WORKER_NETWORK_ENV} names the network local workers use. '
         f'Expected one of {list(WORKER_NETWORKS)}. Received: '
-        f'{WORKER_NETWORK_ENV}={given!r}. Unset it (a private network), or '
-        "set 'host' for workers that need the network. Nothing was "
-        'started.')
+        f'{WORKER_NETWORK_ENV}={given!r}. Leave it unset (a private '
+        "network), or set 'host' for workers that need the network. "
+        'Nothing was started.')
   return given
 
 
