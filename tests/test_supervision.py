@@ -232,3 +232,13 @@ def test_the_supervision_messages_have_the_four_parts(monkeypatch):
     with pytest.raises(errors.InvalidArgumentError) as raised:
       call()
     assert_four_parts(str(raised.value))
+
+
+def test_the_workers_output_is_kept_in_the_model_run(tmp_path, fake_workers):
+  """Each worker's output goes to the run's files, whatever stderr does:
+  model_run/worker-logs/worker-<i>.log."""
+  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
+  local_cluster.run(_request(tmp_path, 2))
+  logs = tmp_path / 'run' / 'worker-logs'
+  assert sorted(os.listdir(logs)) == ['worker-0.log', 'worker-1.log']
+  assert 'a fake worker' in (logs / 'worker-1.log').read_text()

@@ -9,7 +9,10 @@ chief exports into the staging folder the executor validates and
 publishes; the others export into scratch folders removed afterwards.
 
 A worker writes its output to a file of the group's scratch folder, never
-to a pipe (`worker_process`: its lines go to stderr prefixed `[worker i]`).
+to a pipe (`worker_process`: its lines go to stderr prefixed `[worker i]`,
+dropped where stderr is closed); once the group ends, each file is appended
+to `worker-logs/worker-<i>.log` in the ModelRun (`LOGS_DIR`), so a closed
+terminal never loses the reason a training failed.
 
 Waits are bounded: as soon as one worker fails the others are killed;
 once one worker has finished, the others get `FINISH_GRACE_S` to finish;
@@ -58,6 +61,7 @@ FINISH_GRACE_S = 180.0
 PRIVATE_PORT = 20000  # The first worker's port in a private network.
 WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
 SUMMARY_FILE = 'workers.json'
+LOGS_DIR = 'worker-logs'  # In the ModelRun: every group's output, kept.
 
 
 def capacity(cores: int, memory: Optional[int]) -> int:
@@ -190,7 +194,8 @@ def _capacity_now(running: int = 0) -> int:
 
 
 def _outside_paths(request: TrainingRequest) -> List[str]:
-  """The request's paths on another machine (an object store: '://')."""
+  """The request's paths on another machine (an object store: '://'):
+  its artifacts, outputs, checkpoints, local inputs and module file."""
   found = []
   def walk(value):
     if isinstance(value, str):
@@ -203,7 +208,7 @@ def _outside_paths(request: TrainingRequest) -> List[str]:
       for item in value:
         walk(item)
   walk([request.serving_dir, request.eval_dir, request.checkpoint_dir,
-        request.local_inputs, request.exec_properties.get('custom_config')])
+        request.local_inputs, request.plan.source])
   for artifacts in (request.input_dict, request.output_dict):
     for items in artifacts.values():
       walk([artifact.uri for artifact in items])
@@ -232,10 +237,13 @@ def _run_group(request: TrainingRequest, count: int,
     root = stack.enter_context(scratch.folder('workers'))
     if reservation:
       stack.callback(reservation.release)
+    logs_dir = os.path.join(request.model_run_dir(), LOGS_DIR)
+    stack.callback(_keep_logs, workers, logs_dir)  # After stop_all.
     stack.callback(worker_process.stop_all, workers)
-    logging.info('Starting %d training workers on localhost ports %s%s.',
-                 count, ports, '' if reservation else
-                 ', in a network of their own')
+    logging.info('Starting %d training workers on localhost ports %s%s; '
+                 'their output is kept in %s.', count, ports,
+                 '' if reservation else ', in a network of their own',
+                 logs_dir)
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
       os.makedirs(worker_dir)
@@ -421,6 +429,29 @@ def _failure(worker: worker_process.Worker, count: int) -> restarts_lib.WorkerFa
   return restarts_lib.WorkerFailure(worker=worker.index, how=how,
                                     error=error,
                                     after_s=worker.seconds or 0.0)
+
+
+def _keep_logs(workers: List[worker_process.Worker], logs_dir: str) -> None:
+  """Appends each stopped worker's output to `logs_dir`/worker-<i>.log."""
+  try:
+    tf.io.gfile.makedirs(logs_dir)
+    for worker in workers:
+      with open(worker.log_path, 'rb') as f:
+        new = f.read()
+      kept = os.path.join(logs_dir, f'worker-{worker.index}.log')
+      old = b''
+      if tf.io.gfile.exists(kept):
+        with tf.io.gfile.GFile(kept, 'rb') as f:
+          old = f.read()
+      with tf.io.gfile.GFile(kept, 'wb') as f:
+        f.write(old + new)
+      if worker.dropped:
+        logging.warning('%d line(s) of worker %d could not be shown (stderr '
+                        'closed); all its output is in %s.', worker.dropped,
+                        worker.index, kept)
+  except (OSError, tf.errors.OpError) as e:
+    logging.warning('The workers\' output could not be kept in %s: %s',
+                    logs_dir, e)
 
 
 def _clear(directory: str) -> None:

@@ -25,6 +25,7 @@ def main(request_path):
   with open(record, 'w') as f:
     json.dump({'pid': os.getpid(), 'index': index,
                'interfaces': [name for _, name in socket.if_nameindex()]}, f)
+  print(f'a fake worker, index {index}', flush=True)
   if os.environ.get('FAKE_WORKER_MODE') == 'hang':
     beat = os.environ['GENERIC_TRAINER_HEARTBEAT_FILE']
     for step in range(3 if index == 1 else 6):
