@@ -76,3 +76,28 @@ TERMINATION_GRACE_PERIOD_S = 60
 # The file through which a local group's chief tells its workers the step
 # to stop at after a SIGTERM (`loop.handlers.preemption_stop`).
 STOP_FILE_ENV = 'GENERIC_TRAINER_STOP_FILE'
+# After a SIGTERM, how long a training may go without reaching a step
+# boundary (user code that blocks: a handler waiting on something) before
+# it is interrupted and leaves with its last resume checkpoint; the process
+# then ends by itself (exit 143) at the latest `PREEMPTION_EXIT_S` after the
+# signal: both inside PREEMPTION_WAIT_S, so a parent still sees it end, and
+# inside Kubernetes's 30 s (`preemption`). The variable changes the first
+# (seconds), for a pod whose grace period is shorter.
+PREEMPTION_STEP_WAIT_S = 15.0
+PREEMPTION_EXIT_S = 22.0
+PREEMPTION_STEP_WAIT_ENV = 'GENERIC_TRAINER_PREEMPTION_STEP_WAIT_S'
+# A hung training (every process alive, none progressing) is ended after
+# this many seconds without a new training step (or, before the first step,
+# without new output from a local worker): `launch.stall_watch`. The
+# variable changes it; 0 turns the watch off.
+STALL_LIMIT_S = 1800.0
+STALL_LIMIT_ENV = 'GENERIC_TRAINER_STALL_S'
+# The file a training process writes its step count into (the fit loop's
+# `loop.handlers.heartbeat`), which its parent watches for a stall.
+HEARTBEAT_FILE_ENV = 'GENERIC_TRAINER_HEARTBEAT_FILE'
+# Which network local workers use: 'private' (default: a network namespace
+# with loopback only, no port reachable from outside and no way out), or
+# 'host' (this machine's network, ports reserved and reachable from its
+# network: for workers that need the network, e.g. gs:// artifacts).
+WORKER_NETWORK_ENV = 'GENERIC_TRAINER_WORKER_NETWORK'
+WORKER_NETWORKS = ('private', 'host')

@@ -184,3 +184,41 @@ def test_sigterm_in_a_pipeline_execution_saves_the_step(tmp_path):
   assert resumed == list(range(point['step'] + 1, TRAIN_STEPS + 1))
   assert os.path.exists(os.path.join(workdir, 'model', 'Format-Serving',
                                      'saved_model.pb'))
+
+
+@pytest.mark.slow
+def test_sigterm_while_user_code_blocks_leaves_with_the_last_checkpoint(
+    tmp_path, penguin_csvs):
+  """SIGTERM while a handler waits forever (no step boundary comes): the
+  command is interrupted after the step wait, says so, keeps the last
+  resume checkpoint, removes its TMPDIR folders and exits 143, well inside
+  the grace period."""
+  out, tmp = tmp_path / 'out', tmp_path / 'tmp'
+  tmp.mkdir()
+  env = dict(command_env(), TMPDIR=str(tmp),
+             GENERIC_TRAINER_PREEMPTION_STEP_WAIT_S='2')
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'generic_trainer', '--module-file',
+       os.path.join(TESTDATA, 'blocking_handler_spec.py'), '--train-data',
+       penguin_csvs[0], '--output-dir', str(out), '--steps',
+       str(TRAIN_STEPS), '--progress', 'lines'],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+      cwd=REPO)
+  blocked = out / 'run' / 'blocked'
+  deadline = time.monotonic() + 240
+  while not blocked.exists():
+    assert process.poll() is None, process.communicate()[1][-3000:]
+    assert time.monotonic() < deadline, 'timed out'
+    time.sleep(0.05)
+  code, err, seconds = _terminate(process)
+  assert code == 143, err[-3000:]
+  assert seconds < 10, seconds
+  [checkpoint] = glob.glob(str(out / '.resume-*'))
+  point = checkpoint_point(checkpoint)
+  assert 4 <= point['step'] <= 6  # Saved every 2 steps and each epoch.
+  assert ('generic-trainer: PreemptedError: SIGTERM arrived 2 s ago and the '
+          'training reached no step boundary since: user code blocks') in err
+  assert (f'It leaves with the last resume checkpoint: '
+          f'step {point["step"]}') in err
+  assert not (out / 'model').exists()
+  assert not os.listdir(tmp), os.listdir(tmp)

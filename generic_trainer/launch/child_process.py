@@ -10,7 +10,9 @@ properties, where the export goes) and starts `python -m generic_trainer.launch.
 the error it raised. The child dies with its parent (PR_SET_PDEATHSIG), so no
 training outlives a killed orchestrator; a parent that gets SIGTERM forwards
 it to the child instead, and waits (at most `keys.PREEMPTION_WAIT_S`) while
-the child saves its step (`generic_trainer.system.preemption`).
+the child saves its step (`generic_trainer.system.preemption`). A child
+alive but stalled (no new step for `keys.STALL_LIMIT_S`: `stall_watch`) is
+killed.
 """
 
 import json
@@ -26,8 +28,9 @@ from generic_trainer.system import atomic_files
 from generic_trainer import errors
 from generic_trainer.system import scratch
 from generic_trainer.system import preemption
-from generic_trainer.keys import PREEMPTION_WAIT_S
+from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
 from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.launch import stall_watch
 
 CHILD_MODULE = 'generic_trainer.launch.child'
 
@@ -41,13 +44,25 @@ def train_in_child(request: TrainingRequest, env: Dict[str, str],
 
   Raises:
     The child's error as the same GenericTrainer error class, with the
-    child's message; `TrainingProcessError` if it died without reporting one.
+    child's message; `TrainingProcessError` if it died without reporting
+    one, or stalled (`stall_watch`).
   """
+  seconds = stall_watch.limit()
   with scratch.folder('child') as tmp:
     request_path = os.path.join(tmp, 'request.json')
     result_path = os.path.join(tmp, 'result.json')
+    heartbeat = os.path.join(tmp, stall_watch.HEARTBEAT_FILE)
     write_request(request_path, request, result_path)
-    returncode = wait(start(request_path, child_env(env)))
+    watch = stall_watch.StallWatch([f'the {what} training process'],
+                                   [heartbeat], [None], seconds)
+    process = start(request_path, child_env({**env,
+                                             HEARTBEAT_FILE_ENV: heartbeat}))
+    try:
+      returncode = wait(process, watch)
+    except errors.TrainingProcessError:
+      process.kill()
+      process.wait()
+      raise
     error = read_error(result_path, f'raised in the {what} training process')
     if error is not None:
       raise error
@@ -108,15 +123,24 @@ def start(request_path: str, env: Dict[str, str],
   return process
 
 
-def wait(process: subprocess.Popen) -> int:
+def wait(process: subprocess.Popen,
+         watch: Optional[stall_watch.StallWatch] = None) -> int:
   """Waits for `process`; returns its exit status. After a SIGTERM (which
   `preemption` forwarded to it) it waits `PREEMPTION_WAIT_S` at most, then
-  kills it."""
+  kills it.
+
+  Raises:
+    TrainingProcessError: `watch` says it stalled (the caller kills it).
+  """
   while True:
     try:
       return process.wait(timeout=0.5)
     except subprocess.TimeoutExpired:
       pass
+    stalled = watch.stalled() if watch and not preemption.requested() else None
+    if stalled:
+      raise errors.TrainingProcessError(stall_watch.message(
+          stalled, 'the training', watch.seconds))
     if preemption.requested():
       try:
         return process.wait(timeout=PREEMPTION_WAIT_S)

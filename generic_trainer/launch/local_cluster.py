@@ -9,7 +9,10 @@ chief exports into the staging folder the executor validates and
 publishes; the others export into scratch folders removed afterwards.
 
 A worker writes its output to a file of the group's scratch folder, never
-to a pipe (`worker_process`: its lines go to stderr prefixed `[worker i]`).
+to a pipe (`worker_process`: its lines go to stderr prefixed `[worker i]`,
+dropped where stderr is closed); once the group ends, each file is appended
+to `worker-logs/worker-<i>.log` in the ModelRun (`LOGS_DIR`), so a closed
+terminal never loses the reason a training failed.
 
 Waits are bounded: as soon as one worker fails the others are killed;
 once one worker has finished, the others get `FINISH_GRACE_S` to finish;
@@ -46,17 +49,19 @@ from generic_trainer.system import preemption
 from generic_trainer import resume
 from generic_trainer.system import scratch
 from generic_trainer.plan.request import TrainingRequest
-from generic_trainer.keys import PREEMPTION_WAIT_S, STOP_FILE_ENV
-from generic_trainer.keys import TF_CONFIG_ENV
+from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
+from generic_trainer.keys import STOP_FILE_ENV, TF_CONFIG_ENV
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
+from generic_trainer.launch import stall_watch
 from generic_trainer.launch import worker_process
 
 FINISH_GRACE_S = 180.0
 PRIVATE_PORT = 20000  # The first worker's port in a private network.
 WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
 SUMMARY_FILE = 'workers.json'
+LOGS_DIR = 'worker-logs'  # In the ModelRun: every group's output, kept.
 
 
 def capacity(cores: int, memory: Optional[int]) -> int:
@@ -117,6 +122,8 @@ def run(request: TrainingRequest) -> None:
     range's MIN can run.
   """
   least, most = request.plan.worker_bounds()
+  stall_watch.limit()  # Refuses a wrong setting before anything starts.
+  private_network.check_outside_paths(_outside_paths(request), most)
   if least == most:
     check_capacity(most)
     count = most
@@ -186,20 +193,43 @@ def _capacity_now(running: int = 0) -> int:
   return capacity(machine.cores(), memory)
 
 
-def _run_group(request: TrainingRequest, count: int):
+def _outside_paths(request: TrainingRequest) -> List[str]:
+  """The request's paths on another machine (an object store: '://'):
+  its artifacts, outputs, checkpoints, local inputs and module file."""
+  found = []
+  def walk(value):
+    if isinstance(value, str):
+      if '://' in value:
+        found.append(value)
+    elif isinstance(value, dict):
+      for item in value.values():
+        walk(item)
+    elif isinstance(value, (list, tuple)):
+      for item in value:
+        walk(item)
+  walk([request.serving_dir, request.eval_dir, request.checkpoint_dir,
+        request.local_inputs, request.plan.source])
+  for artifacts in (request.input_dict, request.output_dict):
+    for items in artifacts.values():
+      walk([artifact.uri for artifact in items])
+  return found
+
+
+def _run_group(request: TrainingRequest, count: int,
+               why_not_private: Optional[str] = None):
   """Starts the `count` workers, waits, stops them all; returns (their
   `workers.json` entries, the first failure or None, the size to grow to
-  or None: see `_wait`)."""
-  why_not_private = private_network.available()
+  or None: see `_wait`). `why_not_private`: why this group runs on ports
+  of this machine even where private networks can be made."""
+  why_not_private = why_not_private or private_network.why_public()
   reservation = None
   if why_not_private:
     reservation = private_network.PortReservation(count)
     ports = reservation.ports
     logging.warning(
         'The %d workers listen on ports %s of this machine, reachable from '
-        'its network (TensorFlow binds every interface): this machine '
-        'refuses a private network (%s). See docs/threat-model.md.', count,
-        ports, why_not_private)
+        'its network (TensorFlow binds every interface): %s. See '
+        'docs/threat-model.md.', count, ports, why_not_private)
   else:
     ports = [PRIVATE_PORT + i for i in range(count)]
   workers: List[worker_process.Worker] = []
@@ -207,10 +237,13 @@ def _run_group(request: TrainingRequest, count: int):
     root = stack.enter_context(scratch.folder('workers'))
     if reservation:
       stack.callback(reservation.release)
+    logs_dir = os.path.join(request.model_run_dir(), LOGS_DIR)
+    stack.callback(_keep_logs, workers, logs_dir)  # After stop_all.
     stack.callback(worker_process.stop_all, workers)
-    logging.info('Starting %d training workers on localhost ports %s%s.',
-                 count, ports, '' if reservation else
-                 ', in a network of their own')
+    logging.info('Starting %d training workers on localhost ports %s%s; '
+                 'their output is kept in %s.', count, ports,
+                 '' if reservation else ', in a network of their own',
+                 logs_dir)
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
       os.makedirs(worker_dir)
@@ -226,6 +259,8 @@ def _run_group(request: TrainingRequest, count: int):
           TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
           **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
           STOP_FILE_ENV: os.path.join(root, 'stop-step'),
+          HEARTBEAT_FILE_ENV: os.path.join(worker_dir,
+                                           stall_watch.HEARTBEAT_FILE),
       })
       if reservation:
         network = None
@@ -247,15 +282,22 @@ def _run_group(request: TrainingRequest, count: int):
           raise
         # The probe's fresh process could make a namespace; this one's
         # children cannot (seen: unshare EINVAL under a LocalDagRunner
-        # pipeline's threads). Start the group again on reserved ports.
-        private_network.refuse(f'starting a worker in it failed here ({e})')
+        # pipeline's threads). Start this group again on reserved ports;
+        # the next group tries a private network again.
         worker_process.stop_all(workers)
         workers.clear()
-        return _run_group(request, count)
+        stack.close()
+        return _run_group(request, count, (
+            f'starting worker {index} in a private network failed ({e}), '
+            'so this group (only) runs on reserved ports of this machine'))
       finally:
         os.close(log)
       workers.append(worker_process.Worker(index, process, result, log_path))
-    failure, grow = _wait(workers, request)
+    watch = stall_watch.StallWatch(
+        [f'worker {w.index}' for w in workers],
+        [os.path.join(root, f'worker-{w.index}', stall_watch.HEARTBEAT_FILE)
+         for w in workers], [w.log_path for w in workers])
+    failure, grow = _wait(workers, request, watch)
     return [{
         'index': w.index,
         'chief': w.index == 0,
@@ -265,11 +307,17 @@ def _run_group(request: TrainingRequest, count: int):
     } for w in workers], failure, grow
 
 
-def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
+def _wait(workers: List[worker_process.Worker], request: TrainingRequest,
+          watch: stall_watch.StallWatch):
   """(None, None) when all workers succeeded; (the first failure, None) as
   soon as one failed (the others are still running); (None, N) when the
   group, shrunk, stopped at one step to grow to N workers
-  (`restarts.grow_to`)."""
+  (`restarts.grow_to`).
+
+  Raises:
+    TrainingProcessError: every worker alive and none progressing for the
+      stall limit (`stall_watch`); or late to finish (`FINISH_GRACE_S`).
+  """
   count = len(workers)
   first_done = None
   started = time.monotonic()
@@ -313,6 +361,10 @@ def _wait(workers: List[worker_process.Worker], request: TrainingRequest):
           f'{late} still running. Make every worker train the same steps. '
           'Their output is above, '
           "prefixed '[worker i]'. Nothing was published.")
+    stalled = watch.stalled()
+    if stalled:
+      raise errors.TrainingProcessError(stall_watch.message(
+          stalled, f'the local {count}-worker training', watch.seconds))
     time.sleep(worker_process.POLL_S)
 
 
@@ -377,6 +429,29 @@ def _failure(worker: worker_process.Worker, count: int) -> restarts_lib.WorkerFa
   return restarts_lib.WorkerFailure(worker=worker.index, how=how,
                                     error=error,
                                     after_s=worker.seconds or 0.0)
+
+
+def _keep_logs(workers: List[worker_process.Worker], logs_dir: str) -> None:
+  """Appends each stopped worker's output to `logs_dir`/worker-<i>.log."""
+  try:
+    tf.io.gfile.makedirs(logs_dir)
+    for worker in workers:
+      with open(worker.log_path, 'rb') as f:
+        new = f.read()
+      kept = os.path.join(logs_dir, f'worker-{worker.index}.log')
+      old = b''
+      if tf.io.gfile.exists(kept):
+        with tf.io.gfile.GFile(kept, 'rb') as f:
+          old = f.read()
+      with tf.io.gfile.GFile(kept, 'wb') as f:
+        f.write(old + new)
+      if worker.dropped:
+        logging.warning('%d line(s) of worker %d could not be shown (stderr '
+                        'closed); all its output is in %s.', worker.dropped,
+                        worker.index, kept)
+  except (OSError, tf.errors.OpError) as e:
+    logging.warning('The workers\' output could not be kept in %s: %s',
+                    logs_dir, e)
 
 
 def _clear(directory: str) -> None:

@@ -14,7 +14,17 @@ port between its choice and its bind.
 Where the kernel refuses unprivileged user namespaces (some containers'
 seccomp profiles; `kernel.unprivileged_userns_clone=0`), `available` says
 why and the group falls back to ports of this machine's network, reserved
-until the workers bind them (`PortReservation`).
+until the workers bind them (`PortReservation`); where starting one group's
+worker in the namespace fails, that group alone falls back
+(`local_cluster`).
+
+The namespace has no way out: no interface but loopback, no route. An
+outbound-only path would need a user-mode network stack (slirp4netns,
+pasta) or NAT rules, which this package cannot count on. So a training
+that needs the network is refused before the start (`check_outside_paths`:
+artifacts or checkpoints on an object store, paths with '://'), saying
+what to do; `keys.WORKER_NETWORK_ENV`=host runs the workers on this
+machine's network instead (`why_public`), reachable from it.
 
 The functions returned by `create_fn` and `join_fn` run in the child
 between fork and exec (Popen's preexec_fn): they make system calls through
@@ -30,6 +40,8 @@ import struct
 import subprocess
 import sys
 from typing import Callable, List, Optional
+from generic_trainer import errors
+from generic_trainer.keys import WORKER_NETWORK_ENV, WORKER_NETWORKS
 from generic_trainer.launch import child_process
 
 CLONE_NEWUSER = 0x10000000
@@ -58,11 +70,54 @@ def available() -> str:
   return _available
 
 
-def refuse(why: str) -> None:
-  """Records that private networks cannot be made from this process
-  (`available` says `why` from now on)."""
-  global _available
-  _available = why
+def asked() -> str:
+  """The network `keys.WORKER_NETWORK_ENV` asks for: 'private' or 'host'.
+
+  Raises:
+    InvalidArgumentError: it names neither.
+  """
+  given = os.environ.get(WORKER_NETWORK_ENV, '').strip() or 'private'
+  if given not in WORKER_NETWORKS:
+    raise errors.InvalidArgumentError(
+        f'{WORKER_NETWORK_ENV} names the network local workers use. '
+        f'Expected one of {list(WORKER_NETWORKS)}. Received: '
+        f'{WORKER_NETWORK_ENV}={given!r}. Leave it unset (a private '
+        "network), or set 'host' for workers that need the network. "
+        'Nothing was started.')
+  return given
+
+
+def why_public() -> str:
+  """'' when a group runs in a private network; else why it runs on
+  ports of this machine's network (`asked` host, or not `available`)."""
+  if asked() == 'host':
+    return f'{WORKER_NETWORK_ENV}=host asks for this machine\'s network'
+  why = available()
+  return f'this machine refuses a private network ({why})' if why else ''
+
+
+def check_outside_paths(outside: List[str], count: int) -> None:
+  """Refuses `count` > 1 local workers in a private network (which has
+  no way out) for a training whose `outside` paths (with '://') are on
+  another machine.
+
+  Raises:
+    InvalidArgumentError: that training, before anything starts.
+  """
+  if count <= 1 or not outside or why_public():
+    return
+  shown = ', '.join(outside[:3]) + (', ...' if len(outside) > 3 else '')
+  raise errors.InvalidArgumentError(
+      f'num_workers={count} runs the workers on this machine in a network of '
+      'their own, with no way out (no port of theirs reachable, and none of '
+      'the network reachable from them), but this training reads or writes '
+      f'{len(outside)} path(s) on another machine: {shown}. Expected local '
+      "paths for local workers. Received: paths with '://'. Use local "
+      'folders (copy the artifacts here), or num_workers=1, or run the '
+      'workers in a cluster that sets TF_CONFIG (README.md, "Scaling '
+      f'out"), or set {WORKER_NETWORK_ENV}=host to run them on this '
+      "machine's network, their ports reachable from it "
+      '(docs/threat-model.md). Nothing was started.')
 
 
 def create_fn(then: Optional[Callable[[], None]] = None):

@@ -23,6 +23,7 @@ import tensorflow as tf
 from generic_trainer.errors import NonFiniteLossError, PreemptedError
 from generic_trainer.errors import SpecError
 from generic_trainer.loop.handlers.checkpoint import checkpoint_handler
+from generic_trainer.loop.handlers.heartbeat import Heartbeat
 from generic_trainer.loop.handlers.history_file import HistoryFile
 from generic_trainer.loop.handlers.log_lines import LogLines
 from generic_trainer.loop.handlers.nan_guard import NaNGuard
@@ -243,6 +244,7 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
   handlers = default_handlers(spec, fn_args.model_run_dir,
                               inputs.steps_per_epoch, interactive)
   handlers += list(extra_handlers)
+  handlers.append(Heartbeat())  # Before the user's, which may block.
   handlers += list(spec.user_handlers)
   stop = PreemptionStop(is_chief=fn_args.is_chief,
                         num_workers=getattr(fn_args, 'num_workers', 1))
@@ -265,7 +267,8 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
   started = time.monotonic()
   container.begin()
   with warnings.catch_warnings(), (
-      preemption.watching() if stop.watches else contextlib.nullcontext()):
+      preemption.watching(lambda: _where_saved(checkpoint_dir))
+      if stop.watches else contextlib.nullcontext()):
     # The eval split is read to its end each epoch, on purpose; Keras warns
     # when a dataset of unknown length runs out.
     warnings.filterwarnings('ignore', message='Your input ran out of data')
@@ -306,6 +309,15 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
       'epochs': len(history.epochs),
       'training_time_s': round(elapsed, 3),
   }
+
+
+def _where_saved(checkpoint_dir: Optional[str]) -> str:
+  """'step 7 (epoch 2, batch 2) in CHECKPOINT_DIR', or ''."""
+  try:
+    point = resume.latest(checkpoint_dir) if checkpoint_dir else None
+  except Exception:  # pylint: disable=broad-except
+    return ''
+  return f'{resume.describe_point(point)} in {checkpoint_dir}' if point else ''
 
 
 def _preempted_message(checkpoint_dir: Optional[str], is_chief: bool) -> str:

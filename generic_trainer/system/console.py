@@ -212,6 +212,11 @@ def pipeline_console(log_path: str,
   which writes a line to the terminal (and the log).
 
   With `verbose`, nothing is hidden and no log is written: `say` prints.
+
+  A terminal that closes (the reader of a pipe went away) never ends the
+  block: the first line it refuses is replaced by a line in the log saying
+  so and where the rest is (this log), and every line after goes to the
+  log only.
   """
   if verbose:
     yield lambda line: print(line, flush=True)
@@ -221,10 +226,20 @@ def pipeline_console(log_path: str,
   log = open(log_path, 'ab', buffering=0)  # pylint: disable=consider-using-with
   terminal = os.fdopen(os.dup(1), 'w', buffering=1)
   lock = threading.Lock()
+  closed = []
 
   def show(line: str) -> None:
     with lock:
-      terminal.write(line + '\n')
+      if closed:
+        return
+      try:
+        terminal.write(line + '\n')
+        terminal.flush()
+      except (OSError, ValueError) as e:
+        closed.append(e)
+        log.write(f"The terminal's output closed ({type(e).__name__}); what "
+                  f'follows is written to this log only: '
+                  f'{os.path.abspath(log_path)}\n'.encode())
 
   def say(line: str) -> None:
     show(line)
@@ -268,7 +283,10 @@ def pipeline_console(log_path: str,
     os.close(saved[0])
     os.close(saved[1])
     reader.join(timeout=10)
-    terminal.close()
+    try:
+      terminal.close()
+    except OSError:  # Closed: the log said so.
+      pass
     log.close()
 
 
@@ -306,7 +324,10 @@ def run_pipeline(title: str, output_dir: str, verbose: bool,
       say(f'== {title}' + (f'; full log: {log_path}' if log_path else ''))
       body(say, log_path)
   except Exception as e:  # pylint: disable=broad-except
-    print(failure_message(e, log_path), file=sys.stderr)
+    try:
+      print(failure_message(e, log_path), file=sys.stderr, flush=True)
+    except OSError:  # A closed terminal: the log holds the failure.
+      pass
     return False
   return True
 

@@ -11,7 +11,17 @@ where the process is:
     `loop.handlers.preemption_stop` reads the flag at the next step
     boundary and stops the training as `model.stop_training` does, the
     resume checkpoint handler saves that step, and the fit loop raises
-    PreemptedError: nothing is exported or published;
+    PreemptedError: nothing is exported or published. Where no step
+    boundary comes (user code blocks: a handler waiting on something),
+    the training is interrupted `keys.PREEMPTION_STEP_WAIT_S` after the
+    signal (`keys.PREEMPTION_STEP_WAIT_ENV` changes it): a SIGALRM raises
+    PreemptedError where the main thread is, which leaves with the last
+    resume checkpoint, through every cleanup (the cache folders of TMPDIR),
+    and the command exits 143. Where even that does not end the block
+    (native code that never returns to Python, user code that swallows
+    the error), the process removes its scratch folders and ends itself
+    (`os._exit(143)`) `keys.PREEMPTION_EXIT_S` after the signal, inside
+    the grace period;
   - a parent waiting for its child or local workers: it keeps waiting
     (at most `keys.PREEMPTION_WAIT_S`) while they save, then raises
     PreemptedError;
@@ -28,19 +38,30 @@ and one resume path for kills and preemptions alike.
 """
 
 import contextlib
+import glob
 import os
+import shutil
 import signal
+import sys
 import threading
+import time
 import weakref
-from typing import Iterator
+from typing import Callable, Iterator, Optional
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import scratch
+from generic_trainer.errors import PreemptedError
+from generic_trainer.keys import PREEMPTED_EXIT_CODE, PREEMPTION_EXIT_S
+from generic_trainer.keys import PREEMPTION_STEP_WAIT_ENV
+from generic_trainer.keys import PREEMPTION_STEP_WAIT_S
 
 _requested = threading.Event()
 _children: 'weakref.WeakSet' = weakref.WeakSet()
 _watchers = 0
 _previous = signal.SIG_DFL
 _installed = False
+_checkpoint: Optional[Callable[[], str]] = None  # Where the last step is.
+_deadline: Optional[threading.Event] = None  # Set: the block has ended.
 
 
 def requested() -> bool:
@@ -67,24 +88,47 @@ def handling() -> Iterator[None]:
     _previous, _installed = signal.SIG_DFL, False
 
 
+def step_wait_s() -> float:
+  """How long after SIGTERM a training may go without a step boundary:
+  `keys.PREEMPTION_STEP_WAIT_ENV` when it is a number of seconds from 0.1
+  to `PREEMPTION_EXIT_S` - 2, else `keys.PREEMPTION_STEP_WAIT_S`."""
+  try:
+    value = float(os.environ.get(PREEMPTION_STEP_WAIT_ENV, ''))
+  except ValueError:
+    return PREEMPTION_STEP_WAIT_S
+  return value if 0.1 <= value <= PREEMPTION_EXIT_S - 2 else (
+      PREEMPTION_STEP_WAIT_S)
+
+
 @contextlib.contextmanager
-def watching() -> Iterator[None]:
+def watching(checkpoint: Optional[Callable[[], str]] = None
+             ) -> Iterator[None]:
   """While the block runs, training steps read the flag: SIGTERM does not
-  end the process.
+  end the process; a block that reaches no step boundary is interrupted
+  (see the module docstring).
+
+  Args:
+    checkpoint: Says where the last resume checkpoint is, for the message
+      of an interrupted block ('step 7 (epoch 2, batch 2) in /ckpt').
 
   It installs the handler again: TensorFlow's coordination service
   (MultiWorkerMirroredStrategy) replaces it with its own when it starts
   (`preemption_notifier.cc`, "SIGTERM caught"), which would make SIGTERM
   do nothing here.
   """
-  global _watchers
-  if _installed and threading.current_thread() is threading.main_thread():
+  global _watchers, _checkpoint
+  main = threading.current_thread() is threading.main_thread()
+  if _installed and main:
     signal.signal(signal.SIGTERM, _on_sigterm)
   _watchers += 1
+  _checkpoint = checkpoint
   try:
     yield
   finally:
     _watchers -= 1
+    if not _watchers:
+      _checkpoint = None
+      _disarm()
 
 
 def track(process) -> None:
@@ -115,7 +159,10 @@ def _on_sigterm(signum, frame):  # pylint: disable=unused-argument
       process.send_signal(signal.SIGTERM)
     except OSError:
       pass
-  if _watchers or live:
+  if _watchers:
+    _arm()
+    return
+  if live:
     return
   # Nothing trains here: end as SIGTERM would have (nothing is lost).
   previous = _previous
@@ -126,3 +173,67 @@ def _on_sigterm(signum, frame):  # pylint: disable=unused-argument
     return
   signal.signal(signal.SIGTERM, signal.SIG_DFL)
   os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _arm() -> None:
+  """After SIGTERM in a training (main thread, in the signal handler):
+  SIGALRM in `step_wait_s()`, and the last resort at PREEMPTION_EXIT_S."""
+  global _deadline
+  if _deadline is not None or not hasattr(signal, 'setitimer'):
+    return
+  _deadline = threading.Event()
+  wait = step_wait_s()
+  signal.signal(signal.SIGALRM, _interrupt(wait))
+  signal.setitimer(signal.ITIMER_REAL, wait)
+  threading.Thread(target=_last_resort, args=(_deadline, time.monotonic()),
+                   daemon=True, name='preemption-exit').start()
+
+
+def _disarm() -> None:
+  global _deadline
+  if _deadline is None:
+    return
+  _deadline.set()
+  _deadline = None
+  if threading.current_thread() is threading.main_thread():
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def _interrupt(wait: float):
+  def on_alarm(signum, frame):  # pylint: disable=unused-argument
+    where = _checkpoint() if _checkpoint else ''
+    raise PreemptedError(
+        f'SIGTERM arrived {wait:.0f} s ago and the training reached no step '
+        'boundary since: user code blocks (a handler, run_fn or the input '
+        'waiting on something), so it was interrupted to end within the '
+        'grace period. Expected a step boundary within '
+        f'{wait:.0f} s of a SIGTERM ({PREEMPTION_STEP_WAIT_ENV}). Received: '
+        f'SIGTERM, then no step for {wait:.0f} s. It leaves with the last '
+        'resume checkpoint: ' + (where or 'none was written') + '; the '
+        'step in progress is lost, nothing was exported or published. Run '
+        'the same training again: it resumes there. If a handler waits on '
+        'something, give it a timeout.')
+  return on_alarm
+
+
+def _last_resort(ended: threading.Event, since: float) -> None:
+  """Ends the process at PREEMPTION_EXIT_S after the signal unless the
+  training's block ended first: its scratch folders removed, exit 143."""
+  if ended.wait(max(0.0, PREEMPTION_EXIT_S - (time.monotonic() - since))):
+    return
+  pattern = os.path.join(scratch.parent(),
+                         f'{scratch.PREFIX}*-{os.getpid()}-*')
+  for folder in glob.glob(pattern):
+    shutil.rmtree(folder, ignore_errors=True)
+  try:
+    sys.stderr.write(
+        f'SIGTERM: the training was still blocked {PREEMPTION_EXIT_S:.0f} s '
+        'after the signal, even after it was interrupted (native code, or '
+        'user code that caught the interruption); the process ends now '
+        f'with {PREEMPTED_EXIT_CODE}, its temporary folders removed. The '
+        'last resume checkpoint is kept; nothing was published.\n')
+    sys.stderr.flush()
+  except (OSError, ValueError):
+    pass
+  os._exit(PREEMPTED_EXIT_CODE)  # pylint: disable=protected-access

@@ -7,7 +7,8 @@ is a handler; a TrainSpec adds its own with `handlers()`. Keras's own
 EarlyStopping, ModelCheckpoint, TensorBoard and ProgbarLogger are used as
 they are; the classes here are the ones Keras lacks:
 `nan_guard.NaNGuard`, `history_file.HistoryFile`, `log_lines.LogLines`,
-`first_step.FirstStepTime`, `monitor_check.MonitorCheck`,
+`first_step.FirstStepTime`, `heartbeat.Heartbeat` (the progress a
+parent watches for a stall), `monitor_check.MonitorCheck`,
 `checkpoint.checkpoint_handler` (Keras's ModelCheckpoint configured from a
 spec), `preemption_stop.PreemptionStop` (the stop after a SIGTERM), and
 those of resuming:
