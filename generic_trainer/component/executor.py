@@ -12,6 +12,7 @@ from tfx.types import standard_component_specs as keys
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
+from generic_trainer.system import machine
 from generic_trainer.system import paths
 from generic_trainer.system import preemption
 from generic_trainer import resume
@@ -19,6 +20,7 @@ from generic_trainer.system import scratch
 from generic_trainer.loop import train_result
 from generic_trainer.checks import attempt
 from generic_trainer.fnargs import inputs
+from generic_trainer.plan import distribution
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.checks import serving_check
 from generic_trainer.checks.publish import StagedExport
@@ -72,10 +74,17 @@ class GenericExecutor(base_executor.BaseExecutor):
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
+    logging.info('This pod gives the training %s.', machine.describe())
+    tf_config = distribution.cluster_tf_config(os.environ)
+    if tf_config and not os.environ.get(TF_CONFIG_ENV):
+      # TensorFlow's cluster resolver, and every child, read it from here.
+      os.environ[TF_CONFIG_ENV] = tf_config
+      logging.info('TF_CONFIG built from the JobSet environment: %s',
+                   tf_config)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])
     plan, entry = plan_lib.resolve(
-        exec_properties, tf_config=os.environ.get(TF_CONFIG_ENV),
+        exec_properties, tf_config=tf_config,
         checkpoint_dir=self._given_checkpoint_dir,
         resume=plan_lib.pipeline_resume(input_dict, exec_properties,
                                         model_run_uri,
