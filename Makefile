@@ -2,7 +2,15 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
+# The image (Dockerfile): BASE is its FROM; IMAGE its tag.
+IMAGE ?= localhost/tfx-generic-trainer:dev
+BASE ?= python:3.10-slim
+# The host's CA bundle, for a network whose proxy re-signs TLS (a build secret).
+HOST_CA ?= $(or $(SSL_CERT_FILE),/etc/ssl/certs/ca-certificates.crt)
+IMAGE_FLAGS = --network host --build-arg BASE=$(BASE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA))
+comma := ,
+
+.PHONY: image image-base setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -18,6 +26,15 @@ pipeline-jax: setup
 
 pipeline-canned: setup
 	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-canned --string-labels --module-file module_files/penguin_canned.py
+
+image:
+	scripts/container.sh --install
+	scripts/container.sh build $(IMAGE_FLAGS) -t $(IMAGE) -f Dockerfile .
+
+# The base from Debian's packages, for a machine that cannot pull (scripts/base_image.sh).
+image-base:
+	scripts/container.sh --install
+	scripts/base_image.sh
 
 test: setup
 	$(PY) -m pytest tests
