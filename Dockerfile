@@ -44,7 +44,7 @@ COPY setup.py pyproject.toml README.md LICENSE ./
 COPY generic_trainer generic_trainer
 COPY pipelines pipelines
 COPY module_files module_files
-RUN python -m uv pip install --system --no-cache --no-deps . \
+RUN python -m uv pip install --system --no-cache --no-deps --no-build-isolation . \
  && python -c "from pipelines.penguin_data import write_penguin_csv; write_penguin_csv('/pipeline/data')"
 
 ENV PYTHONPATH=/pipeline/module_files \
