@@ -5,12 +5,14 @@ OUT ?= tfx_pipeline_output
 # The image (Dockerfile): BASE is its FROM; IMAGE its tag.
 IMAGE ?= localhost/tfx-generic-trainer:dev
 BASE ?= python:3.10-slim
+# e.g. --no-cache, to time a build from scratch (uv's download cache stays).
+IMAGE_BUILD_FLAGS ?=
 # The host's CA bundle, for a network whose proxy re-signs TLS (a build secret).
 HOST_CA ?= $(or $(SSL_CERT_FILE),/etc/ssl/certs/ca-certificates.crt)
-IMAGE_FLAGS = --network host --build-arg BASE=$(BASE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA))
+IMAGE_FLAGS = $(IMAGE_BUILD_FLAGS) --network host --build-arg BASE=$(BASE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA))
 comma := ,
 
-.PHONY: image image-base setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
+.PHONY: image image-base containers setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -36,7 +38,12 @@ image-base:
 	scripts/container.sh --install
 	scripts/base_image.sh
 
-test: setup
+# What the container tests need (podman, buildah, runc, mmdebstrap): installed
+# when there is no engine, quick when there is; they skip where it cannot be.
+containers:
+	@scripts/container.sh --install || echo 'make: no container engine could be installed; the container tests will skip'
+
+test: setup containers
 	$(PY) -m pytest tests
 
 test-fast: setup
