@@ -12,7 +12,7 @@ HOST_CA ?= $(or $(SSL_CERT_FILE),/etc/ssl/certs/ca-certificates.crt)
 IMAGE_FLAGS = $(IMAGE_BUILD_FLAGS) --network host --build-arg BASE=$(BASE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA))
 comma := ,
 
-.PHONY: image image-base containers setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
+.PHONY: image image-base image-gpu containers setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock clean
 
 setup:
 	@bash scripts/setup.sh
@@ -37,6 +37,10 @@ image:
 image-base:
 	scripts/container.sh --install
 	scripts/base_image.sh
+
+# The GPU variant (Dockerfile.gpu), on top of $(IMAGE).
+image-gpu:
+	scripts/container.sh build $(IMAGE_BUILD_FLAGS) --network host --build-arg IMAGE=$(IMAGE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA)) -t $(IMAGE)-gpu -f Dockerfile.gpu .
 
 # What the container tests need (podman, buildah, runc, mmdebstrap): installed
 # when there is no engine, quick when there is; they skip where it cannot be.
