@@ -11,6 +11,7 @@ can be installed.
 """
 
 import os
+import shutil
 
 import pytest
 
@@ -53,3 +54,59 @@ def test_compiled_penguin_pipeline_runs_step_by_step_in_containers(
                                      'saved_model.pb'))
   (model,) = produced['GenericTrainer']['model']
   assert os.listdir(model['uri']) == ['Format-Serving']
+
+
+def test_chief_and_worker_train_as_two_containers(
+    image, compiled_kubeflow, penguin_artifacts, tmp_path):
+  """Two containers of the image, TF_CONFIG as the Training Operator sets
+  it (loopback ports, host network): the chief trains, validates and
+  publishes; the worker trains and publishes nothing."""
+  import json  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from conftest import penguin_statistics  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
+  examples, schema = penguin_artifacts
+  job, _ = compiled_kubeflow
+  root = str(tmp_path)
+  for artifact, name in ((examples, 'examples'), (schema, 'schema')):
+    shutil.copytree(artifact.uri, os.path.join(root, name))
+    artifact.uri = os.path.join(root, name)
+  model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
+  model.uri, model_run.uri = (os.path.join(root, 'model'),
+                              os.path.join(root, 'model_run'))
+  invocation = kfp_step.executor_input(
+      job, 'GenericTrainer',
+      {'examples': [examples], 'schema': [schema],
+       'statistics': [penguin_statistics(tmp_path)]},
+      {'model': [model], 'model_run': [model_run]},
+      os.path.join(root, 'executor_output.json'))
+  inputs = {key: value['artifacts'] for key, value in
+            invocation['inputs']['artifacts'].items()}
+  outputs = {key: value['artifacts'] for key, value in
+             invocation['outputs']['artifacts'].items()}
+  ports = free_ports(2)
+  cluster = {'chief': [f'localhost:{ports[0]}'],
+             'worker': [f'localhost:{ports[1]}']}
+  processes = {}
+  for task_type in ('chief', 'worker'):
+    tf_config = json.dumps({'cluster': cluster,
+                            'task': {'type': task_type, 'index': 0}})
+    processes[task_type] = containers.run_step(
+        job, 'GenericTrainer', image, root, inputs,
+        env={'TF_CONFIG': tf_config}, extra=['--network', 'host'],
+        outputs=outputs, detach_name=f'gt-{task_type}-{ports[0]}')
+  logs = {}
+  try:
+    for task_type, process in processes.items():
+      logs[task_type] = process.communicate(timeout=600)[0]
+  finally:
+    for process in processes.values():
+      process.kill()
+  for task_type, process in processes.items():
+    assert process.returncode == 0, logs[task_type][-5000:]
+  assert 'training as worker 1 of 2 (worker 0); the chief publishes' in logs[
+      'worker']
+  assert 'Export validated' in logs['chief']
+  assert 'Export validated' not in logs['worker']
+  assert os.listdir(model.uri) == ['Format-Serving']
