@@ -65,7 +65,8 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
              env: Optional[Dict[str, str]] = None,
              extra: Optional[List[str]] = None,
              outputs: Optional[Dict[str, List[Dict[str, Any]]]] = None,
-             detach_name: Optional[str] = None):
+             detach_name: Optional[str] = None,
+             parameters: Optional[Dict[str, Optional[str]]] = None):
   """Runs one compiled step as KFP's launcher does; returns its output
   artifacts as the executor-output file gives them (key -> runtime
   artifacts), or the Popen of a named container when `detach_name`."""
@@ -88,6 +89,15 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
       key: {'artifacts': [dict(a, type=declared_out[key]['artifactType'])
                           for a in artifacts]}
       for key, artifacts in outputs.items()}
+  for key, value in (parameters or {}).items():
+    for field in ('parameters', 'parameterValues'):
+      values = invocation['inputs'].get(field)
+      if values is None:
+        continue
+      values.pop(key, None)
+      if value is not None:
+        values[key] = ({'stringValue': value} if field == 'parameters'
+                       else value)
   command = kfp_step.command_line(job, task, invocation)
   container = kfp_step.container(job, task)
   os.chmod(root, 0o777)

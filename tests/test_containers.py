@@ -110,3 +110,101 @@ def test_chief_and_worker_train_as_two_containers(
   assert 'Export validated' in logs['chief']
   assert 'Export validated' not in logs['worker']
   assert os.listdir(model.uri) == ['Format-Serving']
+
+
+def test_sigterm_to_the_worker_container_saves_the_step_and_the_rerun_resumes(
+    image, compiled_kubeflow, penguin_artifacts, tmp_path):
+  """SIGTERM to the worker's container: it asks the chief to stop, both
+  stop at one step, which is saved, and publish nothing; the same two
+  containers again resume there and train the rest: 0 steps twice."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import json  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  from conftest import REPO, TESTDATA, penguin_statistics  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  examples, schema = penguin_artifacts
+  job, _ = compiled_kubeflow
+  root = str(tmp_path)
+  for artifact, name in ((examples, 'examples'), (schema, 'schema')):
+    shutil.copytree(artifact.uri, os.path.join(root, name))
+    artifact.uri = os.path.join(root, name)
+  model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
+  model.uri, model_run.uri = (os.path.join(root, 'model'),
+                              os.path.join(root, 'model_run'))
+  invocation = kfp_step.executor_input(
+      job, 'GenericTrainer',
+      {'examples': [examples], 'schema': [schema],
+       'statistics': [penguin_statistics(tmp_path)]},
+      {'model': [model], 'model_run': [model_run]},
+      os.path.join(root, 'executor_output.json'))
+  inputs = {key: value['artifacts'] for key, value in
+            invocation['inputs']['artifacts'].items()}
+  outputs = {key: value['artifacts'] for key, value in
+             invocation['outputs']['artifacts'].items()}
+  record = os.path.join(root, 'record')
+  parameters = {
+      'module_path': None,
+      'module_file': os.path.join(TESTDATA, 'slow_worker_spec.py'),
+      'train_args': json.dumps({'num_steps': 40}),
+      'eval_args': json.dumps({'num_steps': 0}),
+      'custom_config': json.dumps({'record_dir': record})}
+
+  def start(tag):
+    ports = free_ports(2)
+    cluster = {'chief': [f'localhost:{ports[0]}'],
+               'worker': [f'localhost:{ports[1]}']}
+    return {task_type: containers.run_step(
+        job, 'GenericTrainer', image, root, inputs,
+        env={'TF_CONFIG': json.dumps({'cluster': cluster, 'task': {
+            'type': task_type, 'index': 0}})},
+        extra=['--network', 'host', '-v', f'{REPO}:{REPO}:ro'],
+        outputs=outputs, detach_name=f'gt-{task_type}-{tag}-{ports[0]}',
+        parameters=parameters) for task_type in ('chief', 'worker')}
+
+  def finish(processes):
+    logs = {}
+    try:
+      for task_type, process in processes.items():
+        logs[task_type] = process.communicate(timeout=600)[0]
+    finally:
+      for process in processes.values():
+        process.kill()
+    return logs
+
+  def saved_step():
+    for path in glob.glob(os.path.join(model_run.uri, 'resume-*',
+                                       'latest.json')):
+      with open(path) as f:
+        return json.load(f).get('step', 0)
+    return 0
+
+  def chief_steps():
+    with open(os.path.join(record, 'steps.log')) as f:
+      return [int(line.split()[2]) for line in f if line.split()[1] == '0']
+
+  processes = start('first')
+  deadline = time.monotonic() + 400
+  while saved_step() < 10:
+    assert time.monotonic() < deadline and all(
+        p.poll() is None for p in processes.values()), finish(processes)
+    time.sleep(0.2)
+  worker_name = processes['worker'].args[
+      processes['worker'].args.index('--name') + 1]
+  containers.engine('kill', '--signal', 'TERM', worker_name)
+  logs = finish(processes)
+  for task_type, process in processes.items():
+    assert process.returncode != 0, logs[task_type][-3000:]
+  saved = saved_step()
+  assert 10 <= saved < 40, logs['chief'][-3000:]
+  assert chief_steps()[-1] == saved, logs['chief'][-3000:]
+  assert not os.path.exists(model.uri) or not os.listdir(model.uri)
+
+  os.remove(os.path.join(record, 'steps.log'))
+  processes = start('again')
+  logs = finish(processes)
+  for task_type, process in processes.items():
+    assert process.returncode == 0, logs[task_type][-5000:]
+  assert chief_steps() == list(range(saved + 1, 41))  # 0 steps twice.
+  assert os.listdir(model.uri) == ['Format-Serving']
