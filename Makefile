@@ -2,7 +2,17 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-.PHONY: setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock dist clean
+# The image (Dockerfile): BASE is its FROM; IMAGE its tag.
+IMAGE ?= localhost/tfx-generic-trainer:dev
+BASE ?= python:3.10-slim
+# e.g. --no-cache, to time a build from scratch (uv's download cache stays).
+IMAGE_BUILD_FLAGS ?=
+# The host's CA bundle, for a network whose proxy re-signs TLS (a build secret).
+HOST_CA ?= $(or $(SSL_CERT_FILE),/etc/ssl/certs/ca-certificates.crt)
+IMAGE_FLAGS = $(IMAGE_BUILD_FLAGS) --network host --build-arg BASE=$(BASE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA))
+comma := ,
+
+.PHONY: image image-base image-gpu containers setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -19,7 +29,25 @@ pipeline-jax: setup
 pipeline-canned: setup
 	$(PY) -m pipelines.penguin_pipeline_local --output-dir $(OUT)-canned --string-labels --module-file module_files/penguin_canned.py
 
-test: setup
+image:
+	scripts/container.sh --install
+	scripts/container.sh build $(IMAGE_FLAGS) -t $(IMAGE) -f Dockerfile .
+
+# The base from Debian's packages, for a machine that cannot pull (scripts/base_image.sh).
+image-base:
+	scripts/container.sh --install
+	scripts/base_image.sh
+
+# The GPU variant (Dockerfile.gpu), on top of $(IMAGE).
+image-gpu:
+	scripts/container.sh build $(IMAGE_BUILD_FLAGS) --network host --build-arg IMAGE=$(IMAGE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA)) -t $(IMAGE)-gpu -f Dockerfile.gpu .
+
+# What the container tests need (podman, buildah, runc, mmdebstrap): installed
+# when there is no engine, quick when there is; they skip where it cannot be.
+containers:
+	@scripts/container.sh --install || echo 'make: no container engine could be installed; the container tests will skip'
+
+test: setup containers
 	$(PY) -m pytest tests
 
 test-fast: setup

@@ -61,6 +61,23 @@ STRATEGIES = (DEFAULT_STRATEGY, MIRRORED, MULTI_WORKER_MIRRORED)
 
 # The environment variable a cluster describes itself in.
 TF_CONFIG_ENV = 'TF_CONFIG'
+# Where a Kubeflow Trainer v2 pod (a JobSet's) learns its place, when no
+# TF_CONFIG is set: the TrainingRuntime (`kubeflow.trainjob`) sets the
+# first three from the JobSet's pod labels (downward API), Kubernetes sets
+# JOB_COMPLETION_INDEX in an Indexed Job's pods, and the TrainJob sets the
+# node count. The subdomain and port are optional (JobSet's default
+# subdomain is the JobSet's name; the port is TF's usual 2222).
+JOBSET_NAME_ENV = 'JOBSET_NAME'
+JOBSET_REPLICATED_JOB_ENV = 'REPLICATED_JOB_NAME'
+JOBSET_JOB_INDEX_ENV = 'JOB_INDEX'
+JOBSET_POD_INDEX_ENV = 'JOB_COMPLETION_INDEX'
+JOBSET_NUM_NODES_ENV = 'GENERIC_TRAINER_NUM_NODES'
+JOBSET_SUBDOMAIN_ENV = 'JOBSET_SUBDOMAIN'
+JOBSET_PORT_ENV = 'GENERIC_TRAINER_PORT'
+JOBSET_DEFAULT_PORT = 2222
+JOBSET_REQUIRED_ENV = (JOBSET_NAME_ENV, JOBSET_REPLICATED_JOB_ENV,
+                       JOBSET_JOB_INDEX_ENV, JOBSET_POD_INDEX_ENV,
+                       JOBSET_NUM_NODES_ENV)
 
 # SIGTERM (a preemption, a pod deleted): training stops at the next step,
 # saves it, and the command exits with 128 + SIGTERM, as a shell reports a

@@ -36,14 +36,18 @@ TRAINER_EXECUTOR = 'generic_trainer.component.executor.GenericExecutor'
 def create_pipeline(pipeline_root: str, serving_model_dir: str,
                     data_root: str = IMAGE_DATA_ROOT, train_steps: int = 100,
                     eval_steps: int = 5, num_workers: Optional[int] = None,
-                    accuracy_threshold: float = 0.6, baseline: bool = True):
-  """The penguin pipeline with the module and data as the image has them."""
+                    accuracy_threshold: float = 0.6, baseline: bool = True,
+                    trainer_resources: Optional[Dict[str, Any]] = None):
+  """The penguin pipeline with the module and data as the image has them;
+  `trainer_resources` is GenericTrainer's `resources` (its pod's CPU,
+  memory and accelerator, which the compiled step carries)."""
   return penguin_pipeline_local.create_pipeline(
       PIPELINE_NAME, pipeline_root, data_root, module_file=None,
       serving_model_dir=serving_model_dir, metadata_path=None,
       train_steps=train_steps, eval_steps=eval_steps,
       accuracy_threshold=accuracy_threshold, num_workers=num_workers,
-      module_path=MODULE_PATH, baseline=baseline)
+      module_path=MODULE_PATH, baseline=baseline,
+      trainer_resources=trainer_resources)
 
 
 def compile_pipeline(output_path: str, image: str, pipeline_root: str,
@@ -81,15 +85,29 @@ def main(argv=None) -> int:
   parser.add_argument('--num-workers', type=int, default=None,
                       help='Worker processes the trainer step starts in its '
                       'pod (default: one process).')
+  parser.add_argument('--trainer-cpu', default=None,
+                      help="The trainer pod's cores, e.g. 4 or 500m.")
+  parser.add_argument('--trainer-memory', default=None,
+                      help="The trainer pod's memory, e.g. 16G.")
+  parser.add_argument('--trainer-accelerator', default=None,
+                      help='The trainer pod\'s accelerator type and count, '
+                      'e.g. NVIDIA_TESLA_T4:1.')
   parser.add_argument('--no-baseline', dest='baseline', action='store_false',
                       help='Leave out the latest-blessed-model Resolver.')
   parser.add_argument('--output', default='penguin_kubeflow.yaml',
                       help='.yaml: the KFP package; .json: the PipelineJob.')
   args = parser.parse_args(argv)
+  resources = {key: value for key, value in (
+      ('cpu', args.trainer_cpu), ('memory', args.trainer_memory)) if value}
+  if args.trainer_accelerator:
+    kind, _, count = args.trainer_accelerator.partition(':')
+    resources.update(accelerator_type=kind,
+                     accelerator_count=int(count or 1))
   compile_pipeline(args.output, args.image, args.pipeline_root,
                    args.serving_model_dir, data_root=args.data_root,
                    train_steps=args.train_steps, eval_steps=args.eval_steps,
-                   num_workers=args.num_workers, baseline=args.baseline)
+                   num_workers=args.num_workers, baseline=args.baseline,
+                   trainer_resources=resources or None)
   print(f'Compiled {PIPELINE_NAME} to {os.path.abspath(args.output)}')
   return 0
 

@@ -34,7 +34,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
                     module_path: Optional[str] = None,
                     baseline: bool = True,
                     evaluate_output: Optional[str] = None,
-                    backend: Optional[str] = None):
+                    backend: Optional[str] = None,
+                    trainer_resources: Optional[dict] = None):
   """Returns the TFX pipeline (a `tfx.dsl.Pipeline`).
 
   `evaluate_output` names the output Evaluator evaluates in a model with
@@ -45,7 +46,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
   `metadata_path` the orchestrator brings the metadata store (Kubeflow).
   `baseline=False` leaves out the latest-blessed-model Resolver: Evaluator
   then checks the accuracy threshold alone. `backend` is GenericTrainer's
-  ('tensorflow' or 'jax').
+  ('tensorflow' or 'jax'); `trainer_resources` its `resources` (what a
+  Kubeflow trainer pod asks for; a local run ignores them).
   """
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   from tfx.components import CsvExampleGen, Evaluator, Pusher, SchemaGen, StatisticsGen  # pylint: disable=g-import-not-at-top,g-multiple-import
@@ -70,7 +72,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
       eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
       keras_version=keras_version,
       num_workers=num_workers,
-      backend=backend)
+      backend=backend,
+      resources=trainer_resources)
   model_resolver = resolver.Resolver(
       strategy_class=latest_blessed_model_strategy.LatestBlessedModelStrategy,
       model=Channel(type=standard_artifacts.Model),

@@ -161,3 +161,59 @@ def test_fn_args_of_one_process(trainer_io, monkeypatch):
   assert fn_args.strategy is tf.distribute.get_strategy()
   assert (fn_args.is_chief, fn_args.worker_index, fn_args.num_workers) == (
       True, 0, 1)
+
+
+_JOBSET = {'JOBSET_NAME': 'penguin-train', 'REPLICATED_JOB_NAME': 'node',
+           'JOB_INDEX': '0', 'JOB_COMPLETION_INDEX': '1',
+           'GENERIC_TRAINER_NUM_NODES': '3'}
+
+
+def test_tf_config_from_a_jobset_environment():
+  """No TF_CONFIG: the JobSet's names, indexes and host names give it."""
+  tf_config = distribution.cluster_tf_config(_JOBSET)
+  assert json.loads(tf_config) == {
+      'cluster': {'worker': [f'penguin-train-node-0-{i}.penguin-train:2222'
+                             for i in range(3)]},
+      'task': {'type': 'worker', 'index': 1}}
+  assert distribution.role_from_tf_config(tf_config) == ClusterRole(
+      3, 1, False, 'worker', 1)
+
+
+def test_jobset_subdomain_and_port_when_set():
+  """JOBSET_SUBDOMAIN and GENERIC_TRAINER_PORT replace the defaults."""
+  tf_config = json.loads(distribution.cluster_tf_config(
+      {**_JOBSET, 'JOB_COMPLETION_INDEX': '0', 'JOBSET_SUBDOMAIN': 'train',
+       'GENERIC_TRAINER_PORT': '5000'}))
+  assert tf_config['cluster']['worker'][0] == 'penguin-train-node-0-0.train:5000'
+  assert tf_config['task'] == {'type': 'worker', 'index': 0}
+
+
+def test_tf_config_set_wins_over_the_jobset_environment():
+  """The Training Operator's TF_CONFIG is taken as it is."""
+  given = _tf_config(_WORKERS, 'worker', 2)
+  assert distribution.cluster_tf_config({**_JOBSET, 'TF_CONFIG': given}) == (
+      given)
+
+
+def test_no_cluster_without_either():
+  """Neither TF_CONFIG nor a JobSet: one process."""
+  assert distribution.cluster_tf_config({'HOME': '/root'}) is None
+
+
+@pytest.mark.parametrize('environ, message', [
+    ({'JOBSET_NAME': 'penguin-train', 'JOB_COMPLETION_INDEX': '0'},
+     r'Neither TF_CONFIG nor a complete JobSet environment says where this '
+     r'process trains: TF_CONFIG is unset and REPLICATED_JOB_NAME, JOB_INDEX, '
+     r'GENERIC_TRAINER_NUM_NODES are missing\..*Received: '
+     r"JOBSET_NAME='penguin-train', REPLICATED_JOB_NAME=None"),
+    ({**_JOBSET, 'GENERIC_TRAINER_NUM_NODES': 'two'},
+     r'The JobSet environment must give whole numbers.*'
+     r"GENERIC_TRAINER_NUM_NODES='two'"),
+    ({**_JOBSET, 'JOB_COMPLETION_INDEX': '3'},
+     r'puts this pod at index 3 of 3 nodes\. Expected 0 <= '
+     r'JOB_COMPLETION_INDEX < GENERIC_TRAINER_NUM_NODES'),
+])
+def test_an_incomplete_jobset_environment_is_refused(environ, message):
+  """Part of a JobSet's environment, or a wrong number, says what is missing."""
+  with pytest.raises(InvalidArgumentError, match=message):
+    distribution.cluster_tf_config(environ)

@@ -263,11 +263,11 @@ _HEAVY = {'tensorflow', 'keras', 'tf_keras', 'numpy', 'tfx', 'apache_beam',
           'tfx_bsl', 'tensorflow_transform', 'ml_metadata',
           'tensorflow_metadata', 'tensorflow_serving', 'jax', 'jaxlib',
           'google', 'absl', 'portpicker', 'jsonschema', 'yaml', 'h5py',
-          'kfp', 'kubeflow', 'kubernetes', 'palmerpenguins', 'mkdocs',
-          'ctypes'}
+          'kfp', 'kubeflow', 'kubeflow_trainer_api', 'kubernetes',
+          'palmerpenguins', 'mkdocs', 'ctypes'}
 _DECIDES_THE_PROCESS = {'tf_keras', 'jax', 'jaxlib', 'tfx',
                         'tensorflow_transform', 'apache_beam', 'tfx_bsl',
-                        'ml_metadata', 'kubeflow',
+                        'ml_metadata', 'kubeflow', 'kubeflow_trainer_api',
                         'kfp', 'kubernetes', 'palmerpenguins', 'mkdocs',
                         'ctypes'}
 # Modules that must import light: the package and its __init__s, what

@@ -21,7 +21,9 @@ from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.data.kept.artifact import ParsedRows
 from generic_trainer.component.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
+from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow import tfjob
+from generic_trainer.kubeflow import trainjob
 from tfx.components.util import udf_utils
 
 
@@ -71,7 +73,8 @@ class GenericTrainer(base_component.BaseComponent):
       max_restarts: Optional[int] = None,
       backend: Optional[str] = None,
       parsed_rows: Optional[types.BaseChannel] = None,
-      keep_parsed_rows: Optional[bool] = None):
+      keep_parsed_rows: Optional[bool] = None,
+      resources: Optional[Dict[str, Any]] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -134,6 +137,12 @@ class GenericTrainer(base_component.BaseComponent):
         the files it reads for the next one, in the output
         `updated_parsed_rows` (ParsedRows). None: True when `parsed_rows`
         is connected.
+      resources: What each trainer pod asks the cluster for: 'cpu',
+        'memory', 'accelerator_type', 'accelerator_count', 'node_selector',
+        'tolerations' (`generic_trainer.kubeflow.resources`). The compiled
+        Kubeflow step carries CPU, memory and the accelerator; every
+        replica of `to_tfjob` and `to_trainjob` carries all of them. A
+        local run ignores them.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -169,6 +178,7 @@ class GenericTrainer(base_component.BaseComponent):
     plan_lib.check_flag('keep_parsed_rows', keep_parsed_rows)
     if keep_parsed_rows is None:
       keep_parsed_rows = parsed_rows is not None
+    self.resources = resources_lib.from_value(resources)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     try:
@@ -201,6 +211,9 @@ class GenericTrainer(base_component.BaseComponent):
     except TypeError as e:
       raise channels.parameter_error(e) from e
     super().__init__(spec=spec)
+    if self.resources is not None:
+      # KubeflowV2DagRunner copies it into the step's container.
+      self.with_platform_config(self.resources.platform_config())
     if udf_utils.should_package_user_modules():
       # As tfx.components.Trainer does: at run time module_file becomes
       # module_path='name@wheel', installed by the executor.
@@ -214,6 +227,14 @@ class GenericTrainer(base_component.BaseComponent):
     """
     return tfjob.render_for_component(self, name, image, executor_input,
                                       **kwargs)
+
+  def to_trainjob(self, name: str, image: str, executor_input: Dict[str, Any],
+                  **kwargs) -> Dict[str, Any]:
+    """A Kubeflow Trainer v2 TrainJob and the TrainingRuntime it names,
+    running this trainer on `num_workers` nodes; see
+    `generic_trainer.kubeflow.trainjob.render_for_component`."""
+    return trainjob.render_for_component(self, name, image, executor_input,
+                                         **kwargs)
 
 
 def _checked_args(name: str, value, proto_class):

@@ -12,6 +12,7 @@ from tfx.types import standard_component_specs as keys
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
+from generic_trainer.system import machine
 from generic_trainer.system import paths
 from generic_trainer.system import preemption
 from generic_trainer import resume
@@ -19,6 +20,7 @@ from generic_trainer.system import scratch
 from generic_trainer.loop import train_result
 from generic_trainer.checks import attempt
 from generic_trainer.fnargs import inputs
+from generic_trainer.plan import distribution
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.checks import serving_check
 from generic_trainer.checks.publish import StagedExport
@@ -28,9 +30,11 @@ from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import PARSED_ROWS_DECISIONS
 from generic_trainer.keys import PARSED_ROWS_HITS
 from generic_trainer.keys import PARSED_ROWS_MISSES
+from generic_trainer.keys import STOP_FILE_ENV
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 from generic_trainer.launch import launcher
+from generic_trainer.loop.handlers.preemption_stop import request_file
 
 
 class GenericExecutor(base_executor.BaseExecutor):
@@ -67,19 +71,40 @@ class GenericExecutor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    with preemption.handling():
-      self._do(input_dict, output_dict, exec_properties)
+    # What `_do` sets for this execution (a TF_CONFIG built from a JobSet,
+    # a cluster's stop file) ends with it: an in-process caller's next
+    # execution starts from its own environment.
+    before = {name: os.environ.get(name)
+              for name in (TF_CONFIG_ENV, STOP_FILE_ENV)}
+    try:
+      with preemption.handling():
+        self._do(input_dict, output_dict, exec_properties)
+    finally:
+      for name, value in before.items():
+        if value is None:
+          os.environ.pop(name, None)
+        else:
+          os.environ[name] = value
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
+    logging.info('This pod gives the training %s.', machine.describe())
+    tf_config = distribution.cluster_tf_config(os.environ)
+    if tf_config and not os.environ.get(TF_CONFIG_ENV):
+      # TensorFlow's cluster resolver, and every child, read it from here.
+      os.environ[TF_CONFIG_ENV] = tf_config
+      logging.info('TF_CONFIG built from the JobSet environment: %s',
+                   tf_config)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])
     plan, entry = plan_lib.resolve(
-        exec_properties, tf_config=os.environ.get(TF_CONFIG_ENV),
+        exec_properties, tf_config=tf_config,
         checkpoint_dir=self._given_checkpoint_dir,
         resume=plan_lib.pipeline_resume(input_dict, exec_properties,
                                         model_run_uri,
                                         self._stateful_working_dir()))
+    if tf_config and plan.role.num_workers > 1:
+      _share_stop_file(plan)
     if not plan.role.is_chief:
       _train_as_worker(TrainingRequest(input_dict, output_dict,
                                        exec_properties, '', '', plan), entry)
@@ -113,6 +138,25 @@ class GenericExecutor(base_executor.BaseExecutor):
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""
     return self._context.stateful_working_dir if self._context else None
+
+
+def _share_stop_file(plan) -> None:
+  """Gives the pods of a TF_CONFIG cluster the stop file a local group
+  shares (`loop.handlers.preemption_stop`), in the resume checkpoint's
+  folder, which every pod reaches (it resumes from it): a pod that gets
+  SIGTERM asks the chief for a stop there, the chief writes the step, and
+  every pod stops at it, saved, as a local group does. The chief removes
+  what a preempted attempt left before it trains: no worker can end a step
+  before the chief has started training."""
+  if os.environ.get(STOP_FILE_ENV) or not plan.checkpoint_dir:
+    return
+  stop_file = os.path.join(plan.checkpoint_dir, 'stop-step')
+  os.makedirs(plan.checkpoint_dir, exist_ok=True)
+  if plan.role.is_chief:
+    for stale in (stop_file, request_file(stop_file)):
+      if os.path.exists(stale):
+        os.remove(stale)
+  os.environ[STOP_FILE_ENV] = stop_file
 
 
 def _train_as_worker(request: TrainingRequest, entry) -> None:

@@ -43,7 +43,7 @@ write `executor_input.json`.)
 import argparse
 import json
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import jsonschema
 import yaml
@@ -55,6 +55,8 @@ from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
 from generic_trainer.kubeflow import kfp_step
+from generic_trainer.kubeflow import resources as resources_lib
+from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA
 
 API_VERSION = 'kubeflow.org/v1'
@@ -74,7 +76,7 @@ def render(name: str, image: str, command: List[str], args: List[str],
            active_deadline_seconds: Optional[int] = None,
            backoff_limit: int = 0,
            env: Optional[Dict[str, str]] = None,
-           resources: Optional[Dict[str, Dict[str, str]]] = None,
+           resources: Union[Resources, Dict[str, Dict[str, str]], None] = None,
            service_account: Optional[str] = None,
            termination_grace_period_s: int = TERMINATION_GRACE_PERIOD_S
            ) -> Dict[str, Any]:
@@ -94,7 +96,9 @@ def render(name: str, image: str, command: List[str], args: List[str],
     active_deadline_seconds: Bound on the job's run time; None: no bound.
     backoff_limit: Retries of the whole job before it is marked failed.
     env: Extra environment variables of every replica.
-    resources: Container resources, e.g. {'limits': {'cpu': '2'}}.
+    resources: Every replica's `Resources` (`GenericTrainer(resources=...)`:
+      requests, limits, node selector, tolerations), or a container's
+      Kubernetes resources as a dict, e.g. {'limits': {'cpu': '2'}}.
     service_account: The pods' service account (storage credentials).
     termination_grace_period_s: The pods' `terminationGracePeriodSeconds`:
       seconds from SIGTERM to SIGKILL, which the last step, its resume
@@ -118,10 +122,14 @@ def render(name: str, image: str, command: List[str], args: List[str],
                'command': list(command), 'args': list(args)}
   if env:
     container['env'] = [{'name': k, 'value': v} for k, v in env.items()]
+  pod_fields = {}
+  if isinstance(resources, Resources):
+    resources, pod_fields = resources.container(), resources.pod_fields()
   if resources:
     container['resources'] = resources
   pod_spec = {'containers': [container],
-              'terminationGracePeriodSeconds': termination_grace_period_s}
+              'terminationGracePeriodSeconds': termination_grace_period_s,
+              **pod_fields}
   if service_account:
     pod_spec['serviceAccountName'] = service_account
   replica_specs = {'Chief': _replica(1, restart_policy, pod_spec)}
@@ -179,7 +187,8 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
     num_workers = _most_workers(parameters.get(NUM_WORKERS_KEY))
   if max_restarts is None:
     max_restarts = parameters.get(MAX_RESTARTS_KEY)
-  kwargs = {**restart_settings(max_restarts, num_workers), **kwargs}
+  kwargs = {**restart_settings(max_restarts, num_workers),
+            'resources': resources_lib.from_step(container), **kwargs}
   return render(name, container['image'], container.get('command', []),
                 kfp_step.command_line(job, task, executor_input)[
                     len(container.get('command', [])):],
@@ -210,7 +219,7 @@ def render_for_component(component, name: str, image: str,
       component.exec_properties.get(NUM_WORKERS_KEY))
   kwargs = {**restart_settings(
       component.exec_properties.get(MAX_RESTARTS_KEY), num_workers),
-            **kwargs}
+            'resources': component.resources, **kwargs}
   return render(name, image, list(KFP_ENTRYPOINT), args, num_workers,
                 **kwargs)
 
@@ -255,6 +264,13 @@ def _through_sdk(manifest: Dict[str, Any]) -> Dict[str, Any]:
     pod = template['spec']
     return k8s.V1PodTemplateSpec(spec=k8s.V1PodSpec(
         service_account_name=pod.get('serviceAccountName'),
+        node_selector=pod.get('nodeSelector'),
+        tolerations=[k8s.V1Toleration(
+            key=t.get('key'), operator=t.get('operator'), value=t.get('value'),
+            effect=t.get('effect'),
+            toleration_seconds=t.get('tolerationSeconds'))
+                     for t in pod['tolerations']]
+        if 'tolerations' in pod else None,
         termination_grace_period_seconds=pod.get(
             'terminationGracePeriodSeconds'),
         containers=[k8s.V1Container(

@@ -68,6 +68,11 @@ _REPLICA_SPEC = {
                     'required': ['containers'],
                     'properties': {
                         'serviceAccountName': {'type': 'string'},
+                        'nodeSelector': {'type': 'object',
+                                         'additionalProperties': {
+                                             'type': 'string'}},
+                        'tolerations': {'type': 'array',
+                                        'items': {'type': 'object'}},
                         'terminationGracePeriodSeconds': {
                             'type': 'integer', 'minimum': 0},
                         'containers': {

@@ -9,7 +9,11 @@ Two settings on the component decide it, `num_workers` and `strategy`:
   - TF_CONFIG set by the environment (Kubeflow Training Operator, Vertex
     AI): this process is one member of that cluster; it trains as chief
     (validates and publishes) or as a worker (trains, exports to scratch,
-    publishes nothing).
+    publishes nothing);
+  - no TF_CONFIG but a JobSet's environment (Kubeflow Trainer v2, whose
+    TrainJob runs a JobSet): `cluster_tf_config` writes the TF_CONFIG the
+    Training Operator would have set, from the JobSet's names and indexes
+    and its pods' stable host names, and the run goes on as above.
 
 The chief is the task of type 'chief', or worker 0 when there is none (the
 convention of MultiWorkerMirroredStrategy and of TFX's unused `_is_chief`).
@@ -17,14 +21,24 @@ convention of MultiWorkerMirroredStrategy and of TFX's unused `_is_chief`).
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import attr
 
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import DEFAULT_STRATEGY
+from generic_trainer.keys import JOBSET_DEFAULT_PORT
+from generic_trainer.keys import JOBSET_JOB_INDEX_ENV
+from generic_trainer.keys import JOBSET_NAME_ENV
+from generic_trainer.keys import JOBSET_NUM_NODES_ENV
+from generic_trainer.keys import JOBSET_POD_INDEX_ENV
+from generic_trainer.keys import JOBSET_PORT_ENV
+from generic_trainer.keys import JOBSET_REPLICATED_JOB_ENV
+from generic_trainer.keys import JOBSET_REQUIRED_ENV
+from generic_trainer.keys import JOBSET_SUBDOMAIN_ENV
 from generic_trainer.keys import MULTI_WORKER_MIRRORED
 from generic_trainer.keys import STRATEGIES
+from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.system import paths
 
 _TRAINING_TASK_TYPES = ('chief', 'worker')
@@ -104,6 +118,65 @@ def role_from_tf_config(tf_config: Optional[str]) -> ClusterRole:
   return ClusterRole(num_workers=chiefs + workers, worker_index=worker_index,
                      is_chief=worker_index == 0, task_type=task_type,
                      task_index=task_index)
+
+
+def cluster_tf_config(environ: Mapping[str, str]) -> Optional[str]:
+  """This process's TF_CONFIG: the environment's, else one built from a
+  JobSet's environment (Kubeflow Trainer v2), else None (no cluster).
+
+  A JobSet pod of a TrainJob knows its JobSet, its replicated job, its job
+  index and its pod index (`keys.JOBSET_REQUIRED_ENV`, with the node
+  count), and every pod's host name follows from them:
+  `<jobset>-<replicated job>-<job index>-<pod index>.<subdomain>`. Pod 0 is
+  worker 0, the chief; all listen on the same port.
+
+  Raises:
+    InvalidArgumentError: TF_CONFIG is absent and the JobSet's variables
+      are only partly set, or not numbers where numbers are due.
+  """
+  if environ.get(TF_CONFIG_ENV):
+    return environ[TF_CONFIG_ENV]
+  present = [name for name in JOBSET_REQUIRED_ENV if environ.get(name)]
+  if not present:
+    return None
+  missing = [name for name in JOBSET_REQUIRED_ENV if not environ.get(name)]
+  received = ', '.join(f'{name}={environ.get(name)!r}'
+                       for name in JOBSET_REQUIRED_ENV)
+  if missing:
+    raise InvalidArgumentError(
+        'Neither TF_CONFIG nor a complete JobSet environment says where '
+        f'this process trains: TF_CONFIG is unset and {", ".join(missing)} '
+        f'{"is" if len(missing) == 1 else "are"} missing. Expected TF_CONFIG '
+        f'(the Training Operator sets it) or all of {", ".join(JOBSET_REQUIRED_ENV)} '
+        '(the TrainingRuntime that `generic_trainer.kubeflow.trainjob` '
+        f'writes sets them). Received: {received}. Run the trainer from that '
+        'TrainingRuntime, set TF_CONFIG, or unset the JobSet variables to '
+        'train in one process.')
+  try:
+    job_index, pod_index, num_nodes, port = (
+        int(environ[JOBSET_JOB_INDEX_ENV]), int(environ[JOBSET_POD_INDEX_ENV]),
+        int(environ[JOBSET_NUM_NODES_ENV]),
+        int(environ.get(JOBSET_PORT_ENV) or JOBSET_DEFAULT_PORT))
+  except ValueError as e:
+    raise InvalidArgumentError(
+        f'The JobSet environment must give whole numbers for '
+        f'{JOBSET_JOB_INDEX_ENV}, {JOBSET_POD_INDEX_ENV}, '
+        f'{JOBSET_NUM_NODES_ENV} and {JOBSET_PORT_ENV} ({e}). Received: '
+        f'{received}, {JOBSET_PORT_ENV}={environ.get(JOBSET_PORT_ENV)!r}. Fix '
+        'the TrainingRuntime\'s env.') from e
+  if num_nodes < 1 or not 0 <= pod_index < num_nodes:
+    raise InvalidArgumentError(
+        f'The JobSet environment puts this pod at index {pod_index} of '
+        f'{num_nodes} nodes. Expected 0 <= {JOBSET_POD_INDEX_ENV} < '
+        f'{JOBSET_NUM_NODES_ENV}. Received: {received}. Set '
+        f'{JOBSET_NUM_NODES_ENV} to the TrainJob\'s numNodes.')
+  jobset = environ[JOBSET_NAME_ENV]
+  subdomain = environ.get(JOBSET_SUBDOMAIN_ENV) or jobset
+  prefix = f'{jobset}-{environ[JOBSET_REPLICATED_JOB_ENV]}-{job_index}'
+  return json.dumps({
+      'cluster': {'worker': [f'{prefix}-{index}.{subdomain}:{port}'
+                             for index in range(num_nodes)]},
+      'task': {'type': 'worker', 'index': pod_index}})
 
 
 def check_role(role: ClusterRole, tf_config: Optional[str],

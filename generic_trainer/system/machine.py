@@ -9,10 +9,11 @@ Everything that sizes itself to the machine (the cache decision, the local
 workers' capacity, the input's parallelism) asks here.
 """
 
+import glob
 import math
 import os
 import shutil
-from typing import NamedTuple, Optional
+from typing import List, NamedTuple, Optional
 
 from generic_trainer.system import cgroup
 
@@ -83,6 +84,35 @@ def limits_note(root: Optional[str] = None) -> str:
       [f'{limits.memory / 1e9:.1f} GB of memory']
       if limits.memory is not None else [])
   return f" (this cgroup's limits: {', '.join(parts)})" if parts else ''
+
+
+def gpus(root: Optional[str] = None) -> List[str]:
+  """The NVIDIA GPUs this machine shows, by name, as the driver lists them
+  in /proc/driver/nvidia/gpus/*/information (no CUDA, no TensorFlow
+  needed); [] without the driver or without GPUs passed to the container."""
+  names = []
+  for info in sorted(glob.glob(os.path.join(
+      root or ROOT, 'proc/driver/nvidia/gpus/*/information'))):
+    try:
+      with open(info) as f:
+        for line in f:
+          if line.startswith('Model:'):
+            names.append(line.split(':', 1)[1].strip())
+    except OSError:
+      continue
+  return names
+
+
+def describe(root: Optional[str] = None) -> str:
+  """What a pod or container gives a training, for the executor's first
+  log line: '2 cores, 3.9 GB of memory available (this cgroup's limits:
+  2 cores, 4.0 GB of memory), GPUs: none'."""
+  available = memory(root).available
+  shown = (f'{available / 1e9:.1f} GB of memory available'
+           if available is not None else 'memory unknown')
+  names = gpus(root)
+  return (f'{cores(root)} core{"" if cores(root) == 1 else "s"}, {shown}'
+          f'{limits_note(root)}, GPUs: {", ".join(names) or "none"}')
 
 
 def _mem_available(root: str) -> Optional[int]:

@@ -19,9 +19,10 @@ got SIGTERM alone (its machine preempted, not the group's parent) asks the
 chief for a stop through a file beside it (`request_file`); the chief
 answers as if it had the signal, so the whole group stops at one step,
 saves it, and ends with PreemptedError, which the parent restarts like a
-death (`launch.restarts`) with no step repeated. The workers of
-a TF_CONFIG cluster (a TFJob's pods) share no such file: there
-`watches` is False and SIGTERM ends the process at once, as before.
+death (`launch.restarts`) with no step repeated. The pods of a
+TF_CONFIG cluster (a TFJob's, a TrainJob's) share the same file in the
+resume checkpoint's folder, which they all reach (the executor names it);
+without one, `watches` is False and SIGTERM ends the process at once.
 """
 
 import os

@@ -1,0 +1,193 @@
+"""A Kubeflow Trainer v2 TrainJob, and the TrainingRuntime it names, that
+run the trainer step on several nodes.
+
+Trainer v2 runs a TrainJob as a JobSet built from a TrainingRuntime: here
+one replicated job, `node`, whose Indexed Job has `numNodes` pods. The
+runtime turns on the JobSet's DNS host names, so every pod is reachable at
+`<trainjob>-node-0-<pod index>.<trainjob>`, and hands each pod the JobSet's
+names and its indexes (downward API, `keys.JOBSET_REQUIRED_ENV`); the
+TrainJob adds the node count. Trainer v2 has no TensorFlow policy that
+writes TF_CONFIG, so the executor writes it from those variables
+(`plan.distribution.cluster_tf_config`): pod 0 is the chief, which
+validates and publishes; the others train and publish nothing.
+
+Every node runs the project image with TFX's KFP v2 container entrypoint and
+GenericExecutor, as the compiled pipeline's trainer step does, with the
+component's `resources` (`resourcesPerNode`; node selector and tolerations
+in the runtime's pod template).
+
+The manifests are plain dicts; where `kubeflow-trainer-api` (the Trainer
+project's own API models, which install beside TFX 1.16: they need
+pydantic 2) is installed, each is rebuilt through its model
+(`TrainerV1alpha1TrainJob`, `TrainerV1alpha1TrainingRuntime`), which
+refuses a field of the wrong type. tests/test_trainjob.py validates both
+against the schemas that package publishes, pinned in tests/schemas/.
+"""
+
+import json
+from typing import Any, Dict, List, Optional
+
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keys import JOBSET_JOB_INDEX_ENV
+from generic_trainer.keys import JOBSET_NAME_ENV
+from generic_trainer.keys import JOBSET_NUM_NODES_ENV
+from generic_trainer.keys import JOBSET_REPLICATED_JOB_ENV
+from generic_trainer.keys import NUM_WORKERS_KEY
+from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
+from generic_trainer.kubeflow import kfp_step
+from generic_trainer.kubeflow import resources as resources_lib
+from generic_trainer.kubeflow.resources import Resources
+from generic_trainer.kubeflow.tfjob import KFP_ENTRYPOINT
+from generic_trainer.plan.plan import worker_range
+
+API_VERSION = 'trainer.kubeflow.org/v1alpha1'
+# Trainer v2 finds the trainer's replicated job by this label, and its
+# container by the name `node`.
+ANCESTOR_LABEL = 'trainer.kubeflow.org/trainjob-ancestor-step'
+REPLICATED_JOB = 'node'
+CONTAINER_NAME = 'node'
+# JobSet labels every pod with these (jobset.sigs.k8s.io/...).
+_POD_LABELS = {JOBSET_NAME_ENV: 'jobset.sigs.k8s.io/jobset-name',
+               JOBSET_REPLICATED_JOB_ENV: 'jobset.sigs.k8s.io/replicatedjob-name',
+               JOBSET_JOB_INDEX_ENV: 'jobset.sigs.k8s.io/job-index'}
+
+
+def render(name: str, image: str, command: List[str], args: List[str],
+           num_nodes: int, runtime_name: Optional[str] = None,
+           namespace: Optional[str] = None,
+           resources: Optional[Resources] = None,
+           env: Optional[Dict[str, str]] = None,
+           termination_grace_period_s: int = TERMINATION_GRACE_PERIOD_S
+           ) -> Dict[str, Any]:
+  """The TrainJob and its TrainingRuntime: {'trainjob': ..., 'runtime': ...}.
+
+  Args:
+    name: The TrainJob's name (a DNS-1123 label); the JobSet takes it.
+    image: Every node's image (built from the Dockerfile).
+    command: The container command, e.g. the KFP v2 entrypoint.
+    args: Its arguments (executor class, serialized ExecutorInput).
+    num_nodes: Pods that train together; pod 0 is the chief.
+    runtime_name: The TrainingRuntime's name; default `<name>-runtime`.
+    namespace: Both objects' namespace (a TrainingRuntime is namespaced and
+      must share the TrainJob's), or None for `kubectl`'s.
+    resources: Every node's `Resources` (`GenericTrainer(resources=...)`).
+    env: Extra environment variables of every node.
+    termination_grace_period_s: Seconds from SIGTERM to SIGKILL (see
+      `tfjob`: the last step and its checkpoint must fit).
+
+  Raises:
+    InvalidArgumentError: `num_nodes` is not a positive int.
+  """
+  if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or (
+      num_nodes < 1):
+    raise InvalidArgumentError(
+        "'num_nodes' must be a positive int: the TrainJob's pods. Received: "
+        f'num_nodes={num_nodes!r}. Pass the number of nodes.')
+  runtime_name = runtime_name or f'{name}-runtime'
+  metadata = {'name': name, **({'namespace': namespace} if namespace else {})}
+  trainer = {'image': image, 'command': list(command), 'args': list(args),
+             'numNodes': num_nodes,
+             'env': [{'name': JOBSET_NUM_NODES_ENV, 'value': str(num_nodes)}]
+             + [{'name': k, 'value': v} for k, v in (env or {}).items()]}
+  if resources is not None and resources.container():
+    trainer['resourcesPerNode'] = resources.container()
+  trainjob = {'apiVersion': API_VERSION, 'kind': 'TrainJob',
+              'metadata': metadata,
+              'spec': {'runtimeRef': {'apiGroup': 'trainer.kubeflow.org',
+                                      'kind': 'TrainingRuntime',
+                                      'name': runtime_name},
+                       'trainer': trainer}}
+  runtime = {'apiVersion': API_VERSION, 'kind': 'TrainingRuntime',
+             'metadata': {**metadata, 'name': runtime_name},
+             'spec': _runtime_spec(image, num_nodes, resources,
+                                   termination_grace_period_s)}
+  return {'trainjob': _through_sdk('TrainerV1alpha1TrainJob', trainjob),
+          'runtime': _through_sdk('TrainerV1alpha1TrainingRuntime', runtime)}
+
+
+def _runtime_spec(image: str, num_nodes: int, resources: Optional[Resources],
+                  termination_grace_period_s: int) -> Dict[str, Any]:
+  env = [{'name': variable,
+          'valueFrom': {'fieldRef': {
+              'fieldPath': f"metadata.labels['{label}']"}}}
+         for variable, label in _POD_LABELS.items()]
+  # Kubernetes sets JOB_COMPLETION_INDEX itself in an Indexed Job's pods.
+  pod_spec = {'restartPolicy': 'Never',
+              'terminationGracePeriodSeconds': termination_grace_period_s,
+              'containers': [{'name': CONTAINER_NAME, 'image': image,
+                              'env': env}],
+              **(resources.pod_fields() if resources is not None else {})}
+  return {
+      'mlPolicy': {'numNodes': num_nodes},
+      'template': {'spec': {
+          'network': {'enableDNSHostnames': True,
+                      'publishNotReadyAddresses': True},
+          'replicatedJobs': [{
+              'name': REPLICATED_JOB, 'replicas': 1,
+              'template': {
+                  'metadata': {'labels': {ANCESTOR_LABEL: 'trainer'}},
+                  'spec': {'backoffLimit': 0,
+                           'completionMode': 'Indexed',
+                           'template': {'spec': pod_spec}}}}]}}}
+
+
+def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
+                    name: str, task: Optional[str] = None,
+                    num_nodes: Optional[int] = None,
+                    **kwargs) -> Dict[str, Any]:
+  """The TrainJob and TrainingRuntime that run a compiled pipeline's
+  trainer step: its image, command, arguments (`{{$}}` replaced by
+  `executor_input`) and resources; `num_nodes` defaults to the step's
+  num_workers (a range's MAX). Other arguments are `render`'s."""
+  task = task or kfp_step.find_task(job)
+  container = kfp_step.container(job, task)
+  if num_nodes is None:
+    num_nodes = _most_workers(
+        kfp_step.parameters(job, task).get(NUM_WORKERS_KEY))
+  kwargs.setdefault('resources', resources_lib.from_step(container))
+  command = container.get('command', [])
+  return render(name, container['image'], command,
+                kfp_step.command_line(job, task, executor_input)[
+                    len(command):], num_nodes, **kwargs)
+
+
+def render_for_component(component, name: str, image: str,
+                         executor_input: Dict[str, Any],
+                         **kwargs) -> Dict[str, Any]:
+  """The TrainJob and TrainingRuntime that run a GenericTrainer on its
+  `num_workers` nodes with its `resources`. Other arguments are
+  `render`'s."""
+  args = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
+          '--json_serialized_invocation_args', json.dumps(executor_input)]
+  kwargs.setdefault('resources', component.resources)
+  return render(name, image, list(KFP_ENTRYPOINT), args,
+                _most_workers(component.exec_properties.get(NUM_WORKERS_KEY)),
+                **kwargs)
+
+
+def _most_workers(setting: Any) -> int:
+  return (worker_range(setting) or (1, 1))[1]
+
+
+def sdk_available() -> bool:
+  try:
+    import kubeflow_trainer_api  # pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    return False
+  return True
+
+
+def _through_sdk(model: str, manifest: Dict[str, Any]) -> Dict[str, Any]:
+  """The manifest rebuilt through the Trainer project's model, if
+  installed (a field of the wrong type raises InvalidArgumentError)."""
+  if not sdk_available():
+    return manifest
+  from kubeflow_trainer_api import models  # pylint: disable=g-import-not-at-top
+  try:
+    built = getattr(models, model).from_dict(manifest)
+  except ValueError as e:  # pydantic's ValidationError is a ValueError.
+    raise InvalidArgumentError(
+        f'The {manifest["kind"]} does not fit kubeflow-trainer-api\'s '
+        f'{model}: {e}. Received: {json.dumps(manifest)[:2000]}. Fix the '
+        'arguments named above.') from e
+  return built.to_dict()
