@@ -24,6 +24,7 @@ from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import UserModuleError
 from generic_trainer.data import csv_dialect
 from generic_trainer.data import local_files
+from generic_trainer.data import tfrecords
 from generic_trainer.command.layout import Layout
 from generic_trainer.system import output_folder
 from generic_trainer.data.kept import settings as kept_settings
@@ -403,7 +404,8 @@ def _folder_files(flag: str, folder: str) -> List[str]:
   names = sorted(n for n in os.listdir(folder)
                  if os.path.isfile(os.path.join(folder, n)))
   csv_files = [n for n in names if n.endswith('.csv')]
-  records = [n for n in names if '.tfrecord' in n or n.endswith('.gz')]
+  records = [n for n in names
+             if '.tfrecord' in n or tfrecords.compression(n)]
   taken, kind = (csv_files, 'CSV') if csv_files else (records, 'TFRecord')
   if not taken:
     raise InvalidArgumentError(

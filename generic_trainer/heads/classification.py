@@ -112,8 +112,18 @@ class _ClassHead(Head):
           f'to 0..n_classes-1. Expected ids 0..{self.n_classes - 1}. '
           f'Received: {outside[:10]}.')
 
-  def _class_predictions(self, logits, probabilities, class_ids):
+  def predictions(self, logits, outputs) -> Dict[str, Any]:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    probabilities, class_ids, extra = self._probabilities_and_ids(tf, outputs)
+    return {**self._class_predictions(tf, logits, probabilities, class_ids),
+            **extra}
+
+  def _probabilities_and_ids(self, tf, outputs):
+    """(probabilities, class ids, other predictions) of `outputs`, with
+    TensorFlow `tf`."""
+    raise NotImplementedError
+
+  def _class_predictions(self, tf, logits, probabilities, class_ids):
     names = tf.constant(self.class_names)
     batch = tf.shape(probabilities)[0]
     return {
@@ -170,13 +180,10 @@ class BinaryClassHead(_ClassHead):
                                     thresholds=self.threshold),
             keras.metrics.Recall(name='recall', thresholds=self.threshold)]
 
-  def predictions(self, logits, outputs) -> Dict[str, Any]:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    class_ids = tf.cast(outputs > self.threshold, tf.int64)
-    predictions = self._class_predictions(
-        logits, tf.concat([1 - outputs, outputs], axis=1), class_ids)
-    predictions['logistic'] = outputs
-    return predictions
+  def _probabilities_and_ids(self, tf, outputs):
+    return (tf.concat([1 - outputs, outputs], axis=1),
+            tf.cast(outputs > self.threshold, tf.int64),
+            {'logistic': outputs})
 
   def signature_outputs(self, predictions):
     return {CLASSIFICATION: {CLASSIFY_CLASSES: predictions['all_classes'],
@@ -217,10 +224,9 @@ class MultiClassHead(_ClassHead):
     import keras  # pylint: disable=g-import-not-at-top
     return [keras.metrics.SparseCategoricalAccuracy(name='accuracy')]
 
-  def predictions(self, logits, outputs) -> Dict[str, Any]:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    class_ids = tf.argmax(outputs, axis=1, output_type=tf.int64)[:, None]
-    return self._class_predictions(logits, outputs, class_ids)
+  def _probabilities_and_ids(self, tf, outputs):
+    return (outputs, tf.argmax(outputs, axis=1, output_type=tf.int64)[:, None],
+            {})
 
   def signature_outputs(self, predictions):
     return {CLASSIFICATION: {CLASSIFY_CLASSES: predictions['all_classes'],

@@ -443,8 +443,7 @@ def _keep_logs(workers: List[worker_process.Worker], logs_dir: str) -> None:
       if tf.io.gfile.exists(kept):
         with tf.io.gfile.GFile(kept, 'rb') as f:
           old = f.read()
-      with tf.io.gfile.GFile(kept, 'wb') as f:
-        f.write(old + new)
+      atomic_files.write_bytes(kept, old + new)
       if worker.dropped:
         logging.warning('%d line(s) of worker %d could not be shown (stderr '
                         'closed); all its output is in %s.', worker.dropped,

@@ -244,7 +244,9 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
   handlers = default_handlers(spec, fn_args.model_run_dir,
                               inputs.steps_per_epoch, interactive)
   handlers += list(extra_handlers)
-  handlers.append(Heartbeat())  # Before the user's, which may block.
+  heartbeat = Heartbeat()
+  if heartbeat.path:  # A parent watches this training (workers, a child).
+    handlers.append(heartbeat)  # Before the user's, which may block.
   handlers += list(spec.user_handlers)
   stop = PreemptionStop(is_chief=fn_args.is_chief,
                         num_workers=getattr(fn_args, 'num_workers', 1))
