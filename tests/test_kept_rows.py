@@ -613,7 +613,8 @@ def test_a_second_estimator_training_reads_the_rows_back(
     results.append(est.train(train, eval_data=evaluation))
     lines.append([r.getMessage() for r in caplog.records
                   if r.getMessage().startswith('parsed rows: ')])
-  assert all(' miss for ' in line for line in lines[0]), lines[0]
+  assert all(' parsing ' in line and ' this run ' in line
+             for line in lines[0]), lines[0]
   assert lines[1] and all(' hit for ' in l for l in lines[1]), lines[1]
   assert [r['epochs'] for r in results] == [1, 1]
   assert len(whole[0]) == 2 and whole[1] == [], whole  # One file a split.
@@ -701,7 +702,7 @@ def test_the_commands_local_workers_keep_rows_for_the_next_run(
     assert done.returncode == 0, done.stderr[-3000:]
     logs.append([line for line in done.stderr.splitlines()
                  if 'parsed rows: ' in line])
-  assert len(logs[0]) == 4 and all(' miss for ' in l for l in logs[0])
+  assert len(logs[0]) == 4 and all(' this run ' in l for l in logs[0])
   assert sum('[worker 1]' in l and '(the chief keeps them)' in l
              for l in logs[0]) == 2, logs[0]
   assert len(logs[1]) == 2 and all(' hit for ' in l for l in logs[1]), logs
