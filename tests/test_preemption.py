@@ -140,7 +140,9 @@ def test_sigterm_saves_the_step_and_the_command_resumes_there(
                           env=command_env(), cwd=REPO, timeout=600,
                           check=False)
   assert second.returncode == 0, second.stderr[-3000:]
-  [resumed] = _steps_by_process(out / 'run' / 'steps.log')
+  # A resumed run keeps the earlier run's records (run/): both processes'.
+  before, resumed = _steps_by_process(out / 'run' / 'steps.log')
+  assert before == trained
   assert resumed == list(range(point['step'] + 1, TRAIN_STEPS + 1))
   with open(out / 'run' / 'train_result.json') as f:
     result = json.load(f)

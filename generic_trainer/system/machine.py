@@ -111,7 +111,8 @@ def describe(root: Optional[str] = None) -> str:
   shown = (f'{available / 1e9:.1f} GB of memory available'
            if available is not None else 'memory unknown')
   names = gpus(root)
-  return (f'{cores(root)} core{"" if cores(root) == 1 else "s"}, {shown}'
+  count = cores() if root is None else cores(root)
+  return (f'{count} core{"" if count == 1 else "s"}, {shown}'
           f'{limits_note(root)}, GPUs: {", ".join(names) or "none"}')
 
 
