@@ -32,7 +32,7 @@ _LAZY = {
     'FnArgs': 'generic_trainer.fnargs.fn_args',
     'GenericTrainer': 'generic_trainer.component',
     'ParsedRows': 'generic_trainer.component',
-    'validate_export': 'generic_trainer.checks.export_validation',
+    'validate_export': 'generic_trainer.export_checks.export_validation',
 }
 
 

@@ -264,7 +264,7 @@ def _signature_model(path, inputs):
 def test_gate_lists_each_change(tmp_path):
   """Removed, added and reshaped inputs are listed, old vs new; a wider
   shape (None for 4) and a new signature are not changes."""
-  from generic_trainer.checks import signature_gate  # pylint: disable=g-import-not-at-top
+  from generic_trainer.export_checks import signature_gate  # pylint: disable=g-import-not-at-top
   old = _signature_model(str(tmp_path / 'old'), {'a': [None, 1], 'b': [None],
                                                   'c': [None, 4]})
   new = _signature_model(str(tmp_path / 'new'), {'a': [None, 2],

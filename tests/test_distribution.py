@@ -1,14 +1,22 @@
-"""Distribution settings and TF_CONFIG roles: checked early, parsed exactly."""
+"""Cluster environments, distribution settings and TF_CONFIG roles: found
+once, checked early, parsed exactly."""
 
 import json
+import os
 
 import pytest
 
-from generic_trainer.plan import distribution
+from generic_trainer.launch import cluster_environment
 from generic_trainer.plan import plan as plan_lib
-from generic_trainer.plan.plan import Where
-from generic_trainer.plan.distribution import ClusterRole
+from generic_trainer.plan import settings
+from generic_trainer.plan.plan import ClusterRole, Where
 from generic_trainer.errors import InvalidArgumentError
+
+
+def _place(role):
+  """A role's place in its cluster, without where it was found."""
+  return (role.num_workers, role.worker_index, role.is_chief, role.task_type,
+          role.task_index)
 
 
 def _tf_config(cluster, task_type, index):
@@ -34,7 +42,9 @@ _CHIEF_AND_WORKERS = {'chief': ['c:2222'], 'worker': ['w0:2222', 'w1:2222']}
 ])
 def test_role_from_tf_config(tf_config, role):
   """The chief is the 'chief' task, else worker 0; workers count after it."""
-  assert distribution.role_from_tf_config(tf_config) == role
+  found = cluster_environment.role_from_tf_config(tf_config)
+  assert _place(found) == _place(role)
+  assert found.in_cluster == bool(tf_config)
 
 
 @pytest.mark.parametrize('tf_config, message', [
@@ -46,7 +56,7 @@ def test_role_from_tf_config(tf_config, role):
 def test_tf_config_errors(tf_config, message):
   """A TF_CONFIG we cannot train under says why."""
   with pytest.raises(InvalidArgumentError, match=message):
-    distribution.role_from_tf_config(tf_config)
+    cluster_environment.role_from_tf_config(tf_config)
 
 
 @pytest.mark.parametrize('num_workers, strategy, message', [
@@ -64,7 +74,7 @@ def test_tf_config_errors(tf_config, message):
 def test_settings_errors(num_workers, strategy, message):
   """Wrong distribution settings are named with what is expected."""
   with pytest.raises(InvalidArgumentError, match=message):
-    distribution.check_settings(num_workers, strategy)
+    settings.check_settings(num_workers=num_workers, strategy=strategy)
 
 
 @pytest.mark.parametrize('kwargs, message', [
@@ -83,8 +93,9 @@ def test_component_checks_settings_at_construction(kwargs, message):
 
 
 def _plan(exec_properties, tf_config=None):
-  return plan_lib.from_settings({'module_file': 'unused.py',
-                                 **exec_properties}, tf_config=tf_config)
+  return plan_lib.from_settings(
+      {'module_file': 'unused.py', **exec_properties},
+      cluster=cluster_environment.role_from_tf_config(tf_config))
 
 
 def test_num_workers_must_match_the_cluster(monkeypatch):
@@ -124,12 +135,15 @@ def test_who_starts_workers_and_which_strategy(monkeypatch, exec_properties,
 def test_local_workers_tf_config():
   """Local workers form a 'worker' cluster on loopback ports; 0 is chief."""
   from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
-  config = local_cluster.tf_config([4001, 4002], 1)
+  group = cluster_environment.LocalGroup([4001, 4002], '/tmp/group')
+  config = json.loads(group.tf_config(1))
   assert config == {'cluster': {'worker': ['localhost:4001',
                                            'localhost:4002']},
                     'task': {'type': 'worker', 'index': 1}}
-  role = distribution.role_from_tf_config(json.dumps(config))
+  role = cluster_environment.role_from_tf_config(json.dumps(config))
   assert (role.is_chief, role.worker_index, role.num_workers) == (False, 1, 2)
+  assert group.worker_environ(0)['GENERIC_TRAINER_STOP_FILE'] == (
+      '/tmp/group/stop-step')
   ports = local_cluster.free_ports(3)
   assert len(set(ports)) == 3
 
@@ -139,12 +153,17 @@ def test_scratch_outputs_leave_the_real_artifacts_alone(tmp_path):
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
   model.uri, model_run.uri = '/real/model', '/real/model_run'
-  scratch, serving, evaluation = distribution.scratch_outputs(
-      {'model': [model], 'model_run': [model_run]}, str(tmp_path))
+  from generic_trainer.plan.plan import TrainingPlan  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  request = TrainingRequest(
+      {}, {'model': [model], 'model_run': [model_run]}, {}, 's', 'e',
+      TrainingPlan('module_file', 'unused.py')).with_scratch_outputs(
+          str(tmp_path))
+  scratch = request.output_dict
   assert scratch['model'][0].uri == str(tmp_path / 'model')
   assert scratch['model_run'][0].uri == str(tmp_path / 'model_run')
-  assert serving == str(tmp_path / 'model' / 'Format-Serving')
-  assert evaluation == str(tmp_path / 'model' / 'Format-TFMA')
+  assert request.serving_dir == str(tmp_path / 'model' / 'Format-Serving')
+  assert request.eval_dir == str(tmp_path / 'model' / 'Format-TFMA')
   assert (model.uri, model_run.uri) == ('/real/model', '/real/model_run')
 
 
@@ -170,18 +189,20 @@ _JOBSET = {'JOBSET_NAME': 'penguin-train', 'REPLICATED_JOB_NAME': 'node',
 
 def test_tf_config_from_a_jobset_environment():
   """No TF_CONFIG: the JobSet's names, indexes and host names give it."""
-  tf_config = distribution.cluster_tf_config(_JOBSET)
-  assert json.loads(tf_config) == {
+  environment = cluster_environment.detect(_JOBSET)
+  assert isinstance(environment, cluster_environment.JobSet)
+  assert json.loads(environment.tf_config) == {
       'cluster': {'worker': [f'penguin-train-node-0-{i}.penguin-train:2222'
                              for i in range(3)]},
       'task': {'type': 'worker', 'index': 1}}
-  assert distribution.role_from_tf_config(tf_config) == ClusterRole(
-      3, 1, False, 'worker', 1)
+  role = environment.role()
+  assert _place(role) == (3, 1, False, 'worker', 1)
+  assert role.environment == 'jobset' and role.in_cluster
 
 
 def test_jobset_subdomain_and_port_when_set():
   """JOBSET_SUBDOMAIN and GENERIC_TRAINER_PORT replace the defaults."""
-  tf_config = json.loads(distribution.cluster_tf_config(
+  tf_config = json.loads(cluster_environment.jobset_tf_config(
       {**_JOBSET, 'JOB_COMPLETION_INDEX': '0', 'JOBSET_SUBDOMAIN': 'train',
        'GENERIC_TRAINER_PORT': '5000'}))
   assert tf_config['cluster']['worker'][0] == 'penguin-train-node-0-0.train:5000'
@@ -191,13 +212,17 @@ def test_jobset_subdomain_and_port_when_set():
 def test_tf_config_set_wins_over_the_jobset_environment():
   """The Training Operator's TF_CONFIG is taken as it is."""
   given = _tf_config(_WORKERS, 'worker', 2)
-  assert distribution.cluster_tf_config({**_JOBSET, 'TF_CONFIG': given}) == (
-      given)
+  environment = cluster_environment.detect({**_JOBSET, 'TF_CONFIG': given})
+  assert isinstance(environment, cluster_environment.TFConfig)
+  assert not isinstance(environment, cluster_environment.JobSet)
+  assert environment.tf_config == given
 
 
 def test_no_cluster_without_either():
   """Neither TF_CONFIG nor a JobSet: one process."""
-  assert distribution.cluster_tf_config({'HOME': '/root'}) is None
+  environment = cluster_environment.detect({'HOME': '/root'})
+  assert isinstance(environment, cluster_environment.Alone)
+  assert environment.role() == ClusterRole()
 
 
 @pytest.mark.parametrize('environ, message', [
@@ -216,4 +241,37 @@ def test_no_cluster_without_either():
 def test_an_incomplete_jobset_environment_is_refused(environ, message):
   """Part of a JobSet's environment, or a wrong number, says what is missing."""
   with pytest.raises(InvalidArgumentError, match=message):
-    distribution.cluster_tf_config(environ)
+    cluster_environment.detect(environ)
+
+
+def test_a_cluster_is_entered_for_the_training_and_left_after(tmp_path,
+                                                              monkeypatch):
+  """A JobSet's TF_CONFIG and the members' stop file are set in this
+  process while a training of the plan runs, and removed after; the chief
+  clears what a preempted attempt left in the stop file."""
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  monkeypatch.delenv('GENERIC_TRAINER_STOP_FILE', raising=False)
+  environment = cluster_environment.detect({**_JOBSET,
+                                            'JOB_COMPLETION_INDEX': '0'})
+  checkpoint = tmp_path / 'resume'
+  checkpoint.mkdir()
+  (checkpoint / 'stop-step').write_text('7')
+  plan = plan_lib.from_settings({'module_file': 'unused.py'},
+                                cluster=environment.role(),
+                                checkpoint_dir=str(checkpoint))
+  with cluster_environment.entered(plan):
+    assert os.environ['TF_CONFIG'] == environment.tf_config
+    assert os.environ['GENERIC_TRAINER_STOP_FILE'] == str(
+        checkpoint / 'stop-step')
+    assert not (checkpoint / 'stop-step').exists()
+  assert 'TF_CONFIG' not in os.environ
+  assert 'GENERIC_TRAINER_STOP_FILE' not in os.environ
+
+
+def test_alone_enters_nothing(monkeypatch):
+  """A training alone changes no variable of the process."""
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  before = dict(os.environ)
+  with cluster_environment.entered(plan_lib.from_settings(
+      {'module_file': 'unused.py'})):
+    assert dict(os.environ) == before

@@ -99,13 +99,12 @@ def _raised(call):
 def _cases(tmp_path):
   """{name: a call that raises one of our errors}: a representative set,
   across the package's layers."""
-  from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
-  from generic_trainer.plan import distribution  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import settings  # pylint: disable=g-import-not-at-top
   from generic_trainer.usercode import module_loader  # pylint: disable=g-import-not-at-top
   from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import csv_data  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import spec_checks  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import datasets  # pylint: disable=g-import-not-at-top
   from generic_trainer.trainspec import member_checks  # pylint: disable=g-import-not-at-top
   from generic_trainer import heads  # pylint: disable=g-import-not-at-top
@@ -137,14 +136,14 @@ def _cases(tmp_path):
                                                   module_path=None,
                                                   run_fn=None),
       'run-fn-path': lambda: module_loader.check_run_fn_path('run_fn'),
-      'keras-version': lambda: plan_lib.check_keras_version('keras2'),
-      'backend': lambda: plan_lib.check_backend('torch'),
-      'flag': lambda: plan_lib.check_flag('allow_signature_change', 'yes'),
-      'num-steps': lambda: plan_lib.check_num_steps('train_args', -1),
-      'custom-config': lambda: plan_lib.check_custom_config([1]),
-      'max-restarts': lambda: plan_lib.check_max_restarts(-1),
-      'num-workers': lambda: distribution.check_settings(0, None),
-      'strategy': lambda: distribution.check_settings(None, 'tpu'),
+      'keras-version': lambda: settings.check_keras_version('keras2'),
+      'backend': lambda: settings.check_backend('torch'),
+      'flag': lambda: settings.check_flag('allow_signature_change', 'yes'),
+      'num-steps': lambda: settings.check_num_steps('train_args', -1),
+      'custom-config': lambda: settings.check_custom_config([1]),
+      'max-restarts': lambda: settings.check_max_restarts(-1),
+      'num-workers': lambda: settings.check_settings(num_workers=0),
+      'strategy': lambda: settings.check_settings(strategy='tpu'),
       'module-missing': lambda: module_loader.check_module_source(
           str(tmp_path / 'nope.py')),
       'module-syntax': lambda: module_loader.check_module_source(str(broken)),
@@ -170,7 +169,7 @@ def _cases(tmp_path):
       'train-result': lambda: train_result.read(str(tmp_path / 'run')),
       'schedule-epochs': lambda: datasets.schedule(Spec(), 1, None),
       'schedule-divide': lambda: datasets.schedule(Spec(), 5, None),
-      'cache': lambda: checks.check_cache(Spec()),
+      'cache': lambda: spec_checks.check_cache(Spec()),
       'head-classes': lambda: heads.MultiClassHead(1),
       'handlers': lambda: member_checks.handlers(Spec(), [len]),
       'metrics': lambda: member_checks.metrics(Spec(), 'accuracy'),

@@ -129,7 +129,7 @@ def test_bad_max_restarts_property(trainer_io):
 def test_tf_keras_module_runs_in_child_when_process_has_keras3(trainer_io):
   """With tf.keras already Keras 3 here, keras_version='tf_keras' uses a child."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from generic_trainer.plan import keras_env  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import keras_env  # pylint: disable=g-import-not-at-top
   if keras_env.resolved_tf_keras() is None:
     keras_env.claim_tf_keras('keras3')
   if keras_env.resolved_tf_keras() != 'keras3':

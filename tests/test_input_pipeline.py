@@ -402,12 +402,12 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
 def test_a_cache_setting_of_another_kind_is_refused(setting, shown):
   """TrainSpec.cache='memory' (say) fails before training, listing the
   settings."""
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import spec_checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError, match=re.escape(
       "TrainSpec.cache must be None (keep the parsed rows where they fit: in "
       "memory, else on local disk), True (memory), 'disk', or False (read "
       f"and parse the files every epoch). Received: cache={shown}.")):
-    checks.check_cache(types.SimpleNamespace(cache=setting))
+    spec_checks.check_cache(types.SimpleNamespace(cache=setting))
 
 
 def test_cache_folders_of_dead_processes_are_removed(tmp_path):

@@ -128,13 +128,13 @@ def test_component_and_spec_backends_must_agree(trainer_io):
 
 def test_spec_backend_must_be_tensorflow_or_jax():
   """A TrainSpec's unknown backend is a SpecError naming the class."""
-  from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import settings  # pylint: disable=g-import-not-at-top
 
   class TorchSpec:
     backend = 'torch'
 
   with pytest.raises(SpecError) as info:
-    plan_lib.resolve_backend(None, TorchSpec)
+    settings.choose_backend(None, TorchSpec)
   assert str(info.value) == (
       "TrainSpec.backend must be one of ('tensorflow', 'jax') or None "
       '(TensorFlow unless the component says otherwise). Received: '
@@ -181,9 +181,9 @@ _JAX_STEP_TODO = (
 
 def test_gradient_tape_train_step_is_refused_on_jax():
   """A train_step written with tf.GradientTape cannot train on JAX."""
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import spec_checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError) as info:
-    checks.check_train_step(_TapeStepSpec(), 'jax')
+    spec_checks.check_train_step(_TapeStepSpec(), 'jax')
   assert str(info.value) == (
       'TrainSpec.train_step is written for TensorFlow (it uses '
       'tf.GradientTape), and ' + _JAX_STEP_TODO.format(
@@ -193,9 +193,9 @@ def test_gradient_tape_train_step_is_refused_on_jax():
 def test_two_argument_train_step_is_refused_on_jax():
   """JAX calls train_step(model, state, data): a (model, data) step is a
   TensorFlow one."""
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import spec_checks  # pylint: disable=g-import-not-at-top
   with pytest.raises(SpecError) as info:
-    checks.check_train_step(_TwoArgumentStepSpec(), 'jax')
+    spec_checks.check_train_step(_TwoArgumentStepSpec(), 'jax')
   assert str(info.value) == (
       'TrainSpec.train_step is written for TensorFlow (it takes (model, '
       'data)), and ' + _JAX_STEP_TODO.format(
@@ -204,11 +204,11 @@ def test_two_argument_train_step_is_refused_on_jax():
 
 def test_jax_train_step_is_refused_on_tensorflow():
   """A (model, state, data) step on TensorFlow: refused, saying why."""
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
-  checks.check_train_step(_JaxStepSpec(), 'jax')
-  checks.check_train_step(_TapeStepSpec(), 'tensorflow')
+  from generic_trainer.loop import spec_checks  # pylint: disable=g-import-not-at-top
+  spec_checks.check_train_step(_JaxStepSpec(), 'jax')
+  spec_checks.check_train_step(_TapeStepSpec(), 'tensorflow')
   with pytest.raises(SpecError) as info:
-    checks.check_train_step(_JaxStepSpec(), 'tensorflow')
+    spec_checks.check_train_step(_JaxStepSpec(), 'tensorflow')
   assert str(info.value) == (
       'TrainSpec.train_step takes (model, state, data), the JAX form, but '
       "this training runs on TensorFlow, whose Keras calls "
@@ -408,7 +408,7 @@ def test_heads_are_refused_on_jax():
   """A head's own signatures call the model from TensorFlow: a spec with a
   head (every canned spec has one) trains on TensorFlow only, and says so
   before training."""
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import spec_checks  # pylint: disable=g-import-not-at-top
   from generic_trainer import TrainSpec  # pylint: disable=g-import-not-at-top
   from generic_trainer.heads import MultiClassHead  # pylint: disable=g-import-not-at-top
 
@@ -423,9 +423,9 @@ def test_heads_are_refused_on_jax():
       raise AssertionError('not built: refused before')
 
   spec = PenguinSpecies()
-  checks.check_heads(spec, 'tensorflow')
+  spec_checks.check_heads(spec, 'tensorflow')
   with pytest.raises(SpecError) as info:
-    checks.check_heads(spec, 'jax')
+    spec_checks.check_heads(spec, 'jax')
   assert str(info.value) == (
       'A TrainSpec with a head cannot train on JAX yet: the signatures a '
       'head exports (predict, classification, regression) call the model '
@@ -446,8 +446,8 @@ class _JaxStepMentioningTheTapeSpec:
 def test_a_jax_step_that_only_names_the_tape_is_accepted():
   """Only a call of GradientTape makes a step TensorFlow's: a comment or a
   docstring that names it does not."""
-  from generic_trainer.loop import checks  # pylint: disable=g-import-not-at-top
-  checks.check_train_step(_JaxStepMentioningTheTapeSpec(), 'jax')
+  from generic_trainer.loop import spec_checks  # pylint: disable=g-import-not-at-top
+  spec_checks.check_train_step(_JaxStepMentioningTheTapeSpec(), 'jax')
 
 
 def test_spec_on_jax_trained_where_keras_is_tensorflow_is_refused(

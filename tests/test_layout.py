@@ -15,18 +15,20 @@ ROOT = os.path.join(REPO, PACKAGE)
 # Rooms: the stages of a training, highest layer first; a module may import
 # from its own room and the layers below it, never upwards or sideways. The
 # entry points sit on top (the component, which renders TFJobs, above the
-# command, the notebook and kubeflow); `checks` runs the attempt (stage,
-# train through `launch`, validate, gate, publish); `launch` trains where
-# the plan says, building what user code receives (`fnargs`); `plan`
-# resolves the training and loads the user's code (`usercode`, which reads
-# tf.estimator modules through `migration`); a TrainSpec trains in `loop`,
-# on `data`. Top-level modules and BASE_PACKAGES are the base.
+# command, the notebook and kubeflow); `training` runs the attempt (the
+# plan in this process's cluster environment, then stage, train through
+# `launch`, validate with `export_checks`, gate, publish through
+# `publication`); `launch` trains where the plan says, building what user
+# code receives (`fnargs`); `plan` resolves the training and loads the
+# user's code (`usercode`, which reads tf.estimator modules through
+# `migration`); a TrainSpec trains in `loop`, on `data`. Top-level modules
+# and BASE_PACKAGES are the base.
 LAYERS = [
     [PACKAGE, '__main__'],
     ['component'],
     ['command', 'notebook', 'kubeflow'],
-    ['checks'],
-    ['launch'],
+    ['training'],
+    ['export_checks', 'publication', 'launch'],
     ['fnargs'],
     ['plan'],
     ['usercode'],
@@ -258,7 +260,7 @@ def test_entry_points_compiled_into_pipelines_and_setup_exist(entry):
 # What a module imports inside a function, and why (issue 25, "Imports a
 # reader can see"): importing these costs seconds, needs an optional
 # extra, or fixes what tf.keras means for the process (Keras's backend is
-# decided by the plan, before the loop's modules load: `plan.keras_env`).
+# decided by the plan, before the loop's modules load: `system.keras_env`).
 _HEAVY = {'tensorflow', 'keras', 'tf_keras', 'numpy', 'tfx', 'apache_beam',
           'tfx_bsl', 'tensorflow_transform', 'ml_metadata',
           'tensorflow_metadata', 'tensorflow_serving', 'jax', 'jaxlib',
@@ -281,7 +283,7 @@ _LIGHT_ROOTS = ['generic_trainer.keys', 'generic_trainer.errors',
 # top: the command's and the notebook's training path of a TrainSpec, which
 # starts training soon after TensorFlow is imported (with everything they
 # import at top level). An import of TFX inside a function keeps it off.
-_NO_TFX_ROOTS = ['generic_trainer.command.run', 'generic_trainer.checks.attempt',
+_NO_TFX_ROOTS = ['generic_trainer.command.run', 'generic_trainer.training.attempt',
                  'generic_trainer.launch.launcher',
                  'generic_trainer.notebook.estimator']
 _TFX = {'tfx', 'apache_beam', 'ml_metadata', 'tensorflow_transform'}

@@ -230,7 +230,7 @@ def test_the_migrated_taxi_module_trains_serves_and_is_blessed(tmp_path):
   recorded on the Model in ML Metadata, its requests in the warmup file),
   and Evaluator blesses it."""
   from pipelines import taxi_pipeline_local  # pylint: disable=g-import-not-at-top
-  from generic_trainer.checks import serving_check  # pylint: disable=g-import-not-at-top
+  from generic_trainer.export_checks import serving_check  # pylint: disable=g-import-not-at-top
   result = taxi_pipeline_local.run(
       str(tmp_path), _path('taxi_utils_migrated'), rows=2000,
       train_steps=200, eval_steps=5, auc_threshold=0.6)

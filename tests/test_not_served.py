@@ -95,8 +95,8 @@ def test_a_spec_export_with_transform_serves_without_the_raw_label(
   declares `tips` and `big_tipper`."""
   import keras  # pylint: disable=g-import-not-at-top
   from generic_trainer import TrainSpec  # pylint: disable=g-import-not-at-top
-  from generic_trainer.checks import serving_check  # pylint: disable=g-import-not-at-top
-  from generic_trainer.checks.export_validation import validate_export  # pylint: disable=g-import-not-at-top
+  from generic_trainer.export_checks import serving_check  # pylint: disable=g-import-not-at-top
+  from generic_trainer.export_checks.export_validation import validate_export  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import export  # pylint: disable=g-import-not-at-top
   graph, eval_file = taxi_like
 

@@ -77,13 +77,38 @@ def test_fn_args_extra_fields_are_defined_once():
 
 def test_where_to_train_is_decided_in_one_function():
   """Only plan.plan asks what this process's Keras can give; only
-  launch.launcher starts a child or trains in place."""
+  launch.launcher starts a child or trains in place, and only the attempt
+  calls the launcher."""
   assert _calls('claim_tf_keras') == {'generic_trainer.plan.plan'}
   assert _calls('has_backend') == {'generic_trainer.plan.plan'}
   assert _calls('train_in_child') == {'generic_trainer.launch.launcher'}
   callers = {m for m, targets in __import__('test_layout').GRAPH.items()
-             if 'generic_trainer.launch.here' in targets}
-  assert callers == {'generic_trainer.launch.launcher'}
+             if 'generic_trainer.launch.launcher' in targets}
+  assert callers == {'generic_trainer.training.attempt'}
+
+
+def _importers(name):
+  """Modules that import `name` from generic_trainer.keys."""
+  found = set()
+  for module, path in MODULES.items():
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    if any(isinstance(n, ast.ImportFrom) and n.module == 'generic_trainer.keys'
+           and name in [a.name for a in n.names] for n in ast.walk(tree)):
+      found.add(module)
+  return found
+
+
+def test_which_cluster_is_found_in_one_module():
+  """Only launch.cluster_environment reads TF_CONFIG or a JobSet's
+  variables from the environment, or names the stop file its members
+  share (which the preemption handler reads)."""
+  environment = 'generic_trainer.launch.cluster_environment'
+  assert _importers('TF_CONFIG_ENV') == {environment}
+  assert _importers('JOBSET_REQUIRED_ENV') == {environment}
+  assert _importers('STOP_FILE_ENV') == {
+      environment, 'generic_trainer.loop.handlers.preemption_stop'}
+  assert set(_constants('TF_CONFIG')) == {'generic_trainer.keys'}
 
 
 def test_estimator_trains_through_the_runners_sequence(tmp_path, penguin_csvs,
@@ -177,11 +202,11 @@ def _broken(name, reached=None):
 
 def test_every_entry_point_checks_settings_through_the_plan(
     tmp_path, penguin_csvs, trainer_io, monkeypatch):
-  """Breaking plan.check_settings breaks the component, the executor, the
-  command and the notebook Estimator alike: the settings are checked in
-  one place."""
-  from generic_trainer.plan import plan  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(plan, 'check_settings', _broken('check_settings'))
+  """Breaking settings.check_settings breaks the component, the executor,
+  the command and the notebook Estimator alike: the settings are checked
+  in one place."""
+  from generic_trainer.plan import settings  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(settings, 'check_settings', _broken('check_settings'))
   _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
               ['component', 'executor', 'command arguments', 'command run',
                'command run_fn', 'estimator train'])
@@ -219,7 +244,7 @@ def test_every_entry_point_trains_through_one_attempt_sequence(
   the executor, the command (a TrainSpec and a run_fn) and the notebook
   Estimator's export: the sequence is written once."""
   from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
-  from generic_trainer.checks import attempt  # pylint: disable=g-import-not-at-top
+  from generic_trainer.training import attempt  # pylint: disable=g-import-not-at-top
   from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   estimator = Estimator(PenguinSpec, str(tmp_path / 'est'))
   estimator.train(penguin_csvs[0], steps=2)
@@ -267,10 +292,11 @@ def test_the_training_record_has_one_writer(
 
 def test_the_checkpoint_folder_is_decided_by_the_plan(
     tmp_path, penguin_csvs, trainer_io, monkeypatch):
-  """Breaking plan.checkpoint_folder breaks the executor and the command:
-  the plan alone names where a training checkpoints."""
-  from generic_trainer.plan import plan  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(plan, 'checkpoint_folder', _broken('checkpoint'))
+  """Breaking resume_folder.checkpoint_folder breaks the executor and the
+  command: the plan alone names where a training checkpoints."""
+  from generic_trainer.plan import resume_folder  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(resume_folder, 'checkpoint_folder',
+                      _broken('checkpoint'))
   _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
               ['executor', 'command run', 'command run_fn'])
 
@@ -290,20 +316,19 @@ def test_child_processes_follow_the_plan_they_receive():
   """A request carries its plan through JSON unchanged: a child reads
   where to train, the backend and its role from it, never from the
   settings again."""
-  from generic_trainer.plan import distribution  # pylint: disable=g-import-not-at-top
-  from generic_trainer.plan.plan import TrainingPlan, Where  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.plan import ClusterRole, TrainingPlan, Where  # pylint: disable=g-import-not-at-top
   from generic_trainer.plan.request import TrainingRequest  # pylint: disable=g-import-not-at-top
   plan = TrainingPlan('module_file', '/m.py', spec_class='Spec',
                       backend='jax', keras_version='keras3',
                       num_workers=3, where=Where.LOCAL_WORKERS,
                       checkpoint_dir='/ckpt')
   request = TrainingRequest({}, {}, {'backend': 'tensorflow'}, 's', 'e', plan)
-  worker = TrainingRequest.from_json(request.for_worker(2).to_json())
+  worker = TrainingRequest.from_json(request.for_worker(2, '{}').to_json())
   assert worker.plan.where == Where.HERE
   assert worker.plan.backend == 'jax'  # Not the settings' 'tensorflow'.
-  assert worker.plan.role == distribution.ClusterRole(
+  assert worker.plan.role == ClusterRole(
       num_workers=3, worker_index=2, is_chief=False, task_type='worker',
-      task_index=2)
+      task_index=2, environment='local_group', tf_config='{}')
   assert worker.checkpoint_dir == '/ckpt'
   assert worker.plan.child_env() == {'TF_USE_LEGACY_KERAS': '0',
                                      'KERAS_BACKEND': 'jax'}
@@ -327,7 +352,7 @@ def test_reading_records_follows_its_owner(tmp_path, penguin_artifacts,
   """Replacing tfrecords.records changes what the schema inference and
   the export check read."""
   import glob  # pylint: disable=g-import-not-at-top
-  from generic_trainer.checks import export_validation  # pylint: disable=g-import-not-at-top
+  from generic_trainer.export_checks import export_validation  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import tfrecords  # pylint: disable=g-import-not-at-top
   from generic_trainer.errors import ExportValidationError, InputArtifactError  # pylint: disable=g-import-not-at-top,g-multiple-import
   from generic_trainer.data import local_files  # pylint: disable=g-import-not-at-top

@@ -4,26 +4,33 @@ the moment the user's code is entered, recorded, not read from the code.
 A `run_fn` module and a TrainSpec module that write Python's stack to a
 file when `run_fn` and `build_model` are entered; each trained from the
 executor's `Do`, the command (`cli.main`, what the installed
-`generic-trainer` runs) and the notebook `Estimator`. The stacks are what
-docs/architecture/index.md shows (`test_the_architecture_page_shows_the_stacks`).
+`generic-trainer` runs), the notebook `Estimator`, a local group's worker
+(a process of its own) and a member of a TF_CONFIG cluster that is not
+its chief (an executor in a process of its own). The stacks are what
+docs/architecture/index.md shows
+(`test_the_architecture_page_shows_the_stacks`).
 """
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, command_env
 
 PACKAGE_DIR = os.path.join(REPO, 'generic_trainer')
 STACK_ENV = 'GENERIC_TRAINER_TEST_STACK_FILE'
 # The most of the package's modules between an entry point and the user's
-# code (issue 39): at `run_fn` and at a TrainSpec's `build_model`.
-MOST_AT_RUN_FN = 6
-MOST_AT_BUILD_MODEL = 8
-# Every entry point goes through these, in this order.
-THE_PATH = ['generic_trainer.launch.launcher', 'generic_trainer.launch.here']
+# code (issue 45): at `run_fn` and at a TrainSpec's `build_model`.
+MOST_AT_RUN_FN = 5
+MOST_AT_BUILD_MODEL = 7
+# Every entry point goes through these, in this order: the attempt, then
+# the one launcher.
+THE_PATH = ['generic_trainer.training.attempt',
+            'generic_trainer.launch.launcher']
 
 _RECORDER = '''
 import json, os, traceback
@@ -119,8 +126,12 @@ def stacks(tmp_path, monkeypatch):
 
 
 def _executor(module, trainer_io):
+  _executor_with(module, trainer_io)
+
+
+def _executor_with(module, trainer_io, **properties):
   from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  GenericExecutor().Do(*trainer_io(module_file=module))
+  GenericExecutor().Do(*trainer_io(module_file=module, **properties))
 
 
 def _command(module, tmp_path, penguin_csvs):
@@ -149,29 +160,21 @@ def _check(stack, most):
 
 
 # What the architecture page shows; the tests below compare with it.
+_ATTEMPT = ['generic_trainer.training.attempt',
+            'generic_trainer.launch.launcher']
+_SPEC = ['generic_trainer.loop.runner', 'generic_trainer.loop.fit_loop',
+         'generic_trainer.trainspec.spec']
+_EXECUTOR = ['generic_trainer.component.executor']
+_COMMAND = ['generic_trainer.command.cli', 'generic_trainer.command.run']
 EXPECTED = {
-    ('executor', 'run_fn'): [
-        'generic_trainer.component.executor', 'generic_trainer.checks.attempt',
-        'generic_trainer.launch.launcher', 'generic_trainer.launch.here'],
-    ('command', 'run_fn'): [
-        'generic_trainer.command.cli', 'generic_trainer.command.run',
-        'generic_trainer.checks.attempt', 'generic_trainer.launch.launcher',
-        'generic_trainer.launch.here'],
-    ('executor', 'build_model'): [
-        'generic_trainer.component.executor', 'generic_trainer.checks.attempt',
-        'generic_trainer.launch.launcher', 'generic_trainer.launch.here',
-        'generic_trainer.loop.runner', 'generic_trainer.loop.fit_loop',
-        'generic_trainer.trainspec.spec'],
-    ('command', 'build_model'): [
-        'generic_trainer.command.cli', 'generic_trainer.command.run',
-        'generic_trainer.checks.attempt', 'generic_trainer.launch.launcher',
-        'generic_trainer.launch.here', 'generic_trainer.loop.runner',
-        'generic_trainer.loop.fit_loop', 'generic_trainer.trainspec.spec'],
-    ('notebook', 'build_model'): [
-        'generic_trainer.notebook.estimator',
-        'generic_trainer.launch.launcher', 'generic_trainer.launch.here',
-        'generic_trainer.loop.runner', 'generic_trainer.loop.fit_loop',
-        'generic_trainer.trainspec.spec'],
+    ('executor', 'run_fn'): _EXECUTOR + _ATTEMPT,
+    ('command', 'run_fn'): _COMMAND + _ATTEMPT,
+    ('local worker', 'run_fn'): ['generic_trainer.training.child'] + _ATTEMPT,
+    ('TF_CONFIG worker', 'run_fn'): _EXECUTOR + _ATTEMPT,
+    ('executor', 'build_model'): _EXECUTOR + _ATTEMPT + _SPEC,
+    ('command', 'build_model'): _COMMAND + _ATTEMPT + _SPEC,
+    ('notebook', 'build_model'): ['generic_trainer.notebook.estimator'] +
+                                 _ATTEMPT + _SPEC,
 }
 
 
@@ -186,15 +189,14 @@ def test_package_modules_collapses_a_modules_frames():
                               'generic_trainer.launch.here',
                               'generic_trainer.component.executor']
   with pytest.raises(AssertionError, match='entered twice'):
-    _check(['a', 'generic_trainer.launch.launcher',
-            'generic_trainer.launch.here', 'a'], 6)
+    _check(['a'] + THE_PATH + ['a'], 6)
 
 
 def test_run_fn_is_reached_through_one_path(run_fn_module, trainer_io,
                                             tmp_path, penguin_csvs, stacks):
   """From the executor and the command, `run_fn` is entered through the
-  attempt, the launcher and `here`: at most 6 of the package's modules,
-  none twice."""
+  attempt and the launcher: at most 5 of the package's modules, none
+  twice."""
   _executor(run_fn_module, trainer_io)
   _command(run_fn_module, tmp_path, penguin_csvs)
   executor, command = stacks()
@@ -208,8 +210,8 @@ def test_build_model_is_reached_through_one_path(spec_module, trainer_io,
                                                  tmp_path, penguin_csvs,
                                                  stacks):
   """From the executor, the command and the notebook Estimator, a
-  TrainSpec's `build_model` is entered through the launcher, `here` and
-  the runner: at most 8 of the package's modules, none twice."""
+  TrainSpec's `build_model` is entered through the attempt, the launcher
+  and the runner: at most 7 of the package's modules, none twice."""
   _executor(spec_module, trainer_io)
   _command(spec_module, tmp_path, penguin_csvs)
   _estimator(spec_module, tmp_path, penguin_csvs)
@@ -219,6 +221,75 @@ def test_build_model_is_reached_through_one_path(spec_module, trainer_io,
   assert executor == EXPECTED[('executor', 'build_model')]
   assert command == EXPECTED[('command', 'build_model')]
   assert notebook == EXPECTED[('notebook', 'build_model')]
+
+
+def test_a_local_groups_workers_reach_run_fn_through_the_same_attempt(
+    run_fn_module, trainer_io, stacks):
+  """Each worker of a local group (processes the executor starts) enters
+  `run_fn` through the attempt and the launcher, from the child program:
+  the chief and the worker alike."""
+  _executor_with(run_fn_module, trainer_io, num_workers=2)
+  workers = stacks()
+  assert len(workers) == 2, workers
+  for stack in workers:
+    _check(stack, MOST_AT_RUN_FN)
+    assert stack == EXPECTED[('local worker', 'run_fn')]
+
+
+_MEMBER = '''
+import json, sys
+from tfx.types import artifact_utils
+from generic_trainer.component.executor import GenericExecutor
+from absl import logging
+logging.set_verbosity(logging.INFO)
+request = json.load(open(sys.argv[1]))
+GenericExecutor().Do(artifact_utils.parse_artifact_dict(request['inputs']),
+                     artifact_utils.parse_artifact_dict(request['outputs']),
+                     request['properties'])
+'''
+
+
+def test_a_tf_config_member_reaches_run_fn_through_the_same_attempt(
+    run_fn_module, trainer_io, tmp_path, stacks):
+  """A member of a TF_CONFIG cluster that is not its chief (a TFJob's
+  worker replica) runs the executor's same attempt, its role switching
+  publication off: no second path to `run_fn`."""
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
+  inputs, outputs, properties = trainer_io(module_file=run_fn_module,
+                                           train_steps=4)
+  request = tmp_path / 'request.json'
+  request.write_text(json.dumps({
+      'inputs': artifact_utils.jsonify_artifact_dict(inputs),
+      'outputs': artifact_utils.jsonify_artifact_dict(outputs),
+      'properties': properties}))
+  script = tmp_path / 'member.py'
+  script.write_text(_MEMBER)
+  ports = free_ports(2)
+  cluster = {'chief': [f'localhost:{ports[0]}'],
+             'worker': [f'localhost:{ports[1]}']}
+  processes = []
+  for task_type in ('chief', 'worker'):
+    env = dict(command_env(), TF_CONFIG=json.dumps(
+        {'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
+    env[STACK_ENV] = str(tmp_path / f'stacks-{task_type}.jsonl')
+    processes.append(subprocess.Popen(
+        [sys.executable, str(script), str(request)], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+  try:
+    logs = [p.communicate(timeout=420)[0] for p in processes]
+  finally:
+    for process in processes:
+      process.kill()
+  for process, log in zip(processes, logs):
+    assert process.returncode == 0, log[-4000:]
+  assert 'training as worker 1 of 2' in logs[1]
+  assert 'Export validated' in logs[0] and 'Export validated' not in logs[1]
+  for task_type in ('chief', 'worker'):
+    with open(tmp_path / f'stacks-{task_type}.jsonl') as f:
+      found = [package_modules(json.loads(line)) for line in f
+               if line.strip() != '"import"']
+    assert found == [EXPECTED[('TF_CONFIG worker', 'run_fn')]], task_type
 
 
 def test_the_module_is_imported_once_per_training(spec_module, trainer_io,

@@ -9,6 +9,8 @@ import pytest
 
 from generic_trainer.errors import RunFnError, TrainingProcessError
 from generic_trainer.plan import plan as plan_lib
+from generic_trainer.plan import settings
+from generic_trainer.plan.entry_points import COMMAND
 from generic_trainer.launch import restarts
 from generic_trainer.launch.child_process import describe_exit
 
@@ -19,9 +21,9 @@ RAISED = restarts.WorkerFailure(worker=1, how=describe_exit(1),
 
 def test_max_restarts_defaults_to_two():
   """Unset, a group is restarted at most twice; 0 is kept."""
-  assert plan_lib.max_restarts(None) == 2
-  assert plan_lib.max_restarts(None) == 2
-  assert plan_lib.max_restarts(0) == 0
+  assert settings.restarts(None) == 2
+  assert settings.restarts(None) == 2
+  assert settings.restarts(0) == 0
 
 
 @pytest.mark.parametrize('failure, done, limit, expected', [
@@ -118,7 +120,7 @@ def _plan_with(num_workers):
     ([1, 1], (1, 1)), ('3:3', (3, 3))])
 def test_num_workers_is_an_int_or_a_range(setting, bounds):
   """N, 'MIN:MAX' and (MIN, MAX) are read as (at least, at most)."""
-  assert plan_lib.worker_range(setting) == bounds
+  assert settings.worker_range(setting) == bounds
 
 
 @pytest.mark.parametrize('setting', [
@@ -132,11 +134,11 @@ def test_a_wrong_num_workers_range_is_refused_with_what_to_do(setting):
   from message_parts import missing_parts  # pylint: disable=g-import-not-at-top
   with pytest.raises(errors.InvalidArgumentError, match=(
       r"^'num_workers' must be a positive int .* or a range MIN:MAX")) as info:
-    plan.check_settings(num_workers=setting)
+    settings.check_settings(num_workers=setting)
   assert not missing_parts(str(info.value))
   with pytest.raises(errors.InvalidArgumentError, match=(
       r'^--num-workers must be a positive int')):
-    plan.check_settings(plan.COMMAND, num_workers=setting)
+    settings.check_settings(COMMAND, num_workers=setting)
 
 
 def test_the_plan_carries_the_range_and_is_where_the_count_is_set():
@@ -148,7 +150,7 @@ def test_the_plan_carries_the_range_and_is_where_the_count_is_set():
       3, (2, 3), Where.LOCAL_WORKERS)
   two = plan.with_workers(2)
   assert (two.num_workers, two.worker_bounds()) == (2, (2, 3))
-  assert two.for_worker(1).role.num_workers == 2
+  assert two.for_worker(1, '{}').role.num_workers == 2
   assert type(plan).from_json(two.to_json()) == two
   with pytest.raises(ValueError):
     plan.with_workers(4)
@@ -161,18 +163,20 @@ def test_a_range_in_a_tf_config_cluster_takes_the_cluster_size():
   decides it, and nothing shrinks."""
   import json  # pylint: disable=g-import-not-at-top
   from generic_trainer import errors  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import cluster_environment  # pylint: disable=g-import-not-at-top
   from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
   tf_config = json.dumps({'cluster': {'worker': ['a:1', 'b:2']},
                           'task': {'type': 'worker', 'index': 1}})
+  cluster = cluster_environment.role_from_tf_config(tf_config)
   plan = plan_lib.from_settings({'module_file': '/m.py',
-                                 'num_workers': '1:3'}, tf_config=tf_config)
+                                 'num_workers': '1:3'}, cluster=cluster)
   assert (plan.num_workers, plan.worker_bounds()) == (2, (2, 2))
   with pytest.raises(errors.InvalidArgumentError, match=(
       r"The component asks for num_workers='3:4', but TF_CONFIG describes a "
       r"cluster of 2 \(chief and workers\). Expected a range that holds the "
       r"cluster's size")):
     plan_lib.from_settings({'module_file': '/m.py', 'num_workers': '3:4'},
-                           tf_config=tf_config)
+                           cluster=cluster)
 
 
 SOON = restarts.WorkerFailure(worker=2, how=describe_exit(-9), after_s=12.0)

@@ -3,7 +3,7 @@
 import os
 
 from generic_trainer import resume
-from generic_trainer.plan import plan as plan_lib
+from generic_trainer.plan import resume_folder
 
 
 def _artifact(uri):
@@ -15,8 +15,8 @@ def _artifact(uri):
 
 def checkpoint_dir(input_dict, props, module_file, model_run, swd):
   """A pipeline's checkpoint folder, as its plan names it."""
-  return plan_lib.checkpoint_folder(
-      plan_lib.pipeline_resume(input_dict, props, model_run, swd),
+  return resume_folder.checkpoint_folder(
+      resume_folder.pipeline_resume(input_dict, props, model_run, swd),
       'module_file', module_file)
 
 

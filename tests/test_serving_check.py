@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from generic_trainer.checks import serving_check
+from generic_trainer.export_checks import serving_check
 from generic_trainer.errors import ExportValidationError, ServingCheckError
 from generic_trainer.heads import serving_methods
 
@@ -113,7 +113,7 @@ def test_a_good_export_answers_every_api_and_writes_its_warmup_file(
     tmp_path, eval_files):
   """Classify, Regress and Predict requests without the label pass, and
   the warmup file holds them as PredictionLogs the serving protos parse."""
-  from generic_trainer.checks.export_validation import validate_export  # pylint: disable=g-import-not-at-top
+  from generic_trainer.export_checks.export_validation import validate_export  # pylint: disable=g-import-not-at-top
   export = _save(tmp_path, {
       'serving_default': _examples_fn(_good_default),
       'classification': _examples_fn(_good_classify, name='inputs'),

@@ -13,7 +13,7 @@ from generic_trainer.canned import (DNNClassifierSpec,  # pylint: disable=g-mult
                                     DNNLinearCombinedRegressorSpec,
                                     DNNRegressorSpec, DNNSpec,
                                     LinearClassifierSpec, LinearRegressorSpec)
-from generic_trainer.checks import serving_check
+from generic_trainer.export_checks import serving_check
 from generic_trainer.data import not_served
 from test_heads import SPECIES, named_penguin_csvs  # pylint: disable=unused-import
 

@@ -70,7 +70,7 @@ from generic_trainer.usercode import stray_threads
 from generic_trainer.command import holdout
 from generic_trainer.command.cli_args import Request
 from generic_trainer.command.layout import Layout
-from generic_trainer.plan import keras_env
+from generic_trainer.system import keras_env
 from generic_trainer.command.cli_args import PROG
 # pylint: enable=g-import-not-at-top,wrong-import-position
 

@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import attr
 
 from generic_trainer.system import paths
-from generic_trainer.plan import plan
+from generic_trainer.plan import settings
+from generic_trainer.plan.entry_points import COMMAND
 from generic_trainer.usercode import module_loader
 from generic_trainer.usercode import static_spec
 from generic_trainer.errors import InputArtifactError
@@ -256,7 +257,7 @@ def parse(argv: Optional[Sequence[str]],
             else []}
   _check_outside_outputs(inputs, output_dir)
   num_workers = _num_workers(ns.num_workers)
-  plan.check_settings(plan.COMMAND, keras_version=ns.keras_version,
+  settings.check_settings(COMMAND, keras_version=ns.keras_version,
                       backend=ns.backend, num_workers=num_workers)
   if ns.progress not in PROGRESS:
     raise InvalidArgumentError(
@@ -441,7 +442,7 @@ def _check_outside_outputs(inputs: Dict[str, List[str]],
 
 def _num_workers(value: Optional[str]):
   """--num-workers as the component's setting: N as an int, a range as
-  its text (`plan.check_settings` checks both)."""
+  its text (`settings.check_settings` checks both)."""
   if value is not None and value.strip().isdigit():
     return int(value)
   return value

@@ -4,9 +4,9 @@ What the `generic-trainer` command does once its arguments are checked
 (`generic_trainer.command.cli`), into the output folder `command.layout`
 describes.
 
-The training is resolved once, as in a pipeline (`plan.plan.resolve`, with
-the settings named as flags), and runs through the one attempt sequence
-(`checks.attempt.run`, as in the executor), whose launcher trains it where
+The training is resolved once, as in a pipeline (`training.attempt.resolve`,
+with the settings named as flags), and runs through the one attempt
+sequence (`training.attempt.run`, as in the executor), whose launcher trains it where
 the plan says. A TrainSpec trains on `LocalFnArgs` (`fnargs.local`: the
 same checks, fit loop, handlers and export as in a pipeline), without
 importing TFX's pipeline code or Apache Beam, so it starts training soon
@@ -40,7 +40,6 @@ from typing import Any, Dict, Optional
 
 import attr
 
-from generic_trainer.checks.publish import StagedExport
 from generic_trainer.command import holdout
 from generic_trainer.command.cli_args import Request
 from generic_trainer.command.layout import Layout
@@ -50,19 +49,22 @@ from generic_trainer.data import statistics
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, NUM_WORKERS_KEY
 from generic_trainer.keys import RUN_FN_KEY, SERVING_MODEL_DIR
-from generic_trainer.plan import keras_env
+from generic_trainer.system import keras_env
 from generic_trainer.plan import plan as plan_lib
+from generic_trainer.plan import resume_folder
+from generic_trainer.plan.entry_points import COMMAND
 from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import atomic_files
 from generic_trainer.system import console
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
-from generic_trainer.checks import attempt
+from generic_trainer.training import attempt
 
 
-def resume_at(request: Request) -> plan_lib.ResumeAt:
+def resume_at(request: Request) -> resume_folder.ResumeAt:
   """What names the checkpoint folder of `request`'s training, which the
-  plan decides (`plan.plan.checkpoint_folder`): in the output folder,
+  plan decides (`plan.resume_folder.checkpoint_folder`): in the output folder,
   keyed by the data files' paths, sizes and modification times (a file
   that cannot be read counts as missing, which changes the key), the
   schema's content and the flags that change the training."""
@@ -84,7 +86,7 @@ def resume_at(request: Request) -> plan_lib.ResumeAt:
         found.append((path, None))
     return found
 
-  return plan_lib.ResumeAt(
+  return resume_folder.ResumeAt(
       base=request.output_dir, prefix=Layout.CHECKPOINT_PREFIX,
       inputs={'schema': content(request.schema),
               'train': files(request.train_data),
@@ -102,14 +104,14 @@ def resume_at(request: Request) -> plan_lib.ResumeAt:
 
 def resume_key(request: Request) -> str:
   """A short hash of what defines the training of `request`
-  (`plan.plan.resume_key` of `resume_at`)."""
+  (`plan.resume_folder.resume_key` of `resume_at`)."""
   at = resume_at(request)
-  return plan_lib.resume_key(at.inputs, request.module_file, at.settings)
+  return resume_folder.resume_key(at.inputs, request.module_file, at.settings)
 
 
 def checkpoint_dir(request: Request) -> str:
   """Where the training of `request` checkpoints, and resumes from."""
-  return plan_lib.checkpoint_folder(resume_at(request), MODULE_FILE_KEY,
+  return resume_folder.checkpoint_folder(resume_at(request), MODULE_FILE_KEY,
                                     request.module_file)
 
 
@@ -167,8 +169,8 @@ def _run_holding_folder(request: Request,
   # (the request, the folder's lock, the checkpoint folder) stay light for
   # the command's checks of its flags.
   layout = Layout(request.output_dir)
-  plan, entry = plan_lib.resolve(
-      _settings(request), plan_lib.COMMAND, checkpoint_dir=checkpoint,
+  plan, entry = attempt.resolve(
+      _settings(request), COMMAND, checkpoint_dir=checkpoint,
       resume=resume_at(request),
       entry_name=None if request.run_fn in (None, RUN_FN_KEY)
       else request.run_fn)
@@ -189,12 +191,11 @@ def _run_holding_folder(request: Request,
       record['missing_values'] = missing
     staged = StagedExport(layout.publishing, keep_dir=layout.run)
     published = attempt.run(
-        staged, _training_request(request, layout, splits, staged, plan,
-                                  record),
-        entry, lambda: attempt.ExportChecks(
+        _training_request(request, layout, splits, staged, plan, record),
+        entry, attempt.Publication(staged, lambda: attempt.ExportChecks(
             eval_files=splits['eval'], schema_path=layout.schema,
             base_model=request.base_model,
-            allow_signature_change=request.allow_signature_change))
+            allow_signature_change=request.allow_signature_change)))
     layout.take_model()
     layout.drop_checkpoint(checkpoint)
   finally:

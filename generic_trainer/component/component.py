@@ -13,9 +13,8 @@ from tfx.utils import json_utils
 
 from generic_trainer.component import channels
 from generic_trainer.component.spec import GenericTrainerSpec
-from generic_trainer.plan import plan as plan_lib
 from generic_trainer.usercode import module_loader
-from generic_trainer.plan import plan
+from generic_trainer.plan import settings
 from generic_trainer.usercode import static_spec
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.data.kept.artifact import ParsedRows
@@ -168,14 +167,14 @@ class GenericTrainer(base_component.BaseComponent):
       module_loader.check_module_source(module_file)
     # The part of the training plan the settings alone decide; the rest
     # (the TrainSpec's backend...) is resolved by the same code at run time.
-    plan.check_settings(keras_version=keras_version, backend=backend,
+    settings.check_settings(keras_version=keras_version, backend=backend,
                         num_workers=num_workers, strategy=strategy,
                         max_restarts=max_restarts)
     # What the module's source says plainly: a head on JAX (row 222).
     static_spec.check_heads_on_jax(module_file, backend,
                                    f'backend={backend!r}')
-    plan_lib.check_flag('allow_signature_change', allow_signature_change)
-    plan_lib.check_flag('keep_parsed_rows', keep_parsed_rows)
+    settings.check_flag('allow_signature_change', allow_signature_change)
+    settings.check_flag('keep_parsed_rows', keep_parsed_rows)
     if keep_parsed_rows is None:
       keep_parsed_rows = parsed_rows is not None
     self.resources = resources_lib.from_value(resources)
@@ -197,8 +196,8 @@ class GenericTrainer(base_component.BaseComponent):
           run_fn=run_fn,
           custom_config=_serialized_custom_config(custom_config),
           keras_version=keras_version,
-          num_workers=plan_lib.worker_range_text(
-              plan_lib.worker_range(num_workers)) if num_workers is not None
+          num_workers=settings.worker_range_text(
+              settings.worker_range(num_workers)) if num_workers is not None
           else None,
           strategy=strategy,
           allow_signature_change=allow_signature_change,
@@ -248,14 +247,14 @@ def _checked_args(name: str, value, proto_class):
         f'trainer_pb2.{proto_class.__name__}(num_steps=100). Received: '
         f'{name} that is a {type(value).__name__}. Pass '
         f'trainer_pb2.{proto_class.__name__}(...) instead.')
-  plan_lib.check_num_steps(name, value.num_steps)
+  settings.check_num_steps(name, value.num_steps)
   return value
 
 
 def _serialized_custom_config(custom_config):
   if isinstance(custom_config, data_types.RuntimeParameter):
     return custom_config
-  plan_lib.check_custom_config(custom_config)
+  settings.check_custom_config(custom_config)
   try:
     return json_utils.dumps(custom_config)
   except (TypeError, ValueError) as e:

@@ -12,47 +12,43 @@ from tfx.types import standard_component_specs as keys
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
-from generic_trainer.system import machine
-from generic_trainer.system import paths
-from generic_trainer.system import preemption
 from generic_trainer import resume
-from generic_trainer.system import scratch
-from generic_trainer.loop import train_result
-from generic_trainer.checks import attempt
-from generic_trainer.fnargs import inputs
-from generic_trainer.plan import distribution
-from generic_trainer.plan import plan as plan_lib
-from generic_trainer.checks import serving_check
-from generic_trainer.checks.publish import StagedExport
-from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.data.kept import store as kept_store
+from generic_trainer.export_checks import serving_check
+from generic_trainer.fnargs import inputs
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import PARSED_ROWS_DECISIONS
 from generic_trainer.keys import PARSED_ROWS_HITS
 from generic_trainer.keys import PARSED_ROWS_MISSES
-from generic_trainer.keys import STOP_FILE_ENV
-from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
-from generic_trainer.launch import launcher
-from generic_trainer.loop.handlers.preemption_stop import request_file
+from generic_trainer.loop import train_result
+from generic_trainer.plan import resume_folder
+from generic_trainer.plan.entry_points import COMPONENT
+from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.publication.staged_export import StagedExport
+from generic_trainer.system import machine
+from generic_trainer.system import paths
+from generic_trainer.system import preemption
+from generic_trainer.training import attempt
 
 
 class GenericExecutor(base_executor.BaseExecutor):
   """Runs a user `run_fn` and publishes its export only once it is valid.
 
-  Steps: resolve the training once (`plan.plan.resolve`: the settings,
-  the user module from `module_file`, `module_path` or `run_fn`, where it
-  trains), then run the one attempt sequence (`checks.attempt.run`): train
-  into a staging directory (FnArgs built from the input artifacts),
-  validate the export, check that it keeps the base model's signatures
-  (when `base_model` is connected), and move it into the Model artifact.
-  Any failure leaves no model in the Model artifact; a rejected export is
-  kept in the node's stateful working dir for inspection.
+  `Do` builds the training's request from the input and output artifacts,
+  runs the one attempt (`training.attempt`: the plan in this process's
+  cluster environment, then train into a staging directory, validate the
+  export, check that it keeps the base model's signatures when
+  `base_model` is connected, and move it into the Model artifact), and
+  reports what was checked and trained as the artifacts' properties. Any
+  failure leaves no model in the Model artifact; a rejected export is kept
+  in the node's stateful working dir for inspection.
 
   Where the training runs (here, a child process under the other Keras or
   on another Keras backend, `num_workers` local processes) is the plan's
-  decision; `launch.launcher` carries it out. Under a TF_CONFIG that makes
-  this process a non-chief worker, it trains and publishes nothing.
+  decision; `launch.launcher` carries it out. Under a TF_CONFIG (or a
+  JobSet) that makes this process a member but not the chief, the same
+  attempt trains and publishes nothing (its role decides).
 
   SIGTERM during `Do` (a pod deleted or preempted) stops the training at
   the next step, saves that step in the resume checkpoint, publishes
@@ -64,59 +60,33 @@ class GenericExecutor(base_executor.BaseExecutor):
                = None, checkpoint_dir: Optional[str] = None):
     """`checkpoint_dir`: where training checkpoints, and resumes from after
     a kill. None (pipelines): the plan names it
-    (`plan.plan.pipeline_resume`), keyed by the input artifacts."""
+    (`plan.resume_folder.pipeline_resume`), keyed by the input artifacts."""
     super().__init__(context)
     self._given_checkpoint_dir = checkpoint_dir
 
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    # What `_do` sets for this execution (a TF_CONFIG built from a JobSet,
-    # a cluster's stop file) ends with it: an in-process caller's next
-    # execution starts from its own environment.
-    before = {name: os.environ.get(name)
-              for name in (TF_CONFIG_ENV, STOP_FILE_ENV)}
-    try:
-      with preemption.handling():
-        self._do(input_dict, output_dict, exec_properties)
-    finally:
-      for name, value in before.items():
-        if value is None:
-          os.environ.pop(name, None)
-        else:
-          os.environ[name] = value
+    with preemption.handling():
+      self._do(input_dict, output_dict, exec_properties)
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     logging.info('This pod gives the training %s.', machine.describe())
-    tf_config = distribution.cluster_tf_config(os.environ)
-    if tf_config and not os.environ.get(TF_CONFIG_ENV):
-      # TensorFlow's cluster resolver, and every child, read it from here.
-      os.environ[TF_CONFIG_ENV] = tf_config
-      logging.info('TF_CONFIG built from the JobSet environment: %s',
-                   tf_config)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])
-    plan, entry = plan_lib.resolve(
-        exec_properties, tf_config=tf_config,
-        checkpoint_dir=self._given_checkpoint_dir,
-        resume=plan_lib.pipeline_resume(input_dict, exec_properties,
-                                        model_run_uri,
-                                        self._stateful_working_dir()))
-    if tf_config and plan.role.num_workers > 1:
-      _share_stop_file(plan)
-    if not plan.role.is_chief:
-      _train_as_worker(TrainingRequest(input_dict, output_dict,
-                                       exec_properties, '', '', plan), entry)
-      return
+    plan, entry = attempt.resolve(
+        exec_properties, COMPONENT, checkpoint_dir=self._given_checkpoint_dir,
+        resume=resume_folder.pipeline_resume(
+            input_dict, exec_properties, model_run_uri,
+            self._stateful_working_dir()))
     staged = StagedExport(
         artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
         keep_dir=self._stateful_working_dir() or model_run_uri)
     published = attempt.run(
-        staged, TrainingRequest(input_dict, output_dict, exec_properties,
-                                staged.serving_dir, staged.eval_dir, plan),
-        entry,
-        lambda: attempt.ExportChecks(
+        TrainingRequest(input_dict, output_dict, exec_properties,
+                        staged.serving_dir, staged.eval_dir, plan),
+        entry, attempt.Publication(staged, lambda: attempt.ExportChecks(
             eval_files=_eval_file_patterns(input_dict, exec_properties),
             schema_path=_schema_path(input_dict),
             transform_graph_path=_single_uri_or_none(
@@ -124,7 +94,9 @@ class GenericExecutor(base_executor.BaseExecutor):
             base_model=inputs.base_model_path(
                 input_dict.get(keys.BASE_MODEL_KEY)),
             allow_signature_change=bool(
-                exec_properties.get(ALLOW_SIGNATURE_CHANGE_KEY))))
+                exec_properties.get(ALLOW_SIGNATURE_CHANGE_KEY)))))
+    if published.serving_dir is None:
+      return  # A member that is not the chief: the chief publishes.
     resume.remove(plan.checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.',
                  published.report, published.serving_dir)
@@ -138,39 +110,6 @@ class GenericExecutor(base_executor.BaseExecutor):
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""
     return self._context.stateful_working_dir if self._context else None
-
-
-def _share_stop_file(plan) -> None:
-  """Gives the pods of a TF_CONFIG cluster the stop file a local group
-  shares (`loop.handlers.preemption_stop`), in the resume checkpoint's
-  folder, which every pod reaches (it resumes from it): a pod that gets
-  SIGTERM asks the chief for a stop there, the chief writes the step, and
-  every pod stops at it, saved, as a local group does. The chief removes
-  what a preempted attempt left before it trains: no worker can end a step
-  before the chief has started training."""
-  if os.environ.get(STOP_FILE_ENV) or not plan.checkpoint_dir:
-    return
-  stop_file = os.path.join(plan.checkpoint_dir, 'stop-step')
-  os.makedirs(plan.checkpoint_dir, exist_ok=True)
-  if plan.role.is_chief:
-    for stale in (stop_file, request_file(stop_file)):
-      if os.path.exists(stale):
-        os.remove(stale)
-  os.environ[STOP_FILE_ENV] = stop_file
-
-
-def _train_as_worker(request: TrainingRequest, entry) -> None:
-  """Trains as a non-chief member of a TF_CONFIG cluster; publishes nothing.
-
-  The export and logs go to a scratch folder, removed afterwards: only the
-  chief's export is validated and published.
-  """
-  role = request.plan.role
-  logging.info('TF_CONFIG: training as worker %d of %d (%s %d); the chief '
-               'publishes the model.', role.worker_index, role.num_workers,
-               role.task_type, role.task_index)
-  with scratch.folder('worker') as root:
-    launcher.train(request.with_scratch_outputs(root), entry)
 
 
 def _attach_parsed_rows(artifacts) -> None:

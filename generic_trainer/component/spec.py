@@ -4,17 +4,17 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
 `tfx.components.Trainer` is here with the same type and optionality. Added:
   - input `statistics` (ExampleStatistics): fills `fn_args.num_examples`;
   - parameter `keras_version` ('keras3' or 'tf_keras'): the Keras the
-    training runs under (see `generic_trainer.plan.keras_env`);
+    training runs under (see `generic_trainer.system.keras_env`);
   - parameters `num_workers` and `strategy`: how many processes train
     together, with which tf.distribute strategy (see
     `generic_trainer.plan.distribution`);
   - parameter `allow_signature_change`: publish a model whose signatures
-    differ from the base model's (see `generic_trainer.checks.signature_gate`);
+    differ from the base model's (see `generic_trainer.export_checks.signature_gate`);
   - parameter `max_restarts`: how many times a multi-worker training
     restarts its workers from the last checkpoint after one died (see
     `generic_trainer.launch.restarts`);
   - parameter `backend` ('tensorflow' or 'jax'): the Keras 3 backend the
-    training computes with (see `generic_trainer.plan.keras_env`);
+    training computes with (see `generic_trainer.system.keras_env`);
   - input `parsed_rows` and output `updated_parsed_rows` (ParsedRows): the
     parsed rows an earlier execution kept, and those this one keeps for the
     next (see `generic_trainer.data.kept.cache`).

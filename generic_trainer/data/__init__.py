@@ -4,7 +4,7 @@
 `tf_example_dataset` (TFXIO's own dataset and parse config, Beam-free, and
 `plain`: our tf.data functions, not converted by autograph), `tfrecords`
 (files as ExampleGen writes them), `schema_file` (schema.pbtxt),
-`statistics` (split folders and their statistics), `validation` (data
+`statistics` (split folders and their statistics), `schema_check` (data
 against the schema), `spelled_missing` and `glued_columns` (two CSV
 mistakes told from the examples), `not_served` (the labels and weights no
 serving request carries), `parsed_size` (what parsed rows will take),

@@ -96,9 +96,9 @@ def to_split(data, split_dir: str, schema=None,
   check_tfrecords(files, kept_rows)
   if schema is not None:
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
-    from generic_trainer.data import validation  # pylint: disable=g-import-not-at-top
+    from generic_trainer.data import schema_check  # pylint: disable=g-import-not-at-top
     config, _ = tf_example_dataset.parser_config(schema)
-    validation.check_examples(files, config, os.path.basename(split_dir),
+    schema_check.check_examples(files, config, os.path.basename(split_dir),
                               schema_source)
   return link_split(files, split_dir)
 

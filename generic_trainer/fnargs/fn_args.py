@@ -16,7 +16,7 @@ from tfx.utils import json_utils
 from tfx.utils import proto_utils
 
 from generic_trainer.system import paths
-from generic_trainer.plan import plan as plan_lib
+from generic_trainer.plan import settings
 from generic_trainer.fnargs import inputs
 from generic_trainer.fnargs import strategies
 from generic_trainer.fnargs.fields import GenericFnArgsFields
@@ -69,7 +69,7 @@ def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
         f'{key}={exec_properties.get(key)!r}. Pass '
         f'trainer_pb2.{type(proto).__name__}(num_steps=...) to the '
         'component.') from e
-  plan_lib.check_num_steps(key, proto.num_steps)
+  settings.check_num_steps(key, proto.num_steps)
   return proto
 
 
@@ -96,7 +96,7 @@ def build_fn_args(request: TrainingRequest) -> FnArgs:
   inputs.check_base_model(input_dict.get(keys.BASE_MODEL_KEY))
   custom_config = json_utils.loads(
       exec_properties.get(keys.CUSTOM_CONFIG_KEY) or 'null')
-  plan_lib.check_custom_config(custom_config)
+  settings.check_custom_config(custom_config)
 
   common = fn_args_utils.get_common_fn_args(input_dict, exec_properties)
   fields = attr.asdict(common, recurse=False)

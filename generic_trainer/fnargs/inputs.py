@@ -18,7 +18,7 @@ from generic_trainer.data.kept import read_before
 from generic_trainer.data import statistics
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import tfrecords
-from generic_trainer.data import validation
+from generic_trainer.data import schema_check
 from generic_trainer.errors import summarize
 from generic_trainer.data import spelled_missing
 from generic_trainer.data import glued_columns
@@ -87,7 +87,7 @@ def _check_tfrecord(path: str, split: str, examples: types.Artifact,
         f'({describe(examples)}). Expected a readable TFRecord file. '
         f'Received: {type(error).__name__}.') from error
   record = tfrecords.first_record(path) if tf_example else None
-  problem = validation.record_problem(record, {}) if record else ''
+  problem = schema_check.record_problem(record, {}) if record else ''
   if record and not problem:
     problem = glued_columns.problem(record) or ''
   if problem:

@@ -48,9 +48,8 @@ from typing import Any, Dict, List, Optional, Union
 import jsonschema
 import yaml
 
-from generic_trainer.plan.plan import worker_range
+from generic_trainer.plan.settings import restarts, worker_range
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.keys import DEFAULT_MAX_RESTARTS
 from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
@@ -159,8 +158,7 @@ def restart_settings(max_restarts: Optional[int],
                      num_workers: int) -> Dict[str, Any]:
   """`render`'s restart_policy and backoff_limit for `max_restarts`
   restarts of the whole group (None: the component's default, 2)."""
-  if max_restarts is None:
-    max_restarts = DEFAULT_MAX_RESTARTS
+  max_restarts = restarts(max_restarts)
   if not max_restarts:
     return {'restart_policy': 'Never', 'backoff_limit': 0}
   return {'restart_policy': 'OnFailure',

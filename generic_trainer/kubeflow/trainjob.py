@@ -8,7 +8,7 @@ runtime turns on the JobSet's DNS host names, so every pod is reachable at
 names and its indexes (downward API, `keys.JOBSET_REQUIRED_ENV`); the
 TrainJob adds the node count. Trainer v2 has no TensorFlow policy that
 writes TF_CONFIG, so the executor writes it from those variables
-(`plan.distribution.cluster_tf_config`): pod 0 is the chief, which
+(`launch.cluster_environment.JobSet`): pod 0 is the chief, which
 validates and publishes; the others train and publish nothing.
 
 Every node runs the project image with TFX's KFP v2 container entrypoint and
@@ -38,7 +38,7 @@ from generic_trainer.kubeflow import kfp_step
 from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob import KFP_ENTRYPOINT
-from generic_trainer.plan.plan import worker_range
+from generic_trainer.plan.settings import worker_range
 
 API_VERSION = 'trainer.kubeflow.org/v1alpha1'
 # Trainer v2 finds the trainer's replicated job by this label, and its

@@ -1,15 +1,17 @@
 """Launching: running a training where its plan says, through one call.
 
-`launcher.train(request, entry)` is the one call every entry point makes
-(the executor and the command through `checks.attempt`, the notebook
-`Estimator` directly): the plan names the launcher, and the launcher
-trains in this process (`here`: FnArgs built, the entry point called), in
-a child process under the other Keras or on another Keras backend
-(`child_process`, whose program is `child`), or in N local worker
-processes (`local_cluster`, with `restarts`, `worker_process` and a
-network of their own: `private_network`). `stall_watch` ends a child or
-a group that is alive but makes no step.
+`launcher.train(request, entry)` is the one call the attempt
+(`training.attempt`) makes for every entry point: the plan names the
+launcher, and the launcher trains in this process (FnArgs built, the
+entry point called), in a child process under the other Keras or on
+another Keras backend (`child_process`, whose program is
+`training.child`), or in N local worker processes (`local_cluster`, with
+`restarts`, `worker_process` and a network of their own:
+`private_network`). `cluster_environment` finds which cluster this process
+is in (alone, a local group, TF_CONFIG, a JobSet), one class per
+environment, and sets what a member needs while it trains. `stall_watch`
+ends a child or a group that is alive but makes no step.
 
 May import: `fnargs`, `plan` and the layers below them, and the base.
-Never `checks` or the entry points.
+Never `training`, `export_checks`, `publication` or the entry points.
 """

@@ -5,7 +5,7 @@ Used for training under the other Keras or on another Keras backend
 `TrainingPlan.child_env` gives), and for each worker of a local
 multi-worker training (`local_cluster`). The parent writes
 a request JSON (a `TrainingRequest`: artifacts as TFX serialises them, exec
-properties, where the export goes) and starts `python -m generic_trainer.launch.child REQUEST`
+properties, where the export goes) and starts `python -m generic_trainer.training.child REQUEST`
 (`CHILD_MODULE`); the child writes a result JSON: `{}` on success, or the name and message of
 the error it raised. The child dies with its parent (PR_SET_PDEATHSIG), so no
 training outlives a killed orchestrator; a parent that gets SIGTERM forwards
@@ -32,7 +32,7 @@ from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.launch import stall_watch
 
-CHILD_MODULE = 'generic_trainer.launch.child'
+CHILD_MODULE = 'generic_trainer.training.child'
 
 
 def train_in_child(request: TrainingRequest, env: Dict[str, str],

@@ -1,30 +1,48 @@
 """The one launcher: every training runs through `train(request, entry)`.
 
-The executor and the command reach it through `checks.attempt`, the
-notebook `Estimator` directly, a child process and each local worker from
-their program (`launch.child`); none of them asks where it trains. The
-plan decided that (`plan.plan.Where`), and it names the launcher:
+The attempt (`training.attempt`) calls it, for the executor, the command,
+the notebook `Estimator`, a child process and each local worker alike;
+none of them asks where it trains. The plan decided that
+(`plan.plan.Where`), and it names the launcher:
 
   - `LOCAL_WORKERS`: `num_workers` local processes (`local_cluster`);
   - `KERAS_CHILD`, `BACKEND_CHILD`: one child process under the plan's
     tf.keras or Keras backend (`child_process`): a tf.keras 2 module in a
     Keras 3 pipeline, a JAX training in a TensorFlow process;
-  - `HERE`: this process (`here`).
+  - `HERE`: this process, below: FnArgs built, the entry point called.
 
-Validation and publication stay with the caller (`checks.attempt`).
+A TrainSpec trains here through `loop.runner` on FnArgs from local files
+(`fnargs.local`, no TFX: the command's and the notebook's trainings) or
+from the artifacts (`fnargs.fn_args`); a `run_fn` gets TFX's FnArgs from
+the artifacts, its data accessor keeping parsed rows where a store is set
+(`data.kept`). Every call into user code is guarded (`usercode.guard`)
+and the threads it leaves cannot hold the process (`stray_threads`).
+While it trains, the process has what its cluster needs set
+(`cluster_environment.entered`: TF_CONFIG, the shared stop file).
+
+Validation and publication stay with the caller (`training.attempt`).
 """
 
+import threading
 from typing import Any, Callable, Dict, Optional
 
 from absl import logging
 
+from generic_trainer.data import input_pipeline
+from generic_trainer.data.kept import factory as kept_factory
+from generic_trainer.data.kept import store as kept_store
+from generic_trainer.fnargs import local
+from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.launch import child_process
-from generic_trainer.launch import here
+from generic_trainer.launch import cluster_environment
 from generic_trainer.launch import local_cluster
 from generic_trainer.loop import train_result
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.trainspec import member_checks
+from generic_trainer.usercode import stray_threads
+from generic_trainer.usercode.guard import user_code
 
 
 def train(request: TrainingRequest,
@@ -39,19 +57,73 @@ def train(request: TrainingRequest,
   (`plan.complete`).
 
   Raises:
-    What the training raises (see `here.train`), in whichever process it
-      ran; TrainingProcessError when a child process cannot give what the
-      plan says, or died without reporting an error.
+    UserModuleError, InvalidArgumentError, InputArtifactError: see their
+      docs.
+    RunFnError: the user's code raised, or tried to end the process (see
+      `usercode.guard`); the user's exception is its `__cause__` and its
+      traceback is in the message.
+    TrainingProcessError: a child process cannot give what the plan says,
+      or died without reporting an error.
+    What the training raised, in whichever process it ran.
   """
-  _LAUNCHERS[request.plan.where](request, entry)
+  with cluster_environment.entered(request.plan):
+    _LAUNCHERS[request.plan.where](request, entry)
   return train_result.read(request.model_run_dir())
 
 
 def _here(request: TrainingRequest, entry) -> None:
+  """Trains in this process with `entry` (loaded here when None), the
+  user's `run_fn` or the run_fn of their TrainSpec (`loop.runner.SpecRun`,
+  whose `train_spec` is the class), which exports into
+  `request.serving_dir`. A TrainSpec's training record
+  (train_result.json) is written once, by its `SpecRun`, with
+  `request.record`'s entries."""
   if entry is None:
     plan, entry = plan_lib.complete(request.plan)
     request = request.with_plan(plan)
-  here.train(request, entry)
+  source = request.plan.describe_source()
+  spec = getattr(entry, 'train_spec', None)
+  low, high = request.plan.worker_bounds()
+  if spec is not None and low < high:  # Every size the group may take.
+    member_checks.check_batch_split(getattr(spec, 'batch_size', None),
+                                    range(low, high + 1))
+  fn_args = (local.from_request(request)
+             if spec is not None and request.local_inputs is not None
+             else _fn_args_from_artifacts(request))
+  threads = set(threading.enumerate())
+  try:
+    if spec is not None:  # Its runner keeps its parsed rows itself.
+      with user_code(f'TrainSpec {spec.__name__}', source,
+                     wrap=request.plan.wraps_user_errors):
+        entry(fn_args, interactive=request.interactive,
+              started=request.started, record=request.record)
+    else:
+      with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source):
+        entry(_keeping(fn_args, kept))
+      if kept is not None:
+        kept.log_decisions()
+  finally:  # Failed or not, its threads cannot hold the process.
+    stray_threads.release(threads, source)
+
+
+def _fn_args_from_artifacts(request: TrainingRequest):
+  # TFX's FnArgs module imports Apache Beam (seconds): only a training from
+  # artifacts pays for it, not the command's or the notebook's TrainSpec.
+  from generic_trainer.fnargs import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
+  return fn_args_lib.build_fn_args(request)
+
+
+def _keeping(fn_args, kept):
+  """`fn_args`, its data accessor's tf.Example datasets reading and keeping
+  parsed rows through `kept` (a `data.kept.cache.SpanCache`, or None)."""
+  factory = fn_args.data_accessor.tf_dataset_factory
+  if kept is None or not isinstance(factory, input_pipeline.DatasetFactory):
+    return fn_args
+  fn_args.data_accessor = fn_args.data_accessor._replace(
+      tf_dataset_factory=kept_factory.KeptRowsFactory(
+          kept, fn_args.transform_graph_path,
+          getattr(fn_args, 'num_workers', 1), factory.telemetry_descriptors))
+  return fn_args
 
 
 def _local_workers(request: TrainingRequest, entry) -> None:

@@ -26,12 +26,11 @@ restarts smaller when a worker cannot come back and grows back later
 (`restarts` decides when and to what size, `TrainingPlan.with_workers`
 sets it). After a SIGTERM, forwarded to every worker
 (`preemption`), the workers stop at one step the chief chooses
-(`keys.STOP_FILE_ENV`), all save it, and the group is not restarted:
+(`cluster_environment.LocalGroup`), all save it, and the group is not restarted:
 PreemptedError.
 """
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -50,8 +49,8 @@ from generic_trainer import resume
 from generic_trainer.system import scratch
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
-from generic_trainer.keys import STOP_FILE_ENV, TF_CONFIG_ENV
 from generic_trainer.launch import child_process
+from generic_trainer.launch import cluster_environment
 from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
 from generic_trainer.launch import stall_watch
@@ -87,12 +86,6 @@ def check_capacity(count: int) -> None:
         f'{limit} here, or run the trainer in a cluster that sets TF_CONFIG, '
         'one worker a replica (README.md, "Scaling out"). Nothing was '
         'started.')
-
-
-def tf_config(ports: List[int], index: int) -> Dict[str, Any]:
-  """TF_CONFIG of worker `index` in a cluster on localhost `ports`."""
-  return {'cluster': {'worker': [f'localhost:{p}' for p in ports]},
-          'task': {'type': 'worker', 'index': index}}
 
 
 def free_ports(count: int) -> List[int]:
@@ -244,21 +237,21 @@ def _run_group(request: TrainingRequest, count: int,
                  'their output is kept in %s.', count, ports,
                  '' if reservation else ', in a network of their own',
                  logs_dir)
+    group = cluster_environment.LocalGroup(ports, root)
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
       os.makedirs(worker_dir)
-      worker_request = request.for_worker(index) if index == 0 else (
-          request.for_worker(index).with_scratch_outputs(
-              os.path.join(worker_dir, 'outputs')))
+      # A worker that is not the chief exports into scratch of its own
+      # (its attempt's role says so); the chief into the staging folder.
+      worker_request = request.for_worker(index, group.tf_config(index))
       request_path = os.path.join(worker_dir, 'request.json')
       result = os.path.join(worker_dir, 'result.json')
       log_path = os.path.join(worker_dir, 'output.log')
       child_process.write_request(request_path, worker_request, result)
       env = child_process.child_env({
           **request.plan.child_env(),
-          TF_CONFIG_ENV: json.dumps(tf_config(ports, index)),
+          **group.worker_environ(index),
           **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
-          STOP_FILE_ENV: os.path.join(root, 'stop-step'),
           HEARTBEAT_FILE_ENV: os.path.join(worker_dir,
                                            stall_watch.HEARTBEAT_FILE),
       })

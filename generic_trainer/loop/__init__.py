@@ -4,7 +4,7 @@ module that defines a TrainSpec.
 
 `runner` runs one spec from FnArgs: `datasets` builds the train and eval
 input (`first_batch_errors` says why a first batch could not be read),
-`checks` and `label_checks` test the spec against a real batch,
+`spec_checks` and `label_checks` test the spec against a real batch,
 `warm_start` loads the base model's weights, `fit_loop` trains with
 Keras's `model.fit` and the built-in `handlers` (`fit_schedule` decides
 the `fit` calls of a resumed training), `on_jax` is what differs on JAX,

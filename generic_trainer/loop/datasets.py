@@ -16,7 +16,7 @@ from generic_trainer.trainspec.spec import TrainSpec
 from generic_trainer.data import schema_file
 from generic_trainer.data import input_pipeline
 from generic_trainer.data.kept import blocks as kept_blocks
-from generic_trainer.data import validation
+from generic_trainer.data import schema_check
 from generic_trainer.system import paths
 from generic_trainer.trainspec import outputs
 from generic_trainer.loop import on_jax
@@ -41,7 +41,7 @@ def load_schema(fn_args):
 def check_data(fn_args, schema) -> None:
   """The first records of every train and eval file parse with the schema;
   else an InputArtifactError names the file, record and feature (see
-  `data.validation`). tf.Example data read by our factory only."""
+  `data.schema_check`). tf.Example data read by our factory only."""
   factory = fn_args.data_accessor.tf_dataset_factory
   if not isinstance(factory, input_pipeline.DatasetFactory):
     return
@@ -50,7 +50,7 @@ def check_data(fn_args, schema) -> None:
   for what, patterns in (('train', fn_args.train_files),
                          ('eval', fn_args.eval_files)):
     files = paths.expand(patterns)
-    validation.check_examples(files, config, what, source)
+    schema_check.check_examples(files, config, what, source)
 
 
 def feature_keys(spec, schema) -> List[str]:
@@ -221,7 +221,7 @@ def cache_decision(spec, files: List[str], config,
   `input_pipeline.block_dataset` takes it: True (memory), a path prefix in
   `folder` (a `data.cache_folder.CacheFolder` on local disk; its share of
   the disk is claimed), or False (every epoch reads and parses the files).
-  From `spec.cache` (checked by `checks.check_cache`): True, False, 'disk',
+  From `spec.cache` (checked by `spec_checks.check_cache`): True, False, 'disk',
   or None for `input_pipeline.cache_fit`'s choice. The decision and its
   reason go to the progress log: a user should know what each epoch costs.
   """

@@ -27,9 +27,9 @@ from generic_trainer.loop.handlers.heartbeat import Heartbeat
 from generic_trainer.loop.handlers.history_file import HistoryFile
 from generic_trainer.loop.handlers.log_lines import LogLines
 from generic_trainer.loop.handlers.nan_guard import NaNGuard
-from generic_trainer.loop.checks import monitors
+from generic_trainer.loop.spec_checks import monitors
 from generic_trainer.loop.handlers.monitor_check import MonitorCheck
-from generic_trainer.loop import checks
+from generic_trainer.loop import spec_checks
 from generic_trainer.loop import on_jax
 from generic_trainer import resume
 from generic_trainer.loop import fit_schedule
@@ -97,8 +97,8 @@ def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,
   distributed = (strategy is not None and
                  strategy is not tf.distribute.get_strategy())
   jax = on_jax.active()
-  checks.check_train_step(spec, keras.backend.backend())
-  checks.check_heads(spec, keras.backend.backend())
+  spec_checks.check_train_step(spec, keras.backend.backend())
+  spec_checks.check_heads(spec, keras.backend.backend())
   scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
   with scope:
     model = spec.model

@@ -13,7 +13,7 @@ import attr
 
 from generic_trainer.trainspec import member_checks
 from generic_trainer.loop import train_result
-from generic_trainer.loop import checks
+from generic_trainer.loop import spec_checks
 from generic_trainer.loop import datasets
 from generic_trainer.loop import export
 from generic_trainer.loop import fit_loop
@@ -56,8 +56,8 @@ def prepare(spec, fn_args, cache_folder=None, kept_rows=None) -> Prepared:
   Raises:
     SpecError: the spec does not fit the data; the message says how.
   """
-  checks.check_backend(spec)
-  checks.check_cache(spec)
+  spec_checks.check_backend(spec)
+  spec_checks.check_cache(spec)
   member_checks.check_batch_split(spec.batch_size,
                                   [getattr(fn_args, 'num_workers', 1)])
   schema = datasets.load_schema(fn_args)
@@ -67,14 +67,14 @@ def prepare(spec, fn_args, cache_folder=None, kept_rows=None) -> Prepared:
       spec, fn_args.train_steps, _num_train_examples(fn_args))
   model = fit_loop.compile_model(spec, getattr(fn_args, 'strategy', None),
                                  steps_per_epoch, fn_args.eval_steps)
-  keys = checks.model_features(model, keys)
+  keys = spec_checks.model_features(model, keys)
   train, evaluation = _datasets(spec, fn_args, schema, keys, steps_per_epoch,
                                 cache_folder, kept_rows=kept_rows)
   if kept_rows is not None:
     kept_rows.log_decisions()
-  checks.check_batch(spec, model, datasets.first_batch(
+  spec_checks.check_batch(spec, model, datasets.first_batch(
       spec, fn_args, schema, fn_args.train_files, keys))
-  checks.check_monitors(spec, model)
+  spec_checks.check_monitors(spec, model)
   warm = warm_start.apply(spec, model, fn_args.base_model)
   inputs = fit_loop.FitInputs(train, evaluation, epochs, steps_per_epoch,
                               fn_args.eval_steps)
@@ -116,7 +116,7 @@ class SpecRun:
 
   What the module loader gives for a module that defines a TrainSpec
   (`usercode.module_loader`), and what the notebook `Estimator` trains
-  its own spec with; `launch.here` calls it as it calls a `run_fn`, with
+  its own spec with; `launch.launcher` calls it as it calls a `run_fn`, with
   the request's display and record options.
 
   Attributes:

@@ -4,12 +4,12 @@ Not tf.estimator's Estimator (removed from TensorFlow 2.16): the name says
 what it offers to those who used that one (train, evaluate, predict,
 export), on a TrainSpec instead of a model_fn.
 
-For notebooks and tests. It trains through the same plan
-(`plan.plan.resolve`), launcher (`launch.launcher.train`) and runner
-(`loop.runner`: input pipeline, checks, fit loop, handlers) as
-GenericTrainer in a pipeline, on local files, in this process (its model
-stays here for `evaluate` and `predict`); `export` runs the same attempt
-(`checks.attempt`: validate, then publish):
+For notebooks and tests. It trains through the same attempt
+(`training.attempt`: the plan, the one launcher) and runner (`loop.runner`:
+input pipeline, checks, fit loop, handlers) as GenericTrainer in a
+pipeline, on local files, in this process (its model stays here for
+`evaluate` and `predict`), publishing nothing; `export` runs the attempt's
+validation and publication on the trained model:
 
     est = Estimator(PenguinSpec, model_dir='/tmp/penguin')
     est.train('penguins_train.csv', eval_data='penguins_eval.csv', steps=200)
@@ -25,24 +25,23 @@ import shutil
 
 import numpy as np
 
-from generic_trainer.checks import attempt
-from generic_trainer.checks.publish import StagedExport
 from generic_trainer.data import local_files
 from generic_trainer.data import statistics
 from generic_trainer.data.kept import settings as kept_settings
 from generic_trainer.errors import SpecError
 from generic_trainer.keys import RUN_FN_KEY
-from generic_trainer.launch import launcher
 from generic_trainer.loop import datasets
 from generic_trainer.loop import export
 from generic_trainer.loop import runner
-from generic_trainer.plan import plan as plan_lib
+from generic_trainer.plan.entry_points import NOTEBOOK
 from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import atomic_files
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import scratch
 from generic_trainer.trainspec.spec import conflicting_members, missing_members
+from generic_trainer.training import attempt
 
 
 class Estimator:
@@ -123,13 +122,13 @@ class Estimator:
     # The same plan as a pipeline's and the command's, for a training that
     # must run in this process (its model stays here): refused, as they
     # refuse one, when this process cannot train it.
-    plan, entry = plan_lib.resolve(
+    plan, entry = attempt.resolve(
         {RUN_FN_KEY: f'{spec_class.__module__}.{spec_class.__qualname__}'},
-        plan_lib.NOTEBOOK, checkpoint_dir=self.checkpoint_dir, entry=entry)
+        NOTEBOOK, checkpoint_dir=self.checkpoint_dir, entry=entry)
     request = TrainingRequest(
         {}, {}, {}, os.path.join(self.model_dir, '.exporting'), '', plan,
         local_inputs=self._local_inputs(splits, steps))
-    result = launcher.train(request, entry)
+    result = attempt.run(request, entry).trained
     self._fn_args = self.spec.fn_args
     self._keys = entry.prepared.keys
     self._trained = True
@@ -153,7 +152,7 @@ class Estimator:
 
   def export(self, export_dir: Optional[str] = None) -> str:
     """Exports and validates a SavedModel as GenericTrainer does (the same
-    attempt sequence, `checks.attempt`); its path. An export that fails
+    attempt sequence, `training.attempt`); its path. An export that fails
     validation is kept in `run/rejected_export` and never reaches
     `export_dir`, which keeps what an earlier export put there."""
     self._require_trained('export')

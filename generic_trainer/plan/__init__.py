@@ -1,15 +1,17 @@
 """The plan: what a training is, decided once and carried everywhere.
 
 `plan` resolves the settings and the user's code into one `TrainingPlan`
-(every settings check, the backend, the Keras version, where it trains, the
-checkpoint folder and the resume key), which yields the launcher that runs
-it; `distribution` reads this process's place in a cluster (TF_CONFIG, or a
-JobSet's environment); `keras_env` is which Keras this process has and the
-environment that chooses it; `request` is the `TrainingRequest` sent to
-whichever process trains.
+in numbered steps (the entry point, the settings, the user's code,
+workers and role, strategy, resume, Keras and backend: where it trains),
+which names the launcher that runs it; `entry_points` is what each entry
+point (component, command, notebook) means, carried by the plan;
+`settings` checks the settings, alone and together (`check_settings`,
+the one check the component, the command and the plan call), and makes
+the choices they leave; `resume_folder` names the checkpoint folder by a
+key of what defines the training; `request` is the `TrainingRequest`
+sent to whichever process trains.
 
 May import: `usercode` (the plan loads the entry point), `trainspec` (a
 spec's backend refused in a notebook) and the layers below them, and the
-base. Never `fnargs`, `launch`, `checks` or
-the entry points above them.
+base. Never `fnargs`, `launch`, `training` or the entry points above them.
 """

@@ -4,7 +4,7 @@ The executor, the command and the notebook `Estimator` build it around the
 `TrainingPlan`; its inputs are the component's artifacts, or (the command's
 and the notebook's TrainSpecs, which need no TFX) local files
 (`local_inputs`);
-whichever process trains receives it: this one (`launch.here`), a child
+whichever process trains receives it: this one (`launch.launcher`), a child
 under the other Keras or backend, or a local worker (`launch`), as JSON in
 between. Keeping it one object is what keeps every path passing the same
 things, and the plan in it is what keeps them from deciding again.
@@ -17,7 +17,11 @@ import attr
 
 from generic_trainer.system import paths
 from generic_trainer.plan.plan import TrainingPlan
-from generic_trainer.plan import distribution
+
+# The scratch folder of a member that publishes nothing (a non-chief
+# worker): its Model and ModelRun outputs, in folders of these names.
+SCRATCH_MODEL = 'model'
+SCRATCH_MODEL_RUN = 'model_run'
 
 
 @attr.s(frozen=True)
@@ -79,22 +83,25 @@ class TrainingRequest:
     (`TrainingPlan.with_workers`)."""
     return attr.evolve(self, plan=self.plan.with_workers(count))
 
-  def for_worker(self, index: int) -> 'TrainingRequest':
-    """This request for local worker `index` (0: the chief)."""
-    return attr.evolve(self, plan=self.plan.for_worker(index))
+  def for_worker(self, index: int, tf_config: str) -> 'TrainingRequest':
+    """This request for local worker `index` (0: the chief) of the group
+    whose cluster is `tf_config`."""
+    return attr.evolve(self, plan=self.plan.for_worker(index, tf_config))
 
   def with_scratch_outputs(self, root: str) -> 'TrainingRequest':
-    """This request with Model and ModelRun copies under `root`, for a
-    worker whose export and logs are thrown away (see
-    `distribution.scratch_outputs`)."""
-    serving_dir, eval_dir = paths.model_dirs(os.path.join(root, 'model'))
+    """This request with its Model and ModelRun outputs in `root`
+    (`SCRATCH_MODEL`, `SCRATCH_MODEL_RUN`), for a member whose export and
+    logs are thrown away: copies of the output artifacts, or of the local
+    inputs' ModelRun folder."""
+    model = os.path.join(root, SCRATCH_MODEL)
+    model_run = os.path.join(root, SCRATCH_MODEL_RUN)
+    serving_dir, eval_dir = paths.model_dirs(model)
     outputs = self.output_dict
     if outputs:
-      outputs, serving_dir, eval_dir = distribution.scratch_outputs(
-          outputs, root)
+      outputs = _artifact_copies(outputs, root, model, model_run)
     local = self.local_inputs
     if local is not None:
-      local = {**local, 'model_run_dir': os.path.join(root, 'model_run')}
+      local = {**local, 'model_run_dir': model_run}
     return attr.evolve(self, output_dict=outputs, serving_dir=serving_dir,
                        eval_dir=eval_dir, local_inputs=local)
 
@@ -145,3 +152,21 @@ class TrainingRequest:
     from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     return artifact_utils.get_single_uri(self.output_dict[keys.MODEL_RUN_KEY])
 
+
+
+def _artifact_copies(output_dict: Dict[str, List[Any]], root: str,
+                     model: str, model_run: str) -> Dict[str, List[Any]]:
+  """Copies of the artifacts of `output_dict`: the Model's at `model`, the
+  ModelRun's at `model_run`, any other output's in `root`, in a folder
+  named by its key."""
+  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
+  uris = {keys.MODEL_KEY: model, keys.MODEL_RUN_KEY: model_run}
+  copies = {}
+  for key, artifacts in output_dict.items():
+    copies[key] = []
+    for artifact in artifacts:
+      copy = type(artifact)()
+      copy.mlmd_artifact.CopyFrom(artifact.mlmd_artifact)
+      copy.uri = uris.get(key) or os.path.join(root, key)
+      copies[key].append(copy)
+  return copies

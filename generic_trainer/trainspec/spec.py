@@ -254,7 +254,7 @@ def conflicting_members(spec_class: type) -> Optional[str]:
 def backend_refusal(spec_name: str, backend: str, running: str) -> SpecError:
   """The refusal of a TrainSpec whose `backend` this process's Keras does
   not compute with, where no other process can train it: the one message
-  of `loop.checks.check_backend` and of the plan of a notebook's
+  of `loop.spec_checks.check_backend` and of the plan of a notebook's
   Estimator."""
   return SpecError(
       f'{spec_name}.backend is {backend!r}, but Keras in '

@@ -1,5 +1,5 @@
 """A fake training process: the program `child_process.start` runs, in
-place of `generic_trainer.launch.child`, for tests of the parent's
+place of `generic_trainer.training.child`, for tests of the parent's
 supervision (real processes, no TensorFlow).
 
 It records `{pid, index, interfaces}` in $FAKE_WORKER_DIR/<index>.json,

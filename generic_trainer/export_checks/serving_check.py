@@ -32,7 +32,7 @@ import time
 from typing import Any, Dict, List, Sequence
 import json
 
-from generic_trainer.checks import serving_apis
+from generic_trainer.export_checks import serving_apis
 from generic_trainer.system import saved_models
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import ServingCheckError

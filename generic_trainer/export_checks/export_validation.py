@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 
 from generic_trainer.system import paths
 from generic_trainer.system import saved_models
-from generic_trainer.checks import serving_check
+from generic_trainer.export_checks import serving_check
 from generic_trainer.data import not_served as not_served_lib
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import ExportValidationError, summarize

@@ -29,7 +29,7 @@ from generic_trainer.errors import SignatureChangeError
 def check(base_dir: str, new_dir: str, new_model: Any = None) -> None:
   """Raises SignatureChangeError listing what would break `base_dir`'s
   clients if `new_dir` replaced it. `new_model` is `new_dir` loaded, when
-  the caller has it (`checks.attempt` loads the export once)."""
+  the caller has it (`training.attempt` loads the export once)."""
   if is_tf1(base_dir):
     progress.log().warning(
         'The base model %s is a TF1 (tf.estimator) SavedModel: its '

@@ -8,7 +8,7 @@ Two facts are fixed once per process, and only then:
     `tf.keras` resolved to (`resolved_tf_keras`);
   - the Keras 3 backend (`backend`): Keras reads `KERAS_BACKEND` once, when
     `keras` is first imported.
-`plan.plan` asks these questions once, when it decides where a training
+The plan (`plan.plan`) asks these questions once, when it decides where a training
 runs: in this process when it has (or can still be given) what the training
 needs, else in a child process started with `child_env`.
 
