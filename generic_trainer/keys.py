@@ -37,6 +37,9 @@ PARSED_ROWS_MISSES = 'misses'
 PARSED_ROWS_DECISIONS = 'decisions'
 # And the most bytes it keeps, when set (the command's --parsed-rows-budget).
 PARSED_ROWS_BUDGET = 'budget_bytes'
+# The most a parsed-rows store keeps when nothing sets it, in GiB: the
+# least-recently used files' rows go first (`data.kept.cache`).
+PARSED_ROWS_DEFAULT_BUDGET_GB = 20
 
 # Restarts of a local worker group after a worker died, when unset.
 DEFAULT_MAX_RESTARTS = 2

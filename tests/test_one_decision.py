@@ -393,3 +393,74 @@ def test_the_base_model_is_read_once_per_attempt(tmp_path, penguin_csvs,
   assert loads.count(base) == 1, loads
   assert parses.count(base) == 1, parses
   assert len(parses) == len(set(parses)), parses
+
+
+# Each fact of issue 45's list and the one module that holds its literal:
+# a second module that spells it fails here.
+_LITERAL_OWNERS = {
+    'stop-step': 'generic_trainer.launch.cluster_environment',
+    'Format-Serving': 'generic_trainer.keys',
+    'Format-TFMA': 'generic_trainer.keys',
+    'TF_USE_LEGACY_KERAS': 'generic_trainer.system.keras_env',
+    'model_run': 'generic_trainer.plan.request',
+    '.exporting': 'generic_trainer.notebook.estimator',
+    '.staging': 'generic_trainer.publication.staged_export',
+}
+# The names of `keys` such a fact is read through, and the modules that
+# may read it: the Model artifact's layout by `system.paths.model_dirs`,
+# the restart default by `plan.settings.restarts`, the parsed rows' budget
+# by the kept rows' settings and store.
+_NAME_OWNERS = {
+    'SERVING_MODEL_DIR': {'generic_trainer.system.paths'},
+    'EVAL_MODEL_DIR': {'generic_trainer.system.paths'},
+    'DEFAULT_MAX_RESTARTS': {'generic_trainer.plan.settings'},
+    'PARSED_ROWS_DEFAULT_BUDGET_GB': {'generic_trainer.data.kept.cache',
+                                      'generic_trainer.data.kept.settings'},
+}
+
+
+@pytest.mark.parametrize('literal', sorted(_LITERAL_OWNERS))
+def test_a_facts_literal_is_in_one_module(literal):
+  """The stop file's name, the Model artifact's folders, the Keras claim's
+  variable and the scratch, notebook, command and staging folders' names
+  are each spelled by one module; every other module asks it."""
+  assert set(_constants(literal)) == {_LITERAL_OWNERS[literal]}
+
+
+@pytest.mark.parametrize('name', sorted(_NAME_OWNERS))
+def test_a_facts_constant_is_read_by_its_owner(name):
+  """The restart default, the parsed rows' default budget and the Model
+  artifact's layout are read by their owners alone."""
+  assert _importers(name) == _NAME_OWNERS[name]
+
+
+def test_what_the_data_lacks_is_said_one_way():
+  """Every check of names against the data's features (labels, weights,
+  feature_keys, a canned spec's columns, a model's inputs, a serving
+  signature's inputs) says "which the data lacks" through one function."""
+  spelled = set()
+  for module, path in MODULES.items():
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and
+           'which the data lacks' in n.value for n in ast.walk(tree)):
+      spelled.add(module)
+  assert spelled == {'generic_trainer.data.feature_names'}
+  assert _calls('lacking', on='feature_names') == {
+      'generic_trainer.loop.datasets', 'generic_trainer.loop.spec_checks',
+      'generic_trainer.canned.base',
+      'generic_trainer.export_checks.export_validation'}
+
+
+def test_trainspec_completeness_is_refused_once():
+  """A TrainSpec missing a member is refused by one function, with one
+  error class, at load and in a notebook alike."""
+  users = set()
+  for module, path in MODULES.items():
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    if any(isinstance(n, ast.Name) and n.id == 'missing_members' or
+           isinstance(n, ast.alias) and n.name == 'missing_members'
+           for n in ast.walk(tree)):
+      users.add(module)
+  assert users == {'generic_trainer.trainspec.spec'}

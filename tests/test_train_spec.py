@@ -31,7 +31,7 @@ class Spec(TrainSpec):
   def build_model(self): pass
   def build_optimizer(self): pass
 ''')
-  with pytest.raises(UserModuleError, match=(
+  with pytest.raises(SpecError, match=(
       r'The TrainSpec Spec .* does not define the required member\(s\): '
       r'build_loss')):
     load_run_fn(props)
@@ -45,7 +45,7 @@ class Spec(TrainSpec):
   def build_optimizer(self): pass
   def build_loss(self): pass
 ''')
-  with pytest.raises(UserModuleError, match=r'member\(s\): label_key'):
+  with pytest.raises(SpecError, match=r'member\(s\): label_key'):
     load_run_fn(props)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 
 from generic_trainer.canned import columns as columns_lib
 from generic_trainer.canned import data_summary
+from generic_trainer.data import feature_names
 from generic_trainer.errors import SpecError
 from generic_trainer.trainspec.spec import TrainSpec
 
@@ -91,13 +92,12 @@ class CannedSpec(TrainSpec):
                                   self.sample_rows)
 
   def _check_known(self, member: str, keys: List[str], names: List[str]):
-    unknown = [k for k in keys if k not in names]
+    unknown = feature_names.lacking(keys, names)
     if unknown:
+      after = ' (after Transform)' if self.fn_args.transform_graph_path else ''
       raise SpecError(
-          f'{type(self).__name__}.{member} names {unknown}, which the data '
-          f'lacks (unknown feature). The schema has: {", ".join(names)}'
-          f'{" (after Transform)" if self.fn_args.transform_graph_path else ""}'
-          f'. Expected names among those. Received: {member}={keys!r}. Fix '
+          f'{feature_names.lacks(f"{type(self).__name__}.{member} names", unknown, names, has="The schema has" + after)}'
+          f' Expected names among those. Received: {member}={keys!r}. Fix '
           'the spelling, or remove the name.')
 
   # The model.

@@ -50,7 +50,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer.errors import ModelFolderError, UnsafeFolderError
 from generic_trainer.command import manifest
 
-from generic_trainer.keys import EVAL_MODEL_DIR, SERVING_MODEL_DIR
+from generic_trainer.system import paths
 from generic_trainer.errors import InvalidArgumentError
 
 MODELS = '.models'  # A model before it is published, and after.
@@ -191,15 +191,17 @@ class Layout:
         pass  # A full disk: the start record still says what to remove.
 
   def link_base_model(self, saved_model_dir: str) -> str:
-    """A Model artifact folder whose Format-Serving is `saved_model_dir`
-    (a link), for the executor's base_model input; returns the folder."""
+    """A Model artifact folder whose serving folder
+    (`paths.model_dirs`) is `saved_model_dir` (a link), for the
+    executor's base_model input; returns the serving folder's path
+    through the link."""
     os.makedirs(self.base_model, exist_ok=True)
-    link = os.path.join(self.base_model, SERVING_MODEL_DIR)
+    link, _ = paths.model_dirs(self.base_model)
     target = os.path.realpath(saved_model_dir)  # Also when it is `link`.
     if os.path.islink(link):
       os.unlink(link)
     os.symlink(target, link)
-    return self.base_model
+    return link
 
   def check_model_place(self) -> None:
     """Raises ModelFolderError when `model/` or `eval_model/` cannot be
@@ -239,9 +241,9 @@ class Layout:
     os.makedirs(self.models, exist_ok=True)
     version = f'{time.time_ns():x}-{os.getpid()}'
     # The serving model goes last: its exchange is the commit point.
-    for final, staged in (
-        (self.eval_model, os.path.join(self.publishing, EVAL_MODEL_DIR)),
-        (self.model, os.path.join(self.publishing, SERVING_MODEL_DIR))):
+    serving, evaluation = paths.model_dirs(self.publishing)
+    for final, staged in ((self.eval_model, evaluation),
+                          (self.model, serving)):
       kind = os.path.basename(final)
       if not os.path.isdir(staged):
         if os.path.lexists(final):  # This run wrote no eval model.

@@ -48,7 +48,7 @@ from generic_trainer.data import schema_file
 from generic_trainer.data import statistics
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, NUM_WORKERS_KEY
-from generic_trainer.keys import RUN_FN_KEY, SERVING_MODEL_DIR
+from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.system import keras_env
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan import resume_folder
@@ -180,8 +180,8 @@ def _run_holding_folder(request: Request,
   if request.base_model and paths.is_pattern(request.base_model):
     # TensorFlow globs a SavedModel's variables prefix: load it through a
     # link whose path holds no glob character.
-    request = attr.evolve(request, base_model=os.path.join(
-        layout.link_base_model(request.base_model), SERVING_MODEL_DIR))
+    request = attr.evolve(request, base_model=layout.link_base_model(
+        request.base_model))
   try:
     splits, evaluation = _write_inputs(request, layout,
                                        getattr(entry, 'train_spec', None))
@@ -307,9 +307,10 @@ def _artifacts(request: Request, layout: Layout, splits):
   if request.hparams is not None:
     input_dict[keys.HYPERPARAMETERS_KEY] = [_artifact(
         standard_artifacts.HyperParameters, layout.hparams_dir)]
-  if request.base_model:
-    input_dict[keys.BASE_MODEL_KEY] = [_artifact(
-        standard_artifacts.Model, layout.link_base_model(request.base_model))]
+  if request.base_model:  # A Model artifact whose serving folder links it.
+    layout.link_base_model(request.base_model)
+    input_dict[keys.BASE_MODEL_KEY] = [_artifact(standard_artifacts.Model,
+                                                 layout.base_model)]
   output_dict = {
       keys.MODEL_KEY: [_artifact(standard_artifacts.Model, layout.publishing)],
       keys.MODEL_RUN_KEY: [_artifact(standard_artifacts.ModelRun,

@@ -24,6 +24,7 @@ from generic_trainer.system import paths
 from generic_trainer.system import saved_models
 from generic_trainer.export_checks import serving_check
 from generic_trainer.data import not_served as not_served_lib
+from generic_trainer.data import feature_names
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import ExportValidationError, summarize
 import tensorflow as tf
@@ -224,17 +225,18 @@ def _signature_inputs(specs, serialized: List[bytes], schema_path,
         batch = tf.reshape(batch, [-1, 1])
       return {name: batch}
   features = _decode_examples(serialized)
-  missing = [n for n in specs if n not in features]
+  missing = feature_names.lacking(specs, features)
   if missing and transform_graph_path:
     features.update(_transformed_features(serialized, transform_graph_path))
-    missing = [n for n in specs if n not in features]
+    missing = feature_names.lacking(specs, features)
   if missing:
+    lacks = feature_names.lacks(
+        f"The '{SERVING_SIGNATURE}' signature takes the input(s)", missing,
+        sorted(features), has='The eval examples have')
     raise ExportValidationError(
-        f"The '{SERVING_SIGNATURE}' signature takes inputs {sorted(specs)}, "
-        f'but the eval examples have no feature(s) {missing} (they have '
-        f'{sorted(features)}), so the model cannot be tested as a server '
-        'would call it. Expected inputs named like features of the data. '
-        f'Received: inputs {sorted(specs)}. Export a serving_default that takes serialized '
+        f'{lacks} The model cannot be tested as a server would call it. '
+        'Expected inputs named like features of the data. Received: inputs '
+        f'{sorted(specs)}. Export a serving_default that takes serialized '
         'tf.Example (one tf.string input), or name the inputs like the '
         'features in the data.')
   inputs = {}

@@ -5,7 +5,6 @@ Parsed with the schema's TFXIO config; see `input_pipeline` for how.
 
 import os
 from typing import List, Optional, Tuple, Union
-import difflib
 import tempfile
 
 import tensorflow as tf
@@ -16,6 +15,7 @@ from generic_trainer.trainspec.spec import TrainSpec
 from generic_trainer.data import schema_file
 from generic_trainer.data import input_pipeline
 from generic_trainer.data.kept import blocks as kept_blocks
+from generic_trainer.data import feature_names
 from generic_trainer.data import schema_check
 from generic_trainer.system import paths
 from generic_trainer.trainspec import outputs
@@ -63,7 +63,7 @@ def feature_keys(spec, schema) -> List[str]:
       raise SpecError(
           f'The label {key!r} (TrainSpec.label_key) is not a '
           f'feature of the data. The schema has: {", ".join(names)}. '
-          f'Expected one of those{_close(key, names)}. Received: '
+          f'Expected one of those{feature_names.did_you_mean(key, names)}. Received: '
           f'label_key={key!r}. Set '
           'label_key to one of them (the transformed name, with Transform).')
   weights = [k for k in targets if k not in outputs.label_keys(spec.outputs)]
@@ -72,27 +72,20 @@ def feature_keys(spec, schema) -> List[str]:
       raise SpecError(
           f'The weight column {key!r} (weight_key) is not a feature of the '
           f'data. The schema has: {", ".join(names)}. Expected one of '
-          f'those{_close(key, names)}. Received: weight_key={key!r}. Set '
+          f'those{feature_names.did_you_mean(key, names)}. Received: weight_key={key!r}. Set '
           'weight_key to one of them, or to None to weigh every example '
           'equally.')
   keys = list(spec.feature_keys or [n for n in names if n not in targets])
-  missing = [k for k in keys if k not in names]
+  missing = feature_names.lacking(keys, names)
   if missing:
     raise SpecError(
-        f'TrainSpec.feature_keys names {missing}, which the data lacks. The '
-        f'schema has: {", ".join(names)}. Expected features of the data'
-        f'{_close(missing[0], names)}. Received: feature_keys='
+        f'{feature_names.lacks("TrainSpec.feature_keys names", missing, names)}'
+        ' Expected features of the data. Received: feature_keys='
         f'{spec.feature_keys!r}. Name features of the data, or leave '
         'feature_keys unset to read them all.')
   return keys
 
 
-def _close(name: str, names: List[str]) -> str:
-  """' (did you mean 'species'?)' for a near name of `names`, or ''."""
-  lowered = {n.lower(): n for n in names}
-  near = ([lowered[name.lower()]] if name.lower() in lowered else
-          difflib.get_close_matches(name, names, n=1, cutoff=0.75))
-  return f' (did you mean {near[0]!r}?)' if near else ''
 
 
 def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],

@@ -6,6 +6,7 @@ import types
 
 import numpy as np
 
+from generic_trainer.data import feature_names
 from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
 from generic_trainer.loop import label_checks
@@ -126,14 +127,13 @@ def model_features(model, keys: List[str]) -> List[str]:
     return keys  # A subclassed model names no inputs; check_batch runs it.
   names = [getattr(t, 'name', None) for t in inputs]
   names = [n.split(':')[0] for n in names if n]
-  missing = [n for n in names if n not in keys]
+  missing = feature_names.lacking(names, keys)
   if missing:
     raise SpecError(
-        f'The model expects the input(s) {missing}, which the data lacks. '
-        f'The features given to the model are: {", ".join(keys)}. Expected '
-        f'inputs named after them. Received: inputs {names}. Name each '
-        "keras.Input after a feature (keras.Input(shape=(1,), name='...')), "
-        'or set TrainSpec.feature_keys.')
+        f'{feature_names.lacks("The model expects the input(s)", missing, keys, has="The features given to the model are")}'
+        f' Expected inputs named after them. Received: inputs {names}. Name '
+        "each keras.Input after a feature (keras.Input(shape=(1,), "
+        "name='...')), or set TrainSpec.feature_keys.")
   return [k for k in keys if k in names] if names else keys
 
 

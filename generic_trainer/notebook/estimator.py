@@ -23,6 +23,7 @@ import os
 from typing import Any, Dict, Iterator, List, Optional, Union
 import shutil
 
+import attr
 import numpy as np
 
 from generic_trainer.data import local_files
@@ -40,8 +41,50 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import scratch
-from generic_trainer.trainspec.spec import conflicting_members, missing_members
+from generic_trainer.trainspec.spec import check_complete
 from generic_trainer.training import attempt
+
+
+@attr.s(frozen=True)
+class ModelDirLayout:
+  """The folder an Estimator trains into (`model_dir`), as the command's
+  output folder has its `command.layout.Layout`:
+
+      data/Split-train, data/Split-eval   the data as split folders
+      schema.pbtxt                        the schema used (inferred or given)
+      run/                                history, checkpoints, TensorBoard,
+                                          train_result.json; rejected_export/
+      .exporting/                         an export being validated
+      export/                             the last export, by default
+
+  Attributes:
+    root: The model_dir.
+  """
+  root = attr.ib(type=str)
+
+  @property
+  def data(self) -> str:
+    return os.path.join(self.root, 'data')
+
+  def split(self, name: str) -> str:
+    """The split folder of `name` ('train', 'eval')."""
+    return os.path.join(self.data, statistics.split_folder(name))
+
+  @property
+  def schema(self) -> str:
+    return os.path.join(self.root, 'schema.pbtxt')
+
+  @property
+  def run(self) -> str:
+    return os.path.join(self.root, 'run')
+
+  @property
+  def exporting(self) -> str:
+    return os.path.join(self.root, '.exporting')
+
+  @property
+  def export(self) -> str:
+    return os.path.join(self.root, 'export')
 
 
 class Estimator:
@@ -68,16 +111,9 @@ class Estimator:
         folder (`~/.cache/tfx-generic-trainer/parsed-rows`), False for
         nowhere (docs/guides/parsed-rows-cache.md).
     """
-    missing = missing_members(spec_class)
-    if missing:
-      raise SpecError(f'The TrainSpec {spec_class.__name__} does not define '
-                      f'the required member(s): {", ".join(missing)}. '
-                      'Expected build_model and the other required members. '
-                      f'Received: a class without {", ".join(missing)}. '
-                      'Define them in the class.')
-    if conflicting_members(spec_class):
-      raise SpecError(conflicting_members(spec_class))
+    check_complete(spec_class)
     self.model_dir = os.path.abspath(model_dir)
+    self.layout = ModelDirLayout(self.model_dir)
     output_folder.check(self.model_dir, 'model_dir')
     self.spec = spec_class(hparams=hparams)
     self._schema_path = schema_path
@@ -91,7 +127,8 @@ class Estimator:
 
   @property
   def run_dir(self) -> str:
-    return os.path.join(self.model_dir, 'run')
+    """The ModelRun folder: history, checkpoints, TensorBoard."""
+    return self.layout.run
 
   def train(self, train_data, eval_data=None,
             steps: Optional[int] = None) -> Dict[str, Any]:
@@ -109,13 +146,12 @@ class Estimator:
       return self._train(train_data, eval_data, steps)
 
   def _train(self, train_data, eval_data, steps):
-    data = os.path.join(self.model_dir, 'data')
     kept = self._parsed_rows_dir
     splits = {'train': local_files.to_split(
-        train_data, os.path.join(data, statistics.split_folder('train')),
+        train_data, self.layout.split('train'),
         kept_rows=kept)}
     splits['eval'] = (local_files.to_split(
-        eval_data, os.path.join(data, statistics.split_folder('eval')),
+        eval_data, self.layout.split('eval'),
         kept_rows=kept) if eval_data is not None else splits['train'])
     spec_class = type(self.spec)
     entry = runner.SpecRun(spec_class, spec=self.spec, export=False)
@@ -126,7 +162,7 @@ class Estimator:
         {RUN_FN_KEY: f'{spec_class.__module__}.{spec_class.__qualname__}'},
         NOTEBOOK, checkpoint_dir=self.checkpoint_dir, entry=entry)
     request = TrainingRequest(
-        {}, {}, {}, os.path.join(self.model_dir, '.exporting'), '', plan,
+        {}, {}, {}, self.layout.exporting, '', plan,
         local_inputs=self._local_inputs(splits, steps))
     result = attempt.run(request, entry).trained
     self._fn_args = self.spec.fn_args
@@ -157,10 +193,10 @@ class Estimator:
     `export_dir`, which keeps what an earlier export put there."""
     self._require_trained('export')
     export_dir = os.path.abspath(
-        export_dir or os.path.join(self.model_dir, 'export'))
+        export_dir or self.layout.export)
     fn_args = self._fn_args
     with output_folder.hold(self.model_dir, 'model_dir'):
-      staged = StagedExport(os.path.join(self.model_dir, '.exporting'),
+      staged = StagedExport(self.layout.exporting,
                             keep_dir=self.run_dir)
       published = attempt.export(
           staged, lambda: export.export(
@@ -180,7 +216,7 @@ class Estimator:
     fields), the schema inferred from the train data unless given."""
     schema_path = local_files.write_schema(
         local_files.infer_schema(splits['train']) if not self._schema_path
-        else None, os.path.join(self.model_dir, 'schema.pbtxt'),
+        else None, self.layout.schema,
         self._schema_path)
     return dict(
         train_files=[paths.as_pattern(f) for f in splits['train']],

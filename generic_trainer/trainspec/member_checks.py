@@ -12,9 +12,10 @@ takes, what it got and how to write it.
 import difflib
 import inspect
 import math
-import os
 from typing import Any, Sequence
 
+from generic_trainer.keys import TF_KERAS
+from generic_trainer.system import keras_env
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import summarize
 
@@ -126,7 +127,7 @@ def _check_loss_name(spec, name: str, label) -> None:
     return
   except ValueError:
     pass
-  if os.environ.get('TF_USE_LEGACY_KERAS', '').lower() in ('1', 'true'):
+  if keras_env.resolved_tf_keras() == TF_KERAS:  # tf.keras 2 knows it?
     try:
       import tf_keras  # pylint: disable=g-import-not-at-top
       tf_keras.losses.get(name)

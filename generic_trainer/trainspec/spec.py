@@ -251,6 +251,32 @@ def conflicting_members(spec_class: type) -> Optional[str]:
   return None
 
 
+def check_complete(spec_class: type, source: str = '') -> None:
+  """Refuses a TrainSpec class that cannot train: a required member it
+  does not define, or two members that say the same thing. The one check,
+  at load (`usercode.module_loader`) and in a notebook's `Estimator`.
+
+  Args:
+    spec_class: The TrainSpec subclass.
+    source: Where it comes from, for the message ("module_file='/m.py'"),
+      or ''.
+
+  Raises:
+    SpecError: naming the members and what to do.
+  """
+  missing = missing_members(spec_class)
+  if missing:
+    where = f' ({source})' if source else ''
+    raise SpecError(
+        f'The TrainSpec {spec_class.__name__}{where} does not define the '
+        f'required member(s): {", ".join(missing)}. Define them in the class '
+        '(see `help(generic_trainer.TrainSpec)`). Expected those members. '
+        f'Received: {spec_class.__name__} without them.')
+  conflict = conflicting_members(spec_class)
+  if conflict:
+    raise SpecError(conflict)
+
+
 def backend_refusal(spec_name: str, backend: str, running: str) -> SpecError:
   """The refusal of a TrainSpec whose `backend` this process's Keras does
   not compute with, where no other process can train it: the one message

@@ -39,8 +39,7 @@ from generic_trainer.keys import SOURCE_KEYS
 from generic_trainer.migration import advice as migration
 from generic_trainer.migration import estimator_uses
 from generic_trainer.trainspec.spec import TrainSpec
-from generic_trainer.errors import SpecError
-from generic_trainer.trainspec.spec import conflicting_members, missing_members
+from generic_trainer.trainspec.spec import check_complete
 
 _counter = itertools.count()
 
@@ -209,16 +208,7 @@ def _module_entry_point(module: types.ModuleType, source: str):
 def _spec_run_fn(spec_class: type, source: str):
   """The run_fn that trains and exports `spec_class` (`loop.runner.SpecRun`),
   once the class is complete."""
-  missing = missing_members(spec_class)
-  if missing:
-    raise UserModuleError(
-        f'The TrainSpec {spec_class.__name__} ({source}) does not define the '
-        f'required member(s): {", ".join(missing)}. Define them in the class '
-        '(see `help(generic_trainer.TrainSpec)`). Expected those members. '
-        f'Received: {spec_class.__name__} without them.')
-  conflict = conflicting_members(spec_class)
-  if conflict:
-    raise SpecError(conflict)
+  check_complete(spec_class, source)
 
   # The runner imports TensorFlow and Keras: only once a complete TrainSpec
   # is found, so that finding the entry point (the component, the command's

@@ -52,8 +52,9 @@ from generic_trainer.data.kept.entry import TEMP
 from generic_trainer.data.kept.settings import UNSAFE_FOLDER_HARM
 from generic_trainer.data.kept.entry import Entry, EntryWriter
 from generic_trainer.data.kept.entry import check_entry, lock
+from generic_trainer.keys import PARSED_ROWS_DEFAULT_BUDGET_GB
 
-DEFAULT_BUDGET_BYTES = 20 << 30
+DEFAULT_BUDGET_BYTES = PARSED_ROWS_DEFAULT_BUDGET_GB << 30
 
 
 _WRITERS: Dict[int, EntryWriter] = {}  # Of the open stores, by number.

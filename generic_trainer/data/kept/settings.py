@@ -12,11 +12,11 @@ from generic_trainer.system import paths
 from generic_trainer.system import trust
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import PARSED_ROWS_BUDGET, PARSED_ROWS_KEY
+from generic_trainer.keys import PARSED_ROWS_DEFAULT_BUDGET_GB
 from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 
 PARSED_ROWS = 'parsed-rows'  # The default cache's folder, in the user's.
 PARSED_ROWS_OFF = 'off'
-_DEFAULT_BUDGET_GB = 20
 # Why a cache folder must be this user's alone (`trust.check_folder`).
 UNSAFE_FOLDER_HARM = ('could put rows of its own choosing in an entry, which '
                       'a training would take for its data, or remove entries '
@@ -65,7 +65,7 @@ def add(add_argument) -> None:
   add_argument(
       '--parsed-rows-budget', metavar='GB',
       help='the most gigabytes --parsed-rows-cache keeps; the least recently '
-      f'used files\' rows go first (default: {_DEFAULT_BUDGET_GB})')
+      f'used files\' rows go first (default: {PARSED_ROWS_DEFAULT_BUDGET_GB})')
 
 
 def kept_rows(cache: Optional[str], budget: Optional[str],
@@ -146,5 +146,5 @@ def _budget(value: Optional[str]) -> Optional[int]:
         '--parsed-rows-budget must be a positive number of gigabytes, the '
         f'most the parsed rows cache keeps. Received: --parsed-rows-budget='
         f'{value!r}. Pass a number such as 5 or 0.5, or leave it out for '
-        f'{_DEFAULT_BUDGET_GB}.')
+        f'{PARSED_ROWS_DEFAULT_BUDGET_GB}.')
   return int(number * 1e9)
