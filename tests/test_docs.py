@@ -327,3 +327,29 @@ def test_code_paths_in_the_docs_exist():
       if not _resolves(dotted):
         missing.append(f'{docs_pages.rel(page)}: {dotted}')
   assert not missing, '\n'.join(missing)
+
+
+_ROOMS = ['sequence', 'plan', 'cluster environment', 'launch', 'user code',
+          'loop', 'data', 'checks', 'publication']
+
+
+def test_architecture_page_names_the_room_of_each_stage_in_run_order():
+  """The architecture page's table names, in the order a training runs
+  through them, the room of each stage (issue 45), each a folder or
+  module that exists; its run-order diagram follows the same order."""
+  with open(os.path.join(docs_pages.DOCS, 'architecture', 'index.md'),
+            encoding='utf-8') as f:
+    page = f.read()
+  rows = re.findall(r'^\| ([\w ]+) \| (`[^|]+) \|', page, flags=re.M)
+  assert [room for room, _ in rows] == _ROOMS
+  for room, where in rows:
+    for path in re.findall(r'`([\w/.]+\.py|[\w]+/)`', where):
+      full = os.path.join(REPO, 'generic_trainer', path)
+      assert os.path.exists(full) or os.path.exists(full + '.py'), (room,
+                                                                   path)
+  flow = page[page.index('## The rooms in the order'):]
+  flow = flow[flow.index('```mermaid'):]
+  flow = flow[:flow.index('\n```', 4)]
+  order = [label.split('<br/>')[0] for label in
+           re.findall(r'^\s*\w+\["([^"]*)"\]', flow, flags=re.M)]
+  assert order == ['entry point'] + _ROOMS
