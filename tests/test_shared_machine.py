@@ -367,7 +367,7 @@ _IN_PLACE = {
     'system/atomic_files.py': 'the helper itself',
     'system/owner_lock.py': 'the lock file: replacing it would drop the lock',
     'system/console.py': "the command's log, appended to as it runs",
-    'checks/publish.py': 'an empty probe that the folder can be written',
+    'publication/staged_export.py': 'an empty probe that the folder can be written',
     'launch/private_network.py': "/proc files of the child's namespace",
     'data/tfrecords.py': 'its writer writes a temporary file that '
                          'atomic_files puts in place',
