@@ -17,6 +17,8 @@ from typing import Any, Sequence
 
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import summarize
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import tf_keras
 
 
 def describe(value: Any) -> str:
@@ -120,7 +122,6 @@ def _check_loss_name(spec, name: str, label) -> None:
   """A loss given by name is one Keras knows, checked before the model is
   built: Keras resolves a name only at the first step, where a misspelt one
   reads like a mismatch between the label and the model."""
-  import keras  # pylint: disable=g-import-not-at-top
   try:
     keras.losses.get(name)
     return
@@ -128,7 +129,6 @@ def _check_loss_name(spec, name: str, label) -> None:
     pass
   if os.environ.get('TF_USE_LEGACY_KERAS', '').lower() in ('1', 'true'):
     try:
-      import tf_keras  # pylint: disable=g-import-not-at-top
       tf_keras.losses.get(name)
       return
     except (ImportError, ValueError):
