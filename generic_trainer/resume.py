@@ -52,6 +52,7 @@ from absl import logging
 from generic_trainer.system import atomic_files
 from generic_trainer.system import scratch
 from generic_trainer.errors import CheckpointError
+from generic_trainer.system.lazy import fileio
 import tensorflow as tf
 
 LATEST_FILE = 'latest.json'
@@ -63,7 +64,6 @@ _KERAS_METADATA_FILE = 'training_metadata.json'
 
 def remove(directory: Optional[str]) -> None:
   """Deletes a resume directory once its model is published."""
-  from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
   if directory and fileio.exists(directory):
     fileio.rmtree(directory)
 

@@ -36,7 +36,8 @@ def _name(requirement: str) -> str:
 
 
 def _imported_top_level_names():
-  """{top-level module: first file importing it} over the package."""
+  """{top-level module: first file importing it} over the package, the
+  lazy modules of `system.lazy` included."""
   found = {}
   for folder, _, files in os.walk(os.path.join(REPO, PACKAGE)):
     for filename in sorted(files):
@@ -50,6 +51,9 @@ def _imported_top_level_names():
           names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level:
           names = [node.module]
+        elif isinstance(node, ast.Call) and getattr(
+            node.func, 'id', None) == 'LazyModule':
+          names = [node.args[0].value]  # Imported on first use: system.lazy.
         else:
           continue
         for name in names:
@@ -150,3 +154,29 @@ def test_only_the_package_is_installed():
   `component`, `pipelines` or `module_files`)."""
   assert _pyproject()['tool']['setuptools']['packages']['find'] == {
       'include': [PACKAGE, f'{PACKAGE}.*']}
+
+
+def test_lazy_modules_name_what_installs_them():
+  """Each module of `system.lazy` names, for its ImportError, an extra
+  pyproject.toml has, or a distribution it declares (or the standard
+  library, or a package used only when installed)."""
+  from generic_trainer.system import lazy  # pylint: disable=g-import-not-at-top
+  project = _pyproject()['project']
+  extras = project['optional-dependencies']
+  declared = {_name(r) for r in project['dependencies']}
+  declared |= {_name(r) for rs in extras.values() for r in rs}
+  declared |= set(USED_IF_INSTALLED.values())
+  modules = [m for m in vars(lazy).values() if isinstance(m, lazy.LazyModule)]
+  assert len(modules) >= 20
+  wrong = []
+  for module in modules:
+    # pylint: disable=protected-access
+    name, package, extra = (module._lazy_name, module._lazy_package,
+                            module._lazy_extra)
+    if extra is not None:
+      if extra not in extras:
+        wrong.append(f'{name}: no extra {extra!r}')
+    elif package not in sys.stdlib_module_names and (
+        _name(package) not in declared):
+      wrong.append(f'{name}: {package} is not declared')
+  assert not wrong, wrong

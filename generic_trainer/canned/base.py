@@ -20,6 +20,8 @@ from generic_trainer.canned import data_summary
 from generic_trainer.data import feature_names
 from generic_trainer.errors import SpecError
 from generic_trainer.trainspec.spec import TrainSpec
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import tf
 
 
 class CannedSpec(TrainSpec):
@@ -52,6 +54,8 @@ class CannedSpec(TrainSpec):
   @functools.cached_property
   def schema(self):
     """The schema of the examples the model reads."""
+    # Inside: `loop.datasets` imports TensorFlow at its top, and the canned
+    # specs must import light (`from generic_trainer.canned import ...`).
     from generic_trainer.loop import datasets  # pylint: disable=g-import-not-at-top
     if self.fn_args is None:
       raise SpecError(
@@ -65,6 +69,7 @@ class CannedSpec(TrainSpec):
   @functools.cached_property
   def feature_columns(self) -> Dict[str, Any]:
     """{feature: column} of every feature the model reads."""
+    # Inside: as in `schema` above, `loop.datasets` imports TensorFlow.
     from generic_trainer.loop import datasets  # pylint: disable=g-import-not-at-top
     names = [f.name for f in self.schema.feature]
     self._check_known('columns', list(self.columns), names)
@@ -104,7 +109,6 @@ class CannedSpec(TrainSpec):
   def preprocess(self, features):
     """Every feature as a dense [batch, width] tensor: optional (sparse)
     features filled with 0 or '', [batch] tensors expanded."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     dense = {}
     for key, value in features.items():
       if isinstance(value, tf.sparse.SparseTensor):
@@ -120,7 +124,6 @@ class CannedSpec(TrainSpec):
 
   def build_model(self):
     """The body: inputs, their columns, and `build_body`'s hidden layer."""
-    import keras  # pylint: disable=g-import-not-at-top
     features = {f.name: f for f in self.schema.feature}
     inputs, encoded = {}, {}
     for key, column in self.feature_columns.items():
@@ -137,7 +140,6 @@ class CannedSpec(TrainSpec):
     raise NotImplementedError
 
   def build_optimizer(self):
-    import keras  # pylint: disable=g-import-not-at-top
     try:
       return keras.optimizers.get({'class_name': self.optimizer_name,
                                    'config': {'learning_rate':
@@ -162,7 +164,6 @@ class CannedSpec(TrainSpec):
   def tower(self, inputs: List[Any], hidden_units, activation: str,
             dropout: Optional[float], batch_norm: bool, prefix: str):
     """Dense layers of `hidden_units` on the concatenated `inputs`."""
-    import keras  # pylint: disable=g-import-not-at-top
     if not hidden_units or not all(
         isinstance(u, int) and u > 0 for u in hidden_units):
       raise SpecError(
@@ -182,7 +183,6 @@ class CannedSpec(TrainSpec):
 
 def concatenate(parts: List[Any], name: str):
   """`parts` side by side, as float32, in a layer named `name`."""
-  import keras  # pylint: disable=g-import-not-at-top
   parts = [keras.ops.cast(p, 'float32') for p in parts]
   if len(parts) == 1:
     return keras.layers.Identity(name=name)(parts[0])

@@ -25,6 +25,8 @@ from typing import Any, Optional, Sequence, Tuple
 import attr
 
 from generic_trainer.errors import SpecError
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import schema_pb2
 
 DEFAULT_TOP_K = 1000
 
@@ -50,7 +52,6 @@ class Numeric:
   normalize = attr.ib(type=bool, default=True)
 
   def encode(self, key: str, value, summary) -> Encoded:
-    import keras  # pylint: disable=g-import-not-at-top
     value = keras.ops.cast(value, 'float32')
     if self.normalize:
       if summary.mean is None:
@@ -73,7 +74,6 @@ class Bucketized:
   num_buckets = attr.ib(type=int, default=10)
 
   def encode(self, key: str, value, summary) -> Encoded:
-    import keras  # pylint: disable=g-import-not-at-top
     boundaries = list(self.boundaries or summary.quantiles(self.num_buckets))
     ids = keras.layers.Discretization(bin_boundaries=boundaries,
                                       name=f'{key}_bucket')(
@@ -106,7 +106,6 @@ class Categorical:
   embedding_dim = attr.ib(type=Optional[int], default=None)
 
   def encode(self, key: str, value, summary) -> Encoded:
-    import keras  # pylint: disable=g-import-not-at-top
     if self.vocabulary is not None and self.num_buckets is not None:
       raise SpecError(
           f'Categorical column of {key!r} has both vocabulary and '
@@ -153,7 +152,6 @@ class Crossed:
 
   def encode(self, encoded) -> Any:
     """The one-hot cross, from the crossed features' `Encoded`s."""
-    import keras  # pylint: disable=g-import-not-at-top
     ids = []
     for key in self.keys:
       if encoded[key].ids is None:
@@ -179,7 +177,6 @@ def default_column(feature) -> Any:
   and bucket ids) are ids 0..max when the domain says max, else a
   vocabulary; other numbers are normalised.
   """
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
   if feature.type == schema_pb2.BYTES:
     return Categorical()
   if feature.type == schema_pb2.INT and feature.HasField('int_domain') and (

@@ -16,6 +16,10 @@ import attr
 
 from generic_trainer.errors import SpecError
 from generic_trainer.data import statistics
+from generic_trainer.system.lazy import dataset_options
+from generic_trainer.system.lazy import np
+from generic_trainer.system.lazy import schema_pb2
+from generic_trainer.system.lazy import tf
 
 MOMENTS = 'moments'
 QUANTILES = 'quantiles'
@@ -48,7 +52,6 @@ class FeatureSummary:
 
   def quantiles(self, num_buckets: int) -> List[float]:
     """Boundaries cutting the values into `num_buckets` of equal count."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
     if not self.cuts:
       raise SpecError(
           f'The feature {self.name!r} has no values to cut into buckets. '
@@ -60,7 +63,6 @@ class FeatureSummary:
 
 
 def dtype_of(feature) -> str:
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
   return {schema_pb2.BYTES: 'string', schema_pb2.INT: 'int'}.get(
       feature.type, 'float')
 
@@ -96,7 +98,6 @@ def from_statistics(name: str, dtype: str, stats, need: str
 
 def from_sample(name: str, dtype: str, values) -> FeatureSummary:
   """The summary of a sample of the feature's values (a numpy array)."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
   summary = FeatureSummary(name, dtype, source='sample')
   values = np.asarray(values).ravel()
   if dtype == 'string':
@@ -122,12 +123,9 @@ def read_sample(fn_args, schema, keys: List[str], rows: int
                 ) -> Dict[str, Any]:
   """{feature: numpy array of its values} in the first `rows` rows of the
   train data (present values only, for optional features)."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
-  options = TensorFlowDatasetOptions(batch_size=min(rows, 1024),
-                                     num_epochs=1, shuffle=False,
-                                     prefetch_buffer_size=1)
+  options = dataset_options.TensorFlowDatasetOptions(
+      batch_size=min(rows, 1024), num_epochs=1, shuffle=False,
+      prefetch_buffer_size=1)
   dataset = fn_args.data_accessor.tf_dataset_factory(
       fn_args.train_files, options, schema)
   parts = {k: [] for k in keys}

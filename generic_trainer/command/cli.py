@@ -112,6 +112,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     keras_env.choose_before_import(request.keras_version, request.backend)
     with console.quiet_warnings():
       console.import_tensorflow()
+      # Inside: the training's modules, above, once the flags are checked.
       from generic_trainer.command import run as command_run
     with command_run.holding_folder(request):  # Before saying anything.
       checkpoint = command_run.checkpoint_dir(request)

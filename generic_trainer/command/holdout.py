@@ -20,6 +20,7 @@ from typing import Any, Dict, List, NamedTuple
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import tfrecords
 from generic_trainer.data import local_files
+from generic_trainer.system.lazy import tf
 
 # CsvExampleGen's default output config: {train: 2, eval: 1} hash buckets.
 TRAIN_BUCKETS, EVAL_BUCKETS = 2, 1
@@ -54,7 +55,6 @@ def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
   Raises:
     InputArtifactError: one of the splits would be empty (too few rows).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   outs = [os.path.join(train_dir, 'data.gz'), os.path.join(eval_dir,
                                                            'data.gz')]
   counts = [0, 0]

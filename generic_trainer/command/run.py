@@ -59,6 +59,8 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import console
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
+from generic_trainer.system.lazy import standard_artifacts
+from generic_trainer.system.lazy import standard_component_specs as keys
 from generic_trainer.training import attempt
 
 
@@ -298,8 +300,6 @@ def _training_request(request: Request, layout: Layout, splits, staged,
 def _artifacts(request: Request, layout: Layout, splits):
   """(input_dict, output_dict, exec_properties) of the component, on
   artifacts in the output folder."""
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
   examples = local_files.examples_artifact(layout.data, splits)
   input_dict = {keys.EXAMPLES_KEY: [examples],
                 keys.SCHEMA_KEY: [_artifact(standard_artifacts.Schema,

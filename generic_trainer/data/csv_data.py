@@ -27,6 +27,8 @@ import attr
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import csv_dialect
 from generic_trainer.data import tfrecords
+from generic_trainer.system.lazy import schema_pb2
+from generic_trainer.system.lazy import tf
 
 KINDS = ('int', 'float', 'bytes')
 _STRAYS_SHOWN = 3
@@ -117,7 +119,6 @@ def infer_kinds(tables: List[Table]) -> Dict[str, str]:
 
 def kinds_from_schema(schema) -> Dict[str, str]:
   """{feature: kind} of a Schema's features."""
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
   by_type = {schema_pb2.INT: 'int', schema_pb2.FLOAT: 'float',
              schema_pb2.BYTES: 'bytes'}
   return {f.name: by_type.get(f.type, 'bytes') for f in schema.feature}
@@ -204,7 +205,6 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str,
   """Writes the rows as gzip tf.Examples to `out` (a new file of `mode`,
   written whole: `tfrecords.writer`), each value of its column's kind; a
   value that is not is named by file, line and column."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tfrecords.writer(out, mode) as writer:
     for table in tables:
       columns = [(i, name, kinds[name]) for i, name in enumerate(table.header)
@@ -215,14 +215,14 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str,
           value = row[index]
           if csv_dialect.is_missing(value):
             continue
-          feature[name] = _feature(tf, value, kind, table.path, line, name)
+          feature[name] = _feature(value, kind, table.path, line, name)
         # deterministic: a map's keys in order, so the same rows give the
         # same bytes run after run (a kept-rows hit on a retrain).
         writer.write(tf.train.Example(features=tf.train.Features(
             feature=feature)).SerializeToString(deterministic=True))
 
 
-def _feature(tf, value: str, kind: str, path: str, line: int, name: str):
+def _feature(value: str, kind: str, path: str, line: int, name: str):
   try:
     if kind == 'int':
       return tf.train.Feature(int64_list=tf.train.Int64List(

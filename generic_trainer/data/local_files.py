@@ -23,6 +23,11 @@ from generic_trainer.system import progress
 from generic_trainer.data import csv_dialect
 from generic_trainer.data import statistics
 from generic_trainer.errors import summarize
+from generic_trainer.trainspec import outputs
+from generic_trainer.system.lazy import artifact_utils
+from generic_trainer.system.lazy import schema_pb2
+from generic_trainer.system.lazy import standard_artifacts
+from generic_trainer.system.lazy import tf
 
 
 def resolve_files(data) -> List[str]:
@@ -95,6 +100,8 @@ def to_split(data, split_dir: str, schema=None,
     return [out]
   check_tfrecords(files, kept_rows)
   if schema is not None:
+    # Inside: both modules import TensorFlow at their top, and the
+    # command's checks of its flags import this module before TensorFlow.
     from generic_trainer.data import tf_example_dataset  # pylint: disable=g-import-not-at-top
     from generic_trainer.data import schema_check  # pylint: disable=g-import-not-at-top
     config, _ = tf_example_dataset.parser_config(schema)
@@ -148,7 +155,6 @@ def required_columns(spec_class) -> Dict[str, str]:
   known, every missing value is read as missing."""
   if spec_class is None:
     return {}
-  from generic_trainer.trainspec import outputs  # pylint: disable=g-import-not-at-top
   name = spec_class.__name__
   try:
     keys = outputs.label_keys(outputs.outputs_of(spec_class))
@@ -197,6 +203,8 @@ def check_tfrecords(files: List[str], kept_rows: Optional[str] = None
   only its first record when an earlier check read it whole and its rows
   are kept in `kept_rows` (the cache folder), unchanged since
   (`data.kept.read_before`)."""
+  # Inside: `read_before` imports TensorFlow at its top; this module must
+  # import light (the command's checks of its flags).
   from generic_trainer.data.kept import read_before  # pylint: disable=g-import-not-at-top
   for path in files:
     error = read_before.check_error(path, kept_rows)
@@ -283,8 +291,6 @@ def _is_within(path: str, folder: str) -> bool:
 
 def infer_schema(files: List[str], limit: int = 1000):
   """A Schema from the first `limit` tf.Examples of `files`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
   kinds, counts, present, seen = {}, {}, {}, 0
   for path in files:
     read = 0  # Records of this file read so far.
@@ -339,8 +345,6 @@ def _count_features(example, kinds, counts, present) -> None:
 
 def examples_artifact(root: str, splits: dict):
   """An Examples artifact over the split folders written by `to_split`."""
-  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   artifact = standard_artifacts.Examples()
   artifact.uri = root
   artifact.split_names = artifact_utils.encode_split_names(list(splits))
@@ -352,7 +356,7 @@ def write_schema(schema, path: str, given: Optional[str] = None) -> str:
   """`given` if there is one, else `schema` written to `path`; the path."""
   if given:
     return given
-  # A schema file's module imports TensorFlow: this one is read by the
-  # command's checks of its flags, before TensorFlow.
+  # Inside: `schema_file` imports TensorFlow at its top; this module is
+  # read by the command's checks of its flags, before TensorFlow.
   from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   return schema_file.write(path, schema)

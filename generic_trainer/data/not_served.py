@@ -17,6 +17,8 @@ import json
 import os
 from typing import Dict, Iterable, List, Optional
 from generic_trainer.system import atomic_files
+from generic_trainer.system.lazy import saved_transform_io_v2
+from generic_trainer.system.lazy import tft
 import tensorflow as tf
 
 # Written into the export by `loop.export`, read by the serving check.
@@ -74,8 +76,6 @@ def from_transform(transform_graph_path: str, targets: Iterable[str],
 
 def output_sources(transform_graph_path: str) -> Dict[str, set]:
   """{transformed feature: the raw features it is computed from}."""
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
-  from tensorflow_transform.saved import saved_transform_io_v2  # pylint: disable=g-import-not-at-top
   loader = saved_transform_io_v2.SavedModelLoader(
       tft.TFTransformOutput(transform_graph_path).transform_savedmodel_dir)
   inputs = loader._structured_inputs  # pylint: disable=protected-access

@@ -13,6 +13,8 @@ import os
 from typing import Dict, List, Optional
 
 from generic_trainer.errors import InputArtifactError
+from generic_trainer.system.lazy import statistics_pb2
+from generic_trainer.system.lazy import tf
 
 STATS_FILE = 'FeatureStats.pb'
 # TFX's split folder prefix (tfx.types.artifact_utils); kept here so that
@@ -80,8 +82,6 @@ def read_split(statistics_path: str, split: str):
   Raises:
     InputArtifactError: the file is there but unreadable.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow_metadata.proto.v0 import statistics_pb2  # pylint: disable=g-import-not-at-top
   path = os.path.join(statistics_path, split_folder(split), STATS_FILE)
   if not tf.io.gfile.exists(path):
     return None

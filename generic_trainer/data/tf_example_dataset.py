@@ -18,6 +18,8 @@ import tensorflow as tf
 from tensorflow.python.util import deprecation
 
 from generic_trainer.errors import InputArtifactError, InvalidArgumentError
+from generic_trainer.system.lazy import dataset_util
+from generic_trainer.system.lazy import tensor_representation_util as reps
 
 # Our tf.data functions as plain graph code.
 #
@@ -45,7 +47,6 @@ def dataset(file_pattern: Union[str, List[str]], options, schema):
     Batches of `{name: tensor}`, or `({name: tensor}, label)` with
     `options.label_key`.
   """
-  from tfx_bsl.tfxio import dataset_util  # pylint: disable=g-import-not-at-top
   if schema is None:
     raise InvalidArgumentError(
         'Unable to create a parsing config because no schema is provided. '
@@ -85,7 +86,6 @@ def dataset(file_pattern: Union[str, List[str]], options, schema):
 
 def parser_config(schema) -> Tuple[Dict[str, Any], Dict[str, str]]:
   """(tf.io parser config, parser key -> tensor name), as TFXIO builds them."""
-  from tfx_bsl.tfxio import tensor_representation_util as reps  # pylint: disable=g-import-not-at-top
   types = {f.name: f.type for f in schema.feature}
   config, tensor_names = {}, {}
   representations = reps.InferTensorRepresentationsFromMixedSchema(schema)

@@ -15,6 +15,8 @@ import zlib
 from typing import Iterator, List, Optional, Tuple
 from generic_trainer.system import atomic_files
 from generic_trainer.errors import InputArtifactError
+from generic_trainer.system.lazy import tf
+from generic_trainer.system.lazy import tf_deprecation
 
 # A record's framing: an 8-byte length and its 4-byte CRC before the data,
 # the data's 4-byte CRC after it.
@@ -59,10 +61,8 @@ def records(path: str) -> Iterator[bytes]:
   tf.data pipeline: ~6 ms a file instead of ~30 ms, and its error (a
   `tf.errors.OpError`, raised as the iteration reaches the damage) says
   what is wrong with the file."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   options = tf.io.TFRecordOptions(compression_type=compression(path))
-  with deprecation.silence():
+  with tf_deprecation.silence():
     reader = tf.compat.v1.io.tf_record_iterator(path, options)
   yield from reader
 
@@ -73,7 +73,6 @@ def writer(path: str, mode: Optional[int] = None):
   file replaces `path` whole once the block ends without an error
   (`atomic_files`: a temporary file beside it until then); a new file gets
   `mode` (less the umask) when given."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with atomic_files.replacing_path(
       path, mode, suffix='.gz' if compression(path) else '') as temp:
     with tf.io.TFRecordWriter(temp, options=compression(path)) as records:
@@ -83,7 +82,6 @@ def writer(path: str, mode: Optional[int] = None):
 def read_error(path: str, whole: bool = True):
   """The error reading a TFRecord file (its first record, or all of it with
   `whole`) raises, or None when it reads."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     if whole:
       for _ in records(path):
@@ -111,7 +109,6 @@ def sample(path: str, stored_bytes: int) -> Tuple[List[bytes], int, int, int]:
   Raises:
     OSError, zlib.error, tf.errors.OpError: the file cannot be read.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'rb') as f:
     stored = f.read(stored_bytes)
   data = _inflate(stored) if compression(path) else stored
@@ -151,7 +148,6 @@ class TruncatedFile(Exception):
 def _gzip_end_error(path: str):
   """TensorFlow's gzip reader takes a stream cut at a record boundary for
   the file's end; zlib tells whether the stream really ended."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   stream = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
   try:
     with tf.io.gfile.GFile(path, 'rb') as f:
@@ -184,7 +180,6 @@ def content_checksum(path: str, size: int) -> str:
   its uncompressed content, one small read; of its last member when it has
   several); else the SHA-256 of all of a small file, or of its first and
   last 64 KiB."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   with tf.io.gfile.GFile(path, 'rb') as f:
     if compression(path) and size >= 18:
       f.seek(size - 8)
@@ -201,7 +196,6 @@ def check_error(path: str, read_whole_before: bool = False):
   most FULL_CHECK_BYTES, else its first record; None when it reads. Only
   its first record with `read_whole_before` (an earlier training read
   this very file whole: `data.kept.read_before`)."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     small = checks_whole(tf.io.gfile.stat(path).length)
   except tf.errors.OpError as e:

@@ -29,6 +29,7 @@ from generic_trainer.data import tfrecords
 from generic_trainer.errors import ExportValidationError, summarize
 import tensorflow as tf
 from generic_trainer.data import schema_file
+from generic_trainer.system.lazy import tft
 
 SERVING_SIGNATURE = 'serving_default'
 _KERAS_FILE_SUFFIXES = ('.keras', '.h5', '.hdf5', '.weights.h5')
@@ -152,7 +153,6 @@ def _requests(serving_dir: str, serialized: List[bytes], inputs, schema_path,
   features.update(serving_check.features_of(stripped))
   transformed_only = ()
   if transform_graph_path:
-    import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
     output = tft.TFTransformOutput(transform_graph_path)
     transformed_only = set(output.transformed_feature_spec()) - set(
         output.raw_feature_spec())
@@ -295,7 +295,6 @@ def _raw_examples(serialized: List[bytes], transform_graph_path: str):
   examples (zeros and empty strings for every required raw feature): they
   test that the signature parses, transforms and predicts, not the values.
   """
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   raw_spec = tft.TFTransformOutput(transform_graph_path).raw_feature_spec()
   required = {n: s for n, s in raw_spec.items()
               if isinstance(s, tf.io.FixedLenFeature) and s.default_value is None}
@@ -318,7 +317,6 @@ def _raw_examples(serialized: List[bytes], transform_graph_path: str):
 
 
 def _transformed_features(serialized, transform_graph_path) -> Dict[str, Any]:
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   output = tft.TFTransformOutput(transform_graph_path)
   raw = tf.io.parse_example(tf.constant(serialized), output.raw_feature_spec())
   return {k: v for k, v in output.transform_raw_features(raw).items()

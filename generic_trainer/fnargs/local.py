@@ -17,6 +17,7 @@ import attr
 from generic_trainer.fnargs import strategies
 from generic_trainer.fnargs.fields import GenericFnArgsFields
 from generic_trainer.data.input_pipeline import DatasetFactory
+from generic_trainer.system.lazy import tfxio
 
 
 class DataAccessor(NamedTuple):
@@ -32,8 +33,8 @@ class DataAccessor(NamedTuple):
 
 
 def _record_batches(file_pattern, options, schema):
-  from tfx_bsl.public.tfxio import TFExampleRecord  # pylint: disable=g-import-not-at-top
-  return TFExampleRecord(file_pattern, schema=schema).RecordBatches(options)
+  return tfxio.TFExampleRecord(file_pattern,
+                               schema=schema).RecordBatches(options)
 
 
 def tf_example_accessor() -> DataAccessor:

@@ -18,6 +18,9 @@ from generic_trainer.heads.head import REGRESSION
 from generic_trainer.heads.head import check_unknown_labels
 from generic_trainer.heads.head import check_vocabulary
 from generic_trainer.heads.head import dense_labels
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import np
+from generic_trainer.system.lazy import tf
 
 
 class _ClassHead(Head):
@@ -66,7 +69,6 @@ class _ClassHead(Head):
   def encode_labels(self, labels):
     """Class ids, [batch, 1] int64; names looked up in the vocabulary (an
     unknown name stops the input pipeline with a message naming it)."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     labels = dense_labels(labels)
     if self.label_vocabulary is None:
       return tf.cast(labels, tf.int64)
@@ -82,7 +84,6 @@ class _ClassHead(Head):
       return tf.identity(ids)
 
   def check_labels(self, labels, label_key: str) -> None:
-    import numpy as np  # pylint: disable=g-import-not-at-top
     values = np.asarray(labels)
     head = type(self).__name__
     if self.label_vocabulary is not None:
@@ -113,17 +114,15 @@ class _ClassHead(Head):
           f'Received: {outside[:10]}.')
 
   def predictions(self, logits, outputs) -> Dict[str, Any]:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    probabilities, class_ids, extra = self._probabilities_and_ids(tf, outputs)
-    return {**self._class_predictions(tf, logits, probabilities, class_ids),
+    probabilities, class_ids, extra = self._probabilities_and_ids(outputs)
+    return {**self._class_predictions(logits, probabilities, class_ids),
             **extra}
 
-  def _probabilities_and_ids(self, tf, outputs):
-    """(probabilities, class ids, other predictions) of `outputs`, with
-    TensorFlow `tf`."""
+  def _probabilities_and_ids(self, outputs):
+    """(probabilities, class ids, other predictions) of `outputs`."""
     raise NotImplementedError
 
-  def _class_predictions(self, tf, logits, probabilities, class_ids):
+  def _class_predictions(self, logits, probabilities, class_ids):
     names = tf.constant(self.class_names)
     batch = tf.shape(probabilities)[0]
     return {
@@ -167,11 +166,9 @@ class BinaryClassHead(_ClassHead):
     return 1
 
   def build_loss(self):
-    import keras  # pylint: disable=g-import-not-at-top
     return keras.losses.BinaryCrossentropy()
 
   def build_metrics(self) -> List[Any]:
-    import keras  # pylint: disable=g-import-not-at-top
     return [keras.metrics.BinaryAccuracy(name='accuracy',
                                          threshold=self.threshold),
             keras.metrics.AUC(name='auc'),
@@ -180,7 +177,7 @@ class BinaryClassHead(_ClassHead):
                                     thresholds=self.threshold),
             keras.metrics.Recall(name='recall', thresholds=self.threshold)]
 
-  def _probabilities_and_ids(self, tf, outputs):
+  def _probabilities_and_ids(self, outputs):
     return (tf.concat([1 - outputs, outputs], axis=1),
             tf.cast(outputs > self.threshold, tf.int64),
             {'logistic': outputs})
@@ -217,14 +214,12 @@ class MultiClassHead(_ClassHead):
     return self.n_classes
 
   def build_loss(self):
-    import keras  # pylint: disable=g-import-not-at-top
     return keras.losses.SparseCategoricalCrossentropy()
 
   def build_metrics(self) -> List[Any]:
-    import keras  # pylint: disable=g-import-not-at-top
     return [keras.metrics.SparseCategoricalAccuracy(name='accuracy')]
 
-  def _probabilities_and_ids(self, tf, outputs):
+  def _probabilities_and_ids(self, outputs):
     return (outputs, tf.argmax(outputs, axis=1, output_type=tf.int64)[:, None],
             {})
 

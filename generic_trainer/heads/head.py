@@ -17,6 +17,9 @@ Nothing here imports TensorFlow or Keras at import time.
 from typing import Any, Dict, List, Optional
 
 from generic_trainer.errors import SpecError
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import np
+from generic_trainer.system.lazy import tf
 
 # TF Serving's Classify and Regress signatures: their names and tensor keys
 # (`tf.saved_model.CLASSIFY_*`, `REGRESS_*`), written out so that importing
@@ -66,7 +69,6 @@ class Head:
     """The output layer on `hidden` (a Keras tensor): a Dense layer of
     `logits_dimension` units named `<name>_logits`, then the activation,
     named `name`. Returns the output tensor (probabilities for classifiers)."""
-    import keras  # pylint: disable=g-import-not-at-top
     logits = keras.layers.Dense(self.logits_dimension,
                                 name=logits_layer_name(name))(hidden)
     return keras.layers.Activation(self.activation, name=name)(logits)
@@ -105,7 +107,6 @@ class Head:
 def dense_labels(labels):
   """A label tensor as [batch, 1]: a sparse one (an optional feature) with
   0 or '' where it is missing, a [batch] one expanded."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if isinstance(labels, tf.sparse.SparseTensor):
     default = '' if labels.dtype == tf.string else tf.cast(0, labels.dtype)
     labels = tf.sparse.to_dense(tf.sparse.reset_shape(
@@ -139,7 +140,6 @@ def check_vocabulary(vocabulary, what: str) -> List[str]:
 def check_unknown_labels(values, vocabulary: List[str], label_key: str,
                          head_name: str) -> None:
   """Raises SpecError naming the label values not in `vocabulary`."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
   seen = {v.decode() if isinstance(v, bytes) else str(v)
           for v in np.asarray(values).ravel()}
   unknown = sorted(seen - set(vocabulary))

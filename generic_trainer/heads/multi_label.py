@@ -9,6 +9,9 @@ from generic_trainer.heads.head import CLASSIFY_SCORES
 from generic_trainer.heads.head import Head
 from generic_trainer.heads.head import check_unknown_labels
 from generic_trainer.heads.head import check_vocabulary
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import np
+from generic_trainer.system.lazy import tf
 
 
 class MultiLabelHead(Head):
@@ -67,11 +70,9 @@ class MultiLabelHead(Head):
     return self.label_vocabulary or [str(i) for i in range(self.n_classes)]
 
   def build_loss(self):
-    import keras  # pylint: disable=g-import-not-at-top
     return keras.losses.BinaryCrossentropy()
 
   def build_metrics(self) -> List[Any]:
-    import keras  # pylint: disable=g-import-not-at-top
     return [keras.metrics.BinaryAccuracy(name='accuracy',
                                          threshold=self.threshold),
             keras.metrics.AUC(name='auc', multi_label=True,
@@ -80,13 +81,11 @@ class MultiLabelHead(Head):
                               multi_label=True, num_labels=self.n_classes)]
 
   def _is_multi_hot(self, labels) -> bool:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     return (isinstance(labels, tf.Tensor) and labels.dtype != tf.string and
             labels.shape.rank == 2 and labels.shape[-1] == self.n_classes)
 
   def encode_labels(self, labels):
     """Multi-hot [batch, n_classes] float32 labels."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if self._is_multi_hot(labels):
       return tf.cast(labels, tf.float32)
     if isinstance(labels, tf.RaggedTensor):
@@ -111,8 +110,6 @@ class MultiLabelHead(Head):
     return tf.reduce_max(tf.one_hot(labels, self.n_classes), axis=1)
 
   def check_labels(self, labels, label_key: str) -> None:
-    import numpy as np  # pylint: disable=g-import-not-at-top
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     multi_hot = self._is_multi_hot(labels)
     if isinstance(labels, tf.RaggedTensor):
       labels = labels.flat_values
@@ -144,7 +141,6 @@ class MultiLabelHead(Head):
           'n_classes.')
 
   def predictions(self, logits, outputs) -> Dict[str, Any]:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     batch = tf.shape(outputs)[0]
     return {
         'logits': logits,

@@ -7,6 +7,9 @@ from generic_trainer.heads.head import Head
 from generic_trainer.heads.head import REGRESS_OUTPUTS
 from generic_trainer.heads.head import REGRESSION
 from generic_trainer.heads.head import dense_labels
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import np
+from generic_trainer.system.lazy import tf
 
 
 class RegressionHead(Head):
@@ -42,20 +45,16 @@ class RegressionHead(Head):
     return self.label_dimension
 
   def build_loss(self):
-    import keras  # pylint: disable=g-import-not-at-top
     return keras.losses.MeanSquaredError()
 
   def build_metrics(self) -> List[Any]:
-    import keras  # pylint: disable=g-import-not-at-top
     return [keras.metrics.MeanAbsoluteError(name='mean_absolute_error'),
             keras.metrics.RootMeanSquaredError(name='root_mean_squared_error')]
 
   def encode_labels(self, labels):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     return tf.cast(dense_labels(labels), tf.float32)
 
   def check_labels(self, labels, label_key: str) -> None:
-    import numpy as np  # pylint: disable=g-import-not-at-top
     values = np.asarray(labels)
     if values.dtype.kind not in ('i', 'u', 'f'):
       raise SpecError(

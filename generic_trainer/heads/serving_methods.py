@@ -15,6 +15,8 @@ from typing import Dict, Optional
 from generic_trainer.heads.head import CLASSIFICATION
 from generic_trainer.heads.head import REGRESSION
 from generic_trainer.system import atomic_files
+from generic_trainer.system.lazy import saved_model_pb2
+from generic_trainer.system.lazy import tf
 
 CLASSIFY = 'tensorflow/serving/classify'
 REGRESS = 'tensorflow/serving/regress'
@@ -37,8 +39,6 @@ def set_method_names(export_dir: str,
     methods: {signature: CLASSIFY or REGRESS}; None for `named_method` of
       every signature.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=g-import-not-at-top,g-direct-tensorflow-import
   path = os.path.join(export_dir, 'saved_model.pb')
   with tf.io.gfile.GFile(path, 'rb') as f:
     saved_model = saved_model_pb2.SavedModel.FromString(f.read())

@@ -20,6 +20,7 @@ import yaml
 from google.protobuf import json_format
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.system.lazy import kubeflow_v2_entrypoint_utils
 
 TRAINER_EXECUTOR = 'generic_trainer.component.executor.GenericExecutor'
 EXECUTOR_INPUT_PLACEHOLDER = '{{$}}'
@@ -96,7 +97,6 @@ def executor_input(job: Dict[str, Any], task: str,
     outputs: Output key -> [TFX artifact] (URIs where outputs go).
     output_file: Where the entrypoint writes the executor's output metadata.
   """
-  from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as entrypoint_utils  # pylint: disable=g-import-not-at-top
   component = _component(job, task)
 
   def artifacts(declared, given, direction):
@@ -110,7 +110,7 @@ def executor_input(job: Dict[str, Any], task: str,
       runtime = []
       for artifact in items:
         value = json_format.MessageToDict(
-            entrypoint_utils.to_runtime_artifact(artifact, {}))
+            kubeflow_v2_entrypoint_utils.to_runtime_artifact(artifact, {}))
         value['type'] = declared[key]['artifactType']
         runtime.append(value)
       result[key] = {'artifacts': runtime}

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional
 import attr
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.system.lazy import pipeline_spec_pb2
 
 KEYS = ('cpu', 'memory', 'accelerator_type', 'accelerator_count',
         'node_selector', 'tolerations')
@@ -60,7 +61,6 @@ class Resources:
 
   def platform_config(self):
     """KFP's ResourceSpec, for `BaseComponent.with_platform_config`."""
-    from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
     spec = (pipeline_spec_pb2.PipelineDeploymentConfig.PipelineContainerSpec
             .ResourceSpec())
     if self.cpu is not None:

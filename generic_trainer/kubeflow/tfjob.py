@@ -57,6 +57,10 @@ from generic_trainer.kubeflow import kfp_step
 from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA
+from generic_trainer.system import lazy
+from generic_trainer.system.lazy import k8s_client as k8s
+from generic_trainer.system.lazy import kubeflow_training
+from generic_trainer.system.lazy import kubeflow_training_models as models
 
 API_VERSION = 'kubeflow.org/v1'
 KIND = 'TFJob'
@@ -241,11 +245,7 @@ def to_yaml(manifest: Dict[str, Any]) -> str:
 
 
 def sdk_available() -> bool:
-  try:
-    import kubeflow.training  # pylint: disable=g-import-not-at-top,unused-import
-  except ImportError:
-    return False
-  return True
+  return lazy.installed(kubeflow_training)
 
 
 def _through_sdk(manifest: Dict[str, Any]) -> Dict[str, Any]:
@@ -256,8 +256,7 @@ def _through_sdk(manifest: Dict[str, Any]) -> Dict[str, Any]:
   """
   if not sdk_available():
     return manifest
-  from kubernetes import client as k8s  # pylint: disable=g-import-not-at-top
-  from kubeflow.training import models  # pylint: disable=g-import-not-at-top
+
   def pod_template(template):
     pod = template['spec']
     return k8s.V1PodTemplateSpec(spec=k8s.V1PodSpec(

@@ -39,6 +39,9 @@ from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob import KFP_ENTRYPOINT
 from generic_trainer.plan.settings import worker_range
+from generic_trainer.system import lazy
+from generic_trainer.system.lazy import kubeflow_trainer_api
+from generic_trainer.system.lazy import kubeflow_trainer_api_models
 
 API_VERSION = 'trainer.kubeflow.org/v1alpha1'
 # Trainer v2 finds the trainer's replicated job by this label, and its
@@ -170,11 +173,7 @@ def _most_workers(setting: Any) -> int:
 
 
 def sdk_available() -> bool:
-  try:
-    import kubeflow_trainer_api  # pylint: disable=g-import-not-at-top,unused-import
-  except ImportError:
-    return False
-  return True
+  return lazy.installed(kubeflow_trainer_api)
 
 
 def _through_sdk(model: str, manifest: Dict[str, Any]) -> Dict[str, Any]:
@@ -182,9 +181,8 @@ def _through_sdk(model: str, manifest: Dict[str, Any]) -> Dict[str, Any]:
   installed (a field of the wrong type raises InvalidArgumentError)."""
   if not sdk_available():
     return manifest
-  from kubeflow_trainer_api import models  # pylint: disable=g-import-not-at-top
   try:
-    built = getattr(models, model).from_dict(manifest)
+    built = getattr(kubeflow_trainer_api_models, model).from_dict(manifest)
   except ValueError as e:  # pydantic's ValidationError is a ValueError.
     raise InvalidArgumentError(
         f'The {manifest["kind"]} does not fit kubeflow-trainer-api\'s '

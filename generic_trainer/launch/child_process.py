@@ -31,6 +31,7 @@ from generic_trainer.system import preemption
 from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.launch import stall_watch
+from generic_trainer.system.lazy import ctypes
 
 CHILD_MODULE = 'generic_trainer.training.child'
 
@@ -212,7 +213,6 @@ def _die_with_parent_fn():
   threads, as it does while it streams workers' logs).
   """
   try:
-    import ctypes  # pylint: disable=g-import-not-at-top
     prctl = ctypes.CDLL('libc.so.6', use_errno=True).prctl
   except (OSError, AttributeError):
     return None

@@ -107,8 +107,9 @@ def _here(request: TrainingRequest, entry) -> None:
 
 
 def _fn_args_from_artifacts(request: TrainingRequest):
-  # TFX's FnArgs module imports Apache Beam (seconds): only a training from
-  # artifacts pays for it, not the command's or the notebook's TrainSpec.
+  # Inside: TFX's FnArgs module imports Apache Beam (seconds) at its top:
+  # only a training from artifacts pays for it, not the command's or the
+  # notebook's TrainSpec.
   from generic_trainer.fnargs import fn_args as fn_args_lib  # pylint: disable=g-import-not-at-top
   return fn_args_lib.build_fn_args(request)
 

@@ -55,6 +55,7 @@ from generic_trainer.launch import private_network
 from generic_trainer.launch import restarts as restarts_lib
 from generic_trainer.launch import stall_watch
 from generic_trainer.launch import worker_process
+from generic_trainer.system.lazy import fileio
 
 FINISH_GRACE_S = 180.0
 PRIVATE_PORT = 20000  # The first worker's port in a private network.
@@ -458,7 +459,6 @@ def _write_summary(model_run: str, entries: List[Dict[str, Any]],
   """Writes `workers.json` into the ModelRun: who trained, how long (the
   group that finished), every restart before it, and every change of the
   group's size (`size_changes`: from, to, why, where it resumed)."""
-  from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
   summary = {'num_workers': len(entries), 'workers': entries,
              'restarts': [r.to_json() for r in restarts],
              'size_changes': [c.to_json() for c in changes]}

@@ -22,12 +22,13 @@ from generic_trainer.trainspec import outputs
 from generic_trainer.loop import on_jax
 from generic_trainer.system import machine
 from generic_trainer.loop import first_batch_errors
+from generic_trainer.system.lazy import dataset_options
+from generic_trainer.system.lazy import tft
 
 
 def load_schema(fn_args):
   """The schema of the examples the model reads (after Transform, if any)."""
   if fn_args.transform_graph_path:
-    import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
     return tft.TFTransformOutput(
         fn_args.transform_graph_path).transformed_metadata.schema
   if not fn_args.schema_path:
@@ -136,8 +137,7 @@ def make_dataset(spec, fn_args, schema, files: List[str], keys: List[str],
       return _preprocessed(spec, dataset, keys, with_label, plain,
                            encode_labels, select=False)
   # Not tfx_bsl.public.tfxio, which imports Apache Beam: the same class.
-  from tfx_bsl.tfxio.dataset_options import TensorFlowDatasetOptions  # pylint: disable=g-import-not-at-top
-  options = TensorFlowDatasetOptions(
+  options = dataset_options.TensorFlowDatasetOptions(
       batch_size=batch_size, label_key=label, num_epochs=num_epochs,
       shuffle=shuffle, shuffle_seed=seed)
   dataset = _shard_by_data(factory(files, options, schema))

@@ -48,6 +48,7 @@ from generic_trainer.trainspec import outputs
 from generic_trainer.data import not_served
 from generic_trainer.data import schema_file
 from generic_trainer.data import tf_example_dataset
+from generic_trainer.system.lazy import tft
 import keras
 
 SERVING_DEFAULT = 'serving_default'
@@ -169,7 +170,6 @@ def _signature(predictions, output, kind: str):
 def _add_transform_features(archive, transform_graph_path: str) -> None:
   """`transform_features`: raw serialized examples (label included) in,
   the transformed features out."""
-  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   output = tft.TFTransformOutput(transform_graph_path)
   layer = output.transform_features_layer()
   archive.track(layer)
@@ -187,7 +187,6 @@ def _model_feature_spec(keys, raw_spec, names, transform_graph_path):
   """{feature: tf.TensorSpec} of what the model reads (after Transform,
   before `preprocess`), batch first; dense features only, as on JAX."""
   if transform_graph_path:
-    import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
     parsed = tft.TFTransformOutput(
         transform_graph_path).transformed_feature_spec()
   else:
@@ -209,7 +208,6 @@ def _raw_feature_spec(spec, keys, schema_path, transform_graph_path):
   labels and weights.
   """
   if transform_graph_path:
-    import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
     output = tft.TFTransformOutput(transform_graph_path)
     raw_spec = dict(output.raw_feature_spec())
     names = {k: k for k in raw_spec}

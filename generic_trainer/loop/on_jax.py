@@ -51,6 +51,8 @@ from tensorflow.compiler.mlir.stablehlo import stablehlo
 
 from generic_trainer.errors import SpecError
 from generic_trainer.keys import JAX_BACKEND
+from generic_trainer.system.lazy import jax2tf
+from generic_trainer.system.lazy import jax_export
 import keras
 
 # Where the exported model may be served: the serving TensorFlow runs the
@@ -90,7 +92,6 @@ def check_features(features_spec: Dict[str, Any]) -> None:
 def tf_preprocess(spec, features_spec: Dict[str, Any]) -> Callable:
   """`spec.preprocess` as a TensorFlow function of feature dicts shaped as
   `features_spec` (batch first), for tf.data on the JAX backend."""
-  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
   converted = jax2tf.convert(
       spec.preprocess, polymorphic_shapes=[_polymorphic(features_spec)],
       with_gradient=False, native_serialization_platforms=('cpu',))
@@ -112,8 +113,7 @@ def _for_tensorflow(fn: Callable) -> Callable:
 def _stablehlo_for_tensorflow() -> Iterator[None]:
   """While in it, jax serializes StableHLO no newer than the version the
   installed TensorFlow's XLA reads (see the module docstring)."""
-  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  hlo = _export.hlo
+  hlo = jax_export.hlo
   jax_choice = hlo.get_version_from_compatibility_requirement
   target = min(jax_choice(hlo.StablehloCompatibilityRequirement.WEEK_4),
                stablehlo.get_current_version(),

@@ -17,6 +17,9 @@ import attr
 
 from generic_trainer.system import paths
 from generic_trainer.plan.plan import TrainingPlan
+from generic_trainer.system.lazy import artifact_utils
+from generic_trainer.system.lazy import json_utils
+from generic_trainer.system.lazy import standard_component_specs as keys
 
 # The scratch folder of a member that publishes nothing (a non-chief
 # worker): its Model and ModelRun outputs, in folders of these names.
@@ -118,10 +121,8 @@ class TrainingRequest:
         'record': self.record,
     }
     if self.input_dict or self.output_dict or self.exec_properties:
-      # TFX's artifact serialisation imports TFX (seconds): only a request
-      # of artifacts pays for it.
-      from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-      from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
+      # TFX's artifact serialisation imports TFX (seconds, at the first
+      # use of the lazy modules): only a request of artifacts pays for it.
       value.update(
           input_dict=artifact_utils.jsonify_artifact_dict(self.input_dict),
           output_dict=artifact_utils.jsonify_artifact_dict(self.output_dict),
@@ -132,8 +133,6 @@ class TrainingRequest:
   def from_json(cls, value: Dict[str, Any]) -> 'TrainingRequest':
     artifacts = ({}, {}, {})
     if 'input_dict' in value:
-      from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-      from tfx.utils import json_utils  # pylint: disable=g-import-not-at-top
       artifacts = (artifact_utils.parse_artifact_dict(value['input_dict']),
                    artifact_utils.parse_artifact_dict(value['output_dict']),
                    json_utils.loads(value['exec_properties']))
@@ -148,8 +147,6 @@ class TrainingRequest:
     """The ModelRun artifact's URI (logs, history, workers.json)."""
     if self.local_inputs is not None:
       return self.local_inputs['model_run_dir']
-    from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-    from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
     return artifact_utils.get_single_uri(self.output_dict[keys.MODEL_RUN_KEY])
 
 
@@ -159,7 +156,6 @@ def _artifact_copies(output_dict: Dict[str, List[Any]], root: str,
   """Copies of the artifacts of `output_dict`: the Model's at `model`, the
   ModelRun's at `model_run`, any other output's in `root`, in a folder
   named by its key."""
-  from tfx.types import standard_component_specs as keys  # pylint: disable=g-import-not-at-top
   uris = {keys.MODEL_KEY: model, keys.MODEL_RUN_KEY: model_run}
   copies = {}
   for key, artifacts in output_dict.items():

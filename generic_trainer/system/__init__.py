@@ -11,7 +11,9 @@ literally), `source_tree` (a module's source read without running it),
 `disk_full` (a full disk told from any writer's error), `preemption`
 (SIGTERM as a preemption), `keras_env` (which Keras and backend this
 process has, and the environment that chooses them), `progress` and
-`console` (what a person sees).
+`console` (what a person sees), `lazy` (the heavy modules the package
+uses, TensorFlow, Keras, TFX..., declared once and imported on first
+use).
 
 May import: the base modules (`errors`, `keys`) only.
 """

@@ -25,6 +25,9 @@ import tempfile
 from typing import Any, Iterator, Optional
 import errno
 
+from generic_trainer.system.lazy import ctypes
+from generic_trainer.system.lazy import tf
+
 TEMP_PREFIX = '.tmp-'  # Temporary files start so: leftovers are ours.
 
 
@@ -42,7 +45,6 @@ def write_json(path: str, value: Any, mode: Optional[int] = None,
 def write_bytes(path: str, data: bytes, mode: Optional[int] = None) -> str:
   """Replaces `path` with `data`; returns `path`."""
   if _remote(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     with tf.io.gfile.GFile(path, 'wb') as f:
       f.write(data)
     return path
@@ -126,7 +128,6 @@ def replace_folder(new: str, target: str) -> None:
 def exchange(first: str, second: str) -> bool:
   """Swaps two paths in one step (renameat2 RENAME_EXCHANGE); False when
   the kernel, the C library or the filesystem cannot."""
-  import ctypes  # pylint: disable=g-import-not-at-top
   try:
     renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
   except (OSError, AttributeError):

@@ -28,6 +28,7 @@ import warnings
 
 from generic_trainer.system import progress
 from generic_trainer.errors import GenericTrainerError, summarize
+from generic_trainer.system.lazy import absl_logging
 
 # The lines of TFX's LocalDagRunner that say a component started or ended.
 _COMPONENT_RUNNING = 'Component %s is running.'
@@ -65,20 +66,33 @@ def import_tensorflow() -> None:
   Call it once the environment that TensorFlow reads at import
   (TF_USE_LEGACY_KERAS, KERAS_BACKEND) is set.
   """
+  with _start_up_lines_dropped():
+    # Inside: importing TensorFlow now, once the caller has set what it
+    # reads at import, is what this function is for.
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+
+
+@contextlib.contextmanager
+def _start_up_lines_dropped() -> Iterator[None]:
+  """While in it, stderr (the file descriptor) goes to a temporary file;
+  at its end, every line but `_START_UP_LINES` is written to stderr.
+  Nothing is captured when TensorFlow is imported already, when
+  TF_CPP_MIN_LOG_LEVEL asks for its INFO or WARNING lines, or when there
+  is no stderr."""
   if 'tensorflow' in sys.modules or os.environ.get(
       'TF_CPP_MIN_LOG_LEVEL', '0') in ('0', '1'):
-    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+    yield
     return
   sys.stderr.flush()
   try:
     saved = os.dup(2)
   except OSError:  # No stderr to filter.
-    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+    yield
     return
   with tempfile.TemporaryFile() as captured:
     os.dup2(captured.fileno(), 2)
     try:
-      import tensorflow  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+      yield
     finally:
       sys.stderr.flush()
       os.dup2(saved, 2)
@@ -221,7 +235,6 @@ def pipeline_console(log_path: str,
   if verbose:
     yield lambda line: print(line, flush=True)
     return
-  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
   os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
   log = open(log_path, 'ab', buffering=0)  # pylint: disable=consider-using-with
   terminal = os.fdopen(os.dup(1), 'w', buffering=1)

@@ -21,6 +21,8 @@ import sys
 from typing import Dict, Optional
 
 from generic_trainer.keys import KERAS3, KERAS_BACKEND_ENV, TF_KERAS
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import tf
 
 _LEGACY_ENV = 'TF_USE_LEGACY_KERAS'
 
@@ -31,8 +33,8 @@ def resolved_tf_keras() -> Optional[str]:
   Until first use, `tf.keras` is a `KerasLazyLoader`; once used, TF replaces
   it with the module it chose (`keras._tf_keras.keras` or `tf_keras...`).
   """
-  tf = sys.modules.get('tensorflow')
-  current = vars(tf).get('keras') if tf is not None else None
+  imported = sys.modules.get('tensorflow')  # Not `tf`, which would import.
+  current = vars(imported).get('keras') if imported is not None else None
   if current is None:
     return None
   state = vars(current)
@@ -52,7 +54,6 @@ def claim_tf_keras(keras_version: Optional[str]) -> bool:
   current = resolved_tf_keras()
   if current is None:
     os.environ.update(keras_env(keras_version))
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     tf.keras.layers  # pylint: disable=pointless-statement  # Resolves it.
     current = resolved_tf_keras()
   return current == keras_version
@@ -61,7 +62,6 @@ def claim_tf_keras(keras_version: Optional[str]) -> bool:
 def process_backend() -> str:
   """The Keras backend of this process ('tensorflow', 'jax'...); imports
   Keras when nothing has yet, which fixes it from `KERAS_BACKEND`."""
-  import keras  # pylint: disable=g-import-not-at-top
   return keras.backend.backend()
 
 

@@ -19,6 +19,7 @@ import os
 from typing import Iterable, List, Tuple
 
 from generic_trainer.keys import EVAL_MODEL_DIR, SERVING_MODEL_DIR
+from generic_trainer.system.lazy import tf
 
 GLOB_CHARS = '*?['
 
@@ -55,7 +56,6 @@ def user_files(pattern: str) -> List[str]:
 def expand(patterns: Iterable[str]) -> List[str]:
   """The files of `patterns` (local or remote), sorted, each once: a path
   without glob characters, or the name of an existing file, is itself."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   found = set()
   for pattern in patterns:
     if not is_pattern(pattern) or tf.io.gfile.exists(pattern):

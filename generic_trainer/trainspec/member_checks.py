@@ -18,6 +18,8 @@ from generic_trainer.keys import TF_KERAS
 from generic_trainer.system import keras_env
 from generic_trainer.errors import SpecError
 from generic_trainer.errors import summarize
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import tf_keras
 
 
 def describe(value: Any) -> str:
@@ -121,7 +123,6 @@ def _check_loss_name(spec, name: str, label) -> None:
   """A loss given by name is one Keras knows, checked before the model is
   built: Keras resolves a name only at the first step, where a misspelt one
   reads like a mismatch between the label and the model."""
-  import keras  # pylint: disable=g-import-not-at-top
   try:
     keras.losses.get(name)
     return
@@ -129,7 +130,6 @@ def _check_loss_name(spec, name: str, label) -> None:
     pass
   if keras_env.resolved_tf_keras() == TF_KERAS:  # tf.keras 2 knows it?
     try:
-      import tf_keras  # pylint: disable=g-import-not-at-top
       tf_keras.losses.get(name)
       return
     except (ImportError, ValueError):

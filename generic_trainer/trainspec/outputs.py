@@ -17,12 +17,12 @@ prefixes each metric with its output's name (`species_accuracy`).
 from typing import Any, Callable, Dict, List, Optional
 
 import attr
-import tensorflow as tf
 
 from generic_trainer.errors import SpecError
 from generic_trainer.heads.head import Head
 from generic_trainer.heads.head import dense_labels
-import keras
+from generic_trainer.system.lazy import keras
+from generic_trainer.system.lazy import tf
 
 
 @attr.s(frozen=True)

@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from generic_trainer.errors import SpecError
 from generic_trainer.trainspec import member_checks
+from generic_trainer.trainspec import outputs as outputs_lib
 
 
 class TrainSpec(abc.ABC):
@@ -172,8 +173,7 @@ class TrainSpec(abc.ABC):
 
   def build_loss(self):
     """Returns the Keras loss (with a head: the head's)."""
-    from generic_trainer.trainspec import outputs  # pylint: disable=g-import-not-at-top
-    return outputs.head_losses(self.outputs)
+    return outputs_lib.head_losses(self.outputs)
 
   def build_metrics(self) -> list:
     """Returns the Keras metrics (default: none; a head adds its own)."""
@@ -192,16 +192,14 @@ class TrainSpec(abc.ABC):
   @functools.cached_property
   def outputs(self) -> list:
     """The outputs (`generic_trainer.trainspec.outputs.Output`: label, head, weight)."""
-    from generic_trainer.trainspec import outputs  # pylint: disable=g-import-not-at-top
-    return outputs.outputs_of(self)
+    return outputs_lib.outputs_of(self)
 
   @functools.cached_property
   def model(self):
     model = member_checks.model(self, self.build_model())
     if self.head is None:
       return model
-    from generic_trainer.trainspec import outputs  # pylint: disable=g-import-not-at-top
-    return outputs.with_heads(model, self.outputs)
+    return outputs_lib.with_heads(model, self.outputs)
 
   @functools.cached_property
   def optimizer(self):
@@ -216,8 +214,7 @@ class TrainSpec(abc.ABC):
     metrics = member_checks.metrics(self, self.build_metrics())
     if self.head is None:
       return metrics if isinstance(metrics, dict) else list(metrics)
-    from generic_trainer.trainspec import outputs  # pylint: disable=g-import-not-at-top
-    return outputs.metrics_with_heads(self.outputs, metrics)
+    return outputs_lib.metrics_with_heads(self.outputs, metrics)
 
   @functools.cached_property
   def user_handlers(self) -> list:

@@ -40,6 +40,8 @@ from generic_trainer.migration import advice as migration
 from generic_trainer.migration import estimator_uses
 from generic_trainer.trainspec.spec import TrainSpec
 from generic_trainer.trainspec.spec import check_complete
+from generic_trainer.system.lazy import io_utils
+from generic_trainer.system.lazy import udf_utils
 
 _counter = itertools.count()
 
@@ -210,9 +212,9 @@ def _spec_run_fn(spec_class: type, source: str):
   once the class is complete."""
   check_complete(spec_class, source)
 
-  # The runner imports TensorFlow and Keras: only once a complete TrainSpec
-  # is found, so that finding the entry point (the component, the command's
-  # checks) stays light.
+  # Inside: the runner imports TensorFlow and Keras at its top; only once a
+  # complete TrainSpec is found, so that finding the entry point (the
+  # component, the command's checks) stays light.
   from generic_trainer.loop import runner  # pylint: disable=g-import-not-at-top
   return runner.SpecRun(spec_class)
 
@@ -254,7 +256,6 @@ def _load_source_file(path: str) -> types.ModuleType:
   """Imports a Python source file under a fresh module name."""
   local_path = path
   if '://' in path:  # Remote (gs://...): TFX copies it to a local file.
-    from tfx.utils import io_utils  # pylint: disable=g-import-not-at-top
     try:
       local_path = io_utils.ensure_local(path)
     except Exception as e:  # pylint: disable=broad-except
@@ -302,7 +303,6 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
     except (ImportError, ValueError):
       found = None
     check_no_estimator(getattr(found, 'origin', None), source)
-  from tfx.components.util import udf_utils  # pylint: disable=g-import-not-at-top
   name, wheels = udf_utils.decode_user_module_key(module_path)
   try:
     with udf_utils.TempPipInstallContext(wheels), user_code.guarded(

@@ -44,6 +44,8 @@ class KeptRows:
     (its budget a property of the output), for a training through the
     component's path (local workers, a child process): every worker reads
     its entries, the chief keeps its own there (`data.kept.store`)."""
+    # Inside: `ParsedRows` subclasses TFX's Artifact (TFX at its module's
+    # top), and the command's flags import these settings light.
     from generic_trainer.data.kept.artifact import ParsedRows  # pylint: disable=g-import-not-at-top
     for artifacts, key in ((input_dict, PARSED_ROWS_KEY),
                            (output_dict, UPDATED_PARSED_ROWS_KEY)):
