@@ -37,6 +37,8 @@ import json
 import os
 from typing import Dict, Iterator, List, Mapping, Optional
 
+from absl import logging
+
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import JOBSET_DEFAULT_PORT
 from generic_trainer.keys import JOBSET_JOB_INDEX_ENV
@@ -164,7 +166,10 @@ class JobSet(TFConfig):
 
   @classmethod
   def from_environ(cls, environ: Mapping[str, str]) -> 'JobSet':
-    return cls(jobset_tf_config(environ))
+    tf_config = jobset_tf_config(environ)
+    logging.info('TF_CONFIG built from the JobSet environment: %s',
+                 tf_config)
+    return cls(tf_config)
 
 
 # In the order they are tried: a TF_CONFIG wins over a JobSet's variables.
