@@ -5,13 +5,16 @@ Keras's losses take numbers: class indices for SparseCategoricalCrossentropy,
 class names ('Adelie') read as the label of a spec without a head reaches
 the loss as strings, and fails deep inside (`invalid literal for int()`, or
 TensorFlow's cast errors) without naming the column or the way out: a
-vocabulary that maps the names to indices. A head brings its own check
-(`heads.*.check_labels`).
+vocabulary that maps the names to indices. A column of amounts written
+with a currency sign ('$647.5') is text too, but for a regression loss it
+is numbers to parse, not classes: `heads.regression` tells the two apart
+and says how. A head brings its own check (`heads.*.check_labels`).
 """
 
 import numpy as np
 
 from generic_trainer.errors import SpecError
+from generic_trainer.heads import regression
 
 _SHOWN = 3
 
@@ -32,7 +35,12 @@ def check_kind(label_key: str, labels, loss, units) -> None:
   values = np.asarray(getattr(labels, 'numpy', lambda: labels)())
   name = _loss_name(loss)
   if values.dtype.kind in ('S', 'U', 'O'):
-    shown = sorted({_text(v) for v in values.ravel()})
+    texts = [_text(v) for v in values.ravel()]
+    marks = regression.numbers_as_text(texts)
+    if marks is not None and not _takes_indices(loss):
+      raise regression.numbers_as_text_error(label_key, texts, marks,
+                                             f'the loss {name}')
+    shown = sorted(set(texts))
     classes = ', '.join(repr(v) for v in shown[:_SHOWN]) + (
         ', ...' if len(shown) > _SHOWN else '')
     raise SpecError(
