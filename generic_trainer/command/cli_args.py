@@ -10,6 +10,7 @@ import argparse
 import difflib
 import json
 import os
+import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -34,6 +35,7 @@ from generic_trainer.version import __version__
 PROG = 'generic-trainer'
 EVAL_ON_TRAIN = 'train'  # `--eval-data train`: evaluate on the train data.
 PROGRESS = {'auto': None, 'bar': True, 'lines': False}
+_JSON_NUMBER = re.compile(r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?')
 _DATA_KINDS = ('a CSV file (*.csv) or TFRecord files of tf.Example '
                '(*.tfrecord, *.gz)')
 
@@ -196,6 +198,7 @@ def _check_flag_names(parser: argparse.ArgumentParser,
     name = arg.split('=', 1)[0]
     if not name.startswith('--') or name in known:
       continue
+    _check_foreign_flag(name, arg, argv)
     near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     starts = [k for k in known if k.startswith(name)]
     guess = near[0] if near else (starts[0] if len(starts) == 1 else None)
@@ -206,6 +209,53 @@ def _check_flag_names(parser: argparse.ArgumentParser,
         f'Received: {arg!r}. '
         + (f'Write {guess}' if guess else f'Run `{PROG} --help` for the flags')
         + '.')
+
+
+# Flags a TFX or Keras user brings, which generic-trainer spells otherwise
+# or sets elsewhere: (flags, what it is here, what to write: '{value}' is
+# the value given, or N). Said before the nearest spelling, which for
+# `--train-steps` would be `--train-data`.
+_STEPS = ('the train steps are --steps here (TFX: '
+          'TrainArgs(num_steps=...), fn_args.train_steps)', '--steps {value}')
+_EVAL_STEPS = ('the eval steps are --eval-steps here (TFX: '
+               'EvalArgs(num_steps=...), fn_args.eval_steps)',
+               '--eval-steps {value}')
+_EPOCHS = ('the number of epochs belongs to the module. A TrainSpec '
+           'sets its class attribute `epochs = {value}` (--steps N then '
+           'spreads N steps over those epochs); a run_fn passes epochs to '
+           'its own model.fit(...), and may read them from --hparams '
+           '\'{{"epochs": {value}}}\' as fn_args.hyperparameters["epochs"]',
+           'epochs = {value} in the TrainSpec, or --hparams '
+           '\'{{"epochs": {value}}}\' for a run_fn that reads it')
+_FOREIGN = {
+    **dict.fromkeys(('--train-steps', '--train_steps', '--num-steps',
+                     '--num_steps', '--train-num-steps', '--max-steps',
+                     '--max_steps'), _STEPS),
+    **dict.fromkeys(('--num-eval-steps', '--eval-num-steps', '--eval_steps',
+                     '--validation-steps', '--validation_steps'),
+                    _EVAL_STEPS),
+    **dict.fromkeys(('--epochs', '--num-epochs', '--num_epochs',
+                     '--train-epochs', '--train_epochs'), _EPOCHS),
+}
+
+
+def _check_foreign_flag(name: str, arg: str, argv: Sequence[str]) -> None:
+  """A flag of TFX's or Keras's vocabulary (`_FOREIGN`) is told where it
+  is set here."""
+  if name not in _FOREIGN:
+    return
+  where, todo = _FOREIGN[name]
+  value = arg.split('=', 1)[1] if '=' in arg else None
+  received = arg
+  following = list(argv)[list(argv).index(arg) + 1:]
+  if value is None and following and not following[0].startswith('--'):
+    value = following[0]
+    received = f'{arg} {value}'
+  value = value or 'N'
+  raise InvalidArgumentError(
+      f'{name} is not a flag of {PROG}: {where.format(value=value)}. '
+      f'Expected flags of {PROG} (`{PROG} --help` lists them). Received: '
+      f'{received}. Write {todo.format(value=value)}.')
 
 
 def _check_strays(strays: List[str], argv: Sequence[str]) -> None:
@@ -479,6 +529,13 @@ def _hparams(value: Optional[str]) -> Optional[Dict[str, Any]]:
         f'--hparams must be a JSON object such as {example}. Received: '
         f'--hparams={value!r}, a JSON {type(parsed).__name__}. Wrap the '
         'values in an object that names them.')
+  quoted = [k for k, v in parsed.items() if isinstance(v, str) and
+            _JSON_NUMBER.fullmatch(v.strip())]
+  if quoted:  # Maybe meant as text; said now, named again if it fails.
+    print(f'--hparams: {", ".join(quoted)} given as text ('
+          + ', '.join(f'"{k}": {json.dumps(parsed[k])}' for k in quoted)
+          + '), which the code receives as a str; a number is written '
+          'without quotes in JSON.', file=sys.stderr, flush=True)
   return parsed
 
 
