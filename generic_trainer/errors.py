@@ -84,6 +84,24 @@ class ModelFolderError(GenericTrainerError, OSError):
   that no run made."""
 
 
+# Where the traceback a message carries begins (the user's code that
+# raised, as `usercode.guard.user_traceback` writes it). What precedes it is
+# the reason, in four parts; a console that shows the reason alone (a
+# local pipeline script's) leaves the traceback to its log.
+TRACEBACK_HEADER = '\nIts traceback:\n'
+
+
+def with_traceback(reason: str, traceback_text: str) -> str:
+  """A message: `reason` (what is wrong, expected, received, what to do),
+  then the traceback, last."""
+  return f'{reason}{TRACEBACK_HEADER}{traceback_text}'
+
+
+def reason(error: BaseException) -> str:
+  """The message of `error` without the traceback it carries, if any."""
+  return str(error).split(TRACEBACK_HEADER, 1)[0]
+
+
 _NOISE = ('Graph execution error', 'Detected at node', '<stack traces',
           '[[', 'File "', 'Traceback', 'Function call stack')
 

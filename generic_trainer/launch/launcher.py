@@ -90,15 +90,18 @@ def _here(request: TrainingRequest, entry) -> None:
   fn_args = (local.from_request(request)
              if spec is not None and request.local_inputs is not None
              else _fn_args_from_artifacts(request))
+  hparams = {'hparams': getattr(fn_args, 'hyperparameters', None),
+             'hparams_setting': request.plan.entry_point.hparams}
   threads = set(threading.enumerate())
   try:
     if spec is not None:  # Its runner keeps its parsed rows itself.
       with user_code(f'TrainSpec {spec.__name__}', source,
-                     wrap=request.plan.wraps_user_errors):
+                     wrap=request.plan.wraps_user_errors, **hparams):
         entry(fn_args, interactive=request.interactive,
               started=request.started, record=request.record)
     else:
-      with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source):
+      with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source,
+                                                         **hparams):
         entry(_keeping(fn_args, kept))
       if kept is not None:
         kept.log_decisions()

@@ -34,12 +34,14 @@ class EntryPoint:
       must already give what the plan asks (its Keras, its backend).
     wraps_user_errors: An error raised by the user's code becomes a
       RunFnError with its traceback in the message.
+    hparams: Where its hyperparameters come from, as a message names it.
   """
   name = attr.ib(type=str)
   flags = attr.ib(type=bool, default=False)
   joins_cluster = attr.ib(type=bool, default=False)
   trains_in_caller = attr.ib(type=bool, default=False)
   wraps_user_errors = attr.ib(type=bool, default=True)
+  hparams = attr.ib(type=str, default="the 'hyperparameters' input")
 
   def setting(self, key: str) -> str:
     """The setting `key` as this entry point spells it: `--num-workers` or
@@ -54,6 +56,6 @@ class EntryPoint:
 
 
 COMPONENT = EntryPoint('component', joins_cluster=True)
-COMMAND = EntryPoint('command', flags=True)
+COMMAND = EntryPoint('command', flags=True, hparams='--hparams')
 NOTEBOOK = EntryPoint('notebook', trains_in_caller=True,
-                      wraps_user_errors=False)
+                      wraps_user_errors=False, hparams='Estimator(hparams=...)')

@@ -15,15 +15,18 @@ nothing is published.
 """
 
 import contextlib
+import json
 import os
+import re
 import sys
 import traceback
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import RunFnError
 from generic_trainer.errors import summarize
+from generic_trainer.errors import with_traceback
 from generic_trainer.system import disk_full
 
 # Frames of GenericTrainer's own code are left out of a user's traceback.
@@ -82,9 +85,15 @@ def user_traceback(e: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def user_code(what: str, source: str, wrap: bool = True):
+def user_code(what: str, source: str, wrap: bool = True,
+              hparams: Optional[Dict[str, Any]] = None,
+              hparams_setting: str = '--hparams'):
   """Runs the block as user code (see the module docstring); raises what it
   raises as a RunFnError with the user's traceback.
+
+  `hparams` are the hyperparameters the code was given, and
+  `hparams_setting` where they came from (`--hparams`): a number written
+  as a JSON string there is named when Keras refuses it.
 
   Our own errors pass unchanged: they already say what is wrong (a
   TrainSpec check, a NaN loss...). TensorFlow's DataLossError (a data file
@@ -99,14 +108,13 @@ def user_code(what: str, source: str, wrap: bool = True):
     except GenericTrainerError:
       raise
     except EXITS as e:
-      raise RunFnError(
+      raise RunFnError(with_traceback(
           f'{what} ({source}) called {describe_exit(e)}, which would end the '
           "trainer's process. User code must return when it is done, or "
           'raise an exception to fail the run. Received: '
-          f'{describe_exit(e)}. Replace the call with a return or a raise. '
-          'The trainer stopped it there '
-          f'and published nothing. Where it was called:\n{user_traceback(e)}'
-      ) from e
+          f'{describe_exit(e)}. Replace the call with a return or a raise '
+          '(its traceback shows where it was called). The trainer stopped '
+          'it there and published nothing.', user_traceback(e))) from e
     except Exception as e:  # pylint: disable=broad-except
       if not wrap:
         raise
@@ -121,17 +129,20 @@ def user_code(what: str, source: str, wrap: bool = True):
             'Expected whole TFRecord files. Received: the error above. '
             'Re-run the component that produced the examples (or re-write '
             'the files). Nothing was published.') from e
-      idiom = keras2_idiom(e)
+      idiom = (keras2_idiom(e) or sequential_idiom(e) or
+               string_hparam_idiom(e, hparams, hparams_setting))
       if idiom is not None:
-        raise RunFnError(
-            f'{what} ({source}) raised {type(e).__name__}: {summarize(e)}. '
-            f'{idiom}\nIts traceback:\n{user_traceback(e)}') from e
-      raise RunFnError(
-          f'{what} ({source}) raised {type(e).__name__}: {e}\n'
-          f'Its traceback:\n{user_traceback(e)}\n'
+        raise RunFnError(with_traceback(
+            f'{what} ({source}) raised {type(e).__name__}: '
+            f'{summarize(e).rstrip(".")}. '
+            f'{idiom}', user_traceback(e))) from e
+      raise RunFnError(with_traceback(
+          f'{what} ({source}) raised {type(e).__name__}: '
+          f'{summarize(e).rstrip(".")}. '
           'Expected it to return once it has exported the model. Received: '
-          'the exception above. Fix the code where its traceback points. '
-          'Nothing was published.') from e
+          f'{type(e).__name__}, whose traceback ends this message. Fix the '
+          'code where its traceback points. Nothing was published.',
+          user_traceback(e))) from e
 
 
 # Keras 3's refusals of tf.keras 2's ways of saving (the way TFX's docs and
@@ -152,13 +163,81 @@ def keras2_idiom(e: BaseException) -> Optional[str]:
     if words in text:
       return (
           f'This is tf.keras 2\'s way of saving a SavedModel; {why}. Expected '
-          'a SavedModel in fn_args.serving_model_dir, which Keras 3 writes '
-          'with model.export(fn_args.serving_model_dir) (or '
-          'tf.saved_model.save). Received: the call in the traceback below. '
-          'Replace the call with model.export(fn_args.serving_model_dir), or '
-          "run the module under tf.keras 2: keras_version='tf_keras' (the "
-          'command: --keras-version tf_keras). Nothing was published.')
+          'a SavedModel in fn_args.serving_model_dir whose serving_default '
+          'takes serialized tf.Example (one string input, `examples`), which '
+          "is what Evaluator (TFMA) sends; Keras 3's model.export(dir) alone "
+          'writes a signature of raw tensors, which TF Serving can call but '
+          'Evaluator cannot. Received: the call in the traceback. Replace '
+          'the call with an export that parses tf.Examples: a tf.function '
+          'taking tf.TensorSpec([None], tf.string, "examples") that parses '
+          "them with the schema's feature spec and calls the model, added "
+          "as 'serving_default' to keras.export.ExportArchive "
+          "(module_files/penguin_keras.py's _export; "
+          'docs/guides/calling-the-model.md); or write the module as a '
+          'TrainSpec, whose export has that signature; or run it under '
+          "tf.keras 2 (keras_version='tf_keras', the command's "
+          '--keras-version tf_keras), where TFX\'s model.save(dir, '
+          "save_format='tf', signatures=...) works. Nothing was published.")
   return None
+
+
+def sequential_idiom(e: BaseException) -> Optional[str]:
+  """For a keras.Sequential called on a dict of features (what a
+  tf.Example dataset yields): what it takes and how to write the model;
+  None for any other error."""
+  text = str(e)
+  if 'when calling Sequential.call()' not in text or (
+      'inputs={' not in text):
+    return None
+  return (
+      'A keras.Sequential takes one tensor, and the dataset gives the model '
+      'a dict of features (the parsed tf.Examples, by name). Expected a '
+      'model that takes the dict: one keras.Input per feature, named after '
+      'it. Received: a dict of features (the inputs Keras lists in the '
+      'traceback). Build a functional model with named inputs: inputs = '
+      '{k: keras.Input(shape=(1,), name=k) for k in FEATURE_KEYS}; x = '
+      'keras.layers.Concatenate()(list(inputs.values())); then the layers '
+      'on x; keras.Model(inputs, outputs). Or map the dataset to one tensor '
+      '(dataset.map(lambda f, y: (tf.concat([f[k] for k in FEATURE_KEYS], '
+      '-1), y))) and concatenate the same way in the serving signature. '
+      'Nothing was published.')
+
+
+_NUMBER = re.compile(r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?')
+
+
+def string_hparam_idiom(e: BaseException,
+                        hparams: Optional[Dict[str, Any]],
+                        setting: str) -> Optional[str]:
+  """For an error about a hyperparameter given as a JSON string that reads
+  as a number (`{"learning_rate": "0.01"}`: Keras says "should be float
+  ... Received instead: learning_rate=0.01", which hides the quotes): what
+  was expected and how to write it; None for any other error."""
+  if not hparams:
+    return None
+  if isinstance(hparams.get('values'), dict):
+    hparams = hparams['values']  # keras_tuner.HyperParameters config.
+  text = str(e)
+  quoted = [(k, v) for k, v in hparams.items() if isinstance(v, str) and
+            _NUMBER.fullmatch(v.strip())]
+  # Named with its value (Keras: "learning_rate=0.01"), or the one such
+  # value where Python refuses a str ("... 'float' and 'str'").
+  named = [(k, v) for k, v in quoted if k in text and v.strip() in text]
+  if not named and len(quoted) == 1 and "'str'" in text:
+    named = quoted
+  if not named:
+    return None
+  key, value = named[0]
+  number = (int(value) if re.fullmatch(r'\s*[-+]?\d+\s*', value)
+            else float(value))
+  fixed = json.dumps({**hparams, key: number})
+  written = f"{setting} '{fixed}'" if setting.startswith('--') else fixed
+  return (
+      f'{key} is the string {value!r} from {setting}, not a number: JSON '
+      'keeps a quoted value as text, and the code passed it on as it was. '
+      f'Expected a JSON number for {key}: {number}, without quotes. Received: '
+      f'"{key}": {json.dumps(value)} (a string) in {setting}. Write the '
+      f'number without quotes: {written}. Nothing was published.')
 
 
 def _is_data_loss(e: BaseException) -> bool:

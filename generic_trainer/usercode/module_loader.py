@@ -32,6 +32,8 @@ from generic_trainer.usercode import guard as user_code
 from generic_trainer.usercode.guard import user_traceback
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import UserModuleError
+from generic_trainer.errors import summarize
+from generic_trainer.errors import with_traceback
 from generic_trainer.keys import MODULE_FILE_KEY
 from generic_trainer.keys import MODULE_PATH_KEY
 from generic_trainer.keys import RUN_FN_KEY
@@ -244,12 +246,12 @@ def _public_names(module: types.ModuleType) -> str:
 
 
 def _exit_at_import(what: str, e: BaseException) -> UserModuleError:
-  return UserModuleError(
+  return UserModuleError(with_traceback(
       f'Importing {what} called {user_code.describe_exit(e)}: the module '
       'ended the process while it was being imported. A module file runs at '
       'import time; code that parses the command line or runs a script '
-      "belongs under `if __name__ == '__main__':`. Where it was called:\n"
-      f'{user_traceback(e)}')
+      "belongs under `if __name__ == '__main__':`; its traceback shows "
+      'where it was called.', user_traceback(e)))
 
 
 def _load_source_file(path: str) -> types.ModuleType:
@@ -286,12 +288,12 @@ def _load_source_file(path: str) -> types.ModuleType:
     raise _exit_at_import(f'the module file {path!r}', e) from e
   except Exception as e:  # pylint: disable=broad-except
     del sys.modules[name]
-    raise UserModuleError(
+    raise UserModuleError(with_traceback(
         f'Importing the module file {path!r} raised '
-        f'{type(e).__name__}: {e}. The module runs at import time; its '
-        f'traceback:\n{user_traceback(e)}\nExpected the module to import '
-        'without an error. Received: the error above. Fix the module where '
-        'its traceback points.') from e
+        f'{type(e).__name__}: {summarize(e)}. The module runs at import '
+        'time. Expected the module to import without an error. Received: '
+        f'{type(e).__name__}, whose traceback ends this message. Fix the '
+        'module where its traceback points.', user_traceback(e))) from e
   return module
 
 
@@ -319,22 +321,22 @@ def _import_module(module_path: str, source: str) -> types.ModuleType:
           'importable module: install it in the trainer environment or put '
           'it on PYTHONPATH, or pass module_file with its path instead.'
       ) from e
-    raise UserModuleError(
+    raise UserModuleError(with_traceback(
         f'Importing {name!r} ({source}) failed: it imports {e.name!r}, which '
         f'is not installed. Install it in the trainer environment. Expected '
-        f'{e.name!r} importable. Received: ModuleNotFoundError.\n'
-        f'{user_traceback(e)}') from e
+        f'{e.name!r} importable. Received: ModuleNotFoundError.',
+        user_traceback(e))) from e
   except SyntaxError as e:
     raise UserModuleError(
         f'The module {name!r} ({source}) has a syntax error in {e.filename} '
         f'at line {e.lineno}: {e.msg}. Expected Python that compiles. '
         f'Received: {(e.text or "").strip()!r}. Fix that line.') from e
   except Exception as e:  # pylint: disable=broad-except
-    raise UserModuleError(
-        f'Importing {name!r} ({source}) raised {type(e).__name__}: {e}\n'
-        f'{user_traceback(e)}\nExpected the module to import without an '
-        'error. Received: the error above. Fix the module where its traceback '
-        'points.') from e
+    raise UserModuleError(with_traceback(
+        f'Importing {name!r} ({source}) raised {type(e).__name__}: '
+        f'{summarize(e)}. Expected the module to import without an error. '
+        f'Received: {type(e).__name__}, whose traceback ends this message. '
+        'Fix the module where its traceback points.', user_traceback(e))) from e
 
 
 def top_level_names(path: str) -> Optional[Dict[str, str]]:
