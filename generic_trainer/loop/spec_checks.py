@@ -11,6 +11,7 @@ from generic_trainer.errors import SpecError, summarize
 from generic_trainer.keys import JAX_BACKEND, TENSORFLOW_BACKEND
 from generic_trainer.loop import label_checks
 from generic_trainer.trainspec import outputs as outputs_lib
+from generic_trainer.trainspec import member_checks
 from generic_trainer.trainspec import spec as spec_lib
 import keras
 
@@ -144,12 +145,12 @@ def check_batch(spec, model, batch) -> None:
   try:
     outputs = model(features, training=False)
   except Exception as e:  # pylint: disable=broad-except
-    raise SpecError(
+    raise (_inputs_disagree(spec, model, features) or SpecError(
         f'The model fails on a batch of the train data: {type(e).__name__}: '
         f'{summarize(e)}. The batch has features '
         f'{_shapes(features)}. Check the inputs of build_model(). Expected '
         'inputs that take the features as read. Received: the features '
-        'above.') from e
+        'above.')) from e
   declared = spec.outputs
   if len(declared) == 1:
     output = declared[0]
@@ -176,6 +177,60 @@ def check_batch(spec, model, batch) -> None:
     _check_output(output.name, output, outputs[output.name],
                   labels[output.name], losses[output.name],
                   metrics[output.name])
+
+
+def _input_names(model) -> List[str]:
+  """The names of a built functional model's inputs ([] for a model that
+  names none: a Sequential not built yet, a subclassed model)."""
+  if isinstance(model, keras.Sequential):
+    return []
+  try:
+    inputs = model.inputs or []
+  except (AttributeError, ValueError):
+    return []
+  return [getattr(t, 'name', '').split(':')[0] for t in inputs]
+
+
+def _inputs_disagree(spec, model, features):
+  """For a model that failed on the first batch: a SpecError when what the
+  data gives and what the model takes disagree in kind (a dict of
+  features to a keras.Sequential, which takes one tensor; one tensor from
+  `preprocess` to a model of named inputs), saying both sides and how to
+  change either; None for any other failure."""
+  name = type(spec).__name__
+  own = type(spec).preprocess is not spec_lib.TrainSpec.preprocess
+  source = (f'{name}.preprocess() returns' if own else
+            'the data gives the model (no preprocess)')
+  names = _input_names(model)
+  if isinstance(features, dict) and isinstance(model, keras.Sequential):
+    keys = list(features)
+    shown = keys if len(keys) <= 6 else keys[:6] + ['...']
+    return SpecError(
+        f'{name}.build_model() returns a keras.Sequential, which takes one '
+        f'tensor, but {source} a dict of {len(keys)} features '
+        f'({_shapes(features)}); Keras says "Exception encountered when '
+        'calling Sequential.call()". Expected a model that takes the dict '
+        'of features: one keras.Input per feature, named after it. '
+        f'Received: a Sequential fed a dict of {len(keys)} features. Build '
+        'a functional model with named inputs: inputs = {k: '
+        f'keras.Input(shape=(1,), name=k) for k in {shown!r}}}; x = '
+        'keras.layers.Concatenate()(list(inputs.values())); then your '
+        'layers on x; return keras.Model(inputs, outputs). Or keep the '
+        'Sequential and make preprocess() return one tensor: '
+        'keras.ops.concatenate([keras.ops.cast(features[k], "float32") '
+        'for k in sorted(features)], axis=-1).')
+  if not isinstance(features, dict) and len(names) > 1:
+    return SpecError(
+        f'{source} one tensor ({_shape(features)}), but {name}.build_model()'
+        f"'s model takes {len(names)} named inputs ({', '.join(names)}): "
+        'the two sides disagree. Expected them to agree: preprocess() '
+        "returns a dict keyed by the model's input names, or one tensor for "
+        f'a model of one input. Received: one tensor for {len(names)} '
+        'inputs. Change one side: return a dict from preprocess() ({k: '
+        f'keras.ops.cast(features[k], "float32") for k in {names!r}}}), or '
+        'build the model to take the one tensor (a keras.Sequential of '
+        'layers, without keras.Input).')
+  return None
 
 
 def _per_output(member: str, value, names: List[str], default=None):
@@ -225,7 +280,8 @@ def _check_output(name, output, outputs, labels, loss, metrics) -> None:
           'layer.')
   try:
     value = keras.losses.get(loss)(labels, outputs)
-    for metric in map(keras.metrics.get, metrics):
+    for metric in map(keras.metrics.get, [
+        m for m in metrics if m not in member_checks.COMPILE_METRIC_NAMES]):
       metric.update_state(labels, outputs)
       metric.reset_state()
   except Exception as e:  # pylint: disable=broad-except

@@ -155,6 +155,10 @@ def metrics(spec, value):
   if value is None:
     return []
   if isinstance(value, dict):
+    for label, listed in value.items():
+      for metric in (listed if isinstance(listed, (list, tuple)) else [listed]):
+        if isinstance(metric, str):
+          _check_metric_name(spec, metric, label)
     return value
   if isinstance(value, str) or not isinstance(value, (list, tuple)):
     raise SpecError(
@@ -173,7 +177,48 @@ def metrics(spec, value):
           f'{index}, {describe(metric)}. Expected metric instances or '
           f'names. Received: {describe(metric)}. Call the class: '
           f'`{metric.__name__}()`.')
+    if isinstance(metric, str):
+      _check_metric_name(spec, metric, None)
   return list(value)
+
+
+# Names Keras's compile() takes besides those keras.metrics.get knows: it
+# picks the accuracy or crossentropy that fits the loss.
+COMPILE_METRIC_NAMES = ('accuracy', 'acc', 'crossentropy', 'ce')
+
+
+def _check_metric_name(spec, name: str, label) -> None:
+  """A metric given by name is one Keras knows, checked before the model
+  is built: Keras resolves it at compile time, and a misspelt one
+  ('acuracy') fails later as "Could not interpret metric identifier",
+  which the batch check would report as outputs that do not fit."""
+  if name in COMPILE_METRIC_NAMES:
+    return
+  try:
+    keras.metrics.get(name)
+    return
+  except ValueError:
+    pass
+  if keras_env.resolved_tf_keras() == TF_KERAS:  # tf.keras 2 knows it?
+    try:
+      tf_keras.metrics.get(name)
+      return
+    except (ImportError, ValueError):
+      pass
+  known = sorted(set(COMPILE_METRIC_NAMES) | {
+      n for n in dir(keras.metrics) if not n.startswith('_') and n not in (
+          'get', 'serialize', 'deserialize', 'Metric')})
+  near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+  where = f' for label {label!r}' if label is not None else ''
+  raise SpecError(
+      f'{type(spec).__name__}.build_metrics() returned {name!r}{where}, '
+      'which Keras does not know as a metric'
+      + (f'; did you mean {near[0]!r}?' if near else '.') +
+      " Expected a Keras metric name ('accuracy', "
+      "'sparse_categorical_accuracy', 'auc', 'mae', ...) or a metric "
+      f'object. Received: metric={name!r}. '
+      + (f'Write {near[0]!r}' if near else 'Fix the name') +
+      ' in build_metrics().')
 
 
 def compile_error(spec, error: Exception, optimizer, loss,
