@@ -3,9 +3,11 @@
 Parsed with the schema's TFXIO config; see `input_pipeline` for how.
 """
 
+import contextlib
 import os
-from typing import List, Optional, Tuple, Union
+from typing import Iterator, List, Optional, Tuple, Union
 import tempfile
+import warnings
 
 import tensorflow as tf
 
@@ -24,6 +26,22 @@ from generic_trainer.system import machine
 from generic_trainer.loop import first_batch_errors
 from generic_trainer.system.lazy import dataset_options
 from generic_trainer.system.lazy import tft
+
+
+# What Keras 3 warns whenever a dataset of unknown length ends
+# (keras/src/trainers/epoch_iterator.py), written for a training dataset
+# too short for its steps.
+_RAN_OUT = 'Your input ran out of data'
+
+
+@contextlib.contextmanager
+def read_to_its_end() -> Iterator[None]:
+  """While in it, Keras does not warn that a dataset ran out of data: an
+  evaluation reads its finite split to the end on purpose (fit's
+  validation each epoch, the Estimator's `evaluate`)."""
+  with warnings.catch_warnings():
+    warnings.filterwarnings('ignore', message=_RAN_OUT)
+    yield
 
 
 def load_schema(fn_args):

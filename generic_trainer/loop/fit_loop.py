@@ -14,7 +14,6 @@ import os
 import sys
 import time
 import types
-import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 import attr
@@ -29,6 +28,7 @@ from generic_trainer.loop.handlers.log_lines import LogLines
 from generic_trainer.loop.handlers.nan_guard import NaNGuard
 from generic_trainer.loop.spec_checks import monitors
 from generic_trainer.loop.handlers.monitor_check import MonitorCheck
+from generic_trainer.loop import datasets
 from generic_trainer.loop import spec_checks
 from generic_trainer.loop import on_jax
 from generic_trainer import resume
@@ -268,12 +268,9 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
                           epochs=inputs.epochs, steps=inputs.steps_per_epoch)
   started = time.monotonic()
   container.begin()
-  with warnings.catch_warnings(), (
+  with datasets.read_to_its_end(), (
       preemption.watching(lambda: _where_saved(checkpoint_dir))
       if stop.watches else contextlib.nullcontext()):
-    # The eval split is read to its end each epoch, on purpose; Keras warns
-    # when a dataset of unknown length runs out.
-    warnings.filterwarnings('ignore', message='Your input ran out of data')
     for call in calls:
       container.batch_offset = call.batch_offset
       model.fit(inputs.train.skip(call.skip_batches) if call.skip_batches

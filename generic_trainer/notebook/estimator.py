@@ -173,7 +173,7 @@ class Estimator:
   def evaluate(self, data) -> Dict[str, float]:
     """Loss and metrics over all examples of `data`."""
     self._require_trained('evaluate')
-    with self._scratch('evaluate', data) as files:
+    with self._scratch('evaluate', data) as files, datasets.read_to_its_end():
       values = self.spec.model.evaluate(self._dataset(files), verbose=0,
                                         return_dict=True)
     return {k: float(v) for k, v in values.items()}
