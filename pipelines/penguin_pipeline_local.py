@@ -16,8 +16,11 @@ pushed model, the metadata store and the full log (`OUTPUT_DIR/pipeline.log`;
 """
 
 import argparse
+import json
 import os
 from typing import Optional
+
+from generic_trainer.system import console
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODULE_FILE = os.path.join(os.path.dirname(_HERE), 'module_files',
@@ -169,13 +172,20 @@ def summarize(metadata_path: str) -> dict:
   pushed_dir = None
   if pushed is not None and pushed.custom_properties['pushed'].int_value:
     pushed_dir = pushed.custom_properties['pushed_destination'].string_value
-  trainer = {}
+  trainer, validated = {}, None
   if model is not None:  # GenericTrainer's record of the training.
     for name, value in model.custom_properties.items():
       if name.startswith(('train_', 'eval_')) and name != 'train_steps':
         trainer[name] = value.double_value or float(value.int_value)
+    if 'serving_check' in model.custom_properties:  # Its export checks.
+      properties = model.custom_properties
+      validated = console.validated_line(
+          properties['export_examples_checked'].int_value
+          if 'export_examples_checked' in properties else 0,
+          json.loads(properties['serving_check'].string_value),
+          properties['serving_requests_checked'].int_value)
   return {'metrics': metrics, 'blessed': blessed, 'pushed_model': pushed_dir,
-          'trainer': trainer}
+          'trainer': trainer, 'validated': validated}
 
 
 def main(argv=None) -> int:
@@ -200,7 +210,6 @@ def main(argv=None) -> int:
                       help='Show every line (TensorFlow, TFX, absl...) '
                       'instead of writing them to OUTPUT_DIR/pipeline.log.')
   args = parser.parse_args(argv)
-  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
   result = {}
 
   def body(say, log_path):
@@ -223,6 +232,8 @@ def summary_lines(title: str, result: dict, log_path: Optional[str]):
   if result.get('trainer'):
     lines.append('  trainer: ' + ', '.join(
         f'{k}={v:.4g}' for k, v in sorted(result['trainer'].items())))
+  if result.get('validated'):
+    lines.append(f"  trainer's {result['validated']}")
   for name, value in sorted(result['metrics'].items()):
     lines.append(f'  eval {name}: {value}')
   lines.append(f"  blessed by Evaluator: {result['blessed']}")

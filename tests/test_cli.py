@@ -264,7 +264,9 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
       r'sparse_categorical_accuracy=[\d.]+\n  eval:  loss=[\d.]+ '
       r'sparse_categorical_accuracy=[\d.]+\n  eval on the --eval-data files\n'
       r'  export validated: loads, has '
-      r'serving_default, predicts finite values on 4 eval examples\n',
+      r'serving_default, predicts finite values on 4 eval examples; '
+      r"answered TF Serving's requests on every signature \(serving_default: "
+      r'Predict, serving_raw: Predict; \d+ requests\)\n',
       proc.stdout)
   assert f'  model:  {out}/model\n' in proc.stdout
   assert 'epoch 5 done after' in proc.stderr  # --progress lines

@@ -125,8 +125,9 @@ def test_failed_export_stops_the_pipeline_before_pusher(tmp_path):
 @pytest.mark.slow
 def test_pipeline_command_shows_what_runs_and_logs_the_rest(tmp_path):
   """`python -m pipelines.penguin_pipeline_local` prints a line as each
-  component starts and ends, the trainer's epochs and the summary, about 30
-  lines; the TensorFlow/absl/TFX lines are in the log it names."""
+  component starts and ends, the trainer's epochs and the summary with what
+  the export checks validated, about 30 lines; the TensorFlow/absl/TFX
+  lines are in the log it names."""
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   from conftest import command_env  # pylint: disable=g-import-not-at-top
@@ -144,6 +145,10 @@ def test_pipeline_command_shows_what_runs_and_logs_the_rest(tmp_path):
     assert any(l.startswith(f'  {component} done in ') for l in lines)
   assert sum(l.strip().startswith('epoch ') for l in lines) == 5  # Spec's.
   assert any(l.startswith('  trainer: ') and 'eval_loss=' in l for l in lines)
+  assert ("  trainer's export validated: loads, has serving_default, predicts "
+          'finite values on 4 eval examples; answered TF Serving\'s requests '
+          'on every signature (serving_default: Predict, serving_raw: '
+          'Predict; 4 requests)') in lines  # What was validated.
   log = str(tmp_path / 'pipeline.log')
   assert f'  full log: {log}' in lines
   with open(log) as f:

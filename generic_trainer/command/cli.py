@@ -228,10 +228,11 @@ def _print_outcome(request: Request,
                  'train_result.json in fn_args.model_run_dir: "The training '
                  'record" in docs/guides/run-fn-modules.md)')
   report = outcome.report or {}
-  lines.append(
-      '  export validated: loads, has serving_default, predicts finite '
-      'values' + (f' on {report["examples_checked"]} eval examples'
-                  if 'examples_checked' in report else ''))
+  signatures = (report.get('serving') or {}).get('signatures', {})
+  lines.append('  ' + console.validated_line(
+      report.get('examples_checked', 0),
+      {name: s['api'] for name, s in signatures.items()},
+      sum(s['requests'] for s in signatures.values())))
   lines += [f'  {name + ":":7} {path}' for name, path in (
       ('model', layout.model), ('run', layout.run), ('data', layout.data),
       ('schema', layout.schema)) if os.path.exists(path)]  # What is there.

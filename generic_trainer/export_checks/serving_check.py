@@ -180,6 +180,7 @@ def custom_properties(report: Dict[str, Any]) -> Dict[str, Any]:
                                       for s in signatures.values()),
       'serving_not_served': ','.join(serving.get('not_served', [])),
       'serving_warmup_requests': int(serving.get('warmup_requests', 0)),
+      'export_examples_checked': int(report.get('examples_checked', 0)),
   }
 
 

@@ -22,12 +22,13 @@ import re
 import sys
 import threading
 import time
-from typing import Callable, Iterator, Optional, TextIO
+import traceback
+from typing import Callable, Dict, Iterator, Optional, TextIO
 import tempfile
 import warnings
 
 from generic_trainer.system import progress
-from generic_trainer.errors import GenericTrainerError, summarize
+from generic_trainer.errors import GenericTrainerError, reason, summarize
 from generic_trainer.system.lazy import absl_logging
 
 # The lines of TFX's LocalDagRunner that say a component started or ended.
@@ -281,8 +282,8 @@ def pipeline_console(log_path: str,
     root.addHandler(fallback)
   try:
     yield say
-  except BaseException:
-    logging.getLogger(__name__).exception('The pipeline failed:')
+  except BaseException:  # Its traceback in the log, whatever logs where.
+    log.write(('The pipeline failed:\n' + traceback.format_exc()).encode())
     raise
   finally:
     absl_logging.set_verbosity(verbosity)
@@ -346,9 +347,11 @@ def run_pipeline(title: str, output_dir: str, verbose: bool,
 
 
 def failure_message(error: BaseException, log_path: Optional[str]) -> str:
-  """What to print when a pipeline run fails: our error's message (the
-  first in the chain of causes, which says what to do) or the error's
-  useful line, and where the full log is."""
+  """What to print when a pipeline run fails: the reason first (our
+  error's message, the first in the chain of causes, which says what to
+  do; else the error's useful line), then where the log is, which holds
+  the tracebacks. With no log (`--verbose`, every line shown) the message
+  keeps the user's traceback it carries."""
   chain, seen = error, set()
   ours = None
   while chain is not None and id(chain) not in seen:
@@ -357,8 +360,27 @@ def failure_message(error: BaseException, log_path: Optional[str]) -> str:
       ours = chain
     chain = chain.__cause__ or chain.__context__
   if ours is not None:
-    text = f'{type(ours).__name__}: {ours}'
+    text = f'{type(ours).__name__}: ' + (str(ours) if log_path is None
+                                          else reason(ours))
   else:
     text = f'{type(error).__name__}: {summarize(error)}'
-  where = f'\nThe full log: {log_path}' if log_path else ''
-  return f'The pipeline failed. {text}{where}'
+  if log_path is None:
+    return f'The pipeline failed: {text}'
+  return (f'The pipeline failed: {text}\nThe tracebacks and every line of '
+          f'the run are in the log: {log_path} (--verbose prints them here '
+          'instead).')
+
+
+def validated_line(examples_checked: int, apis: Dict[str, str],
+                   requests: int) -> str:
+  """What the export checks validated before publication, in one line
+  (the command's summary, a local pipeline's): `apis` is {signature: TF
+  Serving API} of the serving check, which sent `requests` requests."""
+  line = ('export validated: loads, has serving_default, predicts finite '
+          'values' + (f' on {examples_checked} eval examples'
+                       if examples_checked else ''))
+  if apis:
+    line += ('; answered TF Serving\'s requests on every signature ('
+             + ', '.join(f'{name}: {api}' for name, api in sorted(
+                 apis.items())) + f'; {requests} requests)')
+  return line
