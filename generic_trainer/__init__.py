@@ -33,6 +33,7 @@ _LAZY = {
     'GenericTrainer': 'generic_trainer.component',
     'ParsedRows': 'generic_trainer.component',
     'validate_export': 'generic_trainer.export_checks.export_validation',
+    'tf_examples': 'generic_trainer.data.serving_examples',
 }
 
 
@@ -50,4 +51,4 @@ __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'G
            'ServingCheckError', 'SignatureChangeError',
            'SpecError', 'StorageError', 'TrainSpec', 'TrainingProcessError',
            'UnsafeFolderError', 'UserModuleError', '__version__',
-           'validate_export']
+           'tf_examples', 'validate_export']

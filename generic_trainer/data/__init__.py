@@ -9,7 +9,9 @@ against the schema), `spelled_missing` and `glued_columns` (two CSV
 mistakes told from the examples), `not_served` (the labels and weights no
 serving request carries), `feature_names` (names a user gives that the
 data lacks, said one way), `parsed_size` (what parsed rows will take),
-`cache_folder` (where one training's parsed rows go on disk); local files
+`cache_folder` (where one training's parsed rows go on disk),
+`serving_examples` (tf.Examples built from rows and the schema, to call
+a served model: `generic_trainer.tf_examples`); local files
 as split folders (`local_files`, from CSV: `csv_data`, `csv_dialect`);
 `kept/` holds parsed rows kept across trainings.
 
