@@ -5,6 +5,9 @@ OUT ?= tfx_pipeline_output
 # The image (Dockerfile): BASE is its FROM; IMAGE its tag.
 IMAGE ?= localhost/tfx-generic-trainer:dev
 BASE ?= python:3.10-slim
+# The base `make image-base` builds from Debian's packages, for a machine
+# that cannot pull BASE (scripts/base_image.sh).
+LOCAL_BASE ?= localhost/tfx-generic-trainer-base:bookworm-py3.10
 # e.g. --no-cache, to time a build from scratch (uv's download cache stays).
 IMAGE_BUILD_FLAGS ?=
 # The host's CA bundle, for a network whose proxy re-signs TLS (a build secret).
@@ -31,12 +34,13 @@ pipeline-canned: setup
 
 image:
 	scripts/container.sh --install
+	@scripts/container.sh --base $(BASE) $(LOCAL_BASE)
 	scripts/container.sh build $(IMAGE_FLAGS) -t $(IMAGE) -f Dockerfile .
 
 # The base from Debian's packages, for a machine that cannot pull (scripts/base_image.sh).
 image-base:
 	scripts/container.sh --install
-	scripts/base_image.sh
+	scripts/base_image.sh $(LOCAL_BASE)
 
 # The GPU variant (Dockerfile.gpu), on top of $(IMAGE).
 image-gpu:

@@ -4,6 +4,11 @@
 #   scripts/container.sh --install            installs podman when there is
 #                                             neither docker nor podman
 #   scripts/container.sh --which              prints docker, podman or nothing
+#   scripts/container.sh --base IMAGE [LOCAL] makes sure the base IMAGE is
+#                                             here (pulls it if not); when it
+#                                             cannot be pulled, says how to
+#                                             build the base LOCAL here
+#                                             (make image-base) and fails
 # Docker is used as it is. Podman runs with runc and cgroupfs and explicit
 # nofile/nproc ulimits: on machines whose own containers refuse crun, the
 # systemd cgroup manager and podman's default ulimits (measured on the
@@ -37,6 +42,28 @@ engine="$(which_engine)"
 if [ -z "$engine" ]; then
   echo 'container.sh: no docker or podman here (scripts/container.sh --install installs podman)' >&2
   exit 127
+fi
+
+if [ "${1:-}" = --base ]; then
+  # Before `make image` builds: a base that is neither here nor pullable
+  # would end the build with the engine's raw "lookup ... no such host".
+  base="${2:?usage: scripts/container.sh --base IMAGE [LOCAL_BASE]}"
+  local_base="${3:-localhost/tfx-generic-trainer-base:bookworm-py3.10}"
+  "$engine" image inspect "$base" >/dev/null 2>&1 && exit 0
+  echo "container.sh: pulling the base $base (BASE) ..." >&2
+  if pulled="$("$engine" pull "$base" 2>&1)"; then
+    exit 0
+  fi
+  why="$(printf '%s\n' "$pulled" | grep -v '^[[:space:]]*$' | tail -n 1)"
+  why="${why#Error: }"
+  echo "container.sh: the image's base $base is not on this machine and" \
+    "cannot be pulled from here ($engine pull: $why). Expected a BASE that" \
+    "is here or that a registry this machine reaches serves. Received:" \
+    "BASE=$base. Build the base from Debian's packages here instead, then" \
+    "the image on it:" >&2
+  echo "  make image-base" >&2
+  echo "  make image BASE=$local_base" >&2
+  exit 1
 fi
 if [ "$engine" = docker ]; then
   exec docker "$@"
