@@ -239,7 +239,9 @@ def test_a_misspelt_loss_name_is_named_before_training():
 
 def test_keras2_saving_under_keras3_says_what_replaces_it():
   """`model.save(dir, save_format='tf')` under Keras 3: Keras's refusal
-  with what was expected and the call that replaces it."""
+  with what was expected and what replaces it: a signature of serialized
+  tf.Example, which Evaluator needs, not model.export's raw tensors
+  alone."""
   from generic_trainer.errors import RunFnError  # pylint: disable=g-import-not-at-top
   from generic_trainer.usercode import guard  # pylint: disable=g-import-not-at-top
   keras_says = ('The `save_format` argument is deprecated in Keras 3. Please '
@@ -249,7 +251,10 @@ def test_keras2_saving_under_keras3_says_what_replaces_it():
     with guard.user_code('run_fn', 'm.py'):
       raise ValueError(keras_says)
   message = str(e.value)
-  assert 'model.export(fn_args.serving_model_dir)' in message
+  assert ("Keras 3's model.export(dir) alone writes a signature of raw "
+          'tensors, which TF Serving can call but Evaluator cannot') in message
+  assert ('a tf.function taking tf.TensorSpec([None], tf.string, '
+          '"examples")') in message
   assert "keras_version='tf_keras'" in message
   assert_four_parts(message.split('\nIts traceback')[0])
 
