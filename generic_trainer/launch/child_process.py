@@ -168,7 +168,10 @@ def read_error(result_path: str, where: str) -> Optional[Exception]:
   if not (isinstance(cls, type) and
           issubclass(cls, errors.GenericTrainerError)):
     cls = errors.TrainingProcessError
-  return cls(f"{result['message']}\n({where})")
+  # Where it was raised ends the reason, before the traceback it carries.
+  reason, header, frames = result['message'].partition(
+      errors.TRACEBACK_HEADER)
+  return cls(f'{reason}\n({where}){header}{frames}')
 
 
 def reported(result_path: str) -> bool:
