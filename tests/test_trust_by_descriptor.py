@@ -62,10 +62,10 @@ def test_the_cache_folder_and_its_parents_are_made_private_under_umask_002(
   """The default ~/.cache/tfx-generic-trainer/parsed-rows, made by a
   training under umask 002: 0700 each, parents included (they were 0775:
   a group member could put a link in the folder's place)."""
-  code = ('import os, sys\nos.umask(0o002)\n'
-          'from generic_trainer.data.kept import cache, settings\n'
-          'folder = settings.checked_folder(None)\n'
-          'with cache.SpanCache(folder):\n  pass\nprint(folder)\n')
+  code = ('import os\nos.umask(0o002)\n'  # What a store does on entering.
+          'from generic_trainer.data.kept import folder, settings\n'
+          'path = settings.checked_folder(None)\n'
+          'os.close(folder.open_marked(path, "the cache"))\nprint(path)\n')
   home = tmp_path / 'xdg'
   done = subprocess.run([sys.executable, '-c', code], capture_output=True,
                         text=True, env=dict(command_env(),
