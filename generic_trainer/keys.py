@@ -12,6 +12,23 @@ a name never imports a behaviour.
 SERVING_MODEL_DIR = 'Format-Serving'
 EVAL_MODEL_DIR = 'Format-TFMA'
 
+# What a training writes in its ModelRun folder (`model_run_dir`, the
+# command's run/), each name read by its writer: the fit loop's history,
+# checkpoints and TensorBoard summaries; the training record; a rejected
+# export; the local workers' logs and summary; a resume's scratch. What a
+# killed run's successor may remove there (`command.manifest`).
+HISTORY_FILE = 'history.json'
+CHECKPOINT_DIR = 'checkpoints'
+TENSORBOARD_DIR = 'tensorboard'
+RESULT_FILE = 'train_result.json'
+REJECTED_DIR_NAME = 'rejected_export'
+WORKER_LOGS_DIR = 'worker-logs'
+WORKERS_SUMMARY_FILE = 'workers.json'
+RESUME_SCRATCH_DIR = '.resume-scratch'
+MODEL_RUN_FILES = (HISTORY_FILE, RESULT_FILE, WORKERS_SUMMARY_FILE)
+MODEL_RUN_FOLDERS = (CHECKPOINT_DIR, TENSORBOARD_DIR, REJECTED_DIR_NAME,
+                     WORKER_LOGS_DIR, RESUME_SCRATCH_DIR)
+
 # Where the user code comes from: exactly one of these execution properties.
 MODULE_FILE_KEY = 'module_file'
 MODULE_PATH_KEY = 'module_path'

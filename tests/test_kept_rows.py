@@ -20,9 +20,13 @@ from generic_trainer.data.kept import blocks as kept_blocks
 from generic_trainer.data.kept import store as kept_store
 from generic_trainer.data.kept import cache as kept_cache
 from generic_trainer.data.kept import entry as kept_entry
+from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.data.kept import key as kept_key
 
 ROWS = (5000, 3000)  # Two files: blocks of 4096 rows and a short last one.
+
+# What a store leaves beside its entries: its decisions and its marker.
+_MARKED = sorted([kept_folder.DECISIONS, kept_folder.MARKER])
 
 
 def _write(path, rows, offset=0.0, extra=False):
@@ -120,7 +124,7 @@ def test_entries_take_less_than_twice_the_gzip_input(span, tmp_path):
   (three float32, one int64), with nothing per block but a manifest."""
   _kept_twice(span, tmp_path)
   kept = sum(os.path.getsize(os.path.join(tmp_path, n, kept_entry.BLOCKS))
-             for n in os.listdir(tmp_path) if not n.endswith('.json'))
+             for n in os.listdir(tmp_path) if kept_folder.is_entry(n))
   assert kept == sum(ROWS) * 20
 
 
@@ -375,7 +379,7 @@ def test_an_iterator_stopped_early_leaves_no_entry(span, tmp_path):
     first, = list(blocks.take(1))
     assert first[1].shape == (4096,)
     assert [n for n in os.listdir(tmp_path) if n.startswith('.tmp-')]
-  assert os.listdir(tmp_path) == [kept_cache.DECISIONS]
+  assert sorted(os.listdir(tmp_path)) == _MARKED
 
 
 def test_a_dataset_read_after_its_store_was_left_writes_nothing(span,
@@ -393,7 +397,7 @@ def test_a_dataset_read_after_its_store_was_left_writes_nothing(span,
         kept=kept)
   rows = [f['x0'].numpy() for f, _ in dataset]
   assert np.array_equal(np.concatenate(rows), _read(span)[0])
-  assert os.listdir(tmp_path) == [kept_cache.DECISIONS]
+  assert sorted(os.listdir(tmp_path)) == _MARKED
 
 
 _TRAINING = '''
@@ -446,7 +450,7 @@ def test_two_trainings_writing_the_same_span_at_once(span, tmp_path):
   expected = _read(span, epochs=1)[0]
   for i in range(2):
     assert np.array_equal(np.load(tmp_path / f'rows-{i}.npy'), expected)
-  entries = [n for n in os.listdir(cache) if n != kept_cache.DECISIONS]
+  entries = [n for n in os.listdir(cache) if kept_folder.is_entry(n)]
   assert sorted(entries) == sorted(kept_key.entry_name(f) for f in span)
   with kept_cache.SpanCache(str(cache)) as store:
     assert _same(_read(span, store), _read(span))
@@ -463,7 +467,7 @@ def test_a_full_disk_while_writing_keeps_no_entry(span, tmp_path):
   assert np.array_equal(np.load(tmp_path / 'rows-0.npy'),
                         _read(span, epochs=1)[0])
   assert "not kept: the disk is full" in out, out
-  assert [n for n in os.listdir(cache) if n != kept_cache.DECISIONS] == [
+  assert [n for n in os.listdir(cache) if kept_folder.is_entry(n)] == [
       kept_key.entry_name(span[1])]  # 60 kB of rows: kept.
 
 
@@ -501,7 +505,7 @@ def test_an_earlier_artifacts_entries_are_carried_over(span, tmp_path):
   entry = kept_key.entry_name(span[0])
   assert os.path.samefile(earlier / entry / kept_entry.BLOCKS,
                           later / entry / kept_entry.BLOCKS)
-  assert len([n for n in os.listdir(later) if not n.endswith('.json')]) == 2
+  assert len([n for n in os.listdir(later) if kept_folder.is_entry(n)]) == 2
 
 
 def test_the_parsed_rows_flags_are_checked(tmp_path):
@@ -659,7 +663,7 @@ def test_a_worker_that_is_not_the_chief_writes_nothing(span, tmp_path):
   with kept_store.store(worker) as store:
     assert _same(_read(span, store), expected)
   assert set(d for d, _ in _decisions(store).values()) == {'miss'}
-  assert os.listdir(scratch_out) == [kept_cache.DECISIONS]
+  assert sorted(os.listdir(scratch_out)) == _MARKED
   _kept_twice(span, cache)
   with kept_store.store(worker) as store:
     assert _same(_read(span, store), expected)

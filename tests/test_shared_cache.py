@@ -204,7 +204,7 @@ def test_a_reader_reads_the_entry_it_checked(span, tmp_path, change):
   before its blocks are read (later epochs): the training reads the
   blocks it checked, not NotFoundError and not another key's rows."""
   _kept_twice(span, tmp_path)
-  other = tmp_path / 'other'
+  other = tmp_path.with_name(tmp_path.name + '-other')  # Not in the cache.
   _kept_twice(span[1:], other)
   entry = _entry(tmp_path, span[0])
   real_lookup = kept_cache.SpanCache.lookup

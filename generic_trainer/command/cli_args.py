@@ -334,7 +334,8 @@ def parse(argv: Optional[Sequence[str]],
       eval_on_train=eval_on_train,
       csv_delimiter=csv_dialect.parse_delimiter(ns.csv_delimiter),
       parsed_rows=kept_settings.kept_rows(
-          ns.parsed_rows_cache, ns.parsed_rows_budget, output_dir))
+          ns.parsed_rows_cache, ns.parsed_rows_budget, output_dir,
+          [p for paths_ in inputs.values() for p in paths_] + [base_model]))
 
 
 def _eval_on_train(values: Optional[List[str]]) -> bool:

@@ -47,6 +47,7 @@ import time
 from typing import List, Optional
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import progress
 from generic_trainer.errors import ModelFolderError, UnsafeFolderError
 from generic_trainer.command import manifest
 
@@ -146,6 +147,7 @@ class Layout:
     records = self._records_of(keep, record)
     manifest.remove(self.root, {rel: ident for rel, ident in earlier.items()
                                 if rel not in records}, keep)
+    self._name_what_stays(record, keep, records)
     for name in os.listdir(self.root):  # Named by us: `.resume-<key>`.
       path = os.path.join(self.root, name)
       if name.startswith(self.CHECKPOINT_PREFIX) and path != keep:
@@ -159,6 +161,25 @@ class Layout:
                             ) if keep else set()
     self._foreign = manifest.entries(self.root, self._roots) - kept - records
     manifest.start(self.root, self._roots, self._foreign)
+
+  def _name_what_stays(self, record, keep: Optional[str], records) -> None:
+    """Names once, in the log, what the earlier run's folders hold that is
+    not provably that run's (a user's file, one a `run_fn` wrote under a
+    name of its own after a kill) and was not there before it: it stays,
+    and the next run counts it as the user's."""
+    keep_rel = os.path.relpath(keep, self.root) if keep else None
+    stays = [rel for rel in manifest.left(self.root, record)
+             if rel not in records and not (
+                 keep_rel and (rel + os.sep).startswith(keep_rel + os.sep))]
+    if stays:
+      progress.log().warning(
+          '%s: kept %s, which the earlier run did not provably write (not '
+          'a name a run gives its files, or changed since); a run removes '
+          'only its own files. Delete %s yourself if you do not need %s.',
+          self.root, ', '.join(stays[:20]) + (
+              f' and {len(stays) - 20} more' if len(stays) > 20 else ''),
+          'it' if len(stays) == 1 else 'them',
+          'it' if len(stays) == 1 else 'them')
 
   def _records_of(self, keep: Optional[str], record) -> set:
     """The earlier run's records in run/ (history.json, the checkpoints,

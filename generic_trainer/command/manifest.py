@@ -18,10 +18,15 @@ left them (a file the user put in place of one, or a link put in place of
 a folder, stays), files first, then the folders that are left empty;
 anything else stays. A run killed before its end recorded no `written`:
 the next run removes, under its roots, what is not foreign and is named as
-a run names what it writes (`RUN_NAMES`: `data/Split-*/...`, `run/...`), so
-`data/raw/labels.csv`, added after the kill, stays. A folder written by a
-version before the manifest (a marker of plain text) is cleared by the
-names that version wrote (`LEGACY_NAMES`).
+a run names what it writes (`RUN_NAMES`: the names the package gives its
+files, `data/Split-*/data.gz`, `run/history.json`, `run/checkpoints/...`;
+and the links a run makes to TFRecord files in a split folder), so
+`data/raw/labels.csv`, `data/Split-train/mine.csv` or `run/notes.txt`,
+added after the kill, stay. What a `run_fn` wrote in `run/` under names of
+its own is not provably the run's: it stays too. What stays is named once
+in the log (`left`). A folder written by a version before the manifest
+(a marker of plain text) is cleared by the names that version wrote
+(`LEGACY_NAMES`).
 
 Removal never passes through a link (`remove`): each folder on the way is
 opened with O_NOFOLLOW from the output folder down, and each entry is
@@ -38,6 +43,8 @@ from typing import Dict, Iterable, List, Optional, Set
 
 from generic_trainer.system import atomic_files
 from generic_trainer.data import statistics
+from generic_trainer.data.local_files import MISSING_FILE
+from generic_trainer.keys import MODEL_RUN_FILES, MODEL_RUN_FOLDERS
 
 FILE = '.generic-trainer'
 # What versions before the manifest wrote, as patterns of relative paths.
@@ -46,9 +53,21 @@ LEGACY_NAMES = ('run', 'run/*', 'data', 'data/Split-*', 'data/Split-*/*',
                 'hyperparameters/hyperparameters.json', '.publishing',
                 '.publishing/*', '.base-model', '.base-model/*', '.resume-*',
                 '.resume-*/*')
-# What a run writes, as patterns: what a killed run's successor removes.
-RUN_NAMES = LEGACY_NAMES + ('data/.whole', 'data/.whole/*', 'data/.tmp-*',
-                            'schema/.tmp-*', 'hyperparameters/.tmp-*')
+# What a run writes, as patterns: what a killed run's successor removes
+# (`_named`: a `*` never spans a `/`; a last `/*`, all below). In run/
+# and in split folders, only the names the package writes there
+# (the links to TFRecord files a split folder holds: `_a_runs_link`).
+RUN_NAMES = (
+    ('run', 'run/.tmp-*') +
+    tuple(f'run/{name}' for name in MODEL_RUN_FILES) +
+    tuple(f'run/{name}{tail}' for name in MODEL_RUN_FOLDERS
+          for tail in ('', '/*')) +
+    ('data', 'data/Split-*', 'data/Split-*/data.gz', 'data/Split-*/.tmp-*',
+     f'data/{MISSING_FILE}', 'data/.whole', 'data/.whole/*', 'data/.tmp-*',
+     'schema', 'schema/schema.pbtxt', 'schema/.tmp-*', 'hyperparameters',
+     'hyperparameters/hyperparameters.json', 'hyperparameters/.tmp-*',
+     '.publishing', '.publishing/*', '.base-model', '.base-model/*',
+     '.resume-*', '.resume-*/*'))
 
 
 def read(root: str):
@@ -125,7 +144,42 @@ def ours(root: str, record) -> Dict[str, Optional[List]]:
   left = entries(root, record.get('roots', [])) - set(
       record.get('foreign', []))
   return {e: None for e in left
-          if any(fnmatch.fnmatchcase(e, p) for p in RUN_NAMES)}
+          if any(_named(e, p) for p in RUN_NAMES) or _a_runs_link(root, e)}
+
+
+def _named(rel: str, pattern: str) -> bool:
+  """Whether `rel` is named as `pattern` says, one path part for one (a
+  `*` never spans a `/`), and a last part `*` for all below."""
+  parts, wanted = rel.split(os.sep), pattern.split('/')
+  if wanted[-1] == '*':
+    wanted = wanted[:-1]
+    if len(parts) <= len(wanted):
+      return False
+    parts = parts[:len(wanted)]
+  return len(parts) == len(wanted) and all(
+      fnmatch.fnmatchcase(part, want) for part, want in zip(parts, wanted))
+
+
+def _a_runs_link(root: str, rel: str) -> bool:
+  """Whether `rel` is a link in a split folder, as a run links TFRecord
+  files there (removing a link never touches what it points to)."""
+  parts = rel.split(os.sep)
+  return len(parts) == 3 and _under_split(rel) and os.path.islink(
+      os.path.join(root, rel))
+
+
+def left(root: str, record) -> List[str]:
+  """What the run of `record` (`read`) left under its roots that is not
+  its own and was not there before it: files and links only (a folder
+  stays because of what it holds), each relative to `root`. Called after
+  the removal of `ours`, to name them once."""
+  if not isinstance(record, dict):
+    return []
+  found = entries(root, record.get('roots', [])) - set(
+      record.get('foreign', []))
+  return sorted(e for e in found
+                if not os.path.isdir(os.path.join(root, e)) or
+                os.path.islink(os.path.join(root, e)))
 
 
 def remove(root: str, paths, keep: Optional[str] = None) -> None:
@@ -204,7 +258,7 @@ def finish(root: str, roots: List[str], foreign: Set[str]) -> None:
   written = identities(root, sorted(entries(root, roots) - foreign))
   atomic_files.write_json(os.path.join(root, FILE), {
       'format': 2, 'state': 'done', 'roots': sorted(roots),
-      'written': written}, indent=1)
+      'foreign': sorted(foreign), 'written': written}, indent=1)
 
 
 def _under_split(rel: str) -> bool:

@@ -154,10 +154,12 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
 
 def holding_folder(request: Request):
   """A context that holds the output folder of `request` (created as
-  private as its inputs; `output_folder.hold`), which a caller may take
+  private as its inputs, the base model's files among them;
+  `output_folder.hold`), which a caller may take
   before `run` (which then finds it held)."""
   inputs = (list(request.train_data) + list(request.eval_data or []) +
-            ([request.schema] if request.schema else []))
+            ([request.schema] if request.schema else []) +
+            ([request.base_model] if request.base_model else []))
   return output_folder.hold(request.output_dir, inputs=inputs)
 
 

@@ -27,6 +27,7 @@ from generic_trainer.plan.entry_points import COMPONENT
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import machine
+from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import preemption
 from generic_trainer.training import attempt
@@ -50,6 +51,13 @@ class GenericExecutor(base_executor.BaseExecutor):
   JobSet) that makes this process a member but not the chief, the same
   attempt trains and publishes nothing (its role decides).
 
+  What `Do` writes is as private as its inputs (the examples, schema,
+  transform graph, base model, hyperparameters): the Model and ModelRun
+  folders get `output_folder.mode_for` of them, and the process's umask
+  is set to match while it runs (`output_folder.as_private_as`), so a
+  private base model or dataset never gives a model readable by all,
+  and under umask 002 nothing is writable by the group.
+
   SIGTERM during `Do` (a pod deleted or preempted) stops the training at
   the next step, saves that step in the resume checkpoint, publishes
   nothing and raises PreemptedError; the same execution again resumes
@@ -67,7 +75,10 @@ class GenericExecutor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    with preemption.handling():
+    # What it writes is as private as its inputs, as the command's.
+    with preemption.handling(), output_folder.as_private_as(
+        _uris(input_dict, _PRIVACY_INPUTS),
+        _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
       self._do(input_dict, output_dict, exec_properties)
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
@@ -126,6 +137,20 @@ def _attach_parsed_rows(artifacts) -> None:
         PARSED_ROWS_DECISIONS, json.dumps(summary['spans'], sort_keys=True))
     logging.info('Parsed rows: %d files read back, %d parsed; kept in %s.',
                  summary['hits'], summary['misses'], artifact.uri)
+
+
+# The inputs whose privacy decides the outputs' modes: the data, what is
+# made of it, and the base model (not the parsed rows: a cache, private
+# by design).
+_PRIVACY_INPUTS = (keys.EXAMPLES_KEY, keys.SCHEMA_KEY,
+                   keys.TRANSFORM_GRAPH_KEY, keys.BASE_MODEL_KEY,
+                   keys.HYPERPARAMETERS_KEY)
+
+
+def _uris(artifacts_by_key, names) -> List[str]:
+  """The URIs of the artifacts of `names` in `artifacts_by_key`."""
+  return [artifact.uri for name in names
+          for artifact in artifacts_by_key.get(name) or ()]
 
 
 def _single_uri_or_none(artifacts):

@@ -27,6 +27,7 @@ import sysconfig
 from generic_trainer.system import atomic_files
 from generic_trainer import errors
 from generic_trainer.system import scratch
+from generic_trainer.system import trust
 from generic_trainer.system import preemption
 from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
 from generic_trainer.plan.request import TrainingRequest
@@ -89,6 +90,39 @@ def write_request(path: str, request: TrainingRequest,
   """Writes what the child needs: the request, and where to report."""
   atomic_files.write_json(path, {'request': request.to_json(),
                                 'result_path': result_path}, mode=0o600)
+
+
+def read_request(path: str) -> Dict[str, Any]:
+  """What `write_request` wrote at `path`, read only from a folder of this
+  user's alone (`trust`): the folder and the file are opened without
+  following a link and checked on their descriptors, so that nobody else
+  can have put a request of theirs (and the module it names) there.
+
+  Raises:
+    UnsafeFolderError: the folder or the file is not this user's alone,
+      or is a link.
+  """
+  folder, name = os.path.split(os.path.abspath(path))
+  folder_fd, why = trust.open_trusted(folder, folder=True)
+  where = f'its folder {folder} is {why}'
+  fd = None
+  if folder_fd is not None:
+    try:
+      fd, why = trust.open_trusted(name, dir_fd=folder_fd)
+      where = f'it is {why}'
+    finally:
+      os.close(folder_fd)
+  if fd is None:
+    raise errors.UnsafeFolderError(
+        f'The training request {path} is not safe to read: {where}. A '
+        'training process reads its request (the module it imports, the data '
+        'it reads, where it writes) only from a scratch folder of yours '
+        'alone, which nobody else can have written. Expected a file of '
+        'yours, not writable by group or others, in such a folder. Received: '
+        f'{path}. Run the training again; if this happens again, check who '
+        'else can write the temporary folder (TMPDIR).')
+  with os.fdopen(fd, encoding='utf-8') as f:
+    return json.load(f)
 
 
 def child_env(overrides: Optional[Dict[str, str]] = None) -> Dict[str, str]:

@@ -56,12 +56,12 @@ from generic_trainer.launch import restarts as restarts_lib
 from generic_trainer.launch import stall_watch
 from generic_trainer.launch import worker_process
 from generic_trainer.system.lazy import fileio
+from generic_trainer.keys import WORKER_LOGS_DIR as LOGS_DIR
+from generic_trainer.keys import WORKERS_SUMMARY_FILE as SUMMARY_FILE
 
 FINISH_GRACE_S = 180.0
 PRIVATE_PORT = 20000  # The first worker's port in a private network.
 WORKER_MEMORY = 1 << 30  # A TensorFlow worker's RSS is 0.5-1 GiB.
-SUMMARY_FILE = 'workers.json'
-LOGS_DIR = 'worker-logs'  # In the ModelRun: every group's output, kept.
 
 
 def capacity(cores: int, memory: Optional[int]) -> int:
@@ -241,7 +241,7 @@ def _run_group(request: TrainingRequest, count: int,
     group = cluster_environment.LocalGroup(ports, root)
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
-      os.makedirs(worker_dir)
+      os.mkdir(worker_dir, 0o700)  # Private: the child checks (`read_request`).
       # A worker that is not the chief exports into scratch of its own
       # (its attempt's role says so); the chief into the staging folder.
       worker_request = request.for_worker(index, group.tf_config(index))

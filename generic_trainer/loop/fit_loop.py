@@ -41,9 +41,8 @@ from generic_trainer.trainspec import member_checks
 from absl import logging
 import keras
 
-HISTORY_FILE = 'history.json'
-CHECKPOINT_DIR = 'checkpoints'
-TENSORBOARD_DIR = 'tensorboard'
+from generic_trainer.keys import CHECKPOINT_DIR, HISTORY_FILE  # pylint: disable=g-bad-import-order
+from generic_trainer.keys import RESUME_SCRATCH_DIR, TENSORBOARD_DIR  # pylint: disable=g-bad-import-order
 
 
 def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
@@ -258,7 +257,7 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
         checkpoint_dir, handlers, fn_args.is_chief,
         every_steps=(spec.checkpoint or {}).get('every_steps'),
         steps_per_epoch=inputs.steps_per_epoch, resume_from=point,
-        scratch_dir=os.path.join(fn_args.model_run_dir, '.resume-scratch')))
+        scratch_dir=os.path.join(fn_args.model_run_dir, RESUME_SCRATCH_DIR)))
   calls = fit_schedule.fit_calls(inputs.epochs, inputs.steps_per_epoch, point)
   if point:
     logging.info('Resuming at %s, from the checkpoint in %s.',

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, Optional
 from generic_trainer.system import atomic_files
 from generic_trainer.errors import InputArtifactError
 
-RESULT_FILE = 'train_result.json'
+from generic_trainer.keys import RESULT_FILE  # pylint: disable=g-bad-import-order
 
 
 def write(model_run_dir: str, result: Dict[str, Any]) -> str:

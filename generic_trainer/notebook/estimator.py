@@ -19,6 +19,7 @@ validation and publication on the trained model:
 """
 
 import contextlib
+import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Union
 import shutil
@@ -29,7 +30,7 @@ import numpy as np
 from generic_trainer.data import local_files
 from generic_trainer.data import statistics
 from generic_trainer.data.kept import settings as kept_settings
-from generic_trainer.errors import SpecError
+from generic_trainer.errors import ModelFolderError, SpecError
 from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.loop import datasets
 from generic_trainer.loop import export
@@ -87,6 +88,59 @@ class ModelDirLayout:
     return os.path.join(self.root, 'export')
 
 
+EXPORT_MARKER = '.generic-trainer-export.json'  # What an export held.
+
+
+def _held(folder: str) -> List[str]:
+  """Every file and folder under `folder`, relative to it (links not
+  followed)."""
+  found = []
+  for root, dirs, files in os.walk(folder):
+    for name in dirs + files:
+      found.append(os.path.relpath(os.path.join(root, name), folder))
+  return found
+
+
+# What an export of a version before the marker held, by name: accepted in
+# the Estimator's own `model_dir/export` only.
+_SAVED_MODEL_TOPS = ('saved_model.pb', 'fingerprint.pb', 'keras_metadata.pb',
+                     'variables', 'assets', 'assets.extra')
+
+
+def _check_replaceable(export_dir: str, own: bool = False) -> None:
+  """Raises ModelFolderError unless `export_dir` is missing, empty, or an
+  export of ours that holds only what its marker lists (`own`: the
+  Estimator's `model_dir/export`, where an export of a version before
+  the marker, a SavedModel's names only, is ours too)."""
+  if not os.path.lexists(export_dir):
+    return
+  if os.path.islink(export_dir) or not os.path.isdir(export_dir):
+    what = ['it is a link' if os.path.islink(export_dir) else 'it is a file']
+  else:
+    try:
+      with open(os.path.join(export_dir, EXPORT_MARKER),
+                encoding='utf-8') as f:
+        listed = set(json.load(f))
+    except (OSError, ValueError, TypeError):
+      listed = set()
+      if own:  # An export of an earlier version, by the names it wrote.
+        listed = {n for n in _held(export_dir)
+                  if n.split(os.sep)[0] in _SAVED_MODEL_TOPS}
+    what = sorted(set(_held(export_dir)) - listed - {EXPORT_MARKER})
+    what = [n for n in what if os.path.dirname(n) not in what]  # Tops.
+  if what:
+    shown = ', '.join(what[:8]) + (f' and {len(what) - 8} more'
+                                   if len(what) > 8 else '')
+    raise ModelFolderError(
+        f'export_dir {export_dir} holds what no export of an Estimator '
+        f'wrote: {shown}. An export replaces the whole folder it is given, '
+        'and would delete it. Expected a new or empty folder, or one an '
+        f'earlier export() wrote ({EXPORT_MARKER} lists what it held). '
+        f'Received: export_dir={export_dir!r}. Choose another folder (by '
+        'default, model_dir/export), or move that out of it. Nothing was '
+        'exported.')
+
+
 class Estimator:
   """A TrainSpec with a model directory; methods mirror tf.estimator's."""
 
@@ -119,7 +173,8 @@ class Estimator:
     self._schema_path = schema_path
     self._base_model = base_model
     self._parsed_rows_dir = kept_settings.checked_folder(
-        parsed_rows_cache, name='parsed_rows_cache')
+        parsed_rows_cache, self.model_dir, name='parsed_rows_cache',
+        inputs=[schema_path, base_model])
     self.checkpoint_dir: Optional[str] = None  # Set to resume when killed.
     self._fn_args = None
     self._keys = None
@@ -141,7 +196,11 @@ class Estimator:
     """
     inputs = [f for d in (train_data, eval_data) if d is not None
               for p in ([d] if isinstance(d, str) else d)
-              for f in paths.user_files(p)]
+              for f in paths.user_files(p)] + [
+                  p for p in (self._schema_path, self._base_model) if p]
+    if self._parsed_rows_dir:  # Not where the data is.
+      kept_settings.checked_folder(self._parsed_rows_dir, self.model_dir,
+                                   'parsed_rows_cache', inputs)
     with output_folder.hold(self.model_dir, 'model_dir', inputs=inputs):
       return self._train(train_data, eval_data, steps)
 
@@ -190,10 +249,20 @@ class Estimator:
     """Exports and validates a SavedModel as GenericTrainer does (the same
     attempt sequence, `training.attempt`); its path. An export that fails
     validation is kept in `run/rejected_export` and never reaches
-    `export_dir`, which keeps what an earlier export put there."""
+    `export_dir`, which keeps what an earlier export put there.
+
+    `export_dir` is replaced only when it is new, empty, or an export of
+    ours holding nothing else (`EXPORT_MARKER` lists what it held).
+
+    Raises:
+      ModelFolderError: `export_dir` holds what no export wrote; nothing
+        was exported.
+    """
     self._require_trained('export')
     export_dir = os.path.abspath(
         export_dir or self.layout.export)
+    own = export_dir == self.layout.export
+    _check_replaceable(export_dir, own)
     fn_args = self._fn_args
     with output_folder.hold(self.model_dir, 'model_dir'):
       staged = StagedExport(self.layout.exporting,
@@ -207,6 +276,9 @@ class Estimator:
       os.makedirs(os.path.dirname(export_dir), exist_ok=True)
       new = f'{export_dir}.new-{os.getpid()}'
       shutil.move(published.serving_dir, new)  # Beside: one filesystem.
+      atomic_files.write_json(os.path.join(new, EXPORT_MARKER),
+                              sorted(_held(new)), indent=1)
+      _check_replaceable(export_dir, own)  # Nothing of yours added since.
       atomic_files.replace_folder(new, export_dir)
       shutil.rmtree(staged.model_uri)
     return export_dir

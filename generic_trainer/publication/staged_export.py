@@ -21,9 +21,9 @@ from generic_trainer.system import paths
 from generic_trainer.errors import InvalidArgumentError
 import tensorflow as tf
 from absl import logging
+from generic_trainer.keys import REJECTED_DIR_NAME
 
 STAGING_DIR_NAME = '.staging'
-REJECTED_DIR_NAME = 'rejected_export'
 
 
 class StagedExport:

@@ -76,11 +76,13 @@ def _unglobbed(name: str) -> str:
 
 
 def mode_for(inputs: Iterable[str]) -> int:
-  """The mode of a new output folder for the files `inputs`: 0755, less
+  """The mode of a new output folder for the inputs `inputs`: 0755, less
   the read access to the folder of whoever may not read every input (a
-  0600 CSV gives a 0700 folder: what is made of it is as private)."""
+  0600 CSV gives a 0700 folder: what is made of it is as private). A
+  folder counts with what it holds (a base model whose files are 0600
+  is private, whatever its folder's mode)."""
   mode = 0o755
-  for path in inputs:
+  for path in _each_file(inputs):
     try:
       bits = os.stat(path).st_mode
     except OSError:
@@ -91,6 +93,19 @@ def mode_for(inputs: Iterable[str]) -> int:
   return mode
 
 
+def _each_file(inputs: Iterable[str]) -> Iterator[str]:
+  """`inputs`, with every file and folder inside those that are folders
+  (a SavedModel, an Examples artifact): local paths only."""
+  for path in inputs:
+    if not path or paths.is_remote(path):
+      continue
+    yield path
+    if os.path.isdir(path):
+      for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+          yield os.path.join(folder, name)
+
+
 def umask_for(mode: int) -> int:
   """The umask under which what a run writes is no more open than the
   folder mode `mode` (`mode_for`): 022, 027 or 077."""
@@ -98,14 +113,9 @@ def umask_for(mode: int) -> int:
 
 
 def create(path: str, mode: int = 0o755) -> None:
-  """Creates the folder `path` with `mode` (whatever the umask) when it is
-  missing."""
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  try:
-    os.mkdir(path, mode)
-  except FileExistsError:
-    return
-  os.chmod(path, mode)
+  """Creates the folder `path`, and its missing parents, with `mode`
+  (whatever the umask) when it is missing."""
+  trust.make_private(path, mode)
 
 
 def check_private(path: str, inputs: Iterable[str],
@@ -117,7 +127,7 @@ def check_private(path: str, inputs: Iterable[str],
   except OSError:
     return
   folder_mode = stat.S_IMODE(info.st_mode)
-  for source in inputs:
+  for source in _each_file(inputs):
     allowed = mode_for([source])
     extra = folder_mode & 0o077 & ~allowed
     if not extra:
@@ -136,6 +146,32 @@ def check_private(path: str, inputs: Iterable[str],
         f'Received: {name}={path!r} (mode {folder_mode:04o}). Run '
         f'`chmod go-rwx {path}`, or choose a new output folder. Nothing was '
         'changed.')
+
+
+@contextlib.contextmanager
+def as_private_as(inputs: Iterable[str], outputs: Iterable[str]
+                  ) -> Iterator[None]:
+  """While the block runs, what it writes is as private as `inputs`
+  (`umask_for`), and the folders `outputs` (a pipeline's Model and
+  ModelRun artifact folders, made for this execution: local ones only)
+  are made or set to `mode_for(inputs)`. The pipeline's executor, whose
+  output folders TFX makes with the umask's mode, as the command's
+  `hold` does for its folder."""
+  mode = mode_for(list(inputs))
+  for folder in outputs:
+    if folder and not paths.is_remote(folder):
+      create(folder, mode)
+      fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                   os.O_CLOEXEC)
+      try:
+        os.fchmod(fd, mode)
+      finally:
+        os.close(fd)
+  mask = os.umask(umask_for(mode))
+  try:
+    yield
+  finally:
+    os.umask(mask)
 
 
 @contextlib.contextmanager

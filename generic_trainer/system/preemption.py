@@ -38,9 +38,7 @@ and one resume path for kills and preemptions alike.
 """
 
 import contextlib
-import glob
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -222,10 +220,10 @@ def _last_resort(ended: threading.Event, since: float) -> None:
   training's block ended first: its scratch folders removed, exit 143."""
   if ended.wait(max(0.0, PREEMPTION_EXIT_S - (time.monotonic() - since))):
     return
-  pattern = os.path.join(scratch.parent(),
-                         f'{scratch.PREFIX}*-{os.getpid()}-*')
-  for folder in glob.glob(pattern):
-    shutil.rmtree(folder, ignore_errors=True)
+  # The folders this process made and holds, as its own record says:
+  # never by a PID in a name, which another PID namespace's training that
+  # shares TMPDIR may have too (both PID 1).
+  scratch.remove_made()
   try:
     sys.stderr.write(
         f'SIGTERM: the training was still blocked {PREEMPTION_EXIT_S:.0f} s '

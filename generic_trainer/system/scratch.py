@@ -14,7 +14,18 @@ there: `locked`; one of a version before the lock) is stale once
 that moment is waited for, never ignored.
 
 TMPDIR must be a folder this user can write: Python's `tempfile` would
-silently fall back to /tmp, which may be small, shared or in memory.
+silently fall back to /tmp, which may be small, shared or in memory. And
+no one else may rename what this user makes there (`trust.parent_problems`:
+this user's or root's, not writable by group or others without the sticky
+bit): in a group-writable team folder a member could move a scratch folder
+aside and put one of theirs in its place, with a child's `request.json`
+that names a module of theirs. Refused, with the fix named.
+
+What this process made is recorded here (`made`: each folder with its
+lock, held by this process), so that the SIGTERM last resort
+(`preemption`) removes exactly those, never folders found by a name with
+this PID in it: in PID namespaces that share TMPDIR (two containers, two
+pods on one volume) another training has the same PID, often 1.
 """
 
 import contextlib
@@ -23,11 +34,12 @@ import shutil
 import stat
 import tempfile
 import time
-from typing import Iterator, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from generic_trainer.system import owner_lock
 from generic_trainer.system import trust
 from generic_trainer.errors import FolderInUseError, InvalidArgumentError
+from generic_trainer.errors import UnsafeFolderError
 
 PREFIX = 'generic-trainer-'  # + kind + '-' + pid + '-' + random.
 LOCK_FILE = '.owner.lock'
@@ -42,6 +54,8 @@ def parent() -> str:
   Raises:
     InvalidArgumentError: TMPDIR names a folder that does not exist or this
       user cannot write.
+    UnsafeFolderError: someone else may rename what this user makes there
+      (`trust.parent_problems`).
   """
   given = os.environ.get('TMPDIR')
   if given and not (os.path.isdir(given) and
@@ -54,7 +68,24 @@ def parent() -> str:
         'disk cache and the workers\' files (Python would silently use /tmp '
         f'instead). Received: TMPDIR={given!r}. Create it, fix its '
         'permissions, or unset TMPDIR.')
-  return tempfile.gettempdir()
+  where = tempfile.gettempdir()
+  found = trust.parent_problems(os.stat(where))
+  if found:
+    raise UnsafeFolderError(
+        f'The temporary folder {where} (TMPDIR) is not safe for scratch '
+        f'folders: {"; and ".join(found)}. Whoever else can write it could '
+        'move a training\'s scratch folder aside and put one of their own in '
+        'its place: a child process would read their request (and import '
+        'the module it names), a training their cached rows. Expected a '
+        'folder that only you can write, or one with the sticky bit as /tmp '
+        f'has. Received: TMPDIR={given or where!r}. Set TMPDIR to a folder '
+        'of your own (`mkdir -m 700 ~/tmp && export TMPDIR=~/tmp`), or ask '
+        f'its owner to `chmod +t {where}`.')
+  return where
+
+
+# What this process made: {path: (its lock, held), this process's id}.
+_MADE: Dict[str, Tuple[owner_lock.OwnerLock, int]] = {}
 
 
 @contextlib.contextmanager
@@ -70,11 +101,27 @@ def folder(kind: str) -> Iterator[str]:
   except OSError:
     shutil.rmtree(path, ignore_errors=True)
     raise
+  _MADE[path] = (lock, os.getpid())
   try:
     yield path
   finally:
     shutil.rmtree(path, ignore_errors=True)
+    _MADE.pop(path, None)
     lock.release()
+
+
+def made() -> List[str]:
+  """The scratch folders this process made and still holds: its own
+  record, each folder's lock held by this process (not a forked copy)."""
+  return [path for path, (lock, pid) in list(_MADE.items())
+          if lock.held and pid == os.getpid()]
+
+
+def remove_made() -> None:
+  """Removes the folders of `made` (the SIGTERM last resort: the process
+  ends at once after); nothing else of TMPDIR."""
+  for path in made():
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def locked(path: str) -> owner_lock.OwnerLock:

@@ -10,6 +10,13 @@ descriptor opened with O_NOFOLLOW, and O_DIRECTORY for a folder), never
 on a path looked up again, so that no link and no swap between the check
 and the use is followed.
 
+A folder is opened once (`open_folder`: a link in its place is followed
+only when this user or root made it) and used through that descriptor
+(`fd_path`, `dir_fd=`); the folders a run makes for itself are made with
+their mode whatever the umask, parents included (`make_private`). A
+folder that holds this user's folders, as TMPDIR does, may be root's or
+have the sticky bit (`parent_problems`), but no one else may write it.
+
 Its own module, not `output_folder`'s: the cache (`data.kept`) and the
 scratch folders need the rule without the output folder's lock and
 layout, and a module holds one idea.
@@ -64,28 +71,125 @@ def _faults(info: os.stat_result) -> Tuple[bool, List[str]]:
   return info.st_uid != os.geteuid(), writable
 
 
+def parent_problems(info: os.stat_result) -> List[str]:
+  """Why a folder that holds this user's folders (TMPDIR) lets someone
+  else rename them and put their own in their place, one phrase each;
+  empty when it does not. The rule of `problems`, but a folder of root's
+  is fine (root may do anything anyway), and so is one with the sticky
+  bit (as /tmp: others may add names, not rename or delete ours)."""
+  found = []
+  if info.st_uid not in (os.geteuid(), 0):
+    found.append(f'it is owned by {user(info.st_uid)}, not by '
+                 f'{user(os.geteuid())} who runs this')
+  _, writable = _faults(info)
+  if writable:
+    found.append(f'it is writable by {" and ".join(writable)} (mode '
+                 f'{stat.S_IMODE(info.st_mode):04o}, no sticky bit)')
+  return found
+
+
 def check_folder(path: str, name: str, harm: str) -> None:
-  """Raises UnsafeFolderError when the folder `path` (followed: the user
-  named it) exists and is not this user's alone.
+  """Raises UnsafeFolderError when the folder `path` exists and is not this
+  user's alone (`open_folder`, whose descriptor is closed again)."""
+  fd = open_folder(path, name, harm)
+  if fd is not None:
+    os.close(fd)
+
+
+def open_folder(path: str, name: str, harm: str) -> Optional[int]:
+  """A descriptor of the folder `path`, opened once, when it is this
+  user's alone; None when nothing is there, or a file (the caller says
+  what a file in its place means).
+
+  A link at `path` is followed only when this user (or root) made it: the
+  user named it. One that someone else made (in a folder they can write,
+  put in place of the folder) is refused; what it points to is opened
+  without following a link again, and its owner and mode are checked on
+  the descriptor (`os.fstat`), which the caller then uses (`fd_path`,
+  `dir_fd=`), never the path looked up again.
 
   Args:
     path: The folder.
     name: How the user named it ('--output-dir'), for the message.
     harm: What whoever else can write it could do, for the message.
+
+  Raises:
+    UnsafeFolderError: a link someone else made, or a folder that is not
+      this user's alone.
   """
+  target = path
   try:
-    info = os.stat(path)
+    info = os.lstat(path)
   except FileNotFoundError:
-    return
-  if not stat.S_ISDIR(info.st_mode):
-    return  # The caller says what a file in its place means.
-  found = problems(info)
+    return None
+  if stat.S_ISLNK(info.st_mode):
+    if info.st_uid not in (os.geteuid(), 0):
+      raise UnsafeFolderError(
+          f'{name} {path} is a link to {os.readlink(path)!r} made by '
+          f'{user(info.st_uid)}, not by {user(os.geteuid())} who runs this: '
+          'whoever can put a link there chooses the folder a run writes, '
+          'reads back and removes from. Expected a folder, or a link you '
+          f'made. Received: {name}={path!r}. Remove the link, and check who '
+          f'else can write {os.path.dirname(os.path.abspath(path))}.')
+    target = os.path.realpath(path)  # Once; the target is not followed.
+  try:
+    fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                 os.O_CLOEXEC)
+  except FileNotFoundError:
+    return None
+  except OSError as e:
+    if e.errno == errno.ENOTDIR:
+      return None  # A file: the caller says what a file there means.
+    if e.errno == errno.ELOOP:  # Made a link since the lstat above.
+      raise UnsafeFolderError(
+          f'{name} {path} became a link while it was opened. Expected a '
+          f'folder that only you own and can write. Received: '
+          f'{name}={path!r}. Check who else can write '
+          f'{os.path.dirname(os.path.abspath(path))}.') from e
+    raise
+  found = problems(os.fstat(fd))
   if found:
+    os.close(fd)
     raise UnsafeFolderError(
         f'{name} {path} is not safe to write: {"; and ".join(found)}. '
         f'Whoever else can write it {harm}. Expected a folder that only you '
         f'own and can write. Received: {name}={path!r}. Choose a folder of '
         f'your own, or `chmod go-w {path}` if it is yours.')
+  return fd
+
+
+def fd_path(fd: int, path: str) -> str:
+  """A path that names the folder open as `fd` itself, not what `path`
+  names by then: `/proc/self/fd/N` (the kernel resolves it to the opened
+  folder); `path` where there is no /proc (macOS)."""
+  via = os.path.join(_OPEN_FDS, str(fd))
+  return via if os.path.isdir(_OPEN_FDS) else path
+
+
+_OPEN_FDS = '/proc/self/fd'
+
+
+def make_private(path: str, mode: int = 0o700) -> None:
+  """Creates the folder `path` and its missing parents, each `mode` (0700)
+  whatever the umask (under umask 002, `os.makedirs` would make the
+  parents 0775: a group member could put a link in place of the folder).
+  Folders that exist are left as they are."""
+  path = os.path.abspath(path)
+  missing = []
+  while not os.path.lexists(path):
+    missing.append(path)
+    path = os.path.dirname(path)
+  for folder in reversed(missing):
+    try:
+      os.mkdir(folder, mode)
+    except FileExistsError:
+      continue  # Made meanwhile, by us or another: checked by its user.
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                 os.O_CLOEXEC)
+    try:
+      os.fchmod(fd, mode)  # The folder made, not a link put there since.
+    finally:
+      os.close(fd)
 
 
 def open_trusted(path: str, folder: bool = False,

@@ -11,10 +11,11 @@ the next step, which is saved (`generic_trainer.system.preemption`); it
 reports PreemptedError.
 """
 
-import json
 import sys
 
+from generic_trainer.errors import UnsafeFolderError
 from generic_trainer.fnargs import strategies
+from generic_trainer.launch import child_process
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.system import atomic_files
 from generic_trainer.system import preemption
@@ -23,8 +24,11 @@ from generic_trainer.training import attempt
 
 
 def main(request_path: str) -> int:
-  with open(request_path) as f:
-    request = json.load(f)
+  try:  # Only a request that nobody else can have written.
+    request = child_process.read_request(request_path)
+  except UnsafeFolderError as e:
+    sys.stderr.write(f'{e}\n')  # Nowhere trusted to report it but here.
+    return 1
   progress.print_plain()
   with preemption.handling():
     result = _train(request['request'])

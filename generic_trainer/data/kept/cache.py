@@ -25,6 +25,12 @@ Nothing here is trusted that another user can write (`system.trust`):
 the folder itself, when not this user's alone, is refused
 (UnsafeFolderError, on entering); an entry that is not is a miss that
 says why, and is replaced by this training's.
+
+Nothing is removed that is not provably ours (`kept_folder`): the folder
+carries our marker (a folder that holds anything else is refused on
+entering), it is used through the descriptor opened then, and eviction
+and the clean-up of killed writes remove only names of our format; what
+else appears there meanwhile is left, and named once in the log.
 """
 
 import contextlib
@@ -34,6 +40,7 @@ import itertools
 import json
 import os
 import shutil
+import stat
 import tempfile
 import threading
 from concurrent import futures
@@ -47,9 +54,10 @@ from generic_trainer.system import progress
 from generic_trainer.data.kept import read_before
 from generic_trainer.data.kept import remote as kept_remote
 from generic_trainer.data.kept import key as kept_key
-from generic_trainer.data.kept.entry import BLOCKS, DECISIONS, MANIFEST
+from generic_trainer.data.kept.entry import BLOCKS, MANIFEST
+from generic_trainer.data.kept.folder import DECISIONS
 from generic_trainer.data.kept.entry import TEMP
-from generic_trainer.data.kept.settings import UNSAFE_FOLDER_HARM
+from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.data.kept.entry import Entry, EntryWriter
 from generic_trainer.data.kept.entry import check_entry, lock
 from generic_trainer.keys import PARSED_ROWS_DEFAULT_BUDGET_GB
@@ -96,8 +104,10 @@ class SpanCache:
                budget_bytes: int = DEFAULT_BUDGET_BYTES, evict: bool = True,
                record: bool = True, writes: bool = True,
                shown: Optional[str] = None):
-    self.folder = folder
+    self.folder = folder  # Once entered, the folder through its descriptor.
     self.shown = shown or folder
+    self._given = folder
+    self._fd: Optional[int] = None
     self.previous = previous if previous != folder else None
     self.budget_bytes = budget_bytes
     self.evict = evict
@@ -113,17 +123,29 @@ class SpanCache:
     self._writers: List[EntryWriter] = []
 
   def __enter__(self) -> 'SpanCache':
-    """Makes the folder (private) when missing, and removes what killed
-    trainings left.
+    """Makes the folder (0700, parents included) when missing, opens it
+    once, marks it, and removes what killed trainings left; from here on
+    `folder` names the folder through that descriptor (`trust.fd_path`).
 
     Raises:
-      UnsafeFolderError: the folder is not this user's alone.
+      UnsafeFolderError: the folder is not this user's alone, or holds
+        what is not ours (`kept_folder.open_marked`).
     """
-    os.makedirs(self.folder, mode=0o700, exist_ok=True)
-    trust.check_folder(self.folder, 'The parsed rows cache folder',
-                       UNSAFE_FOLDER_HARM)
-    self._remove_stale_temps()
+    self._fd = kept_folder.open_marked(self._given,
+                                       'The parsed rows cache folder')
+    self.folder = trust.fd_path(self._fd, self._given)
+    try:
+      self._remove_stale_temps()
+    except BaseException:
+      self._close()
+      raise
     return self
+
+  def _close(self) -> None:
+    if self._fd is not None:
+      os.close(self._fd)
+      self._fd = None
+    self.folder = self._given
 
   def __exit__(self, *unused) -> None:
     for writer in self._writers:  # A pipeline read later writes nothing.
@@ -137,11 +159,14 @@ class SpanCache:
     for entry in self._entries:
       entry.close()
     self._entries.clear()
-    if self.evict:
-      self.evict_to_budget()
-    if self.record:
-      atomic_files.write_json(os.path.join(self.folder, DECISIONS),
-                              self.summary(), indent=1)
+    try:
+      if self.evict:
+        self.evict_to_budget()
+      if self.record:
+        atomic_files.write_json(os.path.join(self.folder, DECISIONS),
+                                self.summary(), indent=1)
+    finally:
+      self._close()
 
   # Looking up.
 
@@ -344,60 +369,101 @@ class SpanCache:
   def evict_to_budget(self) -> List[str]:
     """Removes the least recently used entries until the folder holds at
     most `budget_bytes`, entries left half removed (no manifest) first and
-    always; entries in use (locked) are skipped. Returns the removed
-    entries' names."""
-    entries = []
-    for name in os.listdir(self.folder):
-      path = os.path.join(self.folder, name)
-      if name.startswith(TEMP) or not os.path.isdir(path):
+    always; entries in use (locked) are skipped. Only entries are removed
+    (`kept_folder.is_entry`: our name format, a real folder), and only
+    while the folder carries our marker; anything else found is left and
+    named in the log. Returns the removed entries' names."""
+    if self._fd is None:  # Not entered: the folder opened for this.
+      fd = trust.open_folder(self.folder, 'The parsed rows cache folder',
+                             kept_folder.UNSAFE_FOLDER_HARM)
+      try:
+        return self._evict(fd) if fd is not None else []
+      finally:
+        if fd is not None:
+          os.close(fd)
+    return self._evict(self._fd)
+
+  def _evict(self, fd: int) -> List[str]:
+    """`evict_to_budget` in the folder open as `fd`."""
+    if not kept_folder.marked(fd):
+      progress.log().warning(
+          'parsed rows: nothing evicted from %s: it no longer carries the '
+          'marker %s of a parsed rows cache, so nothing there is provably '
+          'ours', self.shown, kept_folder.MARKER)
+      return []
+    entries, others = [], []
+    for name in os.listdir(fd):
+      if name in (kept_folder.MARKER, DECISIONS) or (
+          kept_folder.is_temporary(name)):
         continue
       try:
-        used = os.lstat(os.path.join(path, MANIFEST)).st_mtime
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+      except OSError:
+        continue
+      if not (kept_folder.is_entry(name) and stat.S_ISDIR(info.st_mode)):
+        others.append(name)
+        continue
+      path = os.path.join(self.folder, name)
+      try:
+        used = os.stat(os.path.join(name, MANIFEST), dir_fd=fd,
+                       follow_symlinks=False).st_mtime
       except OSError:
         used = None  # Half removed: nobody reads it.
       try:
-        size = os.lstat(os.path.join(path, BLOCKS)).st_size
+        size = os.stat(os.path.join(name, BLOCKS), dir_fd=fd,
+                       follow_symlinks=False).st_size
       except OSError:
         size = 0
       entries.append((used is not None, used or 0, size, name, path))
+    if others:
+      progress.log().warning(
+          'parsed rows: %s in %s %s not an entry of ours, so eviction left '
+          '%s; keep other files out of the cache folder',
+          ', '.join(sorted(others)), self.shown,
+          'is' if len(others) == 1 else 'are',
+          'it' if len(others) == 1 else 'them')
     total = sum(e[2] for e in entries)
     removed = []
     for whole, _, size, name, path in sorted(entries):
       if whole and total <= self.budget_bytes:
         break
-      fd = None
+      lock_fd = None
       if whole:
-        fd = lock(os.path.join(path, MANIFEST), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if fd is None:
+        lock_fd = lock(os.path.join(path, MANIFEST),
+                       fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if lock_fd is None:
           continue
       out = None
       try:
         out = tempfile.mkdtemp(prefix=_EVICTED, dir=self.folder)
-        os.rename(path, os.path.join(out, name))  # Whole, or out of place.
+        os.rename(name, os.path.join(os.path.basename(out), name),
+                  src_dir_fd=fd, dst_dir_fd=fd)  # Whole, or out of place.
       except OSError:
         if out:
           shutil.rmtree(out, ignore_errors=True)
         continue
       finally:
-        if fd is not None:
-          os.close(fd)
+        if lock_fd is not None:
+          os.close(lock_fd)
       shutil.rmtree(out, ignore_errors=True)
       total -= size
       removed.append(name)
     if removed:
       progress.log().info('parsed rows: %d least recently used entries '
                           'removed from %s (budget %s bytes)', len(removed),
-                          self.folder, f'{self.budget_bytes:,}')
+                          self.shown, f'{self.budget_bytes:,}')
     return removed
 
   def _remove_stale_temps(self) -> None:
     """Removes entries out of place (an eviction cut short) and unfinished
-    writes no process holds: their writer died (`scratch.is_stale`)."""
-    for name in os.listdir(self.folder):
+    writes no process holds: their writer died (`scratch.is_stale`). Both
+    are our name format, real folders of this user alone."""
+    for name in os.listdir(self._fd):
       path = os.path.join(self.folder, name)
       if name.startswith(_EVICTED):
         with contextlib.suppress(OSError):  # Another store removed it.
-          if not trust.why_not(os.lstat(path)):
+          info = os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+          if stat.S_ISDIR(info.st_mode) and not trust.why_not(info):
             shutil.rmtree(path, ignore_errors=True)
       elif name.startswith(TEMP) and scratch.is_stale(path):
         scratch.remove_unused(path)

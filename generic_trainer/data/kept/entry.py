@@ -43,7 +43,6 @@ from generic_trainer.system import scratch
 from generic_trainer.data.kept import key as kept_key
 
 MANIFEST = 'manifest.json'
-DECISIONS = 'decisions.json'  # A store's: what each file got (kept_cache).
 BLOCKS = 'blocks.bin'
 TEMP = atomic_files.TEMP_PREFIX + 'entry-'
 OWNER = scratch.LOCK_FILE  # In an unfinished write: its writer's lock.

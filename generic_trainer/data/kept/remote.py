@@ -27,7 +27,8 @@ import tensorflow as tf
 from generic_trainer.system import atomic_files
 from generic_trainer.system import progress
 from generic_trainer.data.kept import key as kept_key
-from generic_trainer.data.kept.entry import BLOCKS, DECISIONS, MANIFEST
+from generic_trainer.data.kept.entry import BLOCKS, MANIFEST
+from generic_trainer.data.kept.folder import DECISIONS
 from generic_trainer.data.kept.entry import manifest_mismatch
 
 

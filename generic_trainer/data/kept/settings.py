@@ -4,12 +4,12 @@ checked before anything heavy loads, and what a run keeps (`KeptRows`).
 """
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Optional
 
 import attr
 
+from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.system import paths
-from generic_trainer.system import trust
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import PARSED_ROWS_BUDGET, PARSED_ROWS_KEY
 from generic_trainer.keys import PARSED_ROWS_DEFAULT_BUDGET_GB
@@ -17,10 +17,6 @@ from generic_trainer.keys import UPDATED_PARSED_ROWS_KEY
 
 PARSED_ROWS = 'parsed-rows'  # The default cache's folder, in the user's.
 PARSED_ROWS_OFF = 'off'
-# Why a cache folder must be this user's alone (`trust.check_folder`).
-UNSAFE_FOLDER_HARM = ('could put rows of its own choosing in an entry, which '
-                      'a training would take for its data, or remove entries '
-                      'as they are read')
 
 
 @attr.s(frozen=True)
@@ -71,31 +67,39 @@ def add(add_argument) -> None:
 
 
 def kept_rows(cache: Optional[str], budget: Optional[str],
-              output_dir: str) -> Optional[KeptRows]:
-  """The checked flags: what a run keeps, or None (`off`).
+              output_dir: str, inputs: Iterable[str] = ()
+              ) -> Optional[KeptRows]:
+  """The checked flags: what a run keeps, or None (`off`); `inputs`: the
+  files and folders the run reads, which the cache must not hold.
 
   Raises:
     InvalidArgumentError: a flag is wrong; the message names it.
   """
-  folder = checked_folder(cache, output_dir)
+  folder = checked_folder(cache, output_dir, inputs=inputs)
   return KeptRows(folder, _budget(budget)) if folder else None
 
 
 def checked_folder(value: Any, output_dir: Optional[str] = None,
-                   name: str = '--parsed-rows-cache') -> Optional[str]:
+                   name: str = '--parsed-rows-cache',
+                   inputs: Iterable[str] = ()) -> Optional[str]:
   """The cache folder `value` names, checked: a local folder (the default
   one for None or True), or None for `off` or False.
 
   Args:
     value: The command's flag (a string, or None when unset) or the
       Estimator's argument (a path, True or False).
-    output_dir: A folder a run replaces, which must not hold the cache.
+    output_dir: A folder a run replaces, which must not hold the cache,
+      nor lie in it.
     name: How the user spelled it: '--parsed-rows-cache' (the command) or
       'parsed_rows_cache' (the Estimator), for the messages.
+    inputs: The files and folders a run reads, which the cache must not
+      hold, nor lie in (a folder: the base model).
 
   Raises:
     InvalidArgumentError: it names no local folder; the message says why.
-    UnsafeFolderError: the folder is not this user's alone (`trust`).
+    UnsafeFolderError: the folder is not this user's alone (`trust`), or
+      it holds what is not ours, or holds an output or input
+      (`kept_folder.check`).
   """
   flag = name.startswith('--')
   off = f'{name}={PARSED_ROWS_OFF}' if flag else f'{name}=False'
@@ -125,13 +129,14 @@ def checked_folder(value: Any, output_dir: Optional[str] = None,
         'folder (created when missing) where parsed rows are kept between '
         f'runs. Received: {name}={value!r}. Name a folder, or pass {off} to '
         'keep none.')
-  trust.check_folder(folder, name, UNSAFE_FOLDER_HARM)
   if output_dir and os.path.commonpath([folder, output_dir]) == output_dir:
+    outer = '--output-dir' if flag else 'model_dir'
     raise InvalidArgumentError(
-        f'{name} is inside --output-dir, which a run replaces. Expected a '
+        f'{name} is inside {outer}, which a run replaces. Expected a '
         f'folder outside it, kept between runs. Received: {name}={value!r}, '
-        f'--output-dir={output_dir!r}. Leave {name} out for the default '
+        f'{outer}={output_dir!r}. Leave {name} out for the default '
         'folder, or name one outside the output folder.')
+  kept_folder.check(folder, name, [output_dir], inputs)
   return folder
 
 

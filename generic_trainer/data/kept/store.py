@@ -31,7 +31,7 @@ from generic_trainer.system import progress
 from generic_trainer.system import scratch
 from generic_trainer.data.kept import remote as kept_remote
 from generic_trainer.data.kept import cache as kept_cache
-from generic_trainer.data.kept.entry import DECISIONS
+from generic_trainer.data.kept.folder import DECISIONS
 from generic_trainer.errors import InvalidArgumentError, UnsafeFolderError
 
 

@@ -1,0 +1,233 @@
+"""Trust by descriptor, folders private from birth (issue 49): the cache
+folder opened once without following a link and used through that
+descriptor; the folders we create 0700, parents included, whatever the
+umask; TMPDIR held to the rule of the output and the cache; a child's
+request read only from a folder of ours; outputs as private as the inputs,
+the base model's included, on the pipeline's path too.
+
+The suite runs as root: the other user is uid 65534 (`nobody`), whose
+moves are made by a real process of that user (`setpriv`), in folders of
+group 65534 that the group can write, as a team's folders are."""
+
+import json
+import os
+import pathlib
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import TESTDATA, command_env
+from message_parts import assert_four_parts
+from generic_trainer.command import cli_args
+from generic_trainer.command import run as command_run
+from generic_trainer.data.kept import cache as kept_cache
+from generic_trainer.data.kept import folder as kept_folder
+from generic_trainer.errors import UnsafeFolderError
+from generic_trainer.launch import child_process
+from generic_trainer.system import scratch
+
+_NOBODY = 65534
+
+
+def _as_nobody(*command):
+  """Runs `command` as uid and gid 65534, of no other group."""
+  subprocess.run(['setpriv', f'--reuid={_NOBODY}', f'--regid={_NOBODY}',
+                  '--clear-groups', *command], check=True)
+
+
+@pytest.fixture
+def team(tmp_path):
+  """A folder of ours that group 65534 may write (mode 2775), where that
+  user can reach it (pytest's base folder is 0700)."""
+  reachable = tempfile.mkdtemp(prefix='team-', dir='/tmp')
+  os.chmod(reachable, 0o755)
+  path = os.path.join(reachable, 'team')
+  os.mkdir(path)
+  os.chown(path, 0, _NOBODY)
+  os.chmod(path, 0o2775)
+  yield pathlib.Path(path)
+  shutil.rmtree(reachable)
+
+
+def _mode(path):
+  return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_the_cache_folder_and_its_parents_are_made_private_under_umask_002(
+    tmp_path):
+  """The default ~/.cache/tfx-generic-trainer/parsed-rows, made by a
+  training under umask 002: 0700 each, parents included (they were 0775:
+  a group member could put a link in the folder's place)."""
+  code = ('import os\nos.umask(0o002)\n'  # What a store does on entering.
+          'from generic_trainer.data.kept import folder, settings\n'
+          'path = settings.checked_folder(None)\n'
+          'os.close(folder.open_marked(path, "the cache"))\nprint(path)\n')
+  home = tmp_path / 'xdg'
+  done = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                        text=True, env=dict(command_env(),
+                                            XDG_CACHE_HOME=str(home)))
+  assert done.returncode == 0, done.stderr
+  folder = done.stdout.strip()
+  assert folder == str(home / 'tfx-generic-trainer' / 'parsed-rows')
+  for path in (home, home / 'tfx-generic-trainer', folder):
+    assert _mode(path) == 0o700, path
+
+
+def test_a_link_a_group_member_puts_in_place_of_the_cache_is_refused(
+    tmp_path, team):
+  """In a group-writable folder, another user moves the cache aside and
+  puts a link to a folder of ours in its place: refused, naming who made
+  the link; the folder it points to keeps everything."""
+  parent = team
+  victim = tmp_path / 'victim'
+  (victim / 'thesis').mkdir(parents=True)
+  (victim / 'thesis' / 'chapter1.tex').write_text('mine')
+  with kept_cache.SpanCache(str(parent / 'parsed-rows')):
+    pass
+  _as_nobody('sh', '-c', f'mv {parent}/parsed-rows {parent}/aside && '
+             f'ln -s {victim} {parent}/parsed-rows')
+  with pytest.raises(UnsafeFolderError) as info:
+    with kept_cache.SpanCache(str(parent / 'parsed-rows'), budget_bytes=0):
+      pass
+  message = str(info.value)
+  assert message.startswith(
+      f'The parsed rows cache folder {parent}/parsed-rows is a link to '
+      f"'{victim}' made by nobody (uid 65534), not by root (uid 0) who runs "
+      'this')
+  assert_four_parts(message)
+  assert (victim / 'thesis' / 'chapter1.tex').read_text() == 'mine'
+
+
+def test_the_cache_is_used_through_the_folder_it_opened(tmp_path):
+  """The cache folder swapped for a link while a training uses it:
+  eviction works in the folder opened at the start, never in the one the
+  path names by then."""
+  cache = tmp_path / 'rows'
+  victim = tmp_path / 'victim'
+  entry = 'ab' * 20
+  (victim / entry).mkdir(parents=True)  # Entry-like, not ours to remove.
+  (victim / entry / 'blocks.bin').write_text('mine')
+  with kept_cache.SpanCache(str(cache), budget_bytes=0):
+    (cache / ('cd' * 20)).mkdir()  # Half removed: evicted on leaving.
+    os.rename(cache, tmp_path / 'moved')
+    os.symlink(victim, cache)
+  assert (victim / entry / 'blocks.bin').read_text() == 'mine'
+  assert sorted(os.listdir(tmp_path / 'moved')) == [kept_folder.MARKER,
+                                                    kept_folder.DECISIONS]
+
+
+@pytest.mark.parametrize('mode, owner, refused', [
+    (0o2775, 0, 'it is writable by group (mode 2775, no sticky bit)'),
+    (0o0755, _NOBODY, 'it is owned by nobody (uid 65534), not by root'),
+    (0o1777, 0, None), (0o0700, 0, None)])
+def test_tmpdir_is_held_to_the_rule_of_the_output_folder(
+    tmp_path, monkeypatch, mode, owner, refused):
+  """A team's group-writable TMPDIR, or another user's, is refused for
+  scratch, saying what to do; one with the sticky bit (as /tmp), or ours
+  alone, is used."""
+  tmpdir = tmp_path / 'scratch'
+  tmpdir.mkdir()
+  os.chown(tmpdir, owner, _NOBODY)
+  os.chmod(tmpdir, mode)
+  monkeypatch.setenv('TMPDIR', str(tmpdir))
+  monkeypatch.setattr(scratch.tempfile, 'tempdir', None)
+  if refused is None:
+    with scratch.folder('cache') as made:
+      assert os.path.dirname(made) == str(tmpdir)
+    return
+  with pytest.raises(UnsafeFolderError) as info:
+    with scratch.folder('cache'):
+      pass
+  message = str(info.value)
+  assert message.startswith(
+      f'The temporary folder {tmpdir} (TMPDIR) is not safe for scratch '
+      f'folders: {refused}')
+  assert 'export TMPDIR=~/tmp' in message
+  assert_four_parts(message)
+  assert os.listdir(tmpdir) == []
+
+
+@pytest.mark.slow
+def test_a_child_reads_its_request_only_from_a_folder_of_its_own(team):
+  """In a group-writable TMPDIR another user moves a child's scratch
+  folder aside during its start-up and puts a folder with a request of
+  theirs in its place: the child refuses to read it, and writes nothing
+  where that request says (it read the request and reported there)."""
+  folder = team / 'generic-trainer-child-1-abc'
+  folder.mkdir(mode=0o700)
+  request = folder / 'request.json'
+  request.write_text('{}')
+  forged = team / 'forged'
+  pwned = team / 'pwned.json'
+  _as_nobody('sh', '-c', f'mv {folder} {team}/aside && mkdir {folder} && '
+             f"echo '{json.dumps({'request': {}, 'result_path': str(pwned)})}'"
+             f' > {request} && echo > {forged}')
+  done = subprocess.run(
+      [sys.executable, '-m', child_process.CHILD_MODULE, str(request)],
+      capture_output=True, text=True, env=command_env())
+  assert done.returncode == 1
+  assert not pwned.exists()
+  assert (f'The training request {request} is not safe to read: its folder '
+          f'{folder} is owned by uid 65534, not you.') in done.stderr
+  assert_four_parts(done.stderr.strip().splitlines()[-1])
+
+
+def test_a_private_base_model_makes_the_outputs_private(tmp_path):
+  """A model fine-tuned from a base model whose files only its owner may
+  read is written into a 0700 output folder, whatever the data's modes
+  (it was 0755: the new model, made from the private one, readable by
+  all)."""
+  base = tmp_path / 'base'
+  (base / 'variables').mkdir(parents=True)
+  for rel in ('saved_model.pb', 'variables/variables.index'):
+    (base / rel).write_text('')
+    os.chmod(base / rel, 0o600)
+  module = tmp_path / 'mod.py'
+  module.write_text('def run_fn(fn_args):\n  pass\n')
+  data = tmp_path / 'train.csv'
+  data.write_text('a,b\n1,2\n')
+  os.chmod(data, 0o644)
+  request = cli_args.parse(
+      ['--module-file', str(module), '--train-data', str(data),
+       '--output-dir', str(tmp_path / 'out'), '--base-model', str(base),
+       '--parsed-rows-cache', 'off'], 0.0)
+  with command_run.holding_folder(request):
+    assert os.umask(0o077) == 0o077  # What the run writes: 0600, 0700.
+  assert _mode(tmp_path / 'out') == 0o700
+
+
+@pytest.mark.slow
+def test_the_executor_writes_as_privately_as_its_inputs_under_umask_002(
+    trainer_io, penguin_artifacts, tmp_path):
+  """The pipeline's path: examples only their owner may read, umask 002:
+  the Model and ModelRun folders are 0700 and nothing in them is
+  readable or writable by group or others (they were 0775, files 0664)."""
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  examples, _ = penguin_artifacts
+  io = trainer_io(module_file=os.path.join(TESTDATA, 'counts_rows.py'))
+  private = io[0]['examples'][0].__class__()
+  private.uri = str(tmp_path / 'examples')
+  private.split_names = examples.split_names
+  shutil.copytree(examples.uri, private.uri)
+  for folder, _, files in os.walk(private.uri):
+    for name in files:
+      os.chmod(os.path.join(folder, name), 0o600)
+  io[0]['examples'] = [private]
+  for artifact in io[1]['model'] + io[1]['model_run']:
+    os.mkdir(artifact.uri, 0o775)  # As TFX makes them, under umask 002.
+    os.chmod(artifact.uri, 0o775)
+  mask = os.umask(0o002)
+  try:
+    GenericExecutor().Do(*io)
+  finally:
+    os.umask(mask)
+  for artifact in io[1]['model'] + io[1]['model_run']:
+    assert _mode(artifact.uri) == 0o700, artifact.uri
+    for folder, dirs, files in os.walk(artifact.uri):
+      for name in dirs + files:
+        path = os.path.join(folder, name)
+        assert not _mode(path) & 0o077, (path, oct(_mode(path)))
