@@ -120,8 +120,10 @@ def main(argv=None):
           [data['train'] + '/*'], config, names, label, 256, 1, False,
           cache=False, kept=(store, shared)):
         pass
+    # Each entry is a folder; the store's own files (its records, its
+    # CACHEDIR.TAG marker) are not entries.
     entries = [os.path.join(tmp, n) for n in os.listdir(tmp)
-               if not n.endswith('.json')]
+               if os.path.isdir(os.path.join(tmp, n))]
     result['kept_bytes'] = sum(os.path.getsize(
         os.path.join(e, kept_entry.BLOCKS)) for e in entries)
 
