@@ -81,7 +81,7 @@ def _parse_fresh(argv, cwd):
     ({'--eval-steps': ['0']},
      '--eval-steps must be a positive integer, the number of eval batches. '
      "Received: --eval-steps='0'. Leave --eval-steps out to evaluate on all "
-     'the eval data.'),
+     'the eval data (a run_fn: on the eval rows once in batches of 32).'),
     ({'--hparams': ['{{learning_rate: 0.1}}']},
      '--hparams must be a JSON object such as \'{{"learning_rate": 0.01}}\'. '
      "Received: --hparams='{{learning_rate: 0.1}}', which is not JSON "
