@@ -53,7 +53,9 @@ class GenericExecutor(base_executor.BaseExecutor):
   SIGTERM during `Do` (a pod deleted or preempted) stops the training at
   the next step, saves that step in the resume checkpoint, publishes
   nothing and raises PreemptedError; the same execution again resumes
-  there (`generic_trainer.system.preemption`).
+  there (`generic_trainer.system.preemption`). Outside a TrainSpec's steps
+  (a `run_fn`, reading the data, the export) it raises PreemptedError
+  where `Do` is, saying where the run was and its last resume checkpoint.
   """
 
   def __init__(self, context: Optional[base_executor.BaseExecutor.Context]
@@ -67,7 +69,7 @@ class GenericExecutor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    with preemption.handling():
+    with preemption.handling(), preemption.stopping_anywhere():
       self._do(input_dict, output_dict, exec_properties)
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
