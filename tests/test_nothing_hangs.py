@@ -3,7 +3,7 @@ command, a training that waits on something is said and ended at the stall
 limit in its own process, and SIGTERM anywhere ends with where the run
 was, what was saved and the command that resumes (issue 49, part 3)."""
 
-import _thread
+import contextlib
 import math
 import os
 import re
@@ -31,6 +31,24 @@ def _command(train, out, *extra):
           '--output-dir', str(out), '--steps', '3', *extra]
 
 
+@contextlib.contextmanager
+def _fails_after(seconds):
+  """A block still running after `seconds` fails the test: a SIGUSR1 to
+  this thread wakes what waits and raises pytest's failure there, which
+  no `except Exception` of the code under test catches."""
+  def fail(signum, frame):  # pylint: disable=unused-argument
+    pytest.fail(f'still running after {seconds} s')
+  before = signal.signal(signal.SIGUSR1, fail)
+  timer = threading.Timer(seconds, signal.pthread_kill,
+                          (threading.get_ident(), signal.SIGUSR1))
+  timer.start()
+  try:
+    yield
+  finally:
+    timer.cancel()
+    signal.signal(signal.SIGUSR1, before)
+
+
 def _wait_for(condition, process, timeout=TIMEOUT_S):
   deadline = time.monotonic() + timeout
   while not condition():
@@ -50,13 +68,8 @@ def test_a_tutorial_run_fn_ends_its_evaluation_without_eval_steps(
   from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
   argv = _command(penguin_csvs[0], out)
-  # An evaluation that never ends fails the test, as Ctrl-C would (130).
-  interrupt = threading.Timer(TIMEOUT_S, _thread.interrupt_main)
-  interrupt.start()
-  try:
+  with _fails_after(TIMEOUT_S):  # An evaluation that never ends.
     status = cli.main(argv)
-  finally:
-    interrupt.cancel()
   err = capsys.readouterr().err
   assert status == 0, err[-3000:]
   rows = sum(1 for _ in tf.data.TFRecordDataset(
@@ -72,26 +85,23 @@ def test_a_tutorial_run_fn_ends_its_evaluation_without_eval_steps(
 
 @pytest.mark.slow
 def test_a_run_fn_that_blocks_is_said_and_ended_at_the_stall_limit(
-    tmp_path, penguin_csvs):
+    tmp_path, penguin_csvs, monkeypatch, capsys):
   """A run_fn whose callback waits forever in on_test_batch_end, under the
   one-process command: within seconds of the stall limit
-  (GENERIC_TRAINER_STALL_S=3) the command ends with a message that says
+  (GENERIC_TRAINER_STALL_S=3) the command exits 1 with a message that says
   where the training is, what it waits in and the setting."""
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(STALL_LIMIT_ENV, '3')
+  monkeypatch.delenv(HEARTBEAT_FILE_ENV, raising=False)
   out = tmp_path / 'out'
-  argv = _command(penguin_csvs[0], out, '--hparams', '{"eval": "block"}')
-  process = subprocess.Popen(
-      [sys.executable, '-m', 'generic_trainer', *argv],
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      env=dict(command_env(), **{STALL_LIMIT_ENV: '3'}), cwd=REPO)
-  try:
-    _wait_for((out / 'run' / 'evaluating').exists, process)
-    blocked = time.monotonic()
-    _, err = process.communicate(timeout=TIMEOUT_S)
-  finally:
-    process.kill()  # Gone already, unless the test failed.
-  ended_after = time.monotonic() - blocked
-  assert process.returncode == 1, err[-3000:]
-  assert ended_after < 3 + 15, ended_after  # The limit, a loaded machine.
+  with _fails_after(TIMEOUT_S):
+    status = cli.main(_command(penguin_csvs[0], out, '--hparams',
+                               '{"eval": "block"}'))
+  ended = time.time()
+  err = capsys.readouterr().err
+  assert status == 1, err[-3000:]
+  blocked_after = ended - os.path.getmtime(out / 'run' / 'evaluating')
+  assert blocked_after < 3 + 15, blocked_after  # The limit; a loaded machine.
   message = err.split('generic-trainer: TrainingProcessError: ', 1)[1]
   assert re.match(
       r'The run_fn made no progress for [34] s, at epoch 1, evaluating '
@@ -103,6 +113,29 @@ def test_a_run_fn_that_blocks_is_said_and_ended_at_the_stall_limit(
       r'3 s \(GENERIC_TRAINER_STALL_S\)', message), message
   assert not missing_parts(message), message
   assert not (out / 'model').exists()
+
+
+@pytest.mark.slow
+def test_a_pipeline_execution_that_blocks_is_ended_at_the_stall_limit(
+    trainer_io, monkeypatch):
+  """GenericExecutor.Do, training in the pipeline's own process: the same
+  watch ends a run_fn that waits forever, with the same message, and
+  nothing is published."""
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(STALL_LIMIT_ENV, '2')
+  monkeypatch.delenv(HEARTBEAT_FILE_ENV, raising=False)
+  io = trainer_io(train_steps=3, eval_steps=2, module_file=TUTORIAL,
+                  custom_config='{"eval": "block"}')
+  with _fails_after(TIMEOUT_S), pytest.raises(
+      errors.TrainingProcessError) as raised:
+    GenericExecutor().Do(*io)
+  message = str(raised.value)
+  assert re.match(
+      r'The run_fn made no progress for [23] s, at epoch 1, evaluating '
+      r'batch 1 after step 3: its thread waits at wait \(', message), message
+  assert '`threading.Event().wait()`' in message
+  assert not os.path.exists(os.path.join(io[1]['model'][0].uri,
+                                         'Format-Serving'))
 
 
 @pytest.mark.slow

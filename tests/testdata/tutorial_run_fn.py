@@ -6,7 +6,8 @@ validation would never end.
 
 It records what it got and did in `model_run_dir/evaluation.json`
 (`eval_steps`, the eval batches of the pass) and writes `evaluating` there
-at the first eval batch. `hyperparameters` choose a variant: `{"eval":
+at the first eval batch. `hyperparameters` (or `custom_config`) choose a
+variant: `{"eval":
 "endless"}` passes validation_steps=None whatever it got; `{"eval":
 "block"}` waits forever in `on_test_batch_end` (a callback that blocks).
 """
@@ -75,7 +76,8 @@ def run_fn(fn_args):
                             schema, _TRAIN_BATCH_SIZE)
   eval_dataset = _input_fn(fn_args.eval_files, fn_args.data_accessor,
                            schema, _EVAL_BATCH_SIZE)
-  variant = (fn_args.hyperparameters or {}).get('eval')
+  variant = (fn_args.hyperparameters or fn_args.custom_config or {}).get(
+      'eval')
   os.makedirs(fn_args.model_run_dir, exist_ok=True)
   evaluation = _Evaluation(fn_args.model_run_dir, variant == 'block')
   model = _make_keras_model()
