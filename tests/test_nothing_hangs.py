@@ -209,6 +209,24 @@ def test_the_watch_ends_a_training_that_waits_on_the_main_thread(
   assert signal.getsignal(signal.SIGALRM) == before
 
 
+def test_an_interruption_caught_by_user_code_is_said(monkeypatch, caplog):
+  """User code that catches the interruption and waits again is said in a
+  warning soon after (not a limit later), with why it was not ended."""
+  from generic_trainer.launch import stall_watch  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(STALL_LIMIT_ENV, '1')
+  monkeypatch.delenv(HEARTBEAT_FILE_ENV, raising=False)
+  with stall_watch.watching_here('the run_fn'):
+    try:
+      time.sleep(20)
+    except errors.TrainingProcessError:
+      pass  # What user code with a broad `except` does.
+    time.sleep(2.5)
+  [warning] = [r.getMessage() for r in caplog.records
+               if 'made no progress' in r.getMessage()][:1]
+  assert ('It is not ended from here: it was interrupted once already, and '
+          'waits still') in warning, warning
+
+
 def test_the_watch_says_what_it_cannot_end(monkeypatch, caplog):
   """A training outside the main thread (which alone takes signals) that
   waits past the stall limit is said in a warning, with why it is not

@@ -30,8 +30,9 @@ the main thread it then ends the training as a parent would: a SIGALRM
 raises TrainingProcessError where it waits (nothing is published, the
 resume checkpoint keeps the last step saved). Where it cannot (another
 thread trains, a debugger traces it, the signal's handler is not ours,
-the error was caught or native code never returns), it logs the same
-message as a warning, again after every further limit. It stands down
+the error was caught or native code never returns: said
+`UNANSWERED_S` after the signal), it logs the same message as a warning,
+again after every further limit. It stands down
 once SIGTERM arrived (`preemption` ends the training then). A reading
 costs ~0.1 ms (measured: 0.09 ms median on a Keras fit, 2 cores).
 
@@ -182,6 +183,9 @@ TICK_S = 1.0  # How often the watch of a training in its own process reads.
 # CPU seconds a second that count as work: a process that waits uses ~0
 # (measured: a Keras evaluation blocked in a callback, 0.000-0.001 s).
 BUSY_CPU_S = 0.01
+# A training interrupted for a stall that still waits this long after (the
+# signal's handler never ran: native code) is said in a warning at once.
+UNANSWERED_S = 5.0
 
 
 @contextlib.contextmanager
@@ -248,6 +252,7 @@ class _HereWatch:
     self._progressed = self._said = self._said_eval = now
     self._cpu_then = self._cpu  # At the last progress.
     self._evaluating = (None, now)  # (the evaluation pass, since when)
+    self._warned = False  # Said in a warning since it was interrupted.
     while not self._stopped.wait(TICK_S):
       if preemption.requested() or not self._tick():
         return
@@ -271,12 +276,17 @@ class _HereWatch:
         self._said_eval = now
         progress.log().warning(endless_evaluation_message(
             self.what, at, now - self._evaluating[1], self.seconds))
-    if now - max(self._progressed, self._said) < self.seconds:
+    ended_in_vain = (self.message is not None and not self._warned and
+                     self._progressed < self._said and
+                     now - self._said >= min(UNANSWERED_S, self.seconds))
+    if now - max(self._progressed, self._said) < self.seconds and (
+        not ended_in_vain):
       return True
     self._said = now
     message = stall_message(self.what, at, frame, now - self._progressed,
                             used - self._cpu_then, self.seconds)
     why_not = self._why_not_ended(frame)
+    self._warned = why_not is not None
     if why_not is None:
       with self._lock:
         if not self._stopped.is_set():
