@@ -269,6 +269,9 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
   assert f'  model:  {out}/model\n' in proc.stdout
   assert 'epoch 5 done after' in proc.stderr  # --progress lines
   assert 'Traceback' not in proc.stderr
+  # No --eval-steps: a TrainSpec evaluates on all the eval data (its eval
+  # dataset ends); only a run_fn is given eval steps.
+  assert 'Eval steps of a run_fn' not in proc.stderr
 
 
 @pytest.mark.slow
