@@ -42,7 +42,8 @@ class ServingCheckError(ExportValidationError):
 
 
 class TrainingProcessError(GenericTrainerError, RuntimeError):
-  """The child process that ran training died without reporting an error."""
+  """The child process that ran training died without reporting an error,
+  or a training stalled (no progress for the stall limit) and was ended."""
 
 
 class SpecError(GenericTrainerError, ValueError):
@@ -61,7 +62,16 @@ class CheckpointError(GenericTrainerError, RuntimeError):
 class PreemptedError(GenericTrainerError, RuntimeError):
   """SIGTERM stopped the training at a step boundary; a resume checkpoint
   of that step was written and nothing was published. The same run, started
-  again, resumes there."""
+  again, resumes there.
+
+  Attributes:
+    reached: Where the run was ('at step 7 (epoch 2, batch 2)', 'at epoch
+      1, evaluating batch 812 of the run_fn's Keras fit'), or None.
+  """
+
+  def __init__(self, message: str = '', reached=None):
+    super().__init__(message)
+    self.reached = reached
 
 
 class StorageError(GenericTrainerError, OSError):

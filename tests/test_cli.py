@@ -81,7 +81,7 @@ def _parse_fresh(argv, cwd):
     ({'--eval-steps': ['0']},
      '--eval-steps must be a positive integer, the number of eval batches. '
      "Received: --eval-steps='0'. Leave --eval-steps out to evaluate on all "
-     'the eval data.'),
+     'the eval data (a run_fn: on the eval rows once in batches of 32).'),
     ({'--hparams': ['{{learning_rate: 0.1}}']},
      '--hparams must be a JSON object such as \'{{"learning_rate": 0.01}}\'. '
      "Received: --hparams='{{learning_rate: 0.1}}', which is not JSON "
@@ -271,6 +271,9 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
   assert f'  model:  {out}/model\n' in proc.stdout
   assert 'epoch 5 done after' in proc.stderr  # --progress lines
   assert 'Traceback' not in proc.stderr
+  # No --eval-steps: a TrainSpec evaluates on all the eval data (its eval
+  # dataset ends); only a run_fn is given eval steps.
+  assert 'Eval steps of a run_fn' not in proc.stderr
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -134,6 +135,11 @@ def test_sigterm_saves_the_step_and_the_command_resumes_there(
           'training again (the same command, or the pipeline on the same '
           f'inputs): it resumes at step {point["step"]}, repeating no step.'
           ) in err
+  # The last line: where it stopped, what holds it, the command that resumes.
+  assert err.rstrip('\n').rsplit('\n', 1)[-1] == (
+      f'generic-trainer: stopped by SIGTERM at {where}; the resume checkpoint '
+      f'in {checkpoint} holds {where}. To resume there, run the same command: '
+      + shlex.join(['generic-trainer', *command[3:]]))
   assert not (out / 'model').exists()
 
   second = subprocess.run(command, capture_output=True, text=True,
@@ -222,5 +228,11 @@ def test_sigterm_while_user_code_blocks_leaves_with_the_last_checkpoint(
           'training reached no step boundary since: user code blocks') in err
   assert (f'It leaves with the last resume checkpoint: '
           f'step {point["step"]}') in err
+  last = err.rstrip('\n').rsplit('\n', 1)[-1]
+  assert re.fullmatch(
+      r'generic-trainer: stopped by SIGTERM at epoch \d+, step \d+ of TrainSpec '
+      r"BlockingPenguinSpec's Keras fit; the resume checkpoint in "
+      + re.escape(f'{checkpoint} holds step {point["step"]} ') + r'.*'
+      r'To resume there, run the same command: generic-trainer .*', last), last
   assert not (out / 'model').exists()
   assert not os.listdir(tmp), os.listdir(tmp)

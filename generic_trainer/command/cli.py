@@ -22,7 +22,10 @@ starts over.
 
 SIGTERM (a preemption) stops the training at the next step, saves that
 step in the resume checkpoint and exits with 143; the same command resumes
-there (`generic_trainer.system.preemption`).
+there (`generic_trainer.system.preemption`). Anywhere else (a `run_fn`'s
+own loop, reading the data, the export) it stops the run where it is and
+exits 143 too. Either way the last line of stderr says where the run was,
+whether a resume checkpoint holds it and the command that resumes.
 
 Exit status: 0 trained, validated and published; 1 the run failed (the
 module, the data, the spec, the training or the export; the message says
@@ -51,6 +54,7 @@ def _process_start() -> float:
 _STARTED = _process_start()  # Before any other import.
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+import shlex
 import sys
 import tempfile
 import traceback
@@ -72,6 +76,7 @@ from generic_trainer.command.cli_args import Request
 from generic_trainer.command.layout import Layout
 from generic_trainer.system import keras_env
 from generic_trainer.command.cli_args import PROG
+from generic_trainer.launch import stall_watch
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 
@@ -92,6 +97,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(argv: Optional[Sequence[str]]) -> int:
   try:
     request = cli_args.parse(argv, started=_STARTED)
+    stall_watch.limit()  # A wrong GENERIC_TRAINER_STALL_S, refused now.
   except InvalidArgumentError as e:
     print(f'{PROG}: error: {e}', file=sys.stderr)
     return 2
@@ -101,32 +107,34 @@ def _main(argv: Optional[Sequence[str]]) -> int:
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   checkpoint, resuming = None, False
   try:
-    if request.run_fn is None:
-      module_loader.check_module_source(request.module_file)
-    # The training's modules import TensorFlow: they load once the flags
-    # and the module's source are checked (`--help`, `--version`, a wrong
-    # flag and a module that does not parse stay light); TensorFlow first,
-    # in the Keras the flags chose, without its start-up lines, and none
-    # of them with the FutureWarnings their imports print (a Google
-    # client's).
-    keras_env.choose_before_import(request.keras_version, request.backend)
-    with console.quiet_warnings():
-      console.import_tensorflow()
-      # Inside: the training's modules, above, once the flags are checked.
-      from generic_trainer.command import run as command_run
-    with command_run.holding_folder(request):  # Before saying anything.
-      checkpoint = command_run.checkpoint_dir(request)
-      resuming = request.resume and Layout.holds_checkpoint(checkpoint)
-      if resuming:
-        print(f'Resuming from the checkpoint an earlier run left in '
-              f'{checkpoint} (--no-resume starts over).', flush=True)
-      print(holdout.plan(request.eval_data, request.eval_on_train),
-            flush=True)
-      with console.command_lines(), console.quiet_warnings():
-        outcome = command_run.run(request, checkpoint)
+    with preemption.stopping_anywhere():  # SIGTERM anywhere: 143, said.
+      if request.run_fn is None:
+        module_loader.check_module_source(request.module_file)
+      # The training's modules import TensorFlow: they load once the flags
+      # and the module's source are checked (`--help`, `--version`, a
+      # wrong flag and a module that does not parse stay light);
+      # TensorFlow first, in the Keras the flags chose, without its
+      # start-up lines, and none of them with the FutureWarnings their
+      # imports print (a Google client's).
+      keras_env.choose_before_import(request.keras_version, request.backend)
+      with console.quiet_warnings():
+        console.import_tensorflow()
+        # Inside: the training's modules, above, once the flags are checked.
+        from generic_trainer.command import run as command_run
+      with command_run.holding_folder(request):  # Before saying anything.
+        checkpoint = command_run.checkpoint_dir(request)
+        resuming = request.resume and Layout.holds_checkpoint(checkpoint)
+        if resuming:
+          print(f'Resuming from the checkpoint an earlier run left in '
+                f'{checkpoint} (--no-resume starts over).', flush=True)
+        print(holdout.plan(request.eval_data, request.eval_on_train),
+              flush=True)
+        with console.command_lines(), console.quiet_warnings():
+          outcome = command_run.run(request, checkpoint)
   except PreemptedError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
     _say_earlier_model_kept(request)
+    print(_stopped_line(request, checkpoint, e, argv), file=sys.stderr)
     return PREEMPTED_EXIT_CODE
   except GenericTrainerError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
@@ -192,6 +200,34 @@ def _say_earlier_model_kept(request: Request) -> None:
   if os.path.isdir(model):
     print(f'{PROG}: the model an earlier run published in {model} is '
           'unchanged.', file=sys.stderr)
+
+
+def _stopped_line(request: Request, checkpoint: Optional[str],
+                  error: PreemptedError,
+                  argv: Optional[Sequence[str]]) -> str:
+  """The last line after a SIGTERM: where the run was, whether a resume
+  checkpoint holds it, and the command that resumes (this one, without
+  --no-resume)."""
+  reached = error.reached or 'during the run'
+  args = list(sys.argv[1:] if argv is None else argv)
+  command = shlex.join([PROG] + [a for a in args if a != '--no-resume'])
+  point = None
+  if checkpoint and Layout.holds_checkpoint(checkpoint):
+    # Inside: the checkpoint's reader imports TensorFlow, which a run that
+    # left a checkpoint has imported already; --help stays light.
+    from generic_trainer import resume  # pylint: disable=g-import-not-at-top
+    try:
+      point = resume.describe(checkpoint) or 'what the run_fn saved'
+    except GenericTrainerError:
+      point = None
+  if point:
+    return (f'{PROG}: stopped by SIGTERM {reached}; the resume checkpoint '
+            f'in {checkpoint} holds {point}. To resume there, run the same '
+            f'command: {command}')
+  return (f'{PROG}: stopped by SIGTERM {reached}; no resume checkpoint '
+          'holds it (a run_fn writes one with generic_trainer.resume.'
+          'keras_callback). To start again, run the same command: '
+          f'{command}')
 
 
 def _resume_hint(request: Request, checkpoint: Optional[str]) -> str:

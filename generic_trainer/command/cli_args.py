@@ -58,8 +58,8 @@ exit status:
        says what to do, and an earlier model stays as it was
   2    the command line is wrong
   130  interrupted (Ctrl-C); nothing published, the same command resumes
-  143  stopped by SIGTERM (a preemption); the step saved, the same command
-       resumes
+  143  stopped by SIGTERM (a preemption); the last line says where, what
+       was saved and the command that resumes
 
 OUTPUT_DIR gets model/ (only once validated), run/ (history.json,
 tensorboard/, train_result.json), data/ and schema/schema.pbtxt; a run
@@ -153,7 +153,8 @@ def _parser() -> argparse.ArgumentParser:
   add('--steps', metavar='N', help='train steps (default: one pass over the '
       'train data per epoch)')
   add('--eval-steps', metavar='N', help='eval steps (default: all the eval '
-      'data)')
+      "data for a TrainSpec; a run_fn's fn_args.eval_steps is the eval rows "
+      "/ 32, Keras's default batch size, and the command says how many)")
   add('--hparams', metavar='JSON', help="hyperparameters, a JSON object: "
       "'{\"learning_rate\": 0.01}' (fn_args.hyperparameters, spec.hparams)")
   add('--keras-version', metavar='{keras3,tf_keras}',
@@ -325,7 +326,8 @@ def parse(argv: Optional[Sequence[str]],
                           'steps', 'read the train data once per epoch'),
       eval_steps=_positive_int('--eval-steps', ns.eval_steps, 'the number '
                                'of eval batches', 'evaluate on all the eval '
-                               'data'),
+                               'data (a run_fn: on the eval rows once in '
+                               'batches of 32)'),
       hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
       keras_version=ns.keras_version, backend=ns.backend,
       num_workers=num_workers, interactive=PROGRESS[ns.progress],

@@ -11,6 +11,15 @@ proportion. `--eval-data train` evaluates on the train data on purpose;
 
 `evaluation` describes the choice; it goes to the command's output and to
 `train_result.json` (its `evaluation` entry).
+
+A `run_fn` given no `--eval-steps` gets a finite `fn_args.eval_steps`
+(`run_fn_eval_steps`): TFX's tutorial `run_fn`s repeat their eval dataset
+(TFXIO's `num_epochs=None`, or `.repeat()`) and pass
+`validation_steps=fn_args.eval_steps`, which None would make an
+evaluation that never ends. The batch size the `run_fn` reads the eval
+data in is its own, unknown before it runs; the steps are the eval rows
+once in batches of `DEFAULT_BATCH`, Keras's own default. A TrainSpec, whose
+eval dataset ends, evaluates on all the eval data.
 """
 
 import hashlib
@@ -22,6 +31,9 @@ from generic_trainer.data import tfrecords
 from generic_trainer.data import local_files
 from generic_trainer.system.lazy import tf
 
+# Keras's batch size when none is given (`Model.fit`, `Model.evaluate`):
+# the batches a run_fn's default eval steps are counted in.
+DEFAULT_BATCH = 32
 # CsvExampleGen's default output config: {train: 2, eval: 1} hash buckets.
 TRAIN_BUCKETS, EVAL_BUCKETS = 2, 1
 HELD_OUT = 'held_out'
@@ -115,3 +127,27 @@ def plan(eval_files, eval_on_train: bool) -> str:
           "hash split of the rows, as CsvExampleGen's default 2:1; the same "
           'rows every run). --eval-data FILES evaluates on other files, '
           '--eval-data train on the train data.')
+
+
+def eval_rows(entry: Dict[str, Any], eval_files: List[str]) -> int:
+  """The rows of the eval split: known for a held-out split (`entry`, from
+  `evaluation`), else counted in `eval_files` (TFRecords)."""
+  if entry.get('eval_rows') is not None:
+    return entry['eval_rows']
+  return tfrecords.count(eval_files)
+
+
+def run_fn_eval_steps(rows: int) -> int:
+  """A run_fn's `fn_args.eval_steps` without --eval-steps: the `rows` eval
+  rows once, in batches of `DEFAULT_BATCH` (at least one step)."""
+  return max(1, -(-rows // DEFAULT_BATCH))
+
+
+def eval_steps_line(steps: int, rows: int) -> str:
+  """What the command says of the eval steps it gave a run_fn."""
+  return (f'Eval steps of a run_fn: fn_args.eval_steps={steps}, as '
+          f'--eval-steps was not given: the {rows} eval rows once in '
+          f"batches of {DEFAULT_BATCH}, Keras's default batch size (a run_fn "
+          'reading other batch sizes evaluates on more or fewer rows; a '
+          'repeating eval dataset would never end with None). --eval-steps '
+          'N sets it.')

@@ -59,6 +59,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import console
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
+from generic_trainer.system import progress
 from generic_trainer.system.lazy import standard_artifacts
 from generic_trainer.system.lazy import standard_component_specs as keys
 from generic_trainer.training import attempt
@@ -189,13 +190,15 @@ def _run_holding_folder(request: Request,
   try:
     splits, evaluation = _write_inputs(request, layout,
                                        getattr(entry, 'train_spec', None))
+    eval_steps = _eval_steps(request, plan, entry, evaluation, splits)
     record = {'evaluation': evaluation}
     missing = local_files.missing_values(layout.data)
     if missing:  # And what was read as missing.
       record['missing_values'] = missing
     staged = StagedExport(layout.publishing, keep_dir=layout.run)
     published = attempt.run(
-        _training_request(request, layout, splits, staged, plan, record),
+        _training_request(request, layout, splits, staged, plan, record,
+                          eval_steps),
         entry, attempt.Publication(staged, lambda: attempt.ExportChecks(
             eval_files=splits['eval'], schema_path=layout.schema,
             base_model=request.base_model,
@@ -210,6 +213,22 @@ def _run_holding_folder(request: Request,
           f'`{request.run_fn or RUN_FN_KEY}`')
   return Outcome(name, published.trained, published.report, layout,
                  evaluation)
+
+
+def _eval_steps(request: Request, plan: plan_lib.TrainingPlan, entry,
+                evaluation: Dict[str, Any], splits) -> Optional[int]:
+  """The eval steps of the training: --eval-steps; else, for a run_fn (or
+  an entry point this process did not load), `holdout.run_fn_eval_steps`
+  of the eval rows, said in a line; else (a TrainSpec) None: all the eval
+  data."""
+  if request.eval_steps is not None:
+    return request.eval_steps
+  if plan.spec_class or getattr(entry, 'train_spec', None) is not None:
+    return None
+  rows = holdout.eval_rows(evaluation, splits['eval'])
+  steps = holdout.run_fn_eval_steps(rows)
+  progress.log().info(holdout.eval_steps_line(steps, rows))
+  return steps
 
 
 def _settings(request: Request) -> Dict[str, Any]:
@@ -278,12 +297,13 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
 
 
 def _training_request(request: Request, layout: Layout, splits, staged,
-                      plan: plan_lib.TrainingPlan,
-                      record: Dict[str, Any]) -> TrainingRequest:
+                      plan: plan_lib.TrainingPlan, record: Dict[str, Any],
+                      eval_steps: Optional[int] = None) -> TrainingRequest:
   """The training request of the command: its inputs as local files (what
   a TrainSpec trains on, without TFX) and, unless the plan knows the entry
   point is a TrainSpec, as the component's artifacts under the folder too
-  (a `run_fn` gets the component's FnArgs, unchanged)."""
+  (a `run_fn` gets the component's FnArgs, its `eval_steps` those of
+  `_eval_steps`)."""
   local_inputs = dict(
       train_files=[paths.as_pattern(f) for f in splits['train']],
       eval_files=[paths.as_pattern(f) for f in splits['eval']],
@@ -292,16 +312,17 @@ def _training_request(request: Request, layout: Layout, splits, staged,
       hyperparameters=request.hparams, base_model=request.base_model,
       **(request.parsed_rows.fn_args_fields() if request.parsed_rows else {}))
   artifacts = ({}, {}, {}) if plan.spec_class else _artifacts(
-      request, layout, splits)
+      request, layout, splits, eval_steps)
   return TrainingRequest(
       *artifacts, staged.serving_dir, staged.eval_dir, plan,
       local_inputs=local_inputs, interactive=request.interactive,
       started=request.started, record=record)
 
 
-def _artifacts(request: Request, layout: Layout, splits):
+def _artifacts(request: Request, layout: Layout, splits,
+               eval_steps: Optional[int]):
   """(input_dict, output_dict, exec_properties) of the component, on
-  artifacts in the output folder."""
+  artifacts in the output folder; `eval_args.num_steps` is `eval_steps`."""
   examples = local_files.examples_artifact(layout.data, splits)
   input_dict = {keys.EXAMPLES_KEY: [examples],
                 keys.SCHEMA_KEY: [_artifact(standard_artifacts.Schema,
@@ -324,7 +345,7 @@ def _artifacts(request: Request, layout: Layout, splits):
       keys.TRAIN_ARGS_KEY: json.dumps(
           {'num_steps': request.steps} if request.steps else {}),
       keys.EVAL_ARGS_KEY: json.dumps(
-          {'num_steps': request.eval_steps} if request.eval_steps else {}),
+          {'num_steps': eval_steps} if eval_steps else {}),
       keys.CUSTOM_CONFIG_KEY: 'null'}
   return input_dict, output_dict, exec_properties
 

@@ -61,7 +61,9 @@ class GenericExecutor(base_executor.BaseExecutor):
   SIGTERM during `Do` (a pod deleted or preempted) stops the training at
   the next step, saves that step in the resume checkpoint, publishes
   nothing and raises PreemptedError; the same execution again resumes
-  there (`generic_trainer.system.preemption`).
+  there (`generic_trainer.system.preemption`). Outside a TrainSpec's steps
+  (a `run_fn`, reading the data, the export) it raises PreemptedError
+  where `Do` is, saying where the run was and its last resume checkpoint.
   """
 
   def __init__(self, context: Optional[base_executor.BaseExecutor.Context]
@@ -76,9 +78,10 @@ class GenericExecutor(base_executor.BaseExecutor):
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
     # What it writes is as private as its inputs, as the command's.
-    with preemption.handling(), output_folder.as_private_as(
-        _uris(input_dict, _PRIVACY_INPUTS),
-        _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
+    with preemption.handling(), preemption.stopping_anywhere(), \
+        output_folder.as_private_as(
+            _uris(input_dict, _PRIVACY_INPUTS),
+            _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
       self._do(input_dict, output_dict, exec_properties)
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:

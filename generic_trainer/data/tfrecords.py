@@ -95,6 +95,11 @@ def read_error(path: str, whole: bool = True):
   return None
 
 
+def count(paths: List[str]) -> int:
+  """The records of the TFRecord files `paths`, read to their ends."""
+  return sum(1 for path in paths for _ in records(path))
+
+
 def first_record(path: str):
   """The first record of a TFRecord file (bytes), or None when it has none."""
   return next(records(path), None)

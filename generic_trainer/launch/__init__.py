@@ -10,7 +10,8 @@ another Keras backend (`child_process`, whose program is
 `private_network`). `cluster_environment` finds which cluster this process
 is in (alone, a local group, TF_CONFIG, a JobSet), one class per
 environment, and sets what a member needs while it trains. `stall_watch`
-ends a child or a group that is alive but makes no step.
+ends a child or a group that is alive but makes no step, and a training in
+its own process that waits on something.
 
 May import: `fnargs`, `plan` and the layers below them, and the base.
 Never `training`, `export_checks`, `publication` or the entry points.

@@ -16,7 +16,10 @@ A TrainSpec trains here through `loop.runner` on FnArgs from local files
 from the artifacts (`fnargs.fn_args`); a `run_fn` gets TFX's FnArgs from
 the artifacts, its data accessor keeping parsed rows where a store is set
 (`data.kept`). Every call into user code is guarded (`usercode.guard`)
-and the threads it leaves cannot hold the process (`stray_threads`).
+and the threads it leaves cannot hold the process (`stray_threads`); a
+training here that no parent watches is watched for a stall
+(`stall_watch.watching_here`), and a SIGTERM says what trained and its
+last resume checkpoint (`preemption.training`).
 While it trains, the process has what its cluster needs set
 (`cluster_environment.entered`: TF_CONFIG, the shared stop file).
 
@@ -36,10 +39,13 @@ from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.launch import child_process
 from generic_trainer.launch import cluster_environment
 from generic_trainer.launch import local_cluster
+from generic_trainer.launch import stall_watch
 from generic_trainer.loop import train_result
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
+from generic_trainer import resume
+from generic_trainer.system import preemption
 from generic_trainer.trainspec import member_checks
 from generic_trainer.usercode import stray_threads
 from generic_trainer.usercode.guard import user_code
@@ -87,26 +93,41 @@ def _here(request: TrainingRequest, entry) -> None:
   if spec is not None and low < high:  # Every size the group may take.
     member_checks.check_batch_split(getattr(spec, 'batch_size', None),
                                     range(low, high + 1))
-  fn_args = (local.from_request(request)
-             if spec is not None and request.local_inputs is not None
-             else _fn_args_from_artifacts(request))
-  hparams = {'hparams': getattr(fn_args, 'hyperparameters', None),
-             'hparams_setting': request.plan.entry_point.hparams}
-  threads = set(threading.enumerate())
+  what = f'TrainSpec {spec.__name__}' if spec is not None else (
+      f'the {RUN_FN_KEY}')
+  checkpoint_dir = request.plan.checkpoint_dir
+  with stall_watch.watching_here(what), preemption.training(
+      what, lambda: _where_saved(checkpoint_dir)):
+    fn_args = (local.from_request(request)
+               if spec is not None and request.local_inputs is not None
+               else _fn_args_from_artifacts(request))
+    hparams = {'hparams': getattr(fn_args, 'hyperparameters', None),
+               'hparams_setting': request.plan.entry_point.hparams}
+    threads = set(threading.enumerate())
+    try:
+      if spec is not None:  # Its runner keeps its parsed rows itself.
+        with user_code(what, source, wrap=request.plan.wraps_user_errors,
+                       **hparams):
+          entry(fn_args, interactive=request.interactive,
+                started=request.started, record=request.record)
+      else:
+        with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source,
+                                                           **hparams):
+          entry(_keeping(fn_args, kept))
+        if kept is not None:
+          kept.log_decisions()
+    finally:  # Failed or not, its threads cannot hold the process.
+      stray_threads.release(threads, source)
+
+
+def _where_saved(checkpoint_dir: Optional[str]) -> str:
+  """'step 7 (epoch 2, batch 2) in /ckpt' (the end of epoch 2, for a
+  run_fn's Keras BackupAndRestore), or '' when none was saved."""
   try:
-    if spec is not None:  # Its runner keeps its parsed rows itself.
-      with user_code(f'TrainSpec {spec.__name__}', source,
-                     wrap=request.plan.wraps_user_errors, **hparams):
-        entry(fn_args, interactive=request.interactive,
-              started=request.started, record=request.record)
-    else:
-      with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source,
-                                                         **hparams):
-        entry(_keeping(fn_args, kept))
-      if kept is not None:
-        kept.log_decisions()
-  finally:  # Failed or not, its threads cannot hold the process.
-    stray_threads.release(threads, source)
+    point = resume.describe(checkpoint_dir)
+  except Exception:  # pylint: disable=broad-except
+    return ''  # Said while the process ends: never a second error.
+  return f'{point} in {checkpoint_dir}' if point else ''
 
 
 def _fn_args_from_artifacts(request: TrainingRequest):

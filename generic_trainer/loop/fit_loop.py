@@ -284,7 +284,8 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
   elapsed = time.monotonic() - started
   # `stop.stopping` also where another worker of the group got the signal.
   if preemption.requested() or stop.stopping:
-    raise PreemptedError(_preempted_message(checkpoint_dir, fn_args.is_chief))
+    raise PreemptedError(_preempted_message(checkpoint_dir, fn_args.is_chief),
+                         reached=_stopped_at(checkpoint_dir, model))
   guard = next(h for h in handlers if isinstance(h, NaNGuard))
   if guard.failure:
     if checkpoint_dir:  # The last checkpoint may hold diverged weights.
@@ -316,6 +317,15 @@ def _where_saved(checkpoint_dir: Optional[str]) -> str:
   except Exception:  # pylint: disable=broad-except
     return ''
   return f'{resume.describe_point(point)} in {checkpoint_dir}' if point else ''
+
+
+def _stopped_at(checkpoint_dir: Optional[str], model) -> str:
+  """'at step 7 (epoch 2, batch 2)': where a SIGTERM stopped the training
+  (the step its resume checkpoint saved, else the optimizer's step)."""
+  point = resume.latest(checkpoint_dir) if checkpoint_dir else None
+  if point is not None:
+    return f'at {resume.describe_point(point)}'
+  return f'at step {int(model.optimizer.iterations.numpy())}'
 
 
 def _preempted_message(checkpoint_dir: Optional[str], is_chief: bool) -> str:

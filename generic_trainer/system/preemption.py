@@ -25,8 +25,15 @@ where the process is:
   - a parent waiting for its child or local workers: it keeps waiting
     (at most `keys.PREEMPTION_WAIT_S`) while they save, then raises
     PreemptedError;
-  - anything else (start-up, reading the data, the export): nothing
-    trained is lost, so the process ends by SIGTERM at once, as before.
+  - anything else (a `run_fn`'s own loop, start-up, reading the data, the
+    export): inside `stopping_anywhere()` (the command, an executor's
+    `Do`), SIGTERM raises PreemptedError where the main thread is, saying
+    where the run was (`training_position`: a `run_fn`'s epoch and step
+    in Keras's `fit`) and its last resume checkpoint; the block's cleanup
+    runs and its owner says how to resume (the command's last line), with
+    the same step wait and last resort as above. Elsewhere (a child
+    process, whose parent says it) the process ends by SIGTERM at once:
+    nothing trained is lost.
 
 Why not `tf.distribute.experimental.PreemptionCheckpointHandler`: it
 saves a `tf.train.Checkpoint` of its own format and works only with
@@ -48,6 +55,7 @@ from typing import Callable, Iterator, Optional
 
 from generic_trainer.system import atomic_files
 from generic_trainer.system import scratch
+from generic_trainer.system import training_position
 from generic_trainer.errors import PreemptedError
 from generic_trainer.keys import PREEMPTED_EXIT_CODE, PREEMPTION_EXIT_S
 from generic_trainer.keys import PREEMPTION_STEP_WAIT_ENV
@@ -60,6 +68,9 @@ _previous = signal.SIG_DFL
 _installed = False
 _checkpoint: Optional[Callable[[], str]] = None  # Where the last step is.
 _deadline: Optional[threading.Event] = None  # Set: the block has ended.
+_alarm_before = signal.SIG_DFL  # SIGALRM's handler before `_arm`.
+_anywhere = 0  # Depth of `stopping_anywhere` blocks.
+_training: Optional[str] = None  # What trains now ('the run_fn').
 
 
 def requested() -> bool:
@@ -84,6 +95,42 @@ def handling() -> Iterator[None]:
   finally:
     signal.signal(signal.SIGTERM, previous)
     _previous, _installed = signal.SIG_DFL, False
+    _disarm()
+
+
+@contextlib.contextmanager
+def stopping_anywhere() -> Iterator[None]:
+  """While the block runs (inside `handling()`), SIGTERM where no training
+  step reads the flag and no child process trains raises PreemptedError
+  where the main thread is (see the module docstring); the caller catches
+  it. Its `reached` says where the run was. Outside the main thread,
+  where Python takes no signal, it does nothing."""
+  global _anywhere
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+  _anywhere += 1
+  try:
+    yield
+  finally:
+    _anywhere -= 1
+    if not _watchers:
+      _disarm()
+
+
+@contextlib.contextmanager
+def training(what: str, checkpoint: Optional[Callable[[], str]] = None
+             ) -> Iterator[None]:
+  """Says, for a SIGTERM during the block, what trains (`what`: 'the
+  run_fn', 'TrainSpec PenguinSpec') and where its last resume checkpoint
+  is (`checkpoint()`: 'step 7 (epoch 2, batch 2) in /ckpt', or '')."""
+  global _training, _checkpoint
+  before = _training, _checkpoint
+  _training, _checkpoint = what, checkpoint
+  try:
+    yield
+  finally:
+    _training, _checkpoint = before
 
 
 def step_wait_s() -> float:
@@ -119,13 +166,13 @@ def watching(checkpoint: Optional[Callable[[], str]] = None
   if _installed and main:
     signal.signal(signal.SIGTERM, _on_sigterm)
   _watchers += 1
-  _checkpoint = checkpoint
+  before, _checkpoint = _checkpoint, checkpoint or _checkpoint
   try:
     yield
   finally:
     _watchers -= 1
+    _checkpoint = before
     if not _watchers:
-      _checkpoint = None
       _disarm()
 
 
@@ -162,6 +209,10 @@ def _on_sigterm(signum, frame):  # pylint: disable=unused-argument
     return
   if live:
     return
+  if _anywhere:  # Stop where the main thread is; the caller says where.
+    _arm()
+    reached = _reached(frame)
+    raise PreemptedError(_stopped_message(reached), reached=reached)
   # Nothing trains here: end as SIGTERM would have (nothing is lost).
   previous = _previous
   if previous is signal.SIG_IGN:
@@ -176,12 +227,12 @@ def _on_sigterm(signum, frame):  # pylint: disable=unused-argument
 def _arm() -> None:
   """After SIGTERM in a training (main thread, in the signal handler):
   SIGALRM in `step_wait_s()`, and the last resort at PREEMPTION_EXIT_S."""
-  global _deadline
+  global _deadline, _alarm_before
   if _deadline is not None or not hasattr(signal, 'setitimer'):
     return
   _deadline = threading.Event()
   wait = step_wait_s()
-  signal.signal(signal.SIGALRM, _interrupt(wait))
+  _alarm_before = signal.signal(signal.SIGALRM, _interrupt(wait))
   signal.setitimer(signal.ITIMER_REAL, wait)
   threading.Thread(target=_last_resort, args=(_deadline, time.monotonic()),
                    daemon=True, name='preemption-exit').start()
@@ -195,13 +246,45 @@ def _disarm() -> None:
   _deadline = None
   if threading.current_thread() is threading.main_thread():
     signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, _alarm_before)  # A stall watch's, say.
+
+
+def _reached(frame) -> str:
+  """Where the run was when SIGTERM interrupted `frame` (the main
+  thread's): 'at epoch 1, evaluating batch 812 after step 5 of the
+  run_fn's Keras fit', 'in the run_fn, outside Keras's fit', or outside
+  any training."""
+  position = training_position.keras_position(frame)
+  if position is not None:
+    loop = 'fit' if position.epoch is not None else 'evaluate'
+    return (f'at {position.describe()} of {_training or "the training"}'
+            f"'s Keras {loop}")
+  if _training:
+    return f"in {_training}, outside Keras's fit"
+  return ('outside the training (start-up, reading the data, or validating '
+          'and publishing the export)')
+
+
+def _stopped_message(reached: str) -> str:
+  """PreemptedError's message for a SIGTERM outside the step boundaries
+  of a TrainSpec (`reached`: where the run was)."""
+  where = _checkpoint() if _checkpoint else ''
+  return (
+      f'SIGTERM arrived {reached}, where no step boundary of a TrainSpec '
+      'comes to stop at, so the run stopped there. Expected SIGTERM (a '
+      'preemption, a pod deleted) to stop the run and keep what it saved. '
+      f'Received: SIGTERM {reached}. The last resume checkpoint: '
+      + (where or 'none was written (a run_fn writes one with '
+         'generic_trainer.resume.keras_callback or checkpoint_manager)')
+      + '; nothing was exported or published by this run. Run the same '
+      'training again: it resumes from that checkpoint, or starts over '
+      'without one.')
 
 
 def _interrupt(wait: float):
   def on_alarm(signum, frame):  # pylint: disable=unused-argument
     where = _checkpoint() if _checkpoint else ''
-    raise PreemptedError(
+    raise PreemptedError(reached=_reached(frame), message=(
         f'SIGTERM arrived {wait:.0f} s ago and the training reached no step '
         'boundary since: user code blocks (a handler, run_fn or the input '
         'waiting on something), so it was interrupted to end within the '
@@ -211,7 +294,7 @@ def _interrupt(wait: float):
         'resume checkpoint: ' + (where or 'none was written') + '; the '
         'step in progress is lost, nothing was exported or published. Run '
         'the same training again: it resumes there. If a handler waits on '
-        'something, give it a timeout.')
+        'something, give it a timeout.'))
   return on_alarm
 
 
