@@ -15,7 +15,7 @@ HOST_CA ?= $(or $(SSL_CERT_FILE),/etc/ssl/certs/ca-certificates.crt)
 IMAGE_FLAGS = $(IMAGE_BUILD_FLAGS) --network host --build-arg BASE=$(BASE) $(if $(wildcard $(HOST_CA)),--secret id=hostca$(comma)src=$(HOST_CA))
 comma := ,
 
-.PHONY: image image-base image-gpu containers setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast soak bench lock dist clean
+.PHONY: image image-base image-gpu image-tfx1.21 containers setup pipeline pipeline-spec pipeline-jax pipeline-canned test test-fast test-tfx1.21 soak bench bench-tfx1.21 lock dist clean
 
 setup:
 	@bash scripts/setup.sh
@@ -51,8 +51,34 @@ image-gpu:
 containers:
 	@scripts/container.sh --install || echo 'make: no container engine could be installed; the container tests will skip'
 
+# TFX 1.21 in a Debian 13 image (its ml-metadata and TFDV wheels need glibc
+# 2.39; this machine's Debian 12 has 2.36): scripts/image_tests.sh builds it
+# on Python TFX121_PYTHON (3.10, 3.11 or 3.12) and runs the tests
+# TFX121_LIST lists in it (tests/tfx1.21-smoke.txt for 3.10 and 3.12), or
+# the pytest arguments TFX121_TESTS.
+TFX121_PYTHON ?= 3.11
+TFX121_LIST ?= tests/tfx1.21.txt
+TFX121_TESTS ?=
+TFX121_BUILD_LOG ?= build/image-tfx1.21.log
+
+image-tfx1.21: containers
+	scripts/image_tests.sh build --python $(TFX121_PYTHON)
+
+test-tfx1.21: containers
+	scripts/image_tests.sh test --python $(TFX121_PYTHON) --list $(TFX121_LIST) -- $(TFX121_TESTS)
+
+# The suite here (TFX 1.16), then the TFX 1.21 tests in their image, whose
+# build starts first, in the background, so that its downloads and its
+# install overlap the suite (its log: TFX121_BUILD_LOG).
 test: setup containers
-	$(PY) -m pytest tests
+	@mkdir -p $(dir $(TFX121_BUILD_LOG)); \
+	nice scripts/image_tests.sh build --python $(TFX121_PYTHON) > $(TFX121_BUILD_LOG) 2>&1 & build=$$!; \
+	$(PY) -m pytest tests; here=$$?; \
+	wait $$build; \
+	echo "make test: the suite here (TFX 1.16) exited $$here; now the TFX 1.21 tests in their image"; \
+	scripts/image_tests.sh test --python $(TFX121_PYTHON); newer=$$?; \
+	echo "make test: TFX 1.16 suite exit $$here, TFX 1.21 tests exit $$newer"; \
+	[ $$here = 0 ] && [ $$newer = 0 ]
 
 test-fast: setup
 	$(PY) -m pytest tests -m "not slow and not soak"
@@ -63,8 +89,22 @@ soak: setup
 bench: setup
 	$(PY) -m benchmarks.run
 
+# (b), (c) and (f) here (TFX 1.16) and in the TFX 1.21 image, one after the
+# other on the same data: docs/benchmarks/index.md sets their ratios side
+# by side (e.g. BENCH_TFX121_FLAGS="--only b,c,f --repeats 3").
+BENCH_TFX121_FLAGS ?= --only b,c,f
+bench-tfx1.21: setup containers
+	$(PY) -m benchmarks.run $(BENCH_TFX121_FLAGS) --out benchmarks/results/tfx1.16-b-c-f
+	scripts/image_tests.sh run --python $(TFX121_PYTHON) -- python -m benchmarks.run $(BENCH_TFX121_FLAGS) --out benchmarks/results/tfx1.21-b-c-f
+
+# TFX 1.16 on Python 3.10 (this machine's), and TFX 1.21 on 3.10 to 3.12 for
+# the glibc of its wheels (manylinux_2_39), with the package's own ranges.
 lock:
-	uv pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt
+	UV_PYTHON_DOWNLOADS=never $(UV) pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt
+	for py in 3.10 3.11 3.12; do \
+	  UV_PYTHON_DOWNLOADS=never $(UV) pip compile --python-version $$py \
+	    --python-platform x86_64-manylinux_2_39 requirements/requirements-tfx1.21.in --all-extras \
+	    pyproject.toml -o requirements/lock-tfx1.21-py$$py.txt || exit 1; done
 
 # The sdist and the wheel in dist/, their metadata checked (twine check
 # --strict, run by uv from PyPI): what docs/getting-started/install.md installs.

@@ -199,10 +199,9 @@ def test_console_script_is_cli_main():
   """pyproject.toml installs `generic-trainer`, running
   generic_trainer.command.cli.main."""
   import importlib  # pylint: disable=g-import-not-at-top
-  import tomli  # pylint: disable=g-import-not-at-top
   from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(REPO, 'pyproject.toml'), 'rb') as f:
-    scripts = tomli.load(f)['project']['scripts']
+  from test_packaging import _pyproject  # pylint: disable=g-import-not-at-top
+  scripts = _pyproject()['project']['scripts']
   (name, target), = scripts.items()
   module, _, function = target.partition(':')
   assert name == 'generic-trainer'

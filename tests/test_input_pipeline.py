@@ -397,7 +397,9 @@ def test_the_cache_decision_is_logged_with_its_reason(data, caplog, cache,
 
 @pytest.mark.parametrize('setting, shown', [
     ('memory', "'memory'"), (1, '1'),
-    (np.True_, 'True (a numpy.bool_)'),
+    # numpy 1 (TFX 1.16): 'True (a numpy.bool_)'; numpy 2: 'np.True_ (a
+    # numpy.bool)'.
+    (np.True_, f'{np.True_!r} (a numpy.{type(np.True_).__qualname__})'),
 ])
 def test_a_cache_setting_of_another_kind_is_refused(setting, shown):
   """TrainSpec.cache='memory' (say) fails before training, listing the

@@ -1,19 +1,22 @@
 """The wheel, installed into a TFX team's environment, runs a pipeline.
 
 What docs/getting-started/install.md tells a TFX team to do, done here, step
-by step: build the wheel; make a fresh Python 3.10 environment that holds
-TFX 1.16, `tfx==1.16.0` resolved by itself as a team's environment is (not
-our lock, which is for developing this project); install the wheel with its
-declared ranges into it; check that no installed version changed and that
-it added no more than a few packages; then, from a folder outside the
-checkout, run a LocalDagRunner pipeline (CsvExampleGen, ImportSchemaGen,
-GenericTrainer, Evaluator, Pusher) and the `generic-trainer` command, with
-nothing of the checkout on the path. About two to three minutes on a 2-core
-VM shared with other jobs, with uv's cache warm (TFX's environment installs
-as hard links from it in about 20 s); the pipeline takes about 50 s of it,
-the command about 30 s.
+by step: build the wheel; make a fresh environment of this Python that
+holds the TFX this suite runs beside (TFX 1.16 on the host; TFX 1.21 in its
+Debian 13 image, `make test-tfx1.21`), `tfx==X` resolved by itself as a
+team's environment is (not our lock, which is for developing this
+project); install the wheel with its declared ranges into it; check that
+no installed version changed and that it added no more than a few
+packages; then, from a folder outside the checkout, run a LocalDagRunner
+pipeline (CsvExampleGen, ImportSchemaGen, GenericTrainer, Evaluator,
+Pusher) and the `generic-trainer` command, with nothing of the checkout on
+the path. About two to three minutes on a 2-core VM shared with other
+jobs, with uv's cache warm (TFX's environment installs as hard links from
+it in about 20 s); the pipeline takes about 50 s of it, the command about
+30 s.
 """
 
+import importlib.metadata
 import json
 import os
 import re
@@ -47,11 +50,15 @@ def _uv(*args, cwd):
   return _run([sys.executable, '-m', 'uv', *args], cwd=cwd)
 
 
-# A TFX team's environment: TFX resolved by itself, not our lock.
-TEAM_TFX = 'tfx==1.16.0'
-# What the wheel may add to it: itself, dill (tfx_bsl imports it, nothing
-# declares it), palmerpenguins (the `examples` extra) and one more.
+# A TFX team's environment: the TFX of this one, resolved by itself, not
+# our lock.
+TEAM_TFX = f'tfx=={importlib.metadata.version("tfx")}'
+# What the wheel may add to it: itself, dill (tfx_bsl 1.16 imports it,
+# nothing declares it), palmerpenguins (the `examples` extra) and one more.
 MOST_ADDED = 4
+# What a training says where tensorboard is not installed (TFX 1.21's
+# TensorFlow 2.21 does not install it; the package does not either).
+NO_TENSORBOARD = 'TensorBoard summaries: none written'
 
 
 def _installed(python: str, tmp_path) -> dict:
@@ -110,10 +117,12 @@ def _check_wheel_contents(wheel: str) -> None:
 @pytest.mark.slow
 def test_the_wheel_in_another_project_runs_a_pipeline_and_the_command(
     tmp_path):
-  """Built, installed into a fresh environment that holds TFX 1.16 (changing
-  no version there, adding at most a few packages), the wheel trains in a
-  LocalDagRunner pipeline that ends blessed and pushed, and its command
-  prints its version and trains, from a folder outside the checkout."""
+  """Built, installed into a fresh environment that holds this suite's TFX
+  (changing no version there, adding at most a few packages), the wheel
+  trains in a LocalDagRunner pipeline that ends blessed and pushed, and its
+  command prints its version and trains, from a folder outside the
+  checkout (saying it writes no TensorBoard summaries where tensorboard is
+  not installed)."""
   times = {}
   start = time.monotonic()
   wheel = _build_wheel(tmp_path)
@@ -172,6 +181,8 @@ def test_the_wheel_in_another_project_runs_a_pipeline_and_the_command(
                  cwd=str(project), env=env)
   assert os.path.isfile(project / 'command_output' / 'model' /
                         'saved_model.pb'), trained.stdout
+  said = NO_TENSORBOARD in trained.stdout + trained.stderr
+  assert said == ('tensorboard' not in after), trained.stdout + trained.stderr
   times['command'] = time.monotonic() - step
   print('installed wheel test, seconds:', {k: round(v, 1)
                                            for k, v in times.items()})

@@ -63,8 +63,8 @@ def test_trainer_fn_module_explains_migration():
     load_run_fn(_file('trainer_fn_only'))
 
 
-_TAXI_ADVICE = (
-    r'cannot run: This module uses tf.estimator \(line 45: '
+_TAXI_ADVICE = (  # (?s): every `.` matches newlines too.
+    r'(?s)cannot run: This module uses tf.estimator \(line 45: '
     r'`tf.estimator.DNNLinearCombinedClassifier`; line 56: '
     r'`tf.estimator.RunConfig`\), which TF 2.16 and TFX removed; it cannot be '
     r'imported, so it was read, not run. It builds a '
@@ -76,7 +76,7 @@ _TAXI_ADVICE = (
     r'from generic_trainer.canned import Categorical, '
     r'DNNLinearCombinedClassifierSpec, Numeric\n\n'
     r'class Spec\(DNNLinearCombinedClassifierSpec\):\n'
-    r"(?s).*  dnn_feature_keys = \['trip_miles_xf', 'fare_xf', "
+    r".*  dnn_feature_keys = \['trip_miles_xf', 'fare_xf', "
     r"'trip_seconds_xf'\].*'trip_start_hour_xf': Categorical\(num_buckets=24\)"
     r'.*  dnn_hidden_units = \[100, 70, 50, 25\]')
 

@@ -464,3 +464,27 @@ def test_trainspec_completeness_is_refused_once():
            for n in ast.walk(tree)):
       users.add(module)
   assert users == {'generic_trainer.trainspec.spec'}
+
+
+def test_which_api_the_installed_releases_have_is_decided_in_one_module():
+  """Only system.versions decides between the supported releases' APIs:
+  no other module reads a library's version (data.kept.key records
+  versions in its key, choosing nothing by them), and its answer follows
+  the installed Keras (ExportArchive a factory from Keras 3.14)."""
+  readers = set()
+  for module, path in MODULES.items():
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Attribute) and node.attr in (
+          '__version__', 'version_info', 'VERSION'):
+        readers.add(module)
+      elif isinstance(node, ast.Call) and getattr(
+          node.func, 'attr', getattr(node.func, 'id', None)) == 'version':
+        readers.add(module)  # importlib.metadata.version(...)
+  assert readers <= {'generic_trainer.system.versions',
+                     'generic_trainer.data.kept.key'}, readers
+  import keras  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import versions  # pylint: disable=g-import-not-at-top
+  release = tuple(int(p) for p in keras.__version__.split('.')[:2])
+  assert versions.export_archive_is_a_factory() == (release >= (3, 14))

@@ -8,10 +8,16 @@ import ast
 import importlib.metadata
 import os
 import re
+import shutil
 import subprocess
 import sys
 
-import tomli
+import pytest
+
+try:
+  import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest's own tomli.
+  import tomli as tomllib
 
 from conftest import REPO, command_env
 
@@ -26,7 +32,7 @@ USED_IF_INSTALLED = {
 
 def _pyproject():
   with open(os.path.join(REPO, 'pyproject.toml'), 'rb') as f:
-    return tomli.load(f)
+    return tomllib.load(f)
 
 
 def _name(requirement: str) -> str:
@@ -180,3 +186,37 @@ def test_lazy_modules_name_what_installs_them():
         _name(package) not in declared):
       wrong.append(f'{name}: {package} is not declared')
   assert not wrong, wrong
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('tfx, python, resolves', [
+    ('1.21.0', '3.12', True),  # TFX 1.21's newest Python here.
+    ('1.17.3', '3.10', False),  # A TFX release that is not tested.
+])
+def test_the_declared_ranges_resolve_with_the_tested_tfx_only(
+    tmp_path, tfx, python, resolves):
+  """`uv pip compile` of the package beside tfx==X, for Python Y on the
+  glibc of TFX 1.17's and 1.21's wheels (manylinux_2_39), resolves for TFX
+  1.21 and refuses TFX 1.17 for the package's own range (TFX 1.16 on
+  Python 3.10: tests/test_installed_wheel.py installs the wheel beside
+  it)."""
+  source = tmp_path / 'source'  # Built for its metadata: a copy, writable.
+  source.mkdir()
+  for name in ('pyproject.toml', 'setup.py', 'README.md', 'LICENSE'):
+    shutil.copy(os.path.join(REPO, name), source / name)
+  shutil.copytree(os.path.join(REPO, PACKAGE), source / PACKAGE,
+                  ignore=shutil.ignore_patterns('__pycache__'))
+  (tmp_path / 'in.txt').write_text(f'tfx=={tfx}\n{source}\n')
+  proc = subprocess.run(
+      [sys.executable, '-m', 'uv', 'pip', 'compile', '--quiet',
+       '--python-version', python, '--python-platform',
+       'x86_64-manylinux_2_39', str(tmp_path / 'in.txt'), '-o',
+       str(tmp_path / 'lock.txt')], capture_output=True, text=True,
+      timeout=300, check=False,
+      env=dict(os.environ, UV_PYTHON_DOWNLOADS='never'))
+  assert (proc.returncode == 0) == resolves, proc.stderr[-3000:]
+  if resolves:
+    pins = (tmp_path / 'lock.txt').read_text()
+    assert f'\ntfx=={tfx}\n' in pins and '\ntensorflow==2.21.' in pins
+  else:
+    assert 'tfx-generic-trainer' in proc.stderr, proc.stderr[-3000:]

@@ -151,7 +151,7 @@ def test_dockerfile_puts_module_and_data_where_the_pipeline_looks():
   assert os.path.exists(os.path.join(REPO, 'module_files',
                                      kubeflow.MODULE_PATH + '.py'))
   assert f"write_penguin_csv('{kubeflow.IMAGE_DATA_ROOT}')" in dockerfile
-  assert ('uv pip install --system --link-mode copy \\\n'
+  assert ('uv pip install --system --link-mode copy --compile-bytecode \\\n'
           '      -r requirements/lock.txt') in dockerfile
   # The lock is installed before the code is copied: a code change reuses it.
   assert dockerfile.index('requirements/lock.txt') < dockerfile.index(

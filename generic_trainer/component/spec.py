@@ -2,7 +2,8 @@
 
 Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
 `tfx.components.Trainer` is here with the same type and optionality. Added:
-  - input `statistics` (ExampleStatistics): fills `fn_args.num_examples`;
+  - input `statistics` (ExampleStatistics): fills `fn_args.num_examples`
+    (TFX's own TrainerSpec has the same input from TFX 1.21);
   - parameter `keras_version` ('keras3' or 'tf_keras'): the Keras the
     training runs under (see `generic_trainer.system.keras_env`);
   - parameters `num_workers` and `strategy`: how many processes train

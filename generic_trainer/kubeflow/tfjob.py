@@ -45,7 +45,6 @@ import json
 import sys
 from typing import Any, Dict, List, Optional, Union
 
-import jsonschema
 import yaml
 
 from generic_trainer.plan.settings import restarts, worker_range
@@ -58,6 +57,7 @@ from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA
 from generic_trainer.system import lazy
+from generic_trainer.system.lazy import jsonschema
 from generic_trainer.system.lazy import k8s_client as k8s
 from generic_trainer.system.lazy import kubeflow_training
 from generic_trainer.system.lazy import kubeflow_training_models as models

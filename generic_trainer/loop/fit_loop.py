@@ -36,6 +36,8 @@ from generic_trainer.loop import fit_schedule
 from generic_trainer.loop.handlers.handler_list import HandlerList
 from generic_trainer.loop.handlers.resume_checkpoint import ResumeCheckpoint
 from generic_trainer.system import preemption
+from generic_trainer.system import progress
+from generic_trainer.system import versions
 from generic_trainer.loop.handlers.preemption_stop import PreemptionStop
 from generic_trainer.trainspec import member_checks
 from absl import logging
@@ -50,8 +52,7 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
   """The built-in handlers, in the order they are called."""
   built_in = [NaNGuard(),
               HistoryFile(os.path.join(run_dir, HISTORY_FILE)),
-              keras.callbacks.TensorBoard(os.path.join(run_dir,
-                                                       TENSORBOARD_DIR))]
+              *_tensorboard(os.path.join(run_dir, TENSORBOARD_DIR))]
   if spec.checkpoint is not None:
     if not isinstance(spec.checkpoint, dict):
       raise SpecError(
@@ -83,6 +84,20 @@ def default_handlers(spec, run_dir: str, steps_per_epoch: Optional[int],
   if not interactive:
     built_in.append(LogLines())
   return built_in
+
+
+def _tensorboard(folder: str) -> List[Any]:
+  """Keras's TensorBoard handler writing to `folder`; none, saying so,
+  where `tensorboard` is not installed (TensorFlow 2.20 and later no longer
+  install it, and every summary write would fail without it)."""
+  if versions.tensorboard_installed():
+    return [keras.callbacks.TensorBoard(folder)]
+  progress.log().info(
+      'TensorBoard summaries: none written, since the package tensorboard '
+      'is not installed (TensorFlow 2.20 and later do not install it); '
+      'install it (pip install tensorboard, or the extra '
+      'tfx-generic-trainer[tensorboard]) to have them in %s', folder)
+  return []
 
 
 def compile_model(spec, strategy=None, steps_per_epoch: Optional[int] = None,

@@ -1,7 +1,7 @@
 """What a TrainSpec does differently when Keras computes with JAX.
 
 The input pipeline stays tf.data and the export stays a TensorFlow
-SavedModel; in between, Keras 3.12's JAX trainer takes over `model.fit`.
+SavedModel; in between, Keras's JAX trainer takes over `model.fit`.
 Three things cannot stay as on TensorFlow:
 
   - `preprocess`, which runs in the tf.data pipeline: its `keras.ops` are
@@ -51,8 +51,10 @@ from tensorflow.compiler.mlir.stablehlo import stablehlo
 
 from generic_trainer.errors import SpecError
 from generic_trainer.keys import JAX_BACKEND
+from generic_trainer.system import versions
 from generic_trainer.system.lazy import jax2tf
 from generic_trainer.system.lazy import jax_export
+from generic_trainer.system.lazy import keras_export_utils
 import keras
 
 # Where the exported model may be served: the serving TensorFlow runs the
@@ -139,9 +141,15 @@ def export_archive():
   """A `keras.export.ExportArchive` that also gives the jax2tf function of
   an endpoint without making it a signature (`jax2tf_function`), and names
   its variables by their Keras path ('dense_1/kernel', as on TensorFlow;
-  Keras 3.12's JAX archive names them 'kernel')."""
+  Keras's JAX archive names them 'kernel').
 
-  class Archive(keras.export.ExportArchive):
+  It subclasses the class `ExportArchive()` builds on JAX, which is
+  ExportArchive itself up to Keras 3.13 and the backend's own archive from
+  Keras 3.14 (`system.versions`): a subclass of ExportArchive would not be
+  what Keras 3.14 builds, and its overrides would be dropped."""
+  factory = versions.export_archive_is_a_factory()
+
+  class Archive(versions.export_archive_class()):
 
     def _convert_to_tf_variable(self, backend_variable):
       return tf.Variable(backend_variable.value, dtype=backend_variable.dtype,
@@ -152,10 +160,15 @@ def export_archive():
       """`fn` (of the tracked variables) as a TensorFlow function: the JAX
       archive's conversion, which ExportArchive.add_endpoint would also
       register as a signature."""
+      jax2tf_kwargs = {'with_gradient': False,
+                       'native_serialization_platforms': SERVING_PLATFORMS}
+      if factory:  # Keras 3.14+: the backend's hook, given TensorSpecs.
+        return self._backend_add_endpoint(
+            'model', fn, keras.tree.map_structure(
+                keras_export_utils.make_tf_tensor_spec, input_signature),
+            jax2tf_kwargs=jax2tf_kwargs)
       return super(keras.export.ExportArchive, self).add_endpoint(
-          'model', fn, input_signature, jax2tf_kwargs={
-              'with_gradient': False,
-              'native_serialization_platforms': SERVING_PLATFORMS})
+          'model', fn, input_signature, jax2tf_kwargs=jax2tf_kwargs)
 
   return Archive()
 

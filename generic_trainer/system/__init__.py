@@ -11,8 +11,10 @@ literally), `source_tree` (a module's source read without running it),
 `disk_full` (a full disk told from any writer's error), `preemption`
 (SIGTERM as a preemption), `training_position` (where a training thread
 is in Keras's loops, and what it waits in, read from its frames),
-`keras_env` (which Keras and backend this
-process has, and the environment that chooses them), `progress` and
+`keras_env` (which Keras and backend this process has, and the
+environment that chooses them), `versions` (where the supported TFX,
+TensorFlow and Keras releases' APIs differ, decided by what is
+installed), `progress` and
 `console` (what a person sees), `lazy` (the heavy modules the package
 uses, TensorFlow, Keras, TFX..., declared once and imported on first
 use).

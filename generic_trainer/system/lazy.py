@@ -129,6 +129,9 @@ tf_deprecation = LazyModule('tensorflow.python.util.deprecation',
 saved_model_pb2 = LazyModule('tensorflow.core.protobuf.saved_model_pb2',
                              package='tensorflow')
 keras = LazyModule('keras')
+# Keras's own TensorSpecs of an export signature (`loop.on_jax`, Keras 3.14+).
+keras_export_utils = LazyModule('keras.src.export.export_utils',
+                                package='keras')
 tf_keras = LazyModule('tf_keras', package='tf-keras')
 np = LazyModule('numpy')
 # Importing tensorflow_transform sets TF_USE_LEGACY_KERAS when unset.
@@ -163,6 +166,9 @@ kubeflow_v2_entrypoint_utils = LazyModule(
 pipeline_spec_pb2 = LazyModule('kfp.pipeline_spec.pipeline_spec_pb2',
                                extra='kubeflow')
 k8s_client = LazyModule('kubernetes.client', extra='kubeflow')
+# A TFJob manifest checked against its schema: TFX 1.16's environment has
+# jsonschema, TFX 1.21's does not (it would add four packages).
+jsonschema = LazyModule('jsonschema', extra='kubeflow')
 kubeflow_trainer_api = LazyModule('kubeflow_trainer_api', extra='kubeflow')
 kubeflow_trainer_api_models = LazyModule('kubeflow_trainer_api.models',
                                          extra='kubeflow')
