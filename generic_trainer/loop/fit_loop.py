@@ -292,6 +292,9 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
                 initial_epoch=call.initial_epoch, epochs=call.epochs,
                 steps_per_epoch=call.steps_per_epoch,
                 validation_steps=inputs.validation_steps,
+                # The dataset is shuffled as it is read (`datasets`); Keras
+                # ignores `shuffle` for a dataset, and 3.15 warns of it.
+                shuffle=False,
                 callbacks=container, verbose=1 if interactive else 0)
       if model.stop_training:
         break
