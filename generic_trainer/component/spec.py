@@ -8,7 +8,7 @@ Built from `TrainerSpec`'s own dicts, so every parameter, input and output of
     training runs under (see `generic_trainer.system.keras_env`);
   - parameters `num_workers` and `strategy`: how many processes train
     together, with which tf.distribute strategy (see
-    `generic_trainer.plan.distribution`);
+    `generic_trainer.plan.settings` and the scaling-out guide);
   - parameter `allow_signature_change`: publish a model whose signatures
     differ from the base model's (see `generic_trainer.export_checks.signature_gate`);
   - parameter `max_restarts`: how many times a multi-worker training

@@ -11,7 +11,8 @@ its FnArgs.
 
 With several workers, each reads every file (data sharding: every N-th
 batch), so the chief writes every miss; the others read what is kept and
-write nothing (their folder is a scratch one: `plan.distribution`).
+write nothing (their folder is a scratch one:
+`plan.request.TrainingRequest.with_scratch_outputs`).
 
 Kept rows only save time: a folder that cannot be used (a read-only home),
 or that is not this user's alone (refused by `kept_cache.SpanCache`; the
