@@ -10,6 +10,7 @@ the notebook Estimator), the local pipeline
 """
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -332,9 +333,13 @@ def test_jax_train_step_must_return_logs_and_state(on_jax):
 
 @pytest.mark.slow
 def test_jax_train_step_trains(on_jax):
-  """A train_step(model, state, data) with jax.value_and_grad trains."""
+  """A train_step(model, state, data) with jax.value_and_grad trains: each
+  epoch's loss (its last batch's, as the step returns it) is far below an
+  untrained 3-class model's, ln 3 ~ 1.10. Not epoch 3 below epoch 1: one
+  batch's loss is noisy once the model has learnt (0.44 then 0.47 seen)."""
   losses = [epoch['loss'] for epoch in on_jax['jax_step_history']]
-  assert len(losses) == 3 and losses[2] < losses[0]
+  assert len(losses) == 3, losses
+  assert all(loss < 0.8 * math.log(3) for loss in losses), losses
   assert on_jax['jax_step']['steps'] == 30
 
 
