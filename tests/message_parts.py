@@ -20,7 +20,7 @@ VERBS = (
     'Quote', 'Re-save', 'Re-write', 'Read', 'Wire', 'Mark', 'Start', 'Clear',
     'Label', 'Retry', 'Restart', 'Export', 'Build', 'Cast', 'Encode', 'Wrap',
     'Take', 'Parse', 'Serve', 'Look', 'Give', 'Delete', 'Open', 'Update',
-    'Stop', 'Wait', 'Try', 'Let', 'Increase', 'Reduce', 'Split')
+    'Stop', 'Wait', 'Try', 'Let', 'Increase', 'Reduce', 'Split', 'Create')
 
 _INSTRUCTION = re.compile(
     r'(?:^|[.:;!?)]\s+|\n)(?:To [^,]+, |If [^,]+, |Either |Or |Then |Else, |'

@@ -63,11 +63,15 @@ def parent() -> str:
     what = ('does not exist' if not os.path.exists(given) else
             'is not a folder' if not os.path.isdir(given) else
             'is not writable by this user')
+    relative = ('' if os.path.isabs(given) else
+                f' (a relative path: {os.path.abspath(given)} from the '
+                'folder this runs in)')
     raise InvalidArgumentError(
-        f'TMPDIR {what}. Expected a folder this user can write, for the '
-        'disk cache and the workers\' files (Python would silently use /tmp '
-        f'instead). Received: TMPDIR={given!r}. Create it, fix its '
-        'permissions, or unset TMPDIR.')
+        f'TMPDIR {what}{relative}. Expected a folder this user can write, '
+        'for the disk cache and the workers\' files (Python would silently '
+        f'use /tmp instead). Received: TMPDIR={given!r}. Create it (`mkdir '
+        '-m 700 DIR`, an absolute path), fix its permissions, or unset '
+        'TMPDIR.')
   where = tempfile.gettempdir()
   found = trust.parent_problems(os.stat(where))
   if found:
