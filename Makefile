@@ -53,8 +53,8 @@ containers:
 
 # TFX 1.21 in a Debian 13 image (its ml-metadata and TFDV wheels need glibc
 # 2.39; this machine's Debian 12 has 2.36): scripts/image_tests.sh builds it
-# on Python TFX121_PYTHON (3.10, 3.11 or 3.12) and runs the tests
-# TFX121_LIST lists in it (tests/tfx1.21-smoke.txt for 3.10 and 3.12), or
+# on Python TFX121_PYTHON (3.10, 3.11, 3.12 or 3.13) and runs the tests
+# TFX121_LIST lists in it (tests/tfx1.21-smoke.txt for 3.10, 3.12, 3.13), or
 # the pytest arguments TFX121_TESTS.
 TFX121_PYTHON ?= 3.11
 TFX121_LIST ?= tests/tfx1.21.txt
@@ -97,11 +97,11 @@ bench-tfx1.21: setup containers
 	$(PY) -m benchmarks.run $(BENCH_TFX121_FLAGS) --out benchmarks/results/tfx1.16-b-c-f
 	scripts/image_tests.sh run --python $(TFX121_PYTHON) -- python -m benchmarks.run $(BENCH_TFX121_FLAGS) --out benchmarks/results/tfx1.21-b-c-f
 
-# TFX 1.16 on Python 3.10 (this machine's), and TFX 1.21 on 3.10 to 3.12 for
+# TFX 1.16 on Python 3.10 (this machine's), and TFX 1.21 on 3.10 to 3.13 for
 # the glibc of its wheels (manylinux_2_39), with the package's own ranges.
 lock:
 	UV_PYTHON_DOWNLOADS=never $(UV) pip compile --python-version 3.10 requirements/requirements.in -o requirements/lock.txt
-	for py in 3.10 3.11 3.12; do \
+	for py in 3.10 3.11 3.12 3.13; do \
 	  UV_PYTHON_DOWNLOADS=never $(UV) pip compile --python-version $$py \
 	    --python-platform x86_64-manylinux_2_39 requirements/requirements-tfx1.21.in --all-extras \
 	    pyproject.toml -o requirements/lock-tfx1.21-py$$py.txt || exit 1; done

@@ -190,7 +190,8 @@ def test_lazy_modules_name_what_installs_them():
 
 @pytest.mark.slow
 @pytest.mark.parametrize('tfx, python, resolves', [
-    ('1.21.0', '3.12', True),  # TFX 1.21's newest Python here.
+    ('1.21.0', '3.12', True),  # TFX 1.21 without its kfp extra.
+    ('1.21.0', '3.13', True),  # TFX 1.21's newest Python here.
     ('1.17.3', '3.10', False),  # A TFX release that is not tested.
 ])
 def test_the_declared_ranges_resolve_with_the_tested_tfx_only(
