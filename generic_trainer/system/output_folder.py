@@ -167,6 +167,14 @@ def as_private_as(inputs: Iterable[str], outputs: Iterable[str]
         os.fchmod(fd, mode)
       finally:
         os.close(fd)
+  with _umask_of(mode):
+    yield
+
+
+@contextlib.contextmanager
+def _umask_of(mode: int) -> Iterator[None]:
+  """The process's umask set for files as private as a folder of `mode`
+  (`umask_for`) while the block runs, then put back."""
   mask = os.umask(umask_for(mode))
   try:
     yield
@@ -204,11 +212,10 @@ def hold(path: str, name: str = '--output-dir',
         f'that one is writing. Received: {name}={path!r}. Wait for that run '
         'to end, or choose another output folder. Nothing was changed.')
   _HELD.add(real)
-  mask = os.umask(umask_for(mode))
   try:
-    yield
+    with _umask_of(mode):
+      yield
   finally:
-    os.umask(mask)
     _HELD.discard(real)
     lock.release()
 
