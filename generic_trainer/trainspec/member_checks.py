@@ -119,21 +119,29 @@ def loss(spec, value):
   return value
 
 
-def _check_loss_name(spec, name: str, label) -> None:
-  """A loss given by name is one Keras knows, checked before the model is
-  built: Keras resolves a name only at the first step, where a misspelt one
-  reads like a mismatch between the label and the model."""
+def _keras_knows(kind: str, name: str) -> bool:
+  """Whether Keras's `kind` ('losses', 'metrics') resolves `name`: this
+  process's Keras, or tf.keras 2 where the training runs under it."""
   try:
-    keras.losses.get(name)
-    return
+    getattr(keras, kind).get(name)
+    return True
   except ValueError:
     pass
   if keras_env.resolved_tf_keras() == TF_KERAS:  # tf.keras 2 knows it?
     try:
-      tf_keras.losses.get(name)
-      return
+      getattr(tf_keras, kind).get(name)
+      return True
     except (ImportError, ValueError):
       pass
+  return False
+
+
+def _check_loss_name(spec, name: str, label) -> None:
+  """A loss given by name is one Keras knows, checked before the model is
+  built: Keras resolves a name only at the first step, where a misspelt one
+  reads like a mismatch between the label and the model."""
+  if _keras_knows('losses', name):
+    return
   known = sorted(n for n in dir(keras.losses) if n.islower()
                  and not n.startswith('_') and n not in ('get', 'serialize',
                                                           'deserialize'))
@@ -194,17 +202,8 @@ def _check_metric_name(spec, name: str, label) -> None:
   which the batch check would report as outputs that do not fit."""
   if name in COMPILE_METRIC_NAMES:
     return
-  try:
-    keras.metrics.get(name)
+  if _keras_knows('metrics', name):
     return
-  except ValueError:
-    pass
-  if keras_env.resolved_tf_keras() == TF_KERAS:  # tf.keras 2 knows it?
-    try:
-      tf_keras.metrics.get(name)
-      return
-    except (ImportError, ValueError):
-      pass
   known = sorted(set(COMPILE_METRIC_NAMES) | {
       n for n in dir(keras.metrics) if not n.startswith('_') and n not in (
           'get', 'serialize', 'deserialize', 'Metric')})
