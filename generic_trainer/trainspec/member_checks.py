@@ -136,6 +136,22 @@ def _keras_knows(kind: str, name: str) -> bool:
   return False
 
 
+def _unknown_name(spec, member: str, kind: str, name: str, label,
+                  known, examples: str) -> SpecError:
+  """The error of `spec.member()` returning `name`, which Keras does not
+  know as a `kind` ('loss', 'metric'), with the nearest of `known`."""
+  near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+  where = f' for label {label!r}' if label is not None else ''
+  return SpecError(
+      f'{type(spec).__name__}.{member}() returned {name!r}{where}, which '
+      f'Keras does not know as a {kind}'
+      + (f'; did you mean {near[0]!r}?' if near else '.') +
+      f' Expected a Keras {kind} name ({examples}) or a {kind} object. '
+      f'Received: {kind}={name!r}. '
+      + (f'Write {near[0]!r}' if near else 'Fix the name') +
+      f' in {member}().')
+
+
 def _check_loss_name(spec, name: str, label) -> None:
   """A loss given by name is one Keras knows, checked before the model is
   built: Keras resolves a name only at the first step, where a misspelt one
@@ -145,17 +161,9 @@ def _check_loss_name(spec, name: str, label) -> None:
   known = sorted(n for n in dir(keras.losses) if n.islower()
                  and not n.startswith('_') and n not in ('get', 'serialize',
                                                           'deserialize'))
-  near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-  where = f' for label {label!r}' if label is not None else ''
-  raise SpecError(
-      f'{type(spec).__name__}.build_loss() returned {name!r}{where}, which '
-      'Keras does not know as a loss'
-      + (f'; did you mean {near[0]!r}?' if near else '.') +
-      " Expected a Keras loss name ('sparse_categorical_crossentropy', "
-      "'binary_crossentropy', 'mse', ...) or a loss object. Received: "
-      f'loss={name!r}. '
-      + (f'Write {near[0]!r}' if near else 'Fix the name') +
-      ' in build_loss().')
+  raise _unknown_name(spec, 'build_loss', 'loss', name, label, known,
+                      "'sparse_categorical_crossentropy', "
+                      "'binary_crossentropy', 'mse', ...")
 
 
 def metrics(spec, value):
@@ -207,17 +215,9 @@ def _check_metric_name(spec, name: str, label) -> None:
   known = sorted(set(COMPILE_METRIC_NAMES) | {
       n for n in dir(keras.metrics) if not n.startswith('_') and n not in (
           'get', 'serialize', 'deserialize', 'Metric')})
-  near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-  where = f' for label {label!r}' if label is not None else ''
-  raise SpecError(
-      f'{type(spec).__name__}.build_metrics() returned {name!r}{where}, '
-      'which Keras does not know as a metric'
-      + (f'; did you mean {near[0]!r}?' if near else '.') +
-      " Expected a Keras metric name ('accuracy', "
-      "'sparse_categorical_accuracy', 'auc', 'mae', ...) or a metric "
-      f'object. Received: metric={name!r}. '
-      + (f'Write {near[0]!r}' if near else 'Fix the name') +
-      ' in build_metrics().')
+  raise _unknown_name(spec, 'build_metrics', 'metric', name, label, known,
+                      "'accuracy', 'sparse_categorical_accuracy', 'auc', "
+                      "'mae', ...")
 
 
 def compile_error(spec, error: Exception, optimizer, loss,
