@@ -12,26 +12,17 @@ decides (`scratch`, `kept.folder`, `kept.entry`) as a training calls it.
 
 import os
 import pathlib
-import shutil
-import subprocess
-import tempfile
 
 import pytest
 
 from message_parts import assert_four_parts
+from other_user import NOBODY, as_nobody, reachable_folder
 from generic_trainer.data.kept import entry as kept_entry
 from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.errors import InvalidArgumentError, UnsafeFolderError
 from generic_trainer.system import scratch
 
-_NOBODY = 65534
 _CACHE = 'The parsed rows cache folder'
-
-
-def _as_nobody(*command):
-  """Runs `command` as uid and gid 65534, of no other group."""
-  subprocess.run(['setpriv', f'--reuid={_NOBODY}', f'--regid={_NOBODY}',
-                  '--clear-groups', *command], check=True)
 
 
 @pytest.fixture
@@ -39,13 +30,8 @@ def shared():
   """A folder every user may add names to, with the sticky bit (mode
   1777, as /tmp), where uid 65534 can reach it (pytest's base folder is
   0700)."""
-  reachable = tempfile.mkdtemp(prefix='shared-', dir='/tmp')
-  os.chmod(reachable, 0o755)
-  path = os.path.join(reachable, 'shared')
-  os.mkdir(path)
-  os.chmod(path, 0o1777)
-  yield pathlib.Path(path)
-  shutil.rmtree(reachable)
+  with reachable_folder('shared', 0o1777) as path:
+    yield path
 
 
 def _victim(root: pathlib.Path) -> pathlib.Path:
@@ -67,7 +53,7 @@ def test_another_users_folders_of_our_name_are_never_swept(shared,
   theirs = shared / f'{scratch.PREFIX}cache-1-theirs00'
   link = shared / f'{scratch.PREFIX}cache-2-link0000'
   victim = _victim(tmp_path)
-  _as_nobody('sh', '-c', f'mkdir -m 755 {theirs} && '
+  as_nobody('sh', '-c', f'mkdir -m 755 {theirs} && '
              f'echo rows > {theirs}/theirs.txt && '
              f': > {theirs}/{scratch.LOCK_FILE} && '
              f'touch -d "2 days ago" {theirs} && ln -s {victim} {link}')
@@ -91,7 +77,7 @@ def test_another_users_folder_with_a_forged_marker_is_refused_as_the_cache(
   naming its owner, before anything there is read or removed."""
   rows = shared / 'rows'
   entry = rows / ('a' * 40)
-  _as_nobody('sh', '-c', f'mkdir -m 755 {rows} {entry} && '
+  as_nobody('sh', '-c', f'mkdir -m 755 {rows} {entry} && '
              f'echo planted > {entry}/blocks.bin && '
              f'printf %s "$0" > {rows}/{kept_folder.MARKER}',
              kept_folder.MARKER_TEXT)
@@ -118,7 +104,7 @@ def test_a_link_another_user_puts_in_place_of_the_cache_is_refused(
   entry.mkdir(mode=0o700)
   (entry / 'blocks.bin').write_text('kept rows')
   link = shared / 'rows'
-  _as_nobody('ln', '-s', str(victim), str(link))
+  as_nobody('ln', '-s', str(victim), str(link))
 
   with pytest.raises(UnsafeFolderError) as info:
     kept_folder.open_marked(str(link), _CACHE)
@@ -144,7 +130,7 @@ def test_an_entry_another_user_planted_in_our_cache_is_not_read(tmp_path):
   (planted / kept_entry.BLOCKS).write_text('poisoned rows')
   for path in (planted, planted / kept_entry.MANIFEST,
                planted / kept_entry.BLOCKS):
-    os.chown(path, _NOBODY, _NOBODY)
+    os.chown(path, NOBODY, NOBODY)
 
   found, why = kept_entry.check_entry(str(planted), None)
 

@@ -16,12 +16,12 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
 from conftest import TESTDATA, command_env
 from message_parts import assert_four_parts
+from other_user import NOBODY, as_nobody, reachable_folder
 from generic_trainer.command import cli_args
 from generic_trainer.command import run as command_run
 from generic_trainer.data.kept import cache as kept_cache
@@ -30,27 +30,13 @@ from generic_trainer.errors import UnsafeFolderError
 from generic_trainer.launch import child_process
 from generic_trainer.system import scratch
 
-_NOBODY = 65534
-
-
-def _as_nobody(*command):
-  """Runs `command` as uid and gid 65534, of no other group."""
-  subprocess.run(['setpriv', f'--reuid={_NOBODY}', f'--regid={_NOBODY}',
-                  '--clear-groups', *command], check=True)
-
 
 @pytest.fixture
 def team(tmp_path):
   """A folder of ours that group 65534 may write (mode 2775), where that
   user can reach it (pytest's base folder is 0700)."""
-  reachable = tempfile.mkdtemp(prefix='team-', dir='/tmp')
-  os.chmod(reachable, 0o755)
-  path = os.path.join(reachable, 'team')
-  os.mkdir(path)
-  os.chown(path, 0, _NOBODY)
-  os.chmod(path, 0o2775)
-  yield pathlib.Path(path)
-  shutil.rmtree(reachable)
+  with reachable_folder('team', 0o2775, group=NOBODY) as path:
+    yield path
 
 
 def _mode(path):
@@ -88,7 +74,7 @@ def test_a_link_a_group_member_puts_in_place_of_the_cache_is_refused(
   (victim / 'thesis' / 'chapter1.tex').write_text('mine')
   with kept_cache.SpanCache(str(parent / 'parsed-rows')):
     pass
-  _as_nobody('sh', '-c', f'mv {parent}/parsed-rows {parent}/aside && '
+  as_nobody('sh', '-c', f'mv {parent}/parsed-rows {parent}/aside && '
              f'ln -s {victim} {parent}/parsed-rows')
   with pytest.raises(UnsafeFolderError) as info:
     with kept_cache.SpanCache(str(parent / 'parsed-rows'), budget_bytes=0):
@@ -122,7 +108,7 @@ def test_the_cache_is_used_through_the_folder_it_opened(tmp_path):
 
 @pytest.mark.parametrize('mode, owner, refused', [
     (0o2775, 0, 'it is writable by group (mode 2775, no sticky bit)'),
-    (0o0755, _NOBODY, 'it is owned by nobody (uid 65534), not by root'),
+    (0o0755, NOBODY, 'it is owned by nobody (uid 65534), not by root'),
     (0o1777, 0, None), (0o0700, 0, None)])
 def test_tmpdir_is_held_to_the_rule_of_the_output_folder(
     tmp_path, monkeypatch, mode, owner, refused):
@@ -131,7 +117,7 @@ def test_tmpdir_is_held_to_the_rule_of_the_output_folder(
   alone, is used."""
   tmpdir = tmp_path / 'scratch'
   tmpdir.mkdir()
-  os.chown(tmpdir, owner, _NOBODY)
+  os.chown(tmpdir, owner, NOBODY)
   os.chmod(tmpdir, mode)
   monkeypatch.setenv('TMPDIR', str(tmpdir))
   monkeypatch.setattr(scratch.tempfile, 'tempdir', None)
@@ -163,7 +149,7 @@ def test_a_child_reads_its_request_only_from_a_folder_of_its_own(team):
   request.write_text('{}')
   forged = team / 'forged'
   pwned = team / 'pwned.json'
-  _as_nobody('sh', '-c', f'mv {folder} {team}/aside && mkdir {folder} && '
+  as_nobody('sh', '-c', f'mv {folder} {team}/aside && mkdir {folder} && '
              f"echo '{json.dumps({'request': {}, 'result_path': str(pwned)})}'"
              f' > {request} && echo > {forged}')
   done = subprocess.run(
