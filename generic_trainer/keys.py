@@ -43,6 +43,8 @@ STRATEGY_KEY = 'strategy'
 ALLOW_SIGNATURE_CHANGE_KEY = 'allow_signature_change'
 BACKEND_KEY = 'backend'
 MAX_RESTARTS_KEY = 'max_restarts'
+# JSON of `generic_trainer.kubeflow.pod_settings.PodSettings`.
+POD_SETTINGS_KEY = 'pod_settings'
 # Parsed rows kept across executions (data.kept.cache): the input resolved
 # from an earlier execution, and the output this one writes.
 PARSED_ROWS_KEY = 'parsed_rows'

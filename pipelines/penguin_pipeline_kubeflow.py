@@ -1,21 +1,22 @@
-"""The penguin pipeline for Kubeflow Pipelines, compiled by KubeflowV2DagRunner.
+"""The penguin pipeline for Kubeflow Pipelines, compiled for the backend it
+runs on (`generic_trainer.kubeflow.compile`).
 
 The same `create_pipeline` as the local pipeline, with what changes in a
 cluster: every step runs in the project's image (the `Dockerfile` at the
 repository root), which carries the package, the module file (importable as
 `penguin_keras`) and the penguin CSV; there is no SQLite metadata store (the
-cluster has its own). Compile it with
+cluster has its own). For open-source Kubeflow Pipelines 2.x:
 
-    python -m pipelines.penguin_pipeline_kubeflow \\
-        --image REGISTRY/tfx-generic-trainer:0.1.0 \\
+    python -m pipelines.penguin_pipeline_kubeflow --target kubeflow \\
+        --image REGISTRY/tfx-generic-trainer:0.2.0 \\
         --pipeline-root gs://BUCKET/penguin --serving-model-dir gs://BUCKET/serving \\
-        --num-workers 2 --output penguin_kubeflow.yaml
+        --output penguin_kubeflow.yaml
 
-and submit `penguin_kubeflow.yaml` to Kubeflow Pipelines (v2); `--output
-NAME.json` writes the PipelineJob JSON that Vertex AI Pipelines also takes
-(docs/guides/scaling-out.md). The baseline Resolver compiles to a KFP
-`resolver` executor, which Vertex AI Pipelines runs; `--no-baseline` leaves
-it out for a Kubeflow Pipelines backend that does not.
+and upload `penguin_kubeflow.yaml`; `--target vertex --output NAME.json`
+writes the PipelineJob Vertex AI Pipelines takes (docs/guides/
+scaling-out.md). The latest-blessed-model baseline is a Resolver, which only
+Vertex runs: it is left out on the other targets (`--baseline` there is
+refused, with the reason).
 """
 
 import argparse
@@ -23,6 +24,8 @@ import os
 import sys
 from typing import Any, Dict, Optional
 
+from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.kubeflow import compile as compile_lib
 from pipelines import penguin_pipeline_local
 
 PIPELINE_NAME = 'penguin-generic-trainer'
@@ -36,45 +39,53 @@ TRAINER_EXECUTOR = 'generic_trainer.component.executor.GenericExecutor'
 def create_pipeline(pipeline_root: str, serving_model_dir: str,
                     data_root: str = IMAGE_DATA_ROOT, train_steps: int = 100,
                     eval_steps: int = 5, num_workers: Optional[int] = None,
-                    accuracy_threshold: float = 0.6, baseline: bool = True,
-                    trainer_resources: Optional[Dict[str, Any]] = None):
+                    accuracy_threshold: float = 0.6, baseline: bool = False,
+                    trainer_resources: Optional[Dict[str, Any]] = None,
+                    trainer_pod_settings: Optional[Dict[str, Any]] = None):
   """The penguin pipeline with the module and data as the image has them;
-  `trainer_resources` is GenericTrainer's `resources` (its pod's CPU,
-  memory and accelerator, which the compiled step carries)."""
+  `trainer_resources` and `trainer_pod_settings` are GenericTrainer's
+  `resources` (its pod's CPU, memory and accelerator) and `pod_settings`
+  (service account, annotations, env, volumes...). `baseline` adds the
+  latest-blessed-model Resolver, which only Vertex AI runs."""
   return penguin_pipeline_local.create_pipeline(
       PIPELINE_NAME, pipeline_root, data_root, module_file=None,
       serving_model_dir=serving_model_dir, metadata_path=None,
       train_steps=train_steps, eval_steps=eval_steps,
       accuracy_threshold=accuracy_threshold, num_workers=num_workers,
       module_path=MODULE_PATH, baseline=baseline,
-      trainer_resources=trainer_resources)
+      trainer_resources=trainer_resources,
+      trainer_pod_settings=trainer_pod_settings)
 
 
 def compile_pipeline(output_path: str, image: str, pipeline_root: str,
-                     serving_model_dir: str, **pipeline_args) -> Dict[str, Any]:
-  """Compiles the pipeline; returns the PipelineJob as a dict.
+                     serving_model_dir: str, target: str = 'kubeflow',
+                     **pipeline_args) -> Dict[str, Any]:
+  """Compiles the pipeline for `target` ('kubeflow', 'vertex' or
+  'kfp-local'); returns the PipelineJob as a dict.
 
-  `output_path` ending in .yaml gets the PipelineSpec (the package Kubeflow
-  Pipelines' client uploads), in .json the whole PipelineJob.
+  `output_path` ending in .yaml gets the PipelineSpec package (and the
+  platform spec, when the trainer's pod settings need one), in .json the
+  whole PipelineJob.
   """
-  from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner  # pylint: disable=g-import-not-at-top
-  runner = kubeflow_v2_dag_runner.KubeflowV2DagRunner(
-      config=kubeflow_v2_dag_runner.KubeflowV2DagRunnerConfig(
-          default_image=image),
-      output_dir=os.path.dirname(os.path.abspath(output_path)),
-      output_filename=os.path.basename(output_path))
-  return runner.run(create_pipeline(pipeline_root, serving_model_dir,
-                                    **pipeline_args))
+  return compile_lib.compile_pipeline(
+      create_pipeline(pipeline_root, serving_model_dir, **pipeline_args),
+      output_path, image, target=target)
 
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--target', choices=compile_lib.TARGETS,
+                      default='kubeflow',
+                      help="The backend: 'kubeflow' (open-source Kubeflow "
+                      "Pipelines 2.x), 'vertex' (Vertex AI Pipelines) or "
+                      "'kfp-local' (KFP's local runner). Default: %(default)s.")
   parser.add_argument('--image', required=True,
                       help='The image built from the Dockerfile, as the '
                       'cluster pulls it.')
   parser.add_argument('--pipeline-root', required=True,
-                      help='Where the cluster writes artifacts (gs://, s3:// '
-                      'or a path every pod mounts).')
+                      help='Where the steps write artifacts: gs://BUCKET/PATH '
+                      "on 'kubeflow' and 'vertex', a local folder on "
+                      "'kfp-local'.")
   parser.add_argument('--serving-model-dir', required=True,
                       help="Pusher's destination.")
   parser.add_argument('--data-root', default=IMAGE_DATA_ROOT,
@@ -90,10 +101,20 @@ def main(argv=None) -> int:
   parser.add_argument('--trainer-memory', default=None,
                       help="The trainer pod's memory, e.g. 16G.")
   parser.add_argument('--trainer-accelerator', default=None,
-                      help='The trainer pod\'s accelerator type and count, '
-                      'e.g. NVIDIA_TESLA_T4:1.')
+                      help='The trainer pod\'s accelerator and count: '
+                      'nvidia.com/gpu:1 on kubeflow, NVIDIA_TESLA_T4:1 on '
+                      'vertex.')
+  parser.add_argument('--trainer-service-account', default=None,
+                      help="The trainer's pods' service account (the TFJob "
+                      "and TrainJob pods; KFP sets the step's per run).")
+  parser.add_argument('--baseline', dest='baseline', action='store_true',
+                      default=None,
+                      help='Add the latest-blessed-model Resolver (Vertex '
+                      'only; the default there).')
   parser.add_argument('--no-baseline', dest='baseline', action='store_false',
-                      help='Leave out the latest-blessed-model Resolver.')
+                      help='Leave out the latest-blessed-model Resolver (the '
+                      'default on kubeflow and kfp-local, whose backends do '
+                      'not run it).')
   parser.add_argument('--output', default='penguin_kubeflow.yaml',
                       help='.yaml: the KFP package; .json: the PipelineJob.')
   args = parser.parse_args(argv)
@@ -103,12 +124,22 @@ def main(argv=None) -> int:
     kind, _, count = args.trainer_accelerator.partition(':')
     resources.update(accelerator_type=kind,
                      accelerator_count=int(count or 1))
-  compile_pipeline(args.output, args.image, args.pipeline_root,
-                   args.serving_model_dir, data_root=args.data_root,
-                   train_steps=args.train_steps, eval_steps=args.eval_steps,
-                   num_workers=args.num_workers, baseline=args.baseline,
-                   trainer_resources=resources or None)
-  print(f'Compiled {PIPELINE_NAME} to {os.path.abspath(args.output)}')
+  baseline = (args.target == 'vertex') if args.baseline is None else (
+      args.baseline)
+  pod_settings = ({'service_account': args.trainer_service_account}
+                  if args.trainer_service_account else None)
+  try:
+    compile_pipeline(args.output, args.image, args.pipeline_root,
+                     args.serving_model_dir, target=args.target,
+                     data_root=args.data_root, train_steps=args.train_steps,
+                     eval_steps=args.eval_steps, num_workers=args.num_workers,
+                     baseline=baseline, trainer_resources=resources or None,
+                     trainer_pod_settings=pod_settings)
+  except InvalidArgumentError as e:
+    print(f'error: {e}', file=sys.stderr)
+    return 2
+  print(f'Compiled {PIPELINE_NAME} for {args.target} to '
+        f'{os.path.abspath(args.output)}')
   return 0
 
 

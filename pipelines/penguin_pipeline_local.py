@@ -38,7 +38,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
                     baseline: bool = True,
                     evaluate_output: Optional[str] = None,
                     backend: Optional[str] = None,
-                    trainer_resources: Optional[dict] = None):
+                    trainer_resources: Optional[dict] = None,
+                    trainer_pod_settings: Optional[dict] = None):
   """Returns the TFX pipeline (a `tfx.dsl.Pipeline`).
 
   `evaluate_output` names the output Evaluator evaluates in a model with
@@ -49,8 +50,9 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
   `metadata_path` the orchestrator brings the metadata store (Kubeflow).
   `baseline=False` leaves out the latest-blessed-model Resolver: Evaluator
   then checks the accuracy threshold alone. `backend` is GenericTrainer's
-  ('tensorflow' or 'jax'); `trainer_resources` its `resources` (what a
-  Kubeflow trainer pod asks for; a local run ignores them).
+  ('tensorflow' or 'jax'); `trainer_resources` and `trainer_pod_settings`
+  its `resources` and `pod_settings` (what a Kubeflow trainer pod asks for
+  and carries; a local run ignores them).
   """
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   from tfx.components import CsvExampleGen, Evaluator, Pusher, SchemaGen, StatisticsGen  # pylint: disable=g-import-not-at-top,g-multiple-import
@@ -76,7 +78,8 @@ def create_pipeline(pipeline_name: str, pipeline_root: str, data_root: str,
       keras_version=keras_version,
       num_workers=num_workers,
       backend=backend,
-      resources=trainer_resources)
+      resources=trainer_resources,
+      pod_settings=trainer_pod_settings)
   model_resolver = resolver.Resolver(
       strategy_class=latest_blessed_model_strategy.LatestBlessedModelStrategy,
       model=Channel(type=standard_artifacts.Model),

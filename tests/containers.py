@@ -1,16 +1,33 @@
-"""The project image, built once per test session, and a small KFP launcher
-that runs compiled steps in it (tests/test_containers.py).
+"""The project image, built once per test session, and a KFP launcher of
+ours that runs compiled steps in it (tests/test_containers.py).
 
-Why our own launcher and not kfp.local's DockerRunner: the pinned kfp is
-2.5.0 (TFX 1.16's), which has no `kfp.local` (it came in kfp 2.6), and
-DockerRunner would need the `docker` Python client as well. This launcher
-does what KFP's v2 launcher does for a container step and nothing more: it
-writes the step's ExecutorInput (artifacts with their URIs and metadata,
-parameters, the executor-output file), puts it in place of `{{$}}` in the
-step's own arguments, runs the step's image and command with the artifact
-folder mounted at the same path and no network, then reads the
-executor-output file back (the artifacts' URIs and metadata the executor
-set) and hands those artifacts to the steps that consume them.
+Why our own and not KFP's: open-source KFP's driver and launcher run only
+in a cluster (no Kubernetes API server can run here), and the pinned kfp is
+2.5.0 (TFX 1.16's), which has no `kfp.local` (it came in kfp 2.6). So this
+launcher does, for a container step, what KFP's do, file by file (KFP
+2.17's source), and refuses what they refuse:
+  - the spec: schema 2.1.0 only (`backend/src/apiserver/template/
+    v2_template.go`), no resolver step (`backend/src/v2/compiler/
+    argocompiler/dag.go`);
+  - the ExecutorInput as the driver builds it (`backend/src/v2/driver/
+    resolve.go`, through `kfp_step.executor_input`): `parameterValues`
+    resolved from 2.1 constants only (a 2.0 `constantValue` refused with
+    the driver's reason), numbers as doubles, types checked, a
+    non-optional parameter without a value refused; each input artifact
+    from its producer's outputs, a missing one refused; artifacts with
+    their metadata as a Struct;
+  - the pipeline root and the artifact URIs as KFP's local runner lays
+    them out (`sdk/python/kfp/local/executor_input_utils.py`: a local
+    root, each step's outputs under it; `docker_task_handler.py`: the root
+    mounted at the same path): no object store runs here, so the cluster
+    launcher's gs:// URIs (`launcher_v2.go`, `LocalPathForURI`) are not
+    exercised, and the artifacts stay local;
+  - `{{$}}` replaced in the step's own arguments, the step's own image and
+    command, no network;
+  - the executor-output file read back as `ExecutorOutput` JSON, unknown
+    fields refused (Go's protojson), each artifact's URI and metadata
+    merged into the output (`launcher_v2.go`, `mergeRuntimeArtifacts`) and
+    handed to the steps that consume them.
 """
 
 import json
@@ -67,17 +84,31 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
              outputs: Optional[Dict[str, List[Dict[str, Any]]]] = None,
              detach_name: Optional[str] = None,
              parameters: Optional[Dict[str, Optional[str]]] = None):
-  """Runs one compiled step as KFP's launcher does; returns its output
-  artifacts as the executor-output file gives them (key -> runtime
-  artifacts), or the Popen of a named container when `detach_name`."""
+  """Runs one compiled step as KFP's driver and launcher do; returns its
+  output artifacts as the executor-output file gives them (key -> runtime
+  artifacts), or the Popen of a named container when `detach_name`.
+
+  `parameters` recompiles the step's constants first (a str sets one, None
+  removes it), as compiling the component with those arguments would.
+  `extra` replaces the container flags (default: no network).
+  """
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  if parameters:
+    job = _with_constants(job, task, parameters)
+  kfp_step.check_schema(job)
   component = kfp_step._component(job, task)  # pylint: disable=protected-access
   declared_in = component.get('inputDefinitions', {}).get('artifacts', {})
   declared_out = component.get('outputDefinitions', {}).get('artifacts', {})
   step_dir = os.path.join(root, 'steps', task)
-  os.makedirs(step_dir, exist_ok=True)
   invocation = kfp_step.executor_input(
       job, task, {}, {}, os.path.join(step_dir, 'executor_output.json'))
+  missing = sorted(key for key, spec in declared_in.items()
+                   if not spec.get('isOptional') and key not in inputs)
+  assert not missing, (
+      f'failed to resolve inputs: task {task}: non-optional input artifacts '
+      f'{missing} have no producer (KFP\'s driver, resolve.go)')
+  os.makedirs(step_dir, exist_ok=True)
   invocation['inputs']['artifacts'] = {
       key: {'artifacts': [dict(a, type=declared_in[key]['artifactType'])
                           for a in artifacts]}
@@ -89,21 +120,18 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
       key: {'artifacts': [dict(a, type=declared_out[key]['artifactType'])
                           for a in artifacts]}
       for key, artifacts in outputs.items()}
-  for key, value in (parameters or {}).items():
-    for field in ('parameters', 'parameterValues'):
-      values = invocation['inputs'].get(field)
-      if values is None:
-        continue
-      values.pop(key, None)
-      if value is not None:
-        values[key] = ({'stringValue': value} if field == 'parameters'
-                       else value)
+  # What the driver hands the launcher parses as KFP's ExecutorInput.
+  json_format.ParseDict(invocation, _pipeline_spec_pb2().ExecutorInput())
   command = kfp_step.command_line(job, task, invocation)
   container = kfp_step.container(job, task)
+  placeholders = [arg for arg in command if '{{$' in arg]
+  assert not placeholders, f'placeholders the launcher fills: {placeholders}'
   os.chmod(root, 0o777)
   for folder, _, _ in os.walk(root):
     os.chmod(folder, 0o777)
   args = ['run', '--rm', '-v', f'{root}:{root}', '--entrypoint', command[0]]
+  for item in container.get('env', []):
+    args += ['-e', f'{item["name"]}={item["value"]}']
   for key, value in (env or {}).items():
     args += ['-e', f'{key}={value}']
   args += list(extra or ['--network', 'none'])
@@ -120,15 +148,43 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
   return read_outputs(invocation)
 
 
+def _pipeline_spec_pb2():
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  return pipeline_spec_pb2
+
+
+def _with_constants(job, task, parameters):
+  """A copy of `job` whose step `task` was compiled with these constants."""
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  job = json.loads(json.dumps(job))
+  spec = job.get('pipelineSpec', job)
+  given = spec['root']['dag']['tasks'][task]['inputs'].setdefault(
+      'parameters', {})
+  declared = kfp_step._component(job, task).setdefault(  # pylint: disable=protected-access
+      'inputDefinitions', {}).setdefault('parameters', {})
+  for key, value in parameters.items():
+    if value is None:
+      given.pop(key, None)
+      declared.pop(key, None)
+    else:
+      given[key] = {'runtimeValue': {'constant': value}}
+      declared.setdefault(key, {'parameterType': 'STRING'})
+  return job
+
+
 def read_outputs(invocation) -> Dict[str, List[Dict[str, Any]]]:
   """The output artifacts, updated from the executor-output file as the
   launcher reads it (URI and metadata of each, by key and position)."""
   outputs = {key: [dict(a) for a in value['artifacts']]
              for key, value in invocation['outputs']['artifacts'].items()}
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
   path = invocation['outputs']['outputFile']
   if os.path.exists(path):
     with open(path) as f:
-      written = json.load(f).get('artifacts', {})
+      text = f.read()
+    # Go's protojson.Unmarshal: unknown fields are an error.
+    json_format.Parse(text, _pipeline_spec_pb2().ExecutorOutput())
+    written = json.loads(text).get('artifacts', {})
     for key, value in written.items():
       for artifact, update in zip(outputs.get(key, []),
                                   value.get('artifacts', [])):
@@ -143,7 +199,13 @@ def read_outputs(invocation) -> Dict[str, List[Dict[str, Any]]]:
 
 def order(job: Dict[str, Any]) -> List[str]:
   """The steps in an order that runs each after those it depends on."""
-  tasks = job['pipelineSpec']['root']['dag']['tasks']
+  spec = job['pipelineSpec']
+  tasks = spec['root']['dag']['tasks']
+  resolvers = [name for name, task in tasks.items()
+               if 'resolver' in spec['deploymentSpec']['executors'].get(
+                   spec['components'][task['componentRef']['name']][
+                       'executorLabel'], {})]
+  assert not resolvers, f'resolver executors not implemented: {resolvers}'
   done: List[str] = []
   while len(done) < len(tasks):
     for name, task in sorted(tasks.items()):
@@ -154,11 +216,21 @@ def order(job: Dict[str, Any]) -> List[str]:
 
 
 def inputs_of(job, task, produced):
-  """The step's input artifacts from the producers' outputs."""
+  """The step's input artifacts from the producers' outputs; one that no
+  producer wrote is refused, as the driver refuses it."""
   spec = job['pipelineSpec']['root']['dag']['tasks'][task]
-  return {key: produced[ref['taskOutputArtifact']['producerTask']][
-      ref['taskOutputArtifact']['outputArtifactKey']]
-          for key, ref in spec.get('inputs', {}).get('artifacts', {}).items()}
+  result = {}
+  for key, ref in spec.get('inputs', {}).get('artifacts', {}).items():
+    output = ref.get('taskOutputArtifact')
+    assert output, (f'failed to resolve input artifact {key}: artifact spec '
+                    f'of type {sorted(ref)} not implemented yet (resolve.go)')
+    artifacts = produced.get(output['producerTask'], {}).get(
+        output['outputArtifactKey'])
+    assert artifacts, (f'failed to resolve input artifact {key}: producer '
+                       f'task {output["producerTask"]} has no output '
+                       f'{output["outputArtifactKey"]}')
+    result[key] = artifacts
+  return result
 
 
 def clean(root: str):

@@ -34,8 +34,7 @@ def test_spec_matches_tfx_trainer_spec():
       assert ours[key].optional == parameter.optional, key
   assert set(GenericTrainerSpec.PARAMETERS) - set(TrainerSpec.PARAMETERS) == {
       'keras_version', 'num_workers', 'strategy', 'allow_signature_change',
-      'backend',
-      'max_restarts'}
+      'backend', 'max_restarts', 'pod_settings'}
   # TFX 1.21's Trainer takes `statistics` too (the first loop checked it).
   added = {'statistics', 'parsed_rows'} - set(TrainerSpec.INPUTS)
   assert added >= {'parsed_rows'}

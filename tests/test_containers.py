@@ -33,7 +33,7 @@ def test_compiled_penguin_pipeline_runs_step_by_step_in_containers(
   job = penguin_pipeline_kubeflow.compile_pipeline(
       os.path.join(root, 'penguin.json'), image,
       pipeline_root=os.path.join(root, 'root'),
-      serving_model_dir=os.path.join(root, 'serving'), baseline=False,
+      serving_model_dir=os.path.join(root, 'serving'), target='kfp-local',
       train_steps=100, eval_steps=5,
       trainer_resources={'cpu': 1, 'memory': '2G'})
   assert containers.order(job) == [

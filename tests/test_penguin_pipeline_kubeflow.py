@@ -9,6 +9,7 @@ import pytest
 
 from conftest import KUBEFLOW_IMAGE as IMAGE
 from conftest import REPO, penguin_statistics
+from message_parts import assert_four_parts
 
 
 @pytest.fixture
@@ -29,18 +30,29 @@ def test_package_is_a_pipeline_spec_kfp_uploads(compiled_kubeflow):
   assert package == job['pipelineSpec']
 
 
-def test_no_baseline_leaves_out_the_resolver(tmp_path):
-  """--no-baseline compiles without the KFP resolver steps."""
+def test_the_baseline_resolver_only_where_the_backend_runs_it(
+    tmp_path, capsys):
+  """Vertex gets the latest-blessed-model Resolver by default; on
+  open-source KFP asking for it is refused at compile time with the
+  reason its Argo compiler gives."""
   from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
-  assert penguin_pipeline_kubeflow.main([
-      '--image', IMAGE, '--pipeline-root', 'gs://b/root',
-      '--serving-model-dir', 'gs://b/serving', '--no-baseline',
-      '--output', str(tmp_path / 'p.yaml')]) == 0
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
-  spec = kfp_step.load(str(tmp_path / 'p.yaml'))
-  assert sorted(spec['root']['dag']['tasks']) == [
-      'CsvExampleGen', 'Evaluator', 'GenericTrainer', 'Pusher', 'SchemaGen',
-      'StatisticsGen']
+  common = ['--image', IMAGE, '--pipeline-root', 'gs://b/root',
+            '--serving-model-dir', 'gs://b/serving']
+  assert penguin_pipeline_kubeflow.main(
+      common + ['--target', 'vertex', '--output', str(tmp_path / 'v.json')]
+      ) == 0
+  tasks = kfp_step.load(str(tmp_path / 'v.json'))['pipelineSpec']['root'][
+      'dag']['tasks']
+  assert 'latest_blessed_model_resolver-model-resolver' in tasks
+  capsys.readouterr()
+  assert penguin_pipeline_kubeflow.main(
+      common + ['--baseline', '--output', str(tmp_path / 'k.yaml')]) == 2
+  error = capsys.readouterr().err
+  assert 'resolver executors not implemented' in error
+  assert "target='vertex'" in error and '--no-baseline' in error
+  assert_four_parts(error)
+  assert not (tmp_path / 'k.yaml').exists()
 
 
 def test_trainer_step_runs_generic_trainer_in_the_project_image(compiled):
@@ -57,10 +69,9 @@ def test_trainer_step_runs_generic_trainer_in_the_project_image(compiled):
                                    'generic_trainer.component.executor.GenericExecutor']
   assert kfp_step.parameters(compiled, task)['module_path'] == 'penguin_keras'
   steps = sorted(compiled['pipelineSpec']['root']['dag']['tasks'])
+  # No resolver: open-source KFP's Argo compiler refuses one.
   assert steps == ['CsvExampleGen', 'Evaluator', 'GenericTrainer', 'Pusher',
-                   'SchemaGen', 'StatisticsGen',
-                   'latest_blessed_model_resolver-model-blessing-resolver',
-                   'latest_blessed_model_resolver-model-resolver']
+                   'SchemaGen', 'StatisticsGen']
 
 
 @pytest.mark.slow
@@ -136,10 +147,13 @@ def test_trainer_step_renders_a_tfjob(compiled, tmp_path):
   assert container['image'] == IMAGE
   assert container['command'][-1] == (
       'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor')
-  assert container['args'] == ['--executor_class_path',
-                               'generic_trainer.component.executor.GenericExecutor',
-                               '--json_serialized_invocation_args',
-                               json.dumps(invocation)]
+  assert container['args'][:4] == [
+      '--executor_class_path',
+      'generic_trainer.component.executor.GenericExecutor',
+      '--json_serialized_invocation_args', json.dumps(invocation)]
+  # Pipeline spec 2.1: TFX's entrypoint types the parameterValues by it.
+  assert container['args'][4] == '--json_serialized_inputs_spec_args'
+  assert '"parameterType": "STRING"' in container['args'][5]
 
 
 def test_dockerfile_puts_module_and_data_where_the_pipeline_looks():
@@ -157,3 +171,204 @@ def test_dockerfile_puts_module_and_data_where_the_pipeline_looks():
   assert dockerfile.index('requirements/lock.txt') < dockerfile.index(
       'COPY generic_trainer')
   assert 'USER 1000:1000' in dockerfile
+
+
+def _tasks(job):
+  spec = job['pipelineSpec']
+  return spec, spec['root']['dag']['tasks']
+
+
+def test_open_source_package_holds_only_what_kfp_driver_resolves(
+    compiled_kubeflow):
+  """Schema 2.1.0 (the only one KFP's API server takes); every constant of
+  every step as `runtimeValue.constant` (the only form its driver's
+  resolve.go resolves); the gs:// root in the package itself (else KFP
+  writes to its minio:// default, which TFX cannot open); and the driver's
+  rules resolve every container step."""
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  job, path = compiled_kubeflow
+  spec, tasks = _tasks(job)
+  assert spec['schemaVersion'] == '2.1.0'
+  assert spec['defaultPipelineRoot'] == 'gs://bucket/root'
+  assert kfp_step.load(path)['defaultPipelineRoot'] == 'gs://bucket/root'
+  forms = {json.dumps(sorted(value['runtimeValue']))
+           for task in tasks.values()
+           for value in task.get('inputs', {}).get('parameters', {}).values()}
+  assert forms == {'["constant"]'}, forms
+  for task in tasks:
+    resolved = kfp_step.resolve_parameters(job, task)
+    assert all(not isinstance(v, int) or isinstance(v, bool)
+               for v in resolved.values()), resolved  # numbers are doubles
+  assert kfp_step.resolve_parameters(job, 'GenericTrainer')[
+      'module_path'] == 'penguin_keras'
+
+
+def test_a_2_1_spec_gives_num_workers_back_as_an_int(tmp_path):
+  """2.1 writes `num_workers: 2.0`; our readers give the int its
+  NUMBER_INTEGER declares, and the TFJob and TrainJob render from it; the
+  ExecutorInput carries the double, as KFP's driver passes it."""
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step, tfjob, trainjob  # pylint: disable=g-import-not-at-top
+  job = penguin_pipeline_kubeflow.compile_pipeline(
+      str(tmp_path / 'p.yaml'), IMAGE, 'gs://b/root', 'gs://b/serving',
+      num_workers=2)
+  raw = job['pipelineSpec']['root']['dag']['tasks']['GenericTrainer'][
+      'inputs']['parameters']['num_workers']['runtimeValue']['constant']
+  assert raw == 2.0 and isinstance(raw, float)
+  assert kfp_step.parameters(job, 'GenericTrainer')['num_workers'] == 2
+  assert isinstance(kfp_step.parameters(job, 'GenericTrainer')['num_workers'],
+                    int)
+  invocation = kfp_step.executor_input(job, 'GenericTrainer', {}, {},
+                                       kfp_step.LAUNCHER_OUTPUT_FILE)
+  assert invocation['inputs']['parameterValues']['num_workers'] == 2.0
+  assert 'parameters' not in invocation['inputs']
+  manifest = tfjob.render_for_step(job, invocation, 'penguin-train')
+  assert manifest['spec']['tfReplicaSpecs']['Worker']['replicas'] == 1
+  rendered = trainjob.render_for_step(job, invocation, 'penguin-train')
+  assert rendered['trainjob']['spec']['trainer']['numNodes'] == 2
+
+
+def test_the_driver_rules_refuse_what_kfp_refuses(compiled_kubeflow,
+                                                  tmp_path):
+  """A 2.0 spec, a 2.0 constant, a missing value, a string for a number:
+  each refused with the reason KFP's API server or driver gives, before
+  any container runs."""
+  import copy  # pylint: disable=g-import-not-at-top
+  import containers  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  job, _ = compiled_kubeflow
+
+  def refused(change, reason):
+    broken = copy.deepcopy(job)
+    change(broken['pipelineSpec'])
+    with pytest.raises(InvalidArgumentError, match=reason) as raised:
+      containers.run_step(broken, 'GenericTrainer', IMAGE, str(tmp_path), {})
+    assert_four_parts(str(raised.value))
+
+  def trainer_inputs(spec):
+    return spec['root']['dag']['tasks']['GenericTrainer']['inputs'][
+        'parameters']
+
+  refused(lambda spec: spec.update(schemaVersion='2.0.0'),
+          'KFP only supports schema version 2.1.0, but the pipeline spec '
+          'has version 2.0.0')
+  refused(lambda spec: trainer_inputs(spec).update(module_path={
+      'runtimeValue': {'constantValue': {'stringValue': 'penguin_keras'}}}),
+          r'param runtime value spec of type \*pipelinespec.'
+          'ValueOrRuntimeParameter_ConstantValue not implemented')
+  refused(lambda spec: trainer_inputs(spec).pop('module_path'),
+          'neither value nor default value provided for non-optional '
+          'parameter "module_path"')
+  def string_for_a_number(spec):
+    component = spec['root']['dag']['tasks']['GenericTrainer'][
+        'componentRef']['name']
+    spec['components'][component]['inputDefinitions']['parameters'][
+        'num_workers'] = {'parameterType': 'NUMBER_INTEGER'}
+    trainer_inputs(spec)['num_workers'] = {'runtimeValue': {'constant': '2'}}
+
+  refused(string_for_a_number,
+          'input parameter "num_workers" type mismatch: expect '
+          'NUMBER_INTEGER, got string')
+  assert kfp_step.check_schema(job) is None
+
+
+@pytest.mark.parametrize('target,root,named', [
+    ('kubeflow', 'minio://mlpipeline/v2/artifacts', 'minio://'),
+    ('kubeflow', 's3://bucket/penguin', 'tensorflow-io'),
+    ('kubeflow', '/mnt/shared/penguin', 'unsupported storage scheme'),
+    ('vertex', '/mnt/shared/penguin', 'GCS only'),
+    ('kfp-local', 'gs://bucket/penguin', 'local absolute pipeline root'),
+])
+def test_a_pipeline_root_the_target_cannot_use_is_refused_at_compile_time(
+    target, root, named, tmp_path, capsys):
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  assert penguin_pipeline_kubeflow.main([
+      '--target', target, '--image', IMAGE, '--pipeline-root', root,
+      '--serving-model-dir', '/tmp/serving', '--no-baseline',
+      '--output', str(tmp_path / 'p.yaml')]) == 2
+  error = capsys.readouterr().err
+  assert named in error and root in error, error
+  if target != 'kfp-local':
+    assert 'gs://BUCKET/penguin' in error
+  assert_four_parts(error)
+  assert not (tmp_path / 'p.yaml').exists()
+
+
+@pytest.mark.parametrize('target,given,named', [
+    ('kubeflow', 'NVIDIA_TESLA_T4:1', "'nvidia.com/gpu'"),
+    ('kubeflow', 'TPU_V3:8', "'google.com/tpu'"),
+    ('vertex', 'nvidia.com/gpu:1', "'NVIDIA_TESLA_T4'"),
+])
+def test_the_other_targets_accelerator_spelling_is_refused(
+    target, given, named, tmp_path, capsys):
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  assert penguin_pipeline_kubeflow.main([
+      '--target', target, '--image', IMAGE, '--pipeline-root', 'gs://b/r',
+      '--serving-model-dir', 'gs://b/s', '--trainer-accelerator', given,
+      '--output', str(tmp_path / 'p.json')]) == 2
+  error = capsys.readouterr().err
+  assert named in error and repr(given.split(':')[0]) in error, error
+  assert_four_parts(error)
+
+
+@pytest.mark.parametrize('target,given', [
+    ('kubeflow', 'nvidia.com/gpu'), ('vertex', 'NVIDIA_TESLA_T4')])
+def test_each_targets_accelerator_reaches_the_step(target, given, tmp_path):
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  assert penguin_pipeline_kubeflow.main([
+      '--target', target, '--image', IMAGE, '--pipeline-root', 'gs://b/r',
+      '--serving-model-dir', 'gs://b/s', '--trainer-accelerator', f'{given}:2',
+      '--output', str(tmp_path / 'p.json')]) == 0
+  job = kfp_step.load(str(tmp_path / 'p.json'))
+  resources = kfp_step.container(job, 'GenericTrainer')['resources']
+  assert resources['accelerator'] == {'type': given, 'count': '2'}
+
+
+def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
+    tmp_path, caplog):
+  """The environment in the step's container spec; labels, annotations,
+  volumes and runAsUser in the kfp-kubernetes platform spec, the YAML
+  package's second document; a service account and fsGroup named as not
+  carried (KFP sets the first per run and has no field for the second)."""
+  import logging  # pylint: disable=g-import-not-at-top
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  settings = {
+      'service_account': 'pipeline-runner',
+      'annotations': {'sidecar.istio.io/inject': 'false'},
+      'labels': {'team': 'penguins'},
+      'env': {'GENERIC_TRAINER_WORKER_NETWORK': 'any'},
+      'volumes': [{'name': 'data', 'persistentVolumeClaim': {
+          'claimName': 'penguin-data'}},
+                  {'name': 'creds', 'secret': {'secretName': 'gcs-key'}}],
+      'volume_mounts': [{'name': 'data', 'mountPath': '/data'},
+                        {'name': 'creds', 'mountPath': '/creds'}],
+      'security_context': {'fsGroup': 0, 'runAsUser': 1000680000}}
+  path = str(tmp_path / 'p.yaml')
+  with caplog.at_level(logging.WARNING):
+    penguin_pipeline_kubeflow.compile_pipeline(
+        path, IMAGE, 'gs://b/root', 'gs://b/serving',
+        trainer_pod_settings=settings)
+  job = kfp_step.load(path)
+  assert kfp_step.container(job, 'GenericTrainer')['env'] == [
+      {'name': 'GENERIC_TRAINER_WORKER_NETWORK', 'value': 'any'}]
+  (label,) = job['platformSpec']['platforms']['kubernetes']['deploymentSpec'][
+      'executors']
+  assert label == kfp_step._component(job, 'GenericTrainer')['executorLabel']  # pylint: disable=protected-access
+  config = job['platformSpec']['platforms']['kubernetes']['deploymentSpec'][
+      'executors'][label]
+  assert config == {
+      'podMetadata': {'labels': {'team': 'penguins'}, 'annotations': {
+          'sidecar.istio.io/inject': 'false'}},
+      'pvcMount': [{'mountPath': '/data', 'pvcNameParameter': {
+          'runtimeValue': {'constant': 'penguin-data'}}}],
+      'secretAsVolume': [{'mountPath': '/creds', 'secretNameParameter': {
+          'runtimeValue': {'constant': 'gcs-key'}}}],
+      'securityContext': {'runAsUser': 1000680000}}
+  warned = caplog.text
+  assert "service_account='pipeline-runner'" in warned
+  assert 'security_context fsGroup' in warned
+  # The TFJob rendered from this package carries all of them.
+  assert kfp_step.parameters(job, 'GenericTrainer')['pod_settings']

@@ -1,18 +1,43 @@
-"""TFJob manifests for the Kubeflow Training Operator: shape, schema, errors."""
+"""TFJob manifests for the Kubeflow Training Operator: shape, the operator's
+CRD (v1.9.4, pinned in tests/schemas/, checked as the API server checks it:
+`crd_schema`), the names its webhook and its Services accept, restarts, pod
+settings, errors."""
 
 import pytest
 
+import compiled_steps
+import crd_schema
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import tfjob
+from generic_trainer.kubeflow.pod_settings import PodSettings
 
 _COMMAND = list(tfjob.KFP_ENTRYPOINT)
 _ARGS = ['--executor_class_path', 'generic_trainer.component.executor.GenericExecutor',
          '--json_serialized_invocation_args', '{"inputs": {}}']
 
 
+_SETTINGS = {'service_account': 'pipeline-runner',
+             'annotations': {'example.com/team': 'penguins'},
+             'labels': {'team': 'penguins'},
+             'env': {'GOOGLE_CLOUD_PROJECT': 'p'},
+             'volumes': [{'name': 'data', 'persistentVolumeClaim': {
+                 'claimName': 'penguin'}}],
+             'volume_mounts': [{'name': 'data', 'mountPath': '/data'}],
+             'security_context': {'fsGroup': 0, 'runAsNonRoot': True}}
+_ISTIO_OFF = {'annotations': {'sidecar.istio.io/inject': 'false'}}
+
+
 def _container():
   return {'name': 'tensorflow', 'image': 'example.com/trainer:1',
           'command': _COMMAND, 'args': _ARGS}
+
+
+def _render(name='penguin-train', num_workers=2, **kwargs):
+  """A TFJob that has passed the pinned CRD as the API server checks it."""
+  manifest = tfjob.render(name, 'example.com/trainer:1', _COMMAND, _ARGS,
+                          num_workers=num_workers, **kwargs)
+  crd_schema.check(manifest, crd_schema.TFJOB_CRD)
+  return manifest
 
 
 def test_three_workers_are_a_chief_and_two_workers():
@@ -21,7 +46,8 @@ def test_three_workers_are_a_chief_and_two_workers():
                           _ARGS, num_workers=3, namespace='kubeflow',
                           active_deadline_seconds=3600)
   replica = {'replicas': 1, 'restartPolicy': 'Never',
-             'template': {'spec': {'containers': [_container()],
+             'template': {'metadata': _ISTIO_OFF,
+                          'spec': {'containers': [_container()],
                                    'terminationGracePeriodSeconds': 60}}}
   assert manifest == {
       'apiVersion': 'kubeflow.org/v1',
@@ -87,7 +113,8 @@ def test_the_sdk_builds_the_same_manifest():
 
 @pytest.mark.parametrize('kwargs, message', [
     ({'name': 'Penguin_Train'},
-     r"at metadata/name: 'Penguin_Train' does not match"),
+     r"'name' must be an RFC 1035 label: .*TFJob webhook.*Received: "
+     r"name='Penguin_Train'"),
     ({'num_workers': 0}, r"'num_workers' must be a positive int.*"
      r'Received: num_workers=0'),
     ({'restart_policy': 'Sometimes'}, r"'restart_policy' must be one of "
@@ -123,6 +150,142 @@ def test_schema_rejects_what_the_operator_rejects(replica_specs, message):
     tfjob.validate(manifest)
 
 
+def test_the_schema_refuses_a_name_the_webhook_refuses():
+  """tfjob.validate, for a manifest written elsewhere: an RFC 1035 name."""
+  manifest = {'apiVersion': 'kubeflow.org/v1', 'kind': 'TFJob',
+              'metadata': {'name': '1-penguin'},
+              'spec': {'tfReplicaSpecs': {'Chief': {'template': {'spec': {
+                  'containers': [_container()]}}}}}}
+  with pytest.raises(InvalidArgumentError,
+                     match=r"at metadata/name: '1-penguin' does not match"):
+    tfjob.validate(manifest)
+
+
+@pytest.mark.parametrize('kwargs', [
+    {},
+    {'num_workers': 1},
+    {'num_workers': 3, 'namespace': 'kubeflow', 'active_deadline_seconds': 60,
+     'env': {'A': '1'}, 'resources': {'limits': {'cpu': '2'}},
+     'restart_policy': 'OnFailure', 'backoff_limit': 4,
+     'pod_settings': _SETTINGS},
+])
+def test_every_render_passes_the_pinned_crd(kwargs):
+  """What render writes, settings and all, is what the API server takes."""
+  _render(**kwargs)
+
+
+def test_the_pinned_crd_refuses_an_unknown_field():
+  """Strict field validation: an undeclared field is refused."""
+  manifest = _render()
+  manifest['spec']['runPolicy']['backofLimit'] = 3
+  assert crd_schema.errors(manifest, crd_schema.TFJOB_CRD) == [
+      'spec.runPolicy: Additional properties are not allowed '
+      "('backofLimit' was unexpected)"]
+
+
+@pytest.mark.parametrize('num_workers, longest, service', [
+    (1, 55, 'chief-0'), (2, 54, 'worker-0'), (11, 54, 'worker-9'),
+    (12, 53, 'worker-10')])
+def test_the_longest_name_the_services_allow(num_workers, longest, service):
+  """The operator names each replica's Service `<name>-<type>-<index>`, at
+  most 63: the longest name passes, one more character is refused."""
+  assert tfjob.longest_name(num_workers) == longest
+  _render('p' * longest, num_workers)
+  with pytest.raises(
+      InvalidArgumentError,
+      match=rf"'name' must be at most {longest} characters \(the Training "
+      rf"Operator's TFJob webhook, and the Service 'p{{{longest + 1}}}-"
+      rf"{service}' it names after the job must fit in 63\)\. Received: "
+      rf"name='p{{{longest + 1}}}' \({longest + 1} characters\)"):
+    _render('p' * (longest + 1), num_workers)
+
+
+@pytest.mark.parametrize('name', ['1-penguin', 'penguin.train', 'penguin-'])
+def test_the_name_is_an_rfc_1035_label(name):
+  """The webhook's NameIsDNS1035Label: a letter first, no dots."""
+  with pytest.raises(InvalidArgumentError,
+                     match=rf"'name' must be an RFC 1035 label.*Received: "
+                     rf'name={name!r}'):
+    _render(name)
+
+
+def test_pod_settings_reach_the_chief_and_every_worker():
+  """Service account, annotations, labels, env, volumes, mounts and the
+  security context are in every replica's pod template."""
+  manifest = _render(num_workers=3, env={'A': '1'},
+                     pod_settings=PodSettings(**_SETTINGS))
+  specs = manifest['spec']['tfReplicaSpecs']
+  assert sorted(specs) == ['Chief', 'Worker']
+  for replica in specs.values():
+    template = replica['template']
+    assert template['metadata'] == {
+        'annotations': {'sidecar.istio.io/inject': 'false',
+                        'example.com/team': 'penguins'},
+        'labels': {'team': 'penguins'}}
+    pod = template['spec']
+    assert pod['serviceAccountName'] == 'pipeline-runner'
+    assert pod['volumes'] == _SETTINGS['volumes']
+    assert pod['securityContext'] == {'fsGroup': 0, 'runAsNonRoot': True}
+    (container,) = pod['containers']
+    assert container['env'] == [{'name': 'A', 'value': '1'},
+                                {'name': 'GOOGLE_CLOUD_PROJECT', 'value': 'p'}]
+    assert container['volumeMounts'] == _SETTINGS['volume_mounts']
+
+
+@pytest.mark.parametrize('pod_settings, expected', [
+    (None, 'false'),
+    ({'annotations': {'sidecar.istio.io/inject': 'true'}}, 'true'),
+])
+def test_istio_sidecar_is_off_unless_the_settings_say(pod_settings, expected):
+  """A sidecar would keep a finished pod running: off by default."""
+  manifest = _render(pod_settings=pod_settings)
+  for replica in manifest['spec']['tfReplicaSpecs'].values():
+    assert replica['template']['metadata']['annotations'] == {
+        'sidecar.istio.io/inject': expected}
+
+
+def test_service_account_argument_and_pod_settings_agree():
+  """service_account= sets the settings' account; two accounts are
+  refused."""
+  manifest = _render(service_account='trainer', pod_settings={'labels': {
+      'team': 'penguins'}})
+  pod = manifest['spec']['tfReplicaSpecs']['Chief']['template']['spec']
+  assert pod['serviceAccountName'] == 'trainer'
+  with pytest.raises(InvalidArgumentError,
+                     match=r"'service_account' and pod_settings' "
+                     r"service_account must not name two accounts.*Received: "
+                     r"service_account='trainer', pod_settings service_account"
+                     r"='pipeline-runner'"):
+    _render(service_account='trainer', pod_settings=_SETTINGS)
+
+
+def test_a_compiled_step_gives_its_replicas_restarts_and_pod_settings():
+  """A 2.1 step's num_workers 3.0, max_restarts 1.0 and pod_settings JSON
+  reach the TFJob."""
+  job = compiled_steps.job({'num_workers': 3.0, 'max_restarts': 1.0,
+                            'pod_settings': PodSettings(**_SETTINGS).to_json()})
+  manifest = tfjob.render_for_step(job, {'inputs': {}}, 'penguin-train')
+  crd_schema.check(manifest, crd_schema.TFJOB_CRD)
+  specs = manifest['spec']['tfReplicaSpecs']
+  assert (specs['Chief']['replicas'], specs['Worker']['replicas']) == (1, 2)
+  assert manifest['spec']['runPolicy']['backoffLimit'] == 3
+  for replica in specs.values():
+    assert replica['restartPolicy'] == 'OnFailure'
+    assert replica['template']['spec']['serviceAccountName'] == (
+        'pipeline-runner')
+    assert replica['template']['metadata']['labels'] == {'team': 'penguins'}
+
+
+def test_the_sdk_path_keeps_every_pod_field():
+  """The Kubernetes client's V1PodTemplateSpec, which the SDK path builds,
+  gives back the pod template with its settings, field for field."""
+  k8s = pytest.importorskip('kubernetes.client')
+  template = _render(pod_settings=_SETTINGS, resources={'limits': {
+      'cpu': '2'}})['spec']['tfReplicaSpecs']['Chief']['template']
+  model = tfjob._pod_template(template)  # pylint: disable=protected-access
+  assert k8s.ApiClient().sanitize_for_serialization(model) == template
+
+
 def test_component_renders_its_tfjob():
   """GenericTrainer(num_workers=2).to_tfjob gives a Chief and one Worker."""
   from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
@@ -140,6 +303,23 @@ def test_component_renders_its_tfjob():
   # max_restarts unset: 2 restarts of both replicas, from the checkpoint.
   assert [r['restartPolicy'] for r in specs.values()] == ['OnFailure'] * 2
   assert manifest['spec']['runPolicy']['backoffLimit'] == 4
+  crd_schema.check(manifest, crd_schema.TFJOB_CRD)
+
+
+def test_component_gives_every_pod_its_pod_settings():
+  """GenericTrainer(pod_settings=...).to_tfjob: the Chief and the Worker."""
+  from tfx.types import Channel, standard_artifacts  # pylint: disable=g-import-not-at-top,g-multiple-import
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
+  trainer = GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
+                           module_file=PENGUIN_MODULE, num_workers=2,
+                           pod_settings=_SETTINGS)
+  manifest = trainer.to_tfjob('penguin-train', 'example.com/trainer:1',
+                              {'inputs': {}, 'outputs': {}})
+  crd_schema.check(manifest, crd_schema.TFJOB_CRD)
+  for replica in manifest['spec']['tfReplicaSpecs'].values():
+    assert replica['template']['spec']['securityContext'] == {
+        'fsGroup': 0, 'runAsNonRoot': True}
 
 
 def test_component_without_restarts_renders_a_job_that_fails_fast():

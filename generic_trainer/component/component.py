@@ -20,6 +20,7 @@ from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.data.kept.artifact import ParsedRows
 from generic_trainer.component.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
+from generic_trainer.kubeflow import pod_settings as pod_settings_lib
 from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow import tfjob
 from generic_trainer.kubeflow import trainjob
@@ -73,7 +74,8 @@ class GenericTrainer(base_component.BaseComponent):
       backend: Optional[str] = None,
       parsed_rows: Optional[types.BaseChannel] = None,
       keep_parsed_rows: Optional[bool] = None,
-      resources: Optional[Dict[str, Any]] = None):
+      resources: Optional[Dict[str, Any]] = None,
+      pod_settings: Optional[Dict[str, Any]] = None):
     """Constructs a GenericTrainer.
 
     Args:
@@ -142,6 +144,14 @@ class GenericTrainer(base_component.BaseComponent):
         Kubeflow step carries CPU, memory and the accelerator; every
         replica of `to_tfjob` and `to_trainjob` carries all of them. A
         local run ignores them.
+      pod_settings: What a cluster needs on each trainer pod besides its
+        resources: 'service_account', 'annotations', 'labels', 'env',
+        'volumes', 'volume_mounts', 'security_context', as Kubernetes
+        spells them (`generic_trainer.kubeflow.pod_settings`). Every pod of
+        `to_tfjob` and `to_trainjob` carries all of them (and Istio's
+        sidecar off unless the annotations say otherwise); the compiled
+        Kubeflow step carries those KFP can (`generic_trainer.kubeflow.
+        compile` says which it cannot). A local run ignores them.
 
     Raises:
       InvalidArgumentError: an argument is wrong; the message says which.
@@ -178,6 +188,7 @@ class GenericTrainer(base_component.BaseComponent):
     if keep_parsed_rows is None:
       keep_parsed_rows = parsed_rows is not None
     self.resources = resources_lib.from_value(resources)
+    self.pod_settings = pod_settings_lib.from_value(pod_settings)
     train_args = _checked_args('train_args', train_args, trainer_pb2.TrainArgs)
     eval_args = _checked_args('eval_args', eval_args, trainer_pb2.EvalArgs)
     try:
@@ -203,6 +214,8 @@ class GenericTrainer(base_component.BaseComponent):
           allow_signature_change=allow_signature_change,
           max_restarts=max_restarts,
           backend=backend,
+          pod_settings=(self.pod_settings.to_json()
+                        if self.pod_settings is not None else None),
           model=types.Channel(type=standard_artifacts.Model),
           model_run=types.Channel(type=standard_artifacts.ModelRun),
           updated_parsed_rows=types.Channel(type=ParsedRows)

@@ -32,6 +32,7 @@ from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import BACKEND_KEY
 from generic_trainer.keys import KERAS_VERSION_KEY
 from generic_trainer.keys import MAX_RESTARTS_KEY
+from generic_trainer.keys import POD_SETTINGS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import STATISTICS_KEY
 from generic_trainer.keys import STRATEGY_KEY
@@ -54,6 +55,7 @@ class GenericTrainerSpec(ComponentSpec):
                                                      optional=True),
       BACKEND_KEY: ExecutionParameter(type=str, optional=True),
       MAX_RESTARTS_KEY: ExecutionParameter(type=int, optional=True),
+      POD_SETTINGS_KEY: ExecutionParameter(type=str, optional=True),
   }
   INPUTS = {
       **_TRAINER.INPUTS,

@@ -24,12 +24,22 @@ from generic_trainer.system.lazy import kubeflow_v2_entrypoint_utils
 
 TRAINER_EXECUTOR = 'generic_trainer.component.executor.GenericExecutor'
 EXECUTOR_INPUT_PLACEHOLDER = '{{$}}'
+SCHEMA_VERSION = '2.1.0'
+# Where KFP's launcher has the step write its ExecutorOutput
+# (`backend/src/v2/component/launcher_v2.go`, OutputMetadataFilepath).
+LAUNCHER_OUTPUT_FILE = '/tmp/kfp_outputs/output_metadata.json'
 
 
 def load(path: str) -> Dict[str, Any]:
-  """Reads a compiled PipelineJob (JSON, or the YAML newer runners write)."""
+  """Reads a compiled pipeline: the PipelineJob (JSON), or the YAML package,
+  whose second document, when there is one, is the platform spec (returned
+  as {'pipelineSpec': ..., 'platformSpec': ...})."""
   with open(path) as f:
-    return yaml.safe_load(f)
+    documents = [d for d in yaml.safe_load_all(f) if d is not None]
+  if len(documents) == 1:
+    return documents[0]
+  spec, platform = documents[:2]
+  return {'pipelineSpec': spec, 'platformSpec': platform}
 
 
 def _spec(job: Dict[str, Any]) -> Dict[str, Any]:
@@ -70,13 +80,19 @@ def container(job: Dict[str, Any], task: str) -> Dict[str, Any]:
 
 
 def parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
-  """The step's compiled constant parameters, as plain Python values."""
+  """The step's compiled constant parameters, as plain Python values of
+  the types their parameters declare: pipeline spec 2.1 writes every
+  number as a double (`num_workers: 2.0`), read back as the int its
+  NUMBER_INTEGER declares. Reads a 2.0 spec's `constantValue` too."""
+  declared = _component(job, task).get('inputDefinitions', {}).get(
+      'parameters', {})
   result = {}
   for key, value in _spec(job)['root']['dag']['tasks'][task]['inputs'].get(
       'parameters', {}).items():
     runtime = value.get('runtimeValue', {})
     if 'constant' in runtime:  # Pipeline spec 2.1.
-      result[key] = runtime['constant']
+      result[key] = _typed(runtime['constant'],
+                           declared.get(key, {}).get('parameterType'))
     elif 'constantValue' in runtime:  # Pipeline spec 2.0.
       (kind, raw), = runtime['constantValue'].items()
       result[key] = int(raw) if kind == 'intValue' else (
@@ -84,11 +100,99 @@ def parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
   return result
 
 
+def _typed(value: Any, parameter_type: Optional[str]) -> Any:
+  if parameter_type == 'NUMBER_INTEGER' and isinstance(value, float) and (
+      value.is_integer()):
+    return int(value)
+  return value
+
+
+def check_schema(job: Dict[str, Any]) -> None:
+  """Refuses a spec Kubeflow Pipelines' API server refuses: KFP 2.x takes
+  schema 2.1.0 only (`backend/src/apiserver/template/v2_template.go`)."""
+  version = _spec(job).get('schemaVersion')
+  if version != SCHEMA_VERSION:
+    raise InvalidArgumentError(
+        f'KFP only supports schema version {SCHEMA_VERSION}, but the pipeline '
+        f'spec has version {version} (Kubeflow Pipelines\' API server, '
+        'v2_template.go). Expected a pipeline compiled with '
+        'generic_trainer.kubeflow.compile.compile_pipeline (or '
+        'KubeflowV2DagRunnerConfig(use_pipeline_spec_2_1=True)). Received: '
+        f'schemaVersion={version!r}. Rerun the compile with that function.')
+
+
+def resolve_parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
+  """The step's `parameterValues` as KFP's driver resolves them
+  (`backend/src/v2/driver/resolve.go`, `resolveInputParameter` and
+  `handleParamTypeValidationAndConversion`): 2.1 constants only, numbers
+  as JSON doubles, a STRING parameter's other values as their JSON text,
+  a non-optional parameter without a value or a default refused. What
+  the driver refuses raises InvalidArgumentError with the driver's reason.
+  """
+  check_schema(job)
+  definitions = _component(job, task).get('inputDefinitions', {}).get(
+      'parameters', {})
+  values: Dict[str, Any] = {}
+  for key, spec in _spec(job)['root']['dag']['tasks'][task]['inputs'].get(
+      'parameters', {}).items():
+    kind = next(iter(spec), None)
+    runtime = spec.get('runtimeValue', {})
+    if kind != 'runtimeValue' or 'constant' not in runtime:
+      what = ('ValueOrRuntimeParameter_ConstantValue'
+              if 'constantValue' in runtime else
+              f'TaskInputsSpec_InputParameterSpec_{kind}')
+      raise InvalidArgumentError(
+          f'Step {task!r}: resolving input parameter {key!r}: param runtime '
+          f'value spec of type *pipelinespec.{what} not implemented (KFP\'s '
+          'driver, resolve.go). Expected a 2.1 constant '
+          '(`runtimeValue.constant`). Received: '
+          f'{json.dumps(spec)[:300]}. Rerun the compile with '
+          'generic_trainer.kubeflow.compile.compile_pipeline.')
+    values[key] = runtime['constant']
+  for key, spec in definitions.items():
+    kind = spec.get('parameterType')
+    if key not in values:
+      if spec.get('isOptional'):
+        continue
+      if 'defaultValue' not in spec:
+        raise InvalidArgumentError(
+            f'Step {task!r}: neither value nor default value provided for '
+            f'non-optional parameter "{key}" (KFP\'s driver, resolve.go). '
+            f'Expected a value for every parameter the step declares. '
+            f'Received: the values {sorted(values)}. Rerun the compile from '
+            'the component that declares it.')
+      continue
+    value = values[key]
+    if kind == 'STRING':
+      if not isinstance(value, str):
+        values[key] = json.dumps(value)
+      continue
+    actual = ('null' if value is None else 'bool' if isinstance(value, bool)
+              else 'string' if isinstance(value, str)
+              else 'number' if isinstance(value, (int, float))
+              else 'list' if isinstance(value, list) else 'struct')
+    allowed = {'number': ('NUMBER_DOUBLE', 'NUMBER_INTEGER'),
+               'bool': ('BOOLEAN',), 'list': ('LIST',),
+               'struct': ('STRUCT', 'TASK_FINAL_STATUS', 'TASK_CONFIG')}
+    if kind not in allowed.get(actual, ()):
+      raise InvalidArgumentError(
+          f'Step {task!r}: input parameter "{key}" type mismatch: expect '
+          f'{kind}, got {actual} (KFP\'s driver, resolve.go). Expected a '
+          f'{kind} value. Received: {key}={value!r}. Rerun the compile from '
+          'the component that declares it.')
+    if actual == 'number':
+      values[key] = float(value)  # A protobuf Value's number is a double.
+  return values
+
+
 def executor_input(job: Dict[str, Any], task: str,
                    inputs: Dict[str, List[Any]],
                    outputs: Dict[str, List[Any]],
                    output_file: str) -> Dict[str, Any]:
-  """The ExecutorInput the KFP launcher passes to `task` for these artifacts.
+  """The ExecutorInput KFP's driver builds for `task` (a 2.1 spec; see
+  `resolve_parameters`) and its launcher passes as `{{$}}`, for these
+  artifacts: each a RuntimeArtifact with its URI and its metadata as a
+  Struct.
 
   Args:
     job: The compiled PipelineJob.
@@ -117,7 +221,6 @@ def executor_input(job: Dict[str, Any], task: str,
     return result
 
   definitions = component.get('inputDefinitions', {})
-  values = parameters(job, task)
   result = {
       'inputs': {
           'artifacts': artifacts(definitions.get('artifacts', {}), inputs,
@@ -130,13 +233,7 @@ def executor_input(job: Dict[str, Any], task: str,
           'outputFile': output_file,
       },
   }
-  if _spec(job).get('schemaVersion', '2.0.0') >= '2.1.0':
-    result['inputs']['parameterValues'] = values
-  else:
-    result['inputs']['parameters'] = {
-        key: ({'intValue': str(v)} if isinstance(v, int) else
-              {'doubleValue': v} if isinstance(v, float) else
-              {'stringValue': v}) for key, v in values.items()}
+  result['inputs']['parameterValues'] = resolve_parameters(job, task)
   return result
 
 

@@ -17,8 +17,11 @@ is described:
 
 Units: `cpu` in cores (2, 0.5 or '500m'); `memory` as Kubernetes writes it
 ('16G', '512Mi') or a number of GB, which is KFP's unit; the accelerator is
-KFP's type name ('NVIDIA_TESLA_T4', 'NVIDIA_H100_80GB', 'TPU_V3') or a
-Kubernetes extended resource ('nvidia.com/gpu').
+a Kubernetes extended resource ('nvidia.com/gpu', 'google.com/tpu'), which
+open-source Kubeflow Pipelines puts in the pod's limits as it is, or
+Vertex AI's name ('NVIDIA_TESLA_T4', 'NVIDIA_H100_80GB', 'TPU_V3');
+`generic_trainer.kubeflow.compile` checks the spelling against the target.
+The TFJob and TrainJob pods take Vertex's names as their resource.
 """
 
 import re
@@ -37,7 +40,7 @@ _MEMORY_GB = {None: 1.0, 'k': 1e-6, 'M': 1e-3, 'G': 1.0, 'T': 1e3,
               'Ki': 1024 / 1e9, 'Mi': 1024**2 / 1e9, 'Gi': 1024**3 / 1e9,
               'Ti': 1024**4 / 1e9}
 _EXAMPLE = ("e.g. resources={'cpu': 4, 'memory': '16G', 'accelerator_type': "
-            "'NVIDIA_TESLA_T4', 'accelerator_count': 1}")
+            "'nvidia.com/gpu', 'accelerator_count': 1}")
 
 
 @attr.s(frozen=True)
@@ -130,7 +133,7 @@ def from_value(value: Optional[Mapping[str, Any]]) -> Optional[Resources]:
   if accelerator is not None and (not isinstance(accelerator, str) or
                                   not accelerator):
     _wrong('accelerator_type', accelerator, "a non-empty str such as "
-           "'NVIDIA_TESLA_T4' or 'nvidia.com/gpu'")
+           "'nvidia.com/gpu' (Vertex AI: 'NVIDIA_TESLA_T4')")
   if count is not None and (isinstance(count, bool) or
                             not isinstance(count, int) or count < 1):
     _wrong('accelerator_count', count, 'a positive int')
@@ -139,7 +142,7 @@ def from_value(value: Optional[Mapping[str, Any]]) -> Optional[Resources]:
         "'resources' asks for accelerators without saying which: "
         "accelerator_count needs accelerator_type. Received: "
         f'resources={dict(value)!r}. Add accelerator_type, e.g. '
-        "'NVIDIA_TESLA_T4'.")
+        "'nvidia.com/gpu' (Vertex AI: 'NVIDIA_TESLA_T4').")
   selector = value.get('node_selector') or {}
   if not isinstance(selector, Mapping) or not all(
       isinstance(k, str) and isinstance(v, str) for k, v in selector.items()):

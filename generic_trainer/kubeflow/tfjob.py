@@ -8,7 +8,17 @@ the workers train with it and publish nothing (`distribution.py`).
 
 The manifest is built with the operator's SDK models (`kubeflow-training`)
 when that package is installed; otherwise as plain data. Either way it is
-checked against `tfjob_schema.TFJOB_SCHEMA` before it is returned.
+checked against `tfjob_schema.TFJOB_SCHEMA` before it is returned (the
+package does not ship the operator's CRD; tests/test_tfjob.py checks every
+rendered TFJob against it, v1.9.4, pinned in tests/schemas/, as the API
+server does). The name is checked first (`_check_name`): an RFC 1035 label,
+as the operator's webhook requires, short enough for the Services the
+operator names after it.
+
+Every pod, Chief and Workers, carries the component's `pod_settings`
+(service account, annotations, labels, env, volumes and mounts, security
+context; `pod_settings.PodSettings.apply`), and Istio's sidecar is off
+unless those settings say otherwise.
 
 Restarts follow the component's `max_restarts`, as local workers do
 (`restart_settings`): when a pod dies, the other replicas fail with it (a
@@ -51,9 +61,13 @@ from generic_trainer.plan.settings import restarts, worker_range
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
+from generic_trainer.keys import POD_SETTINGS_KEY
 from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
 from generic_trainer.kubeflow import kfp_step
+from generic_trainer.kubeflow import names
+from generic_trainer.kubeflow import pod_settings as pod_settings_lib
 from generic_trainer.kubeflow import resources as resources_lib
+from generic_trainer.kubeflow.pod_settings import PodSettings
 from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob_schema import TFJOB_SCHEMA
 from generic_trainer.system import lazy
@@ -81,12 +95,15 @@ def render(name: str, image: str, command: List[str], args: List[str],
            env: Optional[Dict[str, str]] = None,
            resources: Union[Resources, Dict[str, Dict[str, str]], None] = None,
            service_account: Optional[str] = None,
-           termination_grace_period_s: int = TERMINATION_GRACE_PERIOD_S
+           termination_grace_period_s: int = TERMINATION_GRACE_PERIOD_S,
+           pod_settings: Union[PodSettings, Dict[str, Any], None] = None
            ) -> Dict[str, Any]:
   """The TFJob manifest (a dict, as `kubectl apply` takes it in YAML/JSON).
 
   Args:
-    name: The job's name (a DNS-1123 label).
+    name: The job's name: an RFC 1035 label (a lowercase letter first)
+      short enough for the Services named after it (`longest_name`: 54
+      characters for 2 to 11 replicas).
     image: The image of every replica (built from the Dockerfile).
     command: The container command, e.g. the KFP v2 entrypoint.
     args: Its arguments (executor class, serialized ExecutorInput).
@@ -102,10 +119,16 @@ def render(name: str, image: str, command: List[str], args: List[str],
     resources: Every replica's `Resources` (`GenericTrainer(resources=...)`:
       requests, limits, node selector, tolerations), or a container's
       Kubernetes resources as a dict, e.g. {'limits': {'cpu': '2'}}.
-    service_account: The pods' service account (storage credentials).
+    service_account: The pods' service account (storage credentials); the
+      same as `pod_settings`' service_account, which it sets.
     termination_grace_period_s: The pods' `terminationGracePeriodSeconds`:
       seconds from SIGTERM to SIGKILL, which the last step, its resume
       checkpoint and the exit must fit in.
+    pod_settings: What every pod needs besides its resources (service
+      account, annotations, labels, env, volumes, security context): a
+      `PodSettings`, or a dict `pod_settings.from_value` takes, or None.
+      Istio's sidecar is turned off either way unless these settings name
+      its annotation.
 
   Raises:
     InvalidArgumentError: an argument is wrong, or the manifest does not
@@ -121,6 +144,10 @@ def render(name: str, image: str, command: List[str], args: List[str],
     raise InvalidArgumentError(
         f"'restart_policy' must be one of {RESTART_POLICIES}. Received: "
         f'restart_policy={restart_policy!r}. Pass one of those.')
+  _check_name(name, num_workers)
+  settings = _with_service_account(
+      pod_settings_lib.from_value(pod_settings) or PodSettings(),
+      service_account)
   container = {'name': CONTAINER_NAME, 'image': image,
                'command': list(command), 'args': list(args)}
   if env:
@@ -133,12 +160,12 @@ def render(name: str, image: str, command: List[str], args: List[str],
   pod_spec = {'containers': [container],
               'terminationGracePeriodSeconds': termination_grace_period_s,
               **pod_fields}
-  if service_account:
-    pod_spec['serviceAccountName'] = service_account
-  replica_specs = {'Chief': _replica(1, restart_policy, pod_spec)}
+  template = settings.apply({'metadata': {}, 'spec': pod_spec},
+                            CONTAINER_NAME)
+  replica_specs = {'Chief': _replica(1, restart_policy, template)}
   if num_workers > 1:
     replica_specs['Worker'] = _replica(num_workers - 1, restart_policy,
-                                       pod_spec)
+                                       template)
   run_policy = {'cleanPodPolicy': 'Running', 'backoffLimit': backoff_limit}
   if active_deadline_seconds:
     run_policy['activeDeadlineSeconds'] = active_deadline_seconds
@@ -153,9 +180,58 @@ def render(name: str, image: str, command: List[str], args: List[str],
   return manifest
 
 
-def _replica(count: int, restart_policy: str, pod_spec: Dict[str, Any]):
+def _replica(count: int, restart_policy: str, template: Dict[str, Any]):
   return {'replicas': count, 'restartPolicy': restart_policy,
-          'template': {'spec': json.loads(json.dumps(pod_spec))}}
+          'template': json.loads(json.dumps(template))}
+
+
+def _with_service_account(settings: PodSettings,
+                          service_account: Optional[str]) -> PodSettings:
+  """`settings` with `render`'s service_account argument in them."""
+  if not service_account or service_account == settings.service_account:
+    return settings
+  if settings.service_account:
+    raise InvalidArgumentError(
+        "'service_account' and pod_settings' service_account must not "
+        'name two accounts: a pod has one. Received: '
+        f'service_account={service_account!r}, pod_settings service_account='
+        f'{settings.service_account!r}. Pass one of them.')
+  return pod_settings_lib.from_value(
+      {**json.loads(settings.to_json()), 'service_account': service_account})
+
+
+def longest_name(num_workers: int) -> int:
+  """The longest TFJob name for `num_workers` replicas: the operator names
+  each replica's Service `<name>-<type>-<index>`, which must be at most 63
+  characters."""
+  return names.MAX_LABEL - len(_service_name('', num_workers))
+
+
+def _service_name(job: str, num_workers: int) -> str:
+  # The longest of GenGeneralName(jobName, rtype, index) = jobName + '-' +
+  # lower(rtype) + '-' + index (pkg/controller.v1/common/util.go).
+  if num_workers > 1:
+    return f'{job}-worker-{num_workers - 2}'
+  return f'{job}-chief-0'
+
+
+def _check_name(name: str, num_workers: int) -> None:
+  """Refuses a name the operator refuses, or cannot create Services for.
+
+  The Training Operator's TFJob webhook requires an RFC 1035 label
+  (kubeflow/trainer v1.9.4, formerly kubeflow/training-operator,
+  pkg/webhooks/tensorflow/tfjob_webhook.go, validateTFJob:
+  NameIsDNS1035Label). The operator names each replica's headless Service
+  `<name>-<replica type>-<index>` (pkg/controller.v1/common/service.go,
+  GenGeneralName in pkg/controller.v1/common/util.go), and a Service's
+  name is an RFC 1035 label of at most 63 characters, so the name is at
+  most `longest_name(num_workers)`.
+  """
+  names.check_label(
+      'name', name, longest_name(num_workers),
+      "the Training Operator's TFJob webhook, and the Service "
+      f"'{_service_name(name, num_workers)}' it names after the job must "
+      f'fit in {names.MAX_LABEL}')
 
 
 def restart_settings(max_restarts: Optional[int],
@@ -180,7 +256,8 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
   `executor_input` (see `kfp_step.executor_input`). `num_workers` and
   `max_restarts` default to the component's settings (else 1 and 2); the
   restarts give the restart policy and backoff limit (`restart_settings`)
-  unless those are passed. Other arguments are `render`'s.
+  unless those are passed. The pods get the step's resources and
+  `pod_settings` unless those are passed. Other arguments are `render`'s.
   """
   task = task or kfp_step.find_task(job)
   container = kfp_step.container(job, task)
@@ -190,7 +267,9 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
   if max_restarts is None:
     max_restarts = parameters.get(MAX_RESTARTS_KEY)
   kwargs = {**restart_settings(max_restarts, num_workers),
-            'resources': resources_lib.from_step(container), **kwargs}
+            'resources': resources_lib.from_step(container),
+            'pod_settings': pod_settings_lib.from_json(
+                parameters.get(POD_SETTINGS_KEY)), **kwargs}
   return render(name, container['image'], container.get('command', []),
                 kfp_step.command_line(job, task, executor_input)[
                     len(container.get('command', [])):],
@@ -212,8 +291,9 @@ def render_for_component(component, name: str, image: str,
   Each replica runs TFX's KFP v2 entrypoint on GenericExecutor with
   `executor_input` (the ExecutorInput: artifacts, parameters, output file).
   The component's `max_restarts` gives the restart policy and backoff limit
-  (`restart_settings`) unless those are passed. Other arguments are
-  `render`'s.
+  (`restart_settings`) unless those are passed; its `resources` and
+  `pod_settings` reach every pod unless those are passed. Other arguments
+  are `render`'s.
   """
   args = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
           '--json_serialized_invocation_args', json.dumps(executor_input)]
@@ -221,7 +301,8 @@ def render_for_component(component, name: str, image: str,
       component.exec_properties.get(NUM_WORKERS_KEY))
   kwargs = {**restart_settings(
       component.exec_properties.get(MAX_RESTARTS_KEY), num_workers),
-            'resources': component.resources, **kwargs}
+            'resources': component.resources,
+            'pod_settings': component.pod_settings, **kwargs}
   return render(name, image, list(KFP_ENTRYPOINT), args, num_workers,
                 **kwargs)
 
@@ -252,32 +333,11 @@ def _through_sdk(manifest: Dict[str, Any]) -> Dict[str, Any]:
   """The manifest rebuilt from the operator's SDK models, if installed.
 
   Builds `KubeflowOrgV1TFJob` from the models (and Kubernetes' own for the
-  pod template) and serializes it as the SDK's client would submit it.
+  pod template, every field of it: `_pod_template`) and serializes it as the
+  SDK's client would submit it.
   """
   if not sdk_available():
     return manifest
-
-  def pod_template(template):
-    pod = template['spec']
-    return k8s.V1PodTemplateSpec(spec=k8s.V1PodSpec(
-        service_account_name=pod.get('serviceAccountName'),
-        node_selector=pod.get('nodeSelector'),
-        tolerations=[k8s.V1Toleration(
-            key=t.get('key'), operator=t.get('operator'), value=t.get('value'),
-            effect=t.get('effect'),
-            toleration_seconds=t.get('tolerationSeconds'))
-                     for t in pod['tolerations']]
-        if 'tolerations' in pod else None,
-        termination_grace_period_seconds=pod.get(
-            'terminationGracePeriodSeconds'),
-        containers=[k8s.V1Container(
-            name=c['name'], image=c['image'], command=c.get('command'),
-            args=c.get('args'),
-            env=[k8s.V1EnvVar(**e) for e in c['env']] if 'env' in c else None,
-            resources=(k8s.V1ResourceRequirements(**c['resources'])
-                       if 'resources' in c else None))
-                    for c in pod['containers']]))
-
   spec = manifest['spec']
   job = models.KubeflowOrgV1TFJob(
       api_version=manifest['apiVersion'], kind=manifest['kind'],
@@ -292,9 +352,22 @@ def _through_sdk(manifest: Dict[str, Any]) -> Dict[str, Any]:
               kind: models.KubeflowOrgV1ReplicaSpec(
                   replicas=replica['replicas'],
                   restart_policy=replica['restartPolicy'],
-                  template=pod_template(replica['template']))
+                  template=_pod_template(replica['template']))
               for kind, replica in spec['tfReplicaSpecs'].items()}))
   return k8s.ApiClient().sanitize_for_serialization(job)
+
+
+def _pod_template(template: Dict[str, Any]):
+  """The pod template (`{'metadata': ..., 'spec': ...}`, as Kubernetes
+  spells it) as the Kubernetes client's `V1PodTemplateSpec`, every field
+  kept: metadata, service account, volumes, security context, node
+  selector, tolerations, containers with env, mounts and resources.
+  `ApiClient().sanitize_for_serialization` gives the dict back."""
+
+  class _Response:  # What ApiClient.deserialize reads: JSON in `data`.
+    data = json.dumps(template)
+
+  return k8s.ApiClient().deserialize(_Response(), 'V1PodTemplateSpec')
 
 
 def main(argv=None) -> int:

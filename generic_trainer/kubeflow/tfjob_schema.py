@@ -11,12 +11,20 @@ SDK (`kubeflow-training`) is not installed:
     types are Chief/Master, Worker, PS or Evaluator; at most one Chief or
     Master and one Evaluator; every replica has a container named
     `tensorflow` with an image;
-  - Kubernetes' rules for the names used (DNS-1123 labels).
+  - the webhook's rule for the job's name, an RFC 1035 label
+    (`pkg/webhooks/tensorflow/tfjob_webhook.go`, v1.9.4: NameIsDNS1035Label),
+    and Kubernetes' for the container's (a DNS-1123 label).
+The package does not ship the CRD itself (600 kB); tests/test_tfjob.py
+checks every TFJob `tfjob.render` writes against it, pinned in
+tests/schemas/, so this schema cannot drift from what the API server takes.
 Only what a GenericTrainer TFJob uses is described in depth; the pod
 template's other fields are left to the API server, as the CRD does.
 """
 
+from generic_trainer.kubeflow.names import DNS1035_LABEL
+
 _DNS1123_LABEL = r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
+_DNS1035_LABEL = DNS1035_LABEL.pattern
 
 _CONTAINER = {
     'type': 'object',
@@ -109,7 +117,7 @@ TFJOB_SCHEMA = {
             'required': ['name'],
             'properties': {
                 'name': {'type': 'string', 'maxLength': 63,
-                         'pattern': _DNS1123_LABEL},
+                         'pattern': _DNS1035_LABEL},
                 'namespace': {'type': 'string', 'pattern': _DNS1123_LABEL},
                 'labels': {'type': 'object',
                            'additionalProperties': {'type': 'string'}},

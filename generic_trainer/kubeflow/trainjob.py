@@ -14,30 +14,55 @@ validates and publishes; the others train and publish nothing.
 Every node runs the project image with TFX's KFP v2 container entrypoint and
 GenericExecutor, as the compiled pipeline's trainer step does, with the
 component's `resources` (`resourcesPerNode`; node selector and tolerations
-in the runtime's pod template).
+in the runtime's pod template) and `pod_settings` (service account,
+annotations, labels, env, volumes and mounts, security context: all in the
+runtime's pod template, which is this job's own; Istio's sidecar is off
+unless the settings say otherwise, `pod_settings.PodSettings.apply`).
+
+Restarts follow the component's `max_restarts` (`plan.settings.restarts`:
+None is 2): the runtime's JobSet has `failurePolicy.maxRestarts`. A pod
+that fails fails its Job (`restartPolicy: Never`, `backoffLimit: 0`), and
+the JobSet then recreates all its Jobs (its default `Recreate` strategy),
+so the group restarts as a whole, as a MultiWorkerMirroredStrategy
+training must, and every pod resumes from the last checkpoint in the
+ModelRun artifact, which they must all reach (the pipeline root on GCS, S3
+or a ReadWriteMany volume). After `max_restarts` restarts the next failure
+fails the JobSet, and the TrainJob with it.
+
+Names are checked when rendered (`_check_names`): the TrainJob's is an
+RFC 1035 label (the TrainJob CRD's CEL rules) short enough for the pod
+names JobSet derives from it; the runtime's is a DNS-1123 subdomain.
 
 The manifests are plain dicts; where `kubeflow-trainer-api` (the Trainer
 project's own API models, which install beside TFX 1.16: they need
 pydantic 2) is installed, each is rebuilt through its model
 (`TrainerV1alpha1TrainJob`, `TrainerV1alpha1TrainingRuntime`), which
 refuses a field of the wrong type. tests/test_trainjob.py validates both
-against the schemas that package publishes, pinned in tests/schemas/.
+against the Trainer project's CRDs (v2.3.0), pinned in tests/schemas/, as
+the API server does.
 """
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import JOBSET_JOB_INDEX_ENV
 from generic_trainer.keys import JOBSET_NAME_ENV
 from generic_trainer.keys import JOBSET_NUM_NODES_ENV
 from generic_trainer.keys import JOBSET_REPLICATED_JOB_ENV
+from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
+from generic_trainer.keys import POD_SETTINGS_KEY
 from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
 from generic_trainer.kubeflow import kfp_step
+from generic_trainer.kubeflow import names
+from generic_trainer.kubeflow import pod_settings as pod_settings_lib
 from generic_trainer.kubeflow import resources as resources_lib
+from generic_trainer.kubeflow.pod_settings import PodSettings
 from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob import KFP_ENTRYPOINT
+from generic_trainer.plan.settings import check_max_restarts
+from generic_trainer.plan.settings import restarts
 from generic_trainer.plan.settings import worker_range
 from generic_trainer.system import lazy
 from generic_trainer.system.lazy import kubeflow_trainer_api
@@ -53,6 +78,9 @@ CONTAINER_NAME = 'node'
 _POD_LABELS = {JOBSET_NAME_ENV: 'jobset.sigs.k8s.io/jobset-name',
                JOBSET_REPLICATED_JOB_ENV: 'jobset.sigs.k8s.io/replicatedjob-name',
                JOBSET_JOB_INDEX_ENV: 'jobset.sigs.k8s.io/job-index'}
+# The JobSet webhook adds this to the longest pod name it checks, for the
+# random suffix of a Job's pods (jobset_webhook.go, below).
+_POD_SUFFIX = '-abcde'
 
 
 def render(name: str, image: str, command: List[str], args: List[str],
@@ -60,12 +88,16 @@ def render(name: str, image: str, command: List[str], args: List[str],
            namespace: Optional[str] = None,
            resources: Optional[Resources] = None,
            env: Optional[Dict[str, str]] = None,
-           termination_grace_period_s: int = TERMINATION_GRACE_PERIOD_S
+           termination_grace_period_s: int = TERMINATION_GRACE_PERIOD_S,
+           max_restarts: Optional[int] = None,
+           pod_settings: Union[PodSettings, Dict[str, Any], None] = None
            ) -> Dict[str, Any]:
   """The TrainJob and its TrainingRuntime: {'trainjob': ..., 'runtime': ...}.
 
   Args:
-    name: The TrainJob's name (a DNS-1123 label); the JobSet takes it.
+    name: The TrainJob's name: an RFC 1035 label (a lowercase letter first)
+      short enough for the pod names JobSet derives from it
+      (`longest_name`: 48 characters up to 10 nodes); the JobSet takes it.
     image: Every node's image (built from the Dockerfile).
     command: The container command, e.g. the KFP v2 entrypoint.
     args: Its arguments (executor class, serialized ExecutorInput).
@@ -77,16 +109,29 @@ def render(name: str, image: str, command: List[str], args: List[str],
     env: Extra environment variables of every node.
     termination_grace_period_s: Seconds from SIGTERM to SIGKILL (see
       `tfjob`: the last step and its checkpoint must fit).
+    max_restarts: Restarts of the whole group, from the checkpoint, after a
+      pod failed (the JobSet's `failurePolicy.maxRestarts`); None: the
+      component's default, 2; 0: the first failure fails the TrainJob.
+    pod_settings: What every pod needs besides its resources (service
+      account, annotations, labels, env, volumes, security context): a
+      `PodSettings`, or a dict `pod_settings.from_value` takes, or None.
+      Istio's sidecar is turned off either way unless these settings name
+      its annotation.
 
   Raises:
-    InvalidArgumentError: `num_nodes` is not a positive int.
+    InvalidArgumentError: `num_nodes` is not a positive int, `max_restarts`
+      not a non-negative int, or a name is one Kubernetes, Trainer or
+      JobSet refuses.
   """
   if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or (
       num_nodes < 1):
     raise InvalidArgumentError(
         "'num_nodes' must be a positive int: the TrainJob's pods. Received: "
         f'num_nodes={num_nodes!r}. Pass the number of nodes.')
+  check_max_restarts(max_restarts)
+  max_restarts = restarts(max_restarts)
   runtime_name = runtime_name or f'{name}-runtime'
+  _check_names(name, runtime_name, num_nodes)
   metadata = {'name': name, **({'namespace': namespace} if namespace else {})}
   trainer = {'image': image, 'command': list(command), 'args': list(args),
              'numNodes': num_nodes,
@@ -103,26 +148,74 @@ def render(name: str, image: str, command: List[str], args: List[str],
   runtime = {'apiVersion': API_VERSION, 'kind': 'TrainingRuntime',
              'metadata': {**metadata, 'name': runtime_name},
              'spec': _runtime_spec(image, num_nodes, resources,
-                                   termination_grace_period_s)}
+                                   termination_grace_period_s, max_restarts,
+                                   pod_settings_lib.from_value(pod_settings)
+                                   or PodSettings())}
   return {'trainjob': _through_sdk('TrainerV1alpha1TrainJob', trainjob),
           'runtime': _through_sdk('TrainerV1alpha1TrainingRuntime', runtime)}
 
 
+def longest_name(num_nodes: int) -> int:
+  """The longest TrainJob name for `num_nodes` nodes: JobSet refuses a
+  JobSet whose longest pod name, `<name>-node-0-<num_nodes - 1>` plus a
+  5-character suffix, is over 63 characters."""
+  return names.MAX_LABEL - len(
+      _pod_name('', num_nodes - 1) + _POD_SUFFIX)
+
+
+def _pod_name(jobset: str, pod_index: int) -> str:
+  # JobSet's placement.GenPodName(jobSet, replicatedJob, jobIndex,
+  # podIndex) (pkg/util/placement/placement.go, v0.12.0): here one
+  # replicated job with one Job, index 0.
+  return f'{jobset}-{REPLICATED_JOB}-0-{pod_index}'
+
+
+def _check_names(name: str, runtime_name: str, num_nodes: int) -> None:
+  """Refuses names the API server or the JobSet webhook would refuse.
+
+  - The TrainJob's name: an RFC 1035 label of at most 63 characters, the
+    TrainJob CRD's CEL rules (kubeflow/trainer v2.3.0,
+    pkg/apis/trainer/v1alpha1/trainjob_types.go, the XValidation markers
+    on TrainJob). Trainer names the JobSet after the TrainJob
+    (pkg/runtime/framework/plugins/jobset/jobset.go) and sets its Job's
+    completions to numNodes, so JobSet's webhook (kubernetes-sigs/jobset
+    v0.12.0, pkg/webhooks/jobset_webhook.go, validateCreate) refuses it
+    unless `placement.GenPodName(name, 'node', '0', str(numNodes - 1))` +
+    '-abcde' is an RFC 1035 label: at most `longest_name(num_nodes)`.
+  - The runtime's name: any object's name, a DNS-1123 subdomain; Trainer's
+    TrainingRuntime webhook (pkg/webhooks/trainingruntime_webhook.go) adds
+    no rule on it, and the TrainJob's runtimeRef.name allows 253.
+  """
+  names.check_label(
+      'name', name, longest_name(num_nodes),
+      "the TrainJob CRD's rule, and JobSet's: the pod names "
+      f"'{_pod_name(name, num_nodes - 1)}{_POD_SUFFIX}' of {num_nodes} "
+      f'node(s) must fit in {names.MAX_LABEL}')
+  names.check_subdomain('runtime_name', runtime_name,
+                        "the TrainingRuntime's name")
+
+
 def _runtime_spec(image: str, num_nodes: int, resources: Optional[Resources],
-                  termination_grace_period_s: int) -> Dict[str, Any]:
+                  termination_grace_period_s: int, max_restarts: int,
+                  pod_settings: PodSettings) -> Dict[str, Any]:
   env = [{'name': variable,
           'valueFrom': {'fieldRef': {
               'fieldPath': f"metadata.labels['{label}']"}}}
          for variable, label in _POD_LABELS.items()]
   # Kubernetes sets JOB_COMPLETION_INDEX itself in an Indexed Job's pods.
+  # A failed pod fails its Job (Never, backoffLimit 0); the JobSet's
+  # failurePolicy then restarts the whole group.
   pod_spec = {'restartPolicy': 'Never',
               'terminationGracePeriodSeconds': termination_grace_period_s,
               'containers': [{'name': CONTAINER_NAME, 'image': image,
                               'env': env}],
               **(resources.pod_fields() if resources is not None else {})}
+  pod_template = pod_settings.apply({'metadata': {}, 'spec': pod_spec},
+                                    CONTAINER_NAME)
   return {
       'mlPolicy': {'numNodes': num_nodes},
       'template': {'spec': {
+          'failurePolicy': {'maxRestarts': max_restarts},
           'network': {'enableDNSHostnames': True,
                       'publishNotReadyAddresses': True},
           'replicatedJobs': [{
@@ -131,38 +224,50 @@ def _runtime_spec(image: str, num_nodes: int, resources: Optional[Resources],
                   'metadata': {'labels': {ANCESTOR_LABEL: 'trainer'}},
                   'spec': {'backoffLimit': 0,
                            'completionMode': 'Indexed',
-                           'template': {'spec': pod_spec}}}}]}}}
+                           'template': pod_template}}}]}}}
 
 
 def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
                     name: str, task: Optional[str] = None,
                     num_nodes: Optional[int] = None,
+                    max_restarts: Optional[int] = None,
                     **kwargs) -> Dict[str, Any]:
   """The TrainJob and TrainingRuntime that run a compiled pipeline's
   trainer step: its image, command, arguments (`{{$}}` replaced by
-  `executor_input`) and resources; `num_nodes` defaults to the step's
-  num_workers (a range's MAX). Other arguments are `render`'s."""
+  `executor_input`), resources and `pod_settings`; `num_nodes` and
+  `max_restarts` default to the step's num_workers (a range's MAX) and
+  max_restarts (else 2). Other arguments are `render`'s, and override the
+  step's."""
   task = task or kfp_step.find_task(job)
   container = kfp_step.container(job, task)
+  parameters = kfp_step.parameters(job, task)
   if num_nodes is None:
-    num_nodes = _most_workers(
-        kfp_step.parameters(job, task).get(NUM_WORKERS_KEY))
+    num_nodes = _most_workers(parameters.get(NUM_WORKERS_KEY))
   kwargs.setdefault('resources', resources_lib.from_step(container))
+  if max_restarts is None:
+    max_restarts = parameters.get(MAX_RESTARTS_KEY)
+  kwargs.setdefault('pod_settings', pod_settings_lib.from_json(
+      parameters.get(POD_SETTINGS_KEY)))
   command = container.get('command', [])
   return render(name, container['image'], command,
                 kfp_step.command_line(job, task, executor_input)[
-                    len(command):], num_nodes, **kwargs)
+                    len(command):], num_nodes, max_restarts=max_restarts,
+                **kwargs)
 
 
 def render_for_component(component, name: str, image: str,
                          executor_input: Dict[str, Any],
                          **kwargs) -> Dict[str, Any]:
   """The TrainJob and TrainingRuntime that run a GenericTrainer on its
-  `num_workers` nodes with its `resources`. Other arguments are
-  `render`'s."""
+  `num_workers` nodes with its `resources`, `max_restarts` and
+  `pod_settings`. Other arguments are `render`'s, and override the
+  component's."""
   args = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
           '--json_serialized_invocation_args', json.dumps(executor_input)]
   kwargs.setdefault('resources', component.resources)
+  kwargs.setdefault('max_restarts',
+                    component.exec_properties.get(MAX_RESTARTS_KEY))
+  kwargs.setdefault('pod_settings', component.pod_settings)
   return render(name, image, list(KFP_ENTRYPOINT), args,
                 _most_workers(component.exec_properties.get(NUM_WORKERS_KEY)),
                 **kwargs)

@@ -163,6 +163,8 @@ fileio = LazyModule('tfx.dsl.io.fileio')
 kubeflow_v2_entrypoint_utils = LazyModule(
     'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_entrypoint_utils',
     extra='kubeflow')
+kubeflow_v2_dag_runner = LazyModule(
+    'tfx.orchestration.kubeflow.v2.kubeflow_v2_dag_runner', extra='kubeflow')
 pipeline_spec_pb2 = LazyModule('kfp.pipeline_spec.pipeline_spec_pb2',
                                extra='kubeflow')
 k8s_client = LazyModule('kubernetes.client', extra='kubeflow')

@@ -1,0 +1,68 @@
+"""The names a rendered TFJob, TrainJob or TrainingRuntime may have.
+
+What the API server, the operators' admission webhooks and the objects the
+operators create from the name accept, checked when the manifest is
+rendered: a name refused at `kubectl apply`, or one whose pods or Services
+could never be created, is refused here, naming the longest that fits. The
+callers (`tfjob`, `trainjob`) say which rule applies and cite its source.
+"""
+
+import re
+from typing import Any
+
+from generic_trainer.errors import InvalidArgumentError
+
+# Kubernetes' IsDNS1035Label and IsDNS1123Subdomain
+# (k8s.io/apimachinery/pkg/util/validation/validation.go).
+MAX_LABEL = 63
+MAX_SUBDOMAIN = 253
+DNS1035_LABEL = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
+DNS1123_SUBDOMAIN = re.compile(
+    r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+
+
+def check_label(argument: str, name: Any, longest: int, why: str) -> None:
+  """Refuses `name` unless it is an RFC 1035 label (a lowercase letter,
+  then lowercase letters, digits or '-', ending with a letter or digit) of
+  at most `longest` characters.
+
+  Args:
+    argument: The argument that holds the name, e.g. 'name'.
+    name: The name.
+    longest: The most characters allowed (63 or fewer).
+    why: Who requires it and why the length, e.g. "the Training
+      Operator's TFJob webhook".
+
+  Raises:
+    InvalidArgumentError: saying what is wrong and the longest allowed.
+  """
+  if not isinstance(name, str) or not DNS1035_LABEL.match(name):
+    raise InvalidArgumentError(
+        f"'{argument}' must be an RFC 1035 label: a lowercase letter, then "
+        "lowercase letters, digits or '-', ending with a letter or digit, at "
+        f'most {longest} characters ({why}). Received: {argument}={name!r}. '
+        "Pass a name such as 'penguin-train'.")
+  if len(name) > longest:
+    raise InvalidArgumentError(
+        f"'{argument}' must be at most {longest} characters ({why}). "
+        f'Received: {argument}={name!r} ({len(name)} characters). Shorten it '
+        f'to {longest} characters or fewer, e.g. '
+        f'{name[:longest].rstrip("-")!r}.')
+
+
+def check_subdomain(argument: str, name: Any, why: str) -> None:
+  """Refuses `name` unless it is a DNS-1123 subdomain (lowercase letters,
+  digits, '-' and '.', each dot-separated part starting and ending with a
+  letter or digit, at most 253 characters): any object's name.
+
+  Raises:
+    InvalidArgumentError: saying what is wrong.
+  """
+  if not isinstance(name, str) or not DNS1123_SUBDOMAIN.match(name) or (
+      len(name) > MAX_SUBDOMAIN):
+    raise InvalidArgumentError(
+        f"'{argument}' must be a DNS-1123 subdomain: lowercase letters, "
+        "digits, '-' and '.', each part between dots starting and ending with "
+        f'a letter or digit, at most {MAX_SUBDOMAIN} characters ({why}). '
+        f'Received: {argument}={name!r}. Pass a name such as '
+        "'penguin-train-runtime'.")
