@@ -372,3 +372,43 @@ def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
   assert 'security_context fsGroup' in warned
   # The TFJob rendered from this package carries all of them.
   assert kfp_step.parameters(job, 'GenericTrainer')['pod_settings']
+
+
+def _documented_compile(target):
+  """The compile command the scaling-out guide gives for `target`, as
+  arguments of the pipeline script."""
+  import shlex  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(REPO, 'docs', 'guides', 'scaling-out.md')) as f:
+    text = f.read().replace('\\\n', ' ')
+  (line,) = [l for l in text.splitlines() if l.startswith(
+      '.venv/bin/python -m pipelines.penguin_pipeline_kubeflow --target '
+      f'{target} ')]
+  return shlex.split(line)[3:]
+
+
+@pytest.mark.parametrize('target', ['kubeflow', 'vertex'])
+def test_the_documented_compile_writes_what_its_backend_takes(
+    target, tmp_path, monkeypatch):
+  """The guide's command for each target, run as written: schema 2.1.0,
+  constants in the only form KFP's driver resolves, the gs:// root, the
+  accelerator in the target's spelling."""
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  args = _documented_compile(target)
+  output = args[args.index('--output') + 1]
+  monkeypatch.chdir(tmp_path)
+  assert penguin_pipeline_kubeflow.main(args) == 0
+  job = kfp_step.load(str(tmp_path / output))
+  spec, tasks = _tasks(job if 'pipelineSpec' in job else
+                       {'pipelineSpec': job})
+  assert spec['schemaVersion'] == '2.1.0'
+  for task in tasks:
+    kfp_step.resolve_parameters({'pipelineSpec': spec}, task)
+  accelerator = kfp_step.container({'pipelineSpec': spec}, 'GenericTrainer')[
+      'resources']['accelerator']['type']
+  assert accelerator == ('nvidia.com/gpu' if target == 'kubeflow'
+                         else 'NVIDIA_TESLA_T4')
+  if target == 'kubeflow':
+    assert spec['defaultPipelineRoot'] == 'gs://BUCKET/penguin'
+  else:
+    assert job['runtimeConfig']['gcsOutputDirectory'] == 'gs://BUCKET/penguin'

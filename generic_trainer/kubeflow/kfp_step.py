@@ -87,8 +87,8 @@ def parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
   declared = _component(job, task).get('inputDefinitions', {}).get(
       'parameters', {})
   result = {}
-  for key, value in _spec(job)['root']['dag']['tasks'][task]['inputs'].get(
-      'parameters', {}).items():
+  given = _spec(job)['root']['dag']['tasks'][task].get('inputs', {})
+  for key, value in given.get('parameters', {}).items():
     runtime = value.get('runtimeValue', {})
     if 'constant' in runtime:  # Pipeline spec 2.1.
       result[key] = _typed(runtime['constant'],
@@ -133,8 +133,8 @@ def resolve_parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
   definitions = _component(job, task).get('inputDefinitions', {}).get(
       'parameters', {})
   values: Dict[str, Any] = {}
-  for key, spec in _spec(job)['root']['dag']['tasks'][task]['inputs'].get(
-      'parameters', {}).items():
+  given = _spec(job)['root']['dag']['tasks'][task].get('inputs', {})
+  for key, spec in given.get('parameters', {}).items():
     kind = next(iter(spec), None)
     runtime = spec.get('runtimeValue', {})
     if kind != 'runtimeValue' or 'constant' not in runtime:
