@@ -8,8 +8,9 @@
 # that base from Debian's packages). It holds Python 3.10, the pinned lock,
 # this package, the module files (importable: module_path='penguin_keras')
 # and the penguin CSV (/pipeline/data), and runs as the non-root user
-# `trainer` (uid 1000). LOCK picks another supported combination's lock on
-# a base with its Python: TFX 1.21's image (Debian 13, Python 3.11) is
+# `trainer` (uid 1000), or as a cluster's rules run it (below). LOCK picks
+# another supported combination's lock on a base with its Python: TFX
+# 1.21's image (Debian 13, Python 3.11) is
 #   make image-tfx1.21                          # scripts/image_tests.sh
 ARG BASE=python:3.10-slim
 FROM ${BASE}
@@ -45,21 +46,48 @@ RUN --mount=type=cache,target=/root/.cache/uv \
  && if [ -z "$KEEP_BUILD_TOOLS" ]; then apt-get purge -y -qq --auto-remove g++ >/dev/null; fi \
  && rm -rf /var/lib/apt/lists/*
 
-# A user without a login: TFX and Keras write under $HOME.
-RUN echo 'trainer:x:1000:1000::/home/trainer:/bin/sh' >> /etc/passwd \
+# A cluster's rules, as OpenShift's restricted SCC and a read-only root
+# filesystem give them: any uid, in group 0, with no passwd entry (so no
+# home), nothing writable but /tmp (an emptyDir, or `--read-only --tmpfs
+# /tmp`). So HOME is /tmp, for every uid: what TFX, Keras, TensorFlow and
+# matplotlib keep under $HOME (~/.keras, ~/.cache, ~/.config/matplotlib)
+# goes there, and so does this package's parsed-rows cache (~/.cache). The
+# user `trainer` (uid 1000) is the default and has /tmp as its home too.
+# /gcs, /minio and /s3 are made at start by KFP's launcher before 2.3
+# (os.MkdirAll, which fails in a non-root image, and on a read-only root,
+# unless they exist): here they exist, owned by `trainer` and group 0,
+# group-writable (g=u, OpenShift's way) and setgid, so that what one uid
+# of group 0 writes there another can change; nothing is world-writable.
+# /pipeline stays root's and read-only: nothing writes to the working
+# directory. The standard library is compiled here too: neither base ships
+# its bytecode (python:3.10-slim deletes it, scripts/base_image.sh does not
+# copy it), and each step imported about 100 of its modules (multiprocessing,
+# unittest, xml, ...) from source, every time, as no uid can write it (ten
+# of them: 0.37 s from source, 0.11 s compiled).
+RUN echo 'trainer:x:1000:1000::/tmp:/bin/sh' >> /etc/passwd \
  && echo 'trainer:x:1000:' >> /etc/group \
- && mkdir -p /home/trainer && chown 1000:1000 /home/trainer
+ && install -d -o 1000 -g 0 -m 2775 /gcs /minio /s3 \
+ && python -m compileall -q -j 0 -x '/site-packages/|/lib2to3/tests/' \
+      "$(python -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')"
 
+# The package's own modules compiled as the lock's are: a step runs in
+# /pipeline, so `python -m` imports generic_trainer, pipelines and the
+# module files from here, and no uid can write their __pycache__ later.
+# The build's leftovers go (setuptools' build/ and egg-info here, uv's lock
+# files in /tmp, world-writable).
 COPY setup.py pyproject.toml README.md LICENSE ./
 COPY generic_trainer generic_trainer
 COPY pipelines pipelines
 COPY module_files module_files
-RUN python -m uv pip install --system --no-cache --no-deps --no-build-isolation . \
- && python -c "from pipelines.penguin_data import write_penguin_csv; write_penguin_csv('/pipeline/data')"
+RUN python -m uv pip install --system --no-cache --no-deps --no-build-isolation \
+      --compile-bytecode . \
+ && python -c "from pipelines.penguin_data import write_penguin_csv; write_penguin_csv('/pipeline/data')" \
+ && rm -rf build ./*.egg-info /tmp/* /tmp/.[!.]* \
+ && python -m compileall -q generic_trainer pipelines module_files
 
 ENV PYTHONPATH=/pipeline/module_files \
     PYTHONUNBUFFERED=1 \
-    HOME=/home/trainer
+    HOME=/tmp
 USER 1000:1000
 
 # KubeflowV2DagRunner and the TFJob give this command themselves; it is the

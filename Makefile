@@ -2,8 +2,10 @@
 PY := .venv/bin/python
 OUT ?= tfx_pipeline_output
 
-# The image (Dockerfile): BASE is its FROM; IMAGE its tag.
-IMAGE ?= localhost/tfx-generic-trainer:dev
+# The image (Dockerfile): BASE is its FROM; IMAGE its tag, the package's
+# version (generic_trainer/version.py, read without importing anything).
+VERSION := $(shell sed -n "s/^__version__ = '\(.*\)'$$/\1/p" generic_trainer/version.py)
+IMAGE ?= localhost/tfx-generic-trainer:$(VERSION)
 BASE ?= python:3.10-slim
 # The base `make image-base` builds from Debian's packages, for a machine
 # that cannot pull BASE (scripts/base_image.sh).

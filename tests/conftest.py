@@ -125,7 +125,7 @@ def trainer_io(penguin_artifacts, tmp_path):
   return build
 
 
-KUBEFLOW_IMAGE = 'registry.example.com/tfx-generic-trainer:0.1.0'
+KUBEFLOW_IMAGE = 'registry.example.com/tfx-generic-trainer:0.2.0'
 
 
 @pytest.fixture(scope='session')

@@ -83,7 +83,8 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
              extra: Optional[List[str]] = None,
              outputs: Optional[Dict[str, List[Dict[str, Any]]]] = None,
              detach_name: Optional[str] = None,
-             parameters: Optional[Dict[str, Optional[str]]] = None):
+             parameters: Optional[Dict[str, Optional[str]]] = None,
+             launcher_mount_points: bool = False):
   """Runs one compiled step as KFP's driver and launcher do; returns its
   output artifacts as the executor-output file gives them (key -> runtime
   artifacts), or the Popen of a named container when `detach_name`.
@@ -91,6 +92,9 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
   `parameters` recompiles the step's constants first (a str sets one, None
   removes it), as compiling the component with those arguments would.
   `extra` replaces the container flags (default: no network).
+  `launcher_mount_points` first makes /gcs, /minio and /s3 in the
+  container, as KFP's launcher before 2.3 did at start (`os.MkdirAll`),
+  as the step's own user.
   """
   from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
@@ -129,6 +133,9 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
   os.chmod(root, 0o777)
   for folder, _, _ in os.walk(root):
     os.chmod(folder, 0o777)
+  if launcher_mount_points:
+    command = ['sh', '-c', 'mkdir -p /gcs /minio /s3 && exec "$@"', 'sh',
+               *command]
   args = ['run', '--rm', '-v', f'{root}:{root}', '--entrypoint', command[0]]
   for item in container.get('env', []):
     args += ['-e', f'{item["name"]}={item["value"]}']

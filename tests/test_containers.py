@@ -27,7 +27,9 @@ def image():
 
 def test_compiled_penguin_pipeline_runs_step_by_step_in_containers(
     image, tmp_path_factory):
-  """ExampleGen to Pusher in containers: the model is blessed and pushed."""
+  """ExampleGen to Pusher in containers, compiled for KFP's local runner
+  and run through our strict launcher, each step as a hardened cluster
+  runs it: the model is blessed and pushed."""
   from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
   root = str(tmp_path_factory.mktemp('kfp'))
   job = penguin_pipeline_kubeflow.compile_pipeline(
@@ -41,8 +43,13 @@ def test_compiled_penguin_pipeline_runs_step_by_step_in_containers(
       'Evaluator', 'Pusher']
   produced = {}
   for task in containers.order(job):
+    # As a hardened cluster runs a pod: an arbitrary uid in group 0 with no
+    # passwd entry (OpenShift), a read-only root and a writable /tmp, and
+    # KFP's launcher before 2.3 making its mount points at the root first.
     produced[task] = containers.run_step(
-        job, task, None, root, containers.inputs_of(job, task, produced))
+        job, task, None, root, containers.inputs_of(job, task, produced),
+        extra=['--network', 'none', '--user', '1000680000:0', '--read-only',
+               '--tmpfs', '/tmp:rw,exec'], launcher_mount_points=True)
   (blessing,) = produced['Evaluator']['blessing']
   assert os.path.exists(os.path.join(blessing['uri'], 'BLESSED'))
   assert blessing['metadata'].get('blessed') in (1, 1.0, '1')

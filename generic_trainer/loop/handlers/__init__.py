@@ -8,7 +8,9 @@ EarlyStopping, ModelCheckpoint, TensorBoard and ProgbarLogger are used as
 they are; the classes here are the ones Keras lacks:
 `nan_guard.NaNGuard`, `history_file.HistoryFile`, `log_lines.LogLines`,
 `first_step.FirstStepTime`, `heartbeat.Heartbeat` (the progress a
-parent watches for a stall), `monitor_check.MonitorCheck`,
+parent watches for a stall), `trainjob_progress.TrainJobProgress` (the
+progress, seconds left and metrics a Kubeflow TrainJob's status shows,
+sent by its chief), `monitor_check.MonitorCheck`,
 `checkpoint.checkpoint_handler` (Keras's ModelCheckpoint configured from a
 spec), `preemption_stop.PreemptionStop` (the stop after a SIGTERM), and
 those of resuming:
