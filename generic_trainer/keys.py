@@ -100,6 +100,10 @@ JOBSET_DEFAULT_PORT = 2222
 JOBSET_REQUIRED_ENV = (JOBSET_NAME_ENV, JOBSET_REPLICATED_JOB_ENV,
                        JOBSET_JOB_INDEX_ENV, JOBSET_POD_INDEX_ENV,
                        JOBSET_NUM_NODES_ENV)
+# What the operators and our TrainingRuntime set to place a pod in its
+# group: `pod_settings` may not set them (launch.cluster_environment reads
+# them).
+CLUSTER_PLACE_ENV = (TF_CONFIG_ENV,) + JOBSET_REQUIRED_ENV
 
 # SIGTERM (a preemption, a pod deleted): training stops at the next step,
 # saves it, and the command exits with 128 + SIGTERM, as a shell reports a

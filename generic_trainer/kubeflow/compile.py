@@ -41,12 +41,12 @@ import json
 import logging
 import os
 import re
-import tempfile
 from typing import Any, Dict, Optional
 
 import yaml
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.system import atomic_files
 from generic_trainer.system.lazy import kubeflow_v2_dag_runner
 
 TARGETS = ('kubeflow', 'vertex', 'kfp-local')
@@ -222,8 +222,6 @@ def _check_no_resolver(target: str, spec: Dict[str, Any]) -> None:
 
 def _write(output_path: str, job: Dict[str, Any]) -> None:
   """Writes the package atomically (a reader never sees half of it)."""
-  folder = os.path.dirname(os.path.abspath(output_path))
-  os.makedirs(folder, exist_ok=True)
   if output_path.endswith(('.yaml', '.yml')):
     documents = [job['pipelineSpec']]
     if 'platformSpec' in job:
@@ -231,13 +229,6 @@ def _write(output_path: str, job: Dict[str, Any]) -> None:
     text = yaml.safe_dump_all(documents, sort_keys=True)
   else:
     text = json.dumps(job, indent=2, sort_keys=True)
-  handle, temporary = tempfile.mkstemp(dir=folder, prefix='.compile-',
-                                       suffix='.tmp')
-  try:
-    with os.fdopen(handle, 'w') as f:
-      f.write(text)
-    os.replace(temporary, output_path)
-  except BaseException:
-    os.unlink(temporary)
-    raise
-
+  folder = os.path.dirname(os.path.abspath(output_path))
+  os.makedirs(folder, exist_ok=True)
+  atomic_files.write_text(output_path, text)

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional
 import attr
 
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.keys import JOBSET_REQUIRED_ENV
+from generic_trainer.keys import CLUSTER_PLACE_ENV
 from generic_trainer.kubeflow.names import DNS1123_SUBDOMAIN
 
 KEYS = ('service_account', 'annotations', 'labels', 'env', 'volumes',
@@ -58,8 +58,6 @@ _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 _KEY_NAME = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')
 _LABEL_VALUE = re.compile(r'^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$')
 _ENV_NAME = re.compile(r'^[-._a-zA-Z][-._a-zA-Z0-9]*$')
-# Set by the operators and our TrainingRuntime: a pod's place in the group.
-_RESERVED_ENV = ('TF_CONFIG',) + tuple(JOBSET_REQUIRED_ENV)
 _MOUNT_FIELDS = ('name', 'mountPath', 'subPath', 'subPathExpr', 'readOnly',
                  'mountPropagation', 'recursiveReadOnly')
 _EXAMPLE = ("e.g. pod_settings={'service_account': 'pipeline-runner', "
@@ -268,9 +266,9 @@ def _string_map(key: str, value: Any, env: bool = False) -> Dict[str, str]:
     if env and not _ENV_NAME.match(name):
       _wrong(f'{key} name', name, "an environment variable's name: letters, "
              "digits, '_', '-' or '.', not starting with a digit")
-    if env and name in _RESERVED_ENV:
+    if env and name in CLUSTER_PLACE_ENV:
       _wrong(f'{key} name', name, 'a name the cluster does not set: '
-             f'{sorted(_RESERVED_ENV)} give a pod its place in the training '
+             f'{sorted(CLUSTER_PLACE_ENV)} give a pod its place in the training '
              'group')
     if not env:
       prefix, _, rest = name.rpartition('/')
