@@ -3,7 +3,8 @@ ours that runs compiled steps in it (tests/test_containers.py).
 
 Why our own and not KFP's: open-source KFP's driver and launcher run only
 in a cluster (no Kubernetes API server can run here), and the pinned kfp is
-2.5.0 (TFX 1.16's), which has no `kfp.local` (it came in kfp 2.6). So this
+2.5.0 (TFX 1.16's), whose `kfp.local` runs one component at a time (whole
+pipelines came in kfp 2.7) through the `docker` client. So this
 launcher does, for a container step, what KFP's do, file by file (KFP
 2.17's source), and refuses what they refuse:
   - the spec: schema 2.1.0 only (`backend/src/apiserver/template/

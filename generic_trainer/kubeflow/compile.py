@@ -26,9 +26,9 @@ what can be known at compile time, and writes what that backend reads:
     go in a second YAML document (kfp-kubernetes' `KubernetesExecutorConfig`).
   - 'vertex': Vertex AI Pipelines. A gs:// root; accelerators by Vertex's
     names ('NVIDIA_TESLA_T4'); resolvers run; the `.json` PipelineJob.
-  - 'kfp-local': KFP's local runner (`kfp.local`, KFP SDK 2.6 and later),
-    which runs each step's container with the pipeline root, a local
-    absolute path, mounted at the same path
+  - 'kfp-local': KFP's local runner (`kfp.local`, whole pipelines from
+    KFP SDK 2.7 on), which runs each step's container with the pipeline
+    root, a local absolute path, mounted at the same path
     (`sdk/python/kfp/local/docker_task_handler.py`) and no resolver
     (`sdk/python/kfp/local/orchestrator/task_executor.py`).
 
