@@ -46,6 +46,7 @@ from typing import Any, Dict, Optional
 import yaml
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.kubeflow import resources
 from generic_trainer.system import atomic_files
 from generic_trainer.system.lazy import kubeflow_v2_dag_runner
 
@@ -116,10 +117,7 @@ def check_accelerator(target: str, accelerator_type: Optional[str],
         'Pipelines). Pass the Vertex name of the accelerator.')
   if '/' in accelerator_type:
     return
-  suggestion = ('google.com/tpu' if accelerator_type.startswith('TPU')
-                else 'nvidia.com/gpu' if accelerator_type.startswith('NVIDIA')
-                else 'amd.com/gpu' if accelerator_type.startswith('AMD')
-                else 'nvidia.com/gpu')
+  suggestion = resources.resource_name(accelerator_type)
   raise InvalidArgumentError(
       f'{component_id}: open-source Kubeflow Pipelines writes the '
       "accelerator type into the pod's resource limits as it is "

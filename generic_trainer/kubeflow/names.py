@@ -16,6 +16,8 @@ from generic_trainer.errors import InvalidArgumentError
 # (k8s.io/apimachinery/pkg/util/validation/validation.go).
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
+# An RFC 1123 label: a container's, a volume's or a namespace's name.
+DNS1123_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 DNS1035_LABEL = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
 DNS1123_SUBDOMAIN = re.compile(
     r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')

@@ -35,6 +35,7 @@ import attr
 
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import CLUSTER_PLACE_ENV
+from generic_trainer.kubeflow.names import DNS1123_LABEL
 from generic_trainer.kubeflow.names import DNS1123_SUBDOMAIN
 
 KEYS = ('service_account', 'annotations', 'labels', 'env', 'volumes',
@@ -53,8 +54,6 @@ _KFP_SECURITY = ('runAsUser', 'runAsGroup', 'runAsNonRoot')
 _VOLUME_SOURCES = ('persistentVolumeClaim', 'secret', 'configMap', 'emptyDir',
                    'csi', 'nfs', 'projected', 'downwardAPI', 'hostPath',
                    'ephemeral')
-# A volume's name: an RFC 1123 label (tfjob_schema's container names too).
-_DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 _KEY_NAME = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')
 _LABEL_VALUE = re.compile(r'^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$')
 _ENV_NAME = re.compile(r'^[-._a-zA-Z][-._a-zA-Z0-9]*$')
@@ -289,7 +288,7 @@ def _volumes(value: Any) -> List[Dict[str, Any]]:
   for volume in value:
     name = volume.get('name')
     sources = [k for k in volume if k != 'name']
-    if not isinstance(name, str) or not _DNS_LABEL.match(name) or len(
+    if not isinstance(name, str) or not DNS1123_LABEL.match(name) or len(
         name) > 63:
       _wrong('volumes name', name, 'a DNS label (lowercase letters, digits, '
              "'-', at most 63)")

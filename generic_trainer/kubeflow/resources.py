@@ -86,7 +86,7 @@ class Resources:
     requests = dict(limits)
     if self.accelerator_type:
       # Extended resources are limits only (Kubernetes copies the request).
-      limits[_resource_name(self.accelerator_type)] = str(
+      limits[resource_name(self.accelerator_type)] = str(
           self.accelerator_count)
     return {'limits': limits, 'requests': requests} if limits else {}
 
@@ -100,7 +100,10 @@ class Resources:
     return fields
 
 
-def _resource_name(accelerator_type: str) -> str:
+def resource_name(accelerator_type: str) -> str:
+  """The Kubernetes extended resource of an accelerator: itself when it is
+  one ('nvidia.com/gpu'), else that of Vertex AI's name ('TPU_V3':
+  'google.com/tpu', any other: 'nvidia.com/gpu')."""
   if '/' in accelerator_type:
     return accelerator_type
   if accelerator_type.startswith('TPU'):

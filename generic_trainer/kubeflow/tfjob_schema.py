@@ -22,8 +22,9 @@ template's other fields are left to the API server, as the CRD does.
 """
 
 from generic_trainer.kubeflow.names import DNS1035_LABEL
+from generic_trainer.kubeflow.names import DNS1123_LABEL
 
-_DNS1123_LABEL = r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'
+_DNS1123_LABEL = DNS1123_LABEL.pattern
 _DNS1035_LABEL = DNS1035_LABEL.pattern
 
 _CONTAINER = {
