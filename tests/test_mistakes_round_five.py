@@ -39,11 +39,13 @@ def _module(tmp_path, source: str) -> str:
 
 def test_a_price_label_with_a_currency_sign_is_told_to_parse_it(
     tmp_path, capsys):
-  """A CSV column of prices like "$647.5" as a regression label: told it is
+  """A CSV column of prices like "$2,050.0" as a regression label: told it is
   text written with '$' and how to write it as numbers, not told to treat
   each price as a class (MultiClassHead(label_vocabulary=[...]))."""
+  # Every price is over 1,000, so whichever rows the first (shuffled)
+  # batch holds, they show both the '$' and the thousands separator.
   rows = ['size,rooms,price'] + [
-      f'{s},{s % 5 + 1},"${s * 3.5 + 10:,.1f}"' for s in range(30, 330, 5)]
+      f'{s},{s % 5 + 1},"${s * 35 + 1000:,.1f}"' for s in range(30, 330, 5)]
   data = tmp_path / 'houses.csv'
   data.write_text('\n'.join(rows) + '\n')
   module = _module(tmp_path, '''
