@@ -131,3 +131,9 @@ def summarize(e: BaseException) -> str:
   if line.startswith('{{function_node') and '}} ' in line:
     line = line.split('}} ', 1)[1]
   return line
+
+
+class StepJobError(GenericTrainerError, RuntimeError):
+  """The TrainJob or TFJob a Kubeflow pipeline step launched for its workers
+  failed, could not be made, or was deleted by someone else; the step
+  published nothing (`kubeflow.step_job`)."""

@@ -144,3 +144,11 @@ HEARTBEAT_FILE_ENV = 'GENERIC_TRAINER_HEARTBEAT_FILE'
 # network: for workers that need the network, e.g. gs:// artifacts).
 WORKER_NETWORK_ENV = 'GENERIC_TRAINER_WORKER_NETWORK'
 WORKER_NETWORKS = ('private', 'host')
+
+# A Kubeflow pipeline's GenericTrainer step with several workers launches a
+# TrainJob (or TFJob) for them (`kubeflow.step_job`): the compile puts what
+# the step cannot know (the job's kind, the image, the resources) in this
+# variable of the step's container (JSON); the step gives the job's pods
+# the second, where the chief writes what it published.
+STEP_JOB_ENV = 'GENERIC_TRAINER_STEP_JOB'
+STEP_JOB_RECORD_ENV = 'GENERIC_TRAINER_STEP_JOB_RECORD'

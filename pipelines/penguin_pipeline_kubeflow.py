@@ -59,9 +59,12 @@ def create_pipeline(pipeline_root: str, serving_model_dir: str,
 
 def compile_pipeline(output_path: str, image: str, pipeline_root: str,
                      serving_model_dir: str, target: str = 'kubeflow',
+                     step_job: Optional[str] = compile_lib.DEFAULT_STEP_JOB,
                      **pipeline_args) -> Dict[str, Any]:
   """Compiles the pipeline for `target` ('kubeflow', 'vertex' or
-  'kfp-local'); returns the PipelineJob as a dict.
+  'kfp-local'); returns the PipelineJob as a dict. With several workers,
+  the trainer step launches a `step_job` for them ('TrainJob', 'TFJob',
+  None: `generic_trainer.kubeflow.compile.compile_pipeline`).
 
   `output_path` ending in .yaml gets the PipelineSpec package (and the
   platform spec, when the trainer's pod settings need one), in .json the
@@ -69,7 +72,7 @@ def compile_pipeline(output_path: str, image: str, pipeline_root: str,
   """
   return compile_lib.compile_pipeline(
       create_pipeline(pipeline_root, serving_model_dir, **pipeline_args),
-      output_path, image, target=target)
+      output_path, image, target=target, step_job=step_job)
 
 
 def main(argv=None) -> int:
@@ -94,8 +97,16 @@ def main(argv=None) -> int:
   parser.add_argument('--train-steps', type=int, default=100)
   parser.add_argument('--eval-steps', type=int, default=5)
   parser.add_argument('--num-workers', type=int, default=None,
-                      help='Worker processes the trainer step starts in its '
-                      'pod (default: one process).')
+                      help='Workers that train together (default: one). On '
+                      'kubeflow, the trainer step launches a job of that '
+                      'many pods (--step-job); elsewhere they are processes '
+                      'of its pod.')
+  parser.add_argument('--step-job', choices=('TrainJob', 'TFJob', 'none'),
+                      default=None,
+                      help='What the trainer step launches for its workers '
+                      'on kubeflow: a Kubeflow Trainer v2 TrainJob (the '
+                      'default there), a Training Operator TFJob, or none '
+                      '(they run in the step\'s pod).')
   parser.add_argument('--trainer-cpu', default=None,
                       help="The trainer pod's cores, e.g. 4 or 500m.")
   parser.add_argument('--trainer-memory', default=None,
@@ -129,8 +140,11 @@ def main(argv=None) -> int:
   pod_settings = ({'service_account': args.trainer_service_account}
                   if args.trainer_service_account else None)
   try:
+    step_job = {None: compile_lib.DEFAULT_STEP_JOB, 'none': None}.get(
+        args.step_job, args.step_job)
     compile_pipeline(args.output, args.image, args.pipeline_root,
                      args.serving_model_dir, target=args.target,
+                     step_job=step_job,
                      data_root=args.data_root, train_steps=args.train_steps,
                      eval_steps=args.eval_steps, num_workers=args.num_workers,
                      baseline=baseline, trainer_resources=resources or None,

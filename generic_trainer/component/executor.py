@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 from typing import Any, Dict, List, Optional
 
 from absl import logging
@@ -16,6 +17,7 @@ from generic_trainer import resume
 from generic_trainer.data.kept import store as kept_store
 from generic_trainer.export_checks import serving_check
 from generic_trainer.fnargs import inputs
+from generic_trainer.kubeflow import step_job
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import PARSED_ROWS_DECISIONS
 from generic_trainer.keys import PARSED_ROWS_HITS
@@ -58,6 +60,12 @@ class GenericExecutor(base_executor.BaseExecutor):
   private base model or dataset never gives a model readable by all,
   and under umask 002 nothing is writable by the group.
 
+  A Kubeflow Pipelines step compiled with several workers
+  (`kubeflow.compile`: `keys.STEP_JOB_ENV` in its container) trains
+  nowhere itself: it launches a TrainJob (or TFJob) whose pods run this
+  executor, follows it to its end and takes the model its chief published
+  (`kubeflow.step_job`).
+
   SIGTERM during `Do` (a pod deleted or preempted) stops the training at
   the next step, saves that step in the resume checkpoint, publishes
   nothing and raises PreemptedError; the same execution again resumes
@@ -86,9 +94,18 @@ class GenericExecutor(base_executor.BaseExecutor):
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
-    logging.info('This pod gives the training %s.', machine.describe())
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])
+    asked = step_job.wanted(os.environ, exec_properties)
+    if asked is not None:
+      # A Kubeflow step with several workers: its job's pods train, its
+      # chief publishes here; the step takes what the chief attached.
+      step_job.apply_record(step_job.run(
+          asked, exec_properties,
+          artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
+          model_run_uri, sys.argv, os.environ), output_dict)
+      return
+    logging.info('This pod gives the training %s.', machine.describe())
     plan, entry = attempt.resolve(
         exec_properties, COMPONENT, checkpoint_dir=self._given_checkpoint_dir,
         resume=resume_folder.pipeline_resume(
@@ -120,6 +137,7 @@ class GenericExecutor(base_executor.BaseExecutor):
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], published.trained)
     _attach_parsed_rows(output_dict.get(UPDATED_PARSED_ROWS_KEY))
+    step_job.write_record(os.environ, output_dict)
 
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""

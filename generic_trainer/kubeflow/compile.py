@@ -47,10 +47,13 @@ import yaml
 
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import resources
+from generic_trainer.kubeflow import step_job as step_job_lib
 from generic_trainer.system import atomic_files
 from generic_trainer.system.lazy import kubeflow_v2_dag_runner
 
 TARGETS = ('kubeflow', 'vertex', 'kfp-local')
+# step_job's default: a TrainJob on 'kubeflow', nothing elsewhere.
+DEFAULT_STEP_JOB = 'default'  # pylint: disable=invalid-name
 KFP_VERSION_READ = '2.17.0'
 # Vertex's accelerator names are an enum: upper case and underscores.
 _VERTEX_ACCELERATOR = re.compile(r'^[A-Z][A-Z0-9_]*$')
@@ -128,7 +131,9 @@ def check_accelerator(target: str, accelerator_type: Optional[str],
 
 
 def compile_pipeline(pipeline, output_path: str, image: str,
-                     target: str = 'kubeflow') -> Dict[str, Any]:
+                     target: str = 'kubeflow',
+                     step_job: Optional[str] = DEFAULT_STEP_JOB
+                     ) -> Dict[str, Any]:
   """Compiles `pipeline` for `target` and writes it to `output_path`.
 
   Args:
@@ -139,6 +144,12 @@ def compile_pipeline(pipeline, output_path: str, image: str,
       PipelineJob (what Vertex AI takes).
     image: The image every step runs in (`make image`).
     target: 'kubeflow', 'vertex' or 'kfp-local' (see the module).
+    step_job: What a GenericTrainer step with several workers launches
+      for them on 'kubeflow' (`step_job.run`): 'TrainJob' (Kubeflow
+      Trainer v2, the default), 'TFJob' (Training Operator v1), or None:
+      the step trains in its own pod alone. On 'kfp-local' none by default
+      (a step there reaches no cluster unless it is given one); refused on
+      'vertex', where the step has no Kubernetes API.
 
   Returns:
     The PipelineJob as a dict, with 'platformSpec' added when written.
@@ -148,6 +159,7 @@ def compile_pipeline(pipeline, output_path: str, image: str,
   """
   check_target(target)
   check_pipeline_root(target, pipeline.pipeline_info.pipeline_root)
+  step_job = _check_step_job(target, step_job)
   trainers = [c for c in pipeline.components
               if hasattr(c, 'pod_settings') and hasattr(c, 'resources')]
   for component in trainers:
@@ -167,14 +179,19 @@ def compile_pipeline(pipeline, output_path: str, image: str,
     spec['defaultPipelineRoot'] = pipeline.pipeline_info.pipeline_root
   executors = {}
   for component in trainers:
-    settings = component.pod_settings
-    if settings is None:
-      continue
     label = spec['components'][spec['root']['dag']['tasks'][component.id][
         'componentRef']['name']]['executorLabel']
     container = spec['deploymentSpec']['executors'][label]['container']
-    if settings.env:
-      container['env'] = settings.env_list()
+    env = []
+    if step_job and step_job_lib.most_workers(component.exec_properties) > 1:
+      env.append(step_job_lib.to_env(step_job, image, component.resources))
+    settings = component.pod_settings
+    if settings is not None and settings.env:
+      env += settings.env_list()
+    if env:
+      container['env'] = env
+    if settings is None:
+      continue
     missing = settings.not_carried_by_kfp()
     if target == 'vertex':
       missing = [f'{key} (Vertex AI runs the step in its own pod)'
@@ -194,6 +211,22 @@ def compile_pipeline(pipeline, output_path: str, image: str,
         'deploymentSpec': {'executors': executors}}}}
   _write(output_path, job)
   return job
+
+
+def _check_step_job(target: str, step_job: Optional[str]) -> Optional[str]:
+  if step_job is DEFAULT_STEP_JOB:
+    return step_job_lib.TRAINJOB if target == 'kubeflow' else None
+  if step_job is None:
+    return None
+  step_job_lib.check_kind(step_job)
+  if target == 'vertex':
+    raise InvalidArgumentError(
+        f'step_job={step_job!r} cannot be launched from a Vertex AI step: '
+        'Vertex runs the step in its own project, with no Kubernetes API to '
+        'create a job in. Expected step_job=None on Vertex. Received: '
+        f'{step_job!r}. Leave it out: on Vertex the step trains its workers '
+        'in its own pod, or run the workers as a Vertex custom job.')
+  return step_job
 
 
 def _check_no_resolver(target: str, spec: Dict[str, Any]) -> None:

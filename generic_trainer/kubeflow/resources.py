@@ -90,6 +90,16 @@ class Resources:
           self.accelerator_count)
     return {'limits': limits, 'requests': requests} if limits else {}
 
+  def value(self) -> Dict[str, Any]:
+    """The `resources=` dict that `from_value` turns into this again (the
+    compile hands it to a step that launches a job, `step_job.to_env`)."""
+    value = {'cpu': self.cpu, 'memory': self.memory_gb,
+             'accelerator_type': self.accelerator_type,
+             'accelerator_count': self.accelerator_count or None,
+             'node_selector': dict(self.node_selector) or None,
+             'tolerations': [dict(t) for t in self.tolerations] or None}
+    return {k: v for k, v in value.items() if v is not None}
+
   def pod_fields(self) -> Dict[str, Any]:
     """The pod spec's `nodeSelector` and `tolerations`, those that are set."""
     fields = {}

@@ -168,6 +168,8 @@ kubeflow_v2_dag_runner = LazyModule(
 pipeline_spec_pb2 = LazyModule('kfp.pipeline_spec.pipeline_spec_pb2',
                                extra='kubeflow')
 k8s_client = LazyModule('kubernetes.client', extra='kubeflow')
+k8s_config = LazyModule('kubernetes.config', extra='kubeflow')
+k8s_watch = LazyModule('kubernetes.watch', extra='kubeflow')
 # A TFJob manifest checked against its schema: TFX 1.16's environment has
 # jsonschema, TFX 1.21's does not (it would add four packages).
 jsonschema = LazyModule('jsonschema', extra='kubeflow')
