@@ -39,10 +39,16 @@ def test_the_kubeflow_step_with_two_workers_is_told_to_launch_a_trainjob(
     tmp_path):
   """The compile hands the step the job's kind, the image and every pod's
   resources (node selector included, which the step's own spec lacks)."""
-  asked = json.loads(_env(_compiled(tmp_path))[STEP_JOB_ENV])
+  job = _compiled(tmp_path)
+  asked = json.loads(_env(job)[STEP_JOB_ENV])
   assert asked == {'kind': 'TrainJob', 'image': KUBEFLOW_IMAGE,
                    'resources': {'cpu': 2.0, 'memory': 4.0,
                                  'node_selector': {'pool': 'train'}}}
+  # The step only waits: the job's pods ask for the trainer's resources.
+  assert 'resources' not in kfp_step.container(job, 'GenericTrainer')
+  alone = _compiled(tmp_path, num_workers=1)
+  assert kfp_step.container(alone, 'GenericTrainer')['resources'][
+      'cpuLimit'] == 2.0
 
 
 @pytest.mark.parametrize('target,num_workers,kwargs', [

@@ -184,7 +184,10 @@ def compile_pipeline(pipeline, output_path: str, image: str,
     container = spec['deploymentSpec']['executors'][label]['container']
     env = []
     if step_job and step_job_lib.most_workers(component.exec_properties) > 1:
+      # The job's pods train and ask for the trainer's resources; the step
+      # only waits for them, and asks for none (no GPU held idle).
       env.append(step_job_lib.to_env(step_job, image, component.resources))
+      container.pop('resources', None)
     settings = component.pod_settings
     if settings is not None and settings.env:
       env += settings.env_list()
