@@ -52,6 +52,23 @@ def check_label(argument: str, name: Any, longest: int, why: str) -> None:
         f'{name[:longest].rstrip("-")!r}.')
 
 
+def check_namespace(argument: str, name: Any) -> None:
+  """Refuses `name` unless it is a namespace's name: an RFC 1123 label
+  (a digit may come first) of at most 63 characters
+  (k8s.io/apimachinery's ValidateNamespaceName).
+
+  Raises:
+    InvalidArgumentError: saying what is wrong.
+  """
+  if not isinstance(name, str) or not DNS1123_LABEL.match(name) or (
+      len(name) > MAX_LABEL):
+    raise InvalidArgumentError(
+        f"'{argument}' must be a namespace's name, an RFC 1123 label: "
+        "lowercase letters, digits or '-', starting and ending with a letter "
+        f'or digit, at most {MAX_LABEL} characters. Received: '
+        f"{argument}={name!r}. Pass a namespace such as 'kubeflow'.")
+
+
 def check_subdomain(argument: str, name: Any, why: str) -> None:
   """Refuses `name` unless it is a DNS-1123 subdomain (lowercase letters,
   digits, '-' and '.', each dot-separated part starting and ending with a

@@ -682,9 +682,14 @@ def rbac(service_account: str, namespace: str, kind: str = TRAINJOB
   check_kind(kind)
   names.check_subdomain('service_account', service_account,
                         "a ServiceAccount's name")
-  names.check_label('namespace', namespace, names.MAX_LABEL,
-                    "a namespace's name")
+  names.check_namespace('namespace', namespace)
   role = f'generic-trainer-step-{kind.lower()}'
+  binding = f'{role}-{service_account}'
+  if len(binding) > names.MAX_SUBDOMAIN:
+    # Cut, and told apart from another long account's by a digest.
+    digest = hashlib.sha256(service_account.encode()).hexdigest()[:10]
+    binding = (binding[:names.MAX_SUBDOMAIN - 11].rstrip('-.') + '-' +
+               digest)
   rules: Dict[Tuple[str, str], List[str]] = {}
   for group, resource, verb in API_CALLS[kind]:
     rules.setdefault((group, resource), []).append(verb)
@@ -696,7 +701,7 @@ def rbac(service_account: str, namespace: str, kind: str = TRAINJOB
                   'verbs': verbs}
                  for (group, resource), verbs in rules.items()]},
       {'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'RoleBinding',
-       'metadata': {'name': f'{role}-{service_account}'[:253],
+       'metadata': {'name': binding,
                     'namespace': namespace,
                     'labels': {MANAGED_BY_LABEL: MANAGED_BY}},
        'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'Role',
