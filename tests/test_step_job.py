@@ -117,7 +117,8 @@ def test_the_pods_run_the_steps_arguments_with_their_own_output_file(
   args = step_job.pod_args(argv[1:])
   at = args.index('--json_serialized_invocation_args') + 1
   theirs = json.loads(args[at])
-  assert theirs['outputs']['outputFile'] == step_job.POD_OUTPUT_FILE
+  assert theirs['outputs']['outputFile'] == (
+      '/tmp/generic-trainer/kfp_outputs/output_metadata.json')
   theirs['outputs']['outputFile'] = invocation['outputs']['outputFile']
   assert theirs == invocation
   assert args[:at] == argv[1:at + 1]

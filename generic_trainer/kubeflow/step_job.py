@@ -92,8 +92,9 @@ MODEL_URI_ANNOTATION = 'generic-trainer.tfx.dev/model-uri'
 SPEC_ANNOTATION = 'generic-trainer.tfx.dev/spec-sha256'
 NONCE_ANNOTATION = 'generic-trainer.tfx.dev/record-nonce'
 # Where each pod's TFX entrypoint writes its executor output: its own /tmp,
-# never the step's file (the step writes that one, last).
-POD_OUTPUT_FILE = '/tmp/generic-trainer/executor_output.json'
+# never the step's file (the step writes that one, last); the task's
+# folder name is kept (TFX's entrypoint takes it as the task's id).
+POD_OUTPUT_DIR = '/tmp/generic-trainer'
 RECORD_NAME = 'step-job-record.json'
 WATCH_TIMEOUT_S = 60
 GONE_WAIT_S = 300
@@ -202,7 +203,11 @@ def pod_args(argv: List[str]) -> List[str]:
         f'and {flag}. Received: {[a[:80] for a in argv[:6]]}. Run the '
         'pipeline compiled by generic_trainer.kubeflow.compile.')
   invocation = json.loads(args[at])
-  invocation.setdefault('outputs', {})['outputFile'] = POD_OUTPUT_FILE
+  outputs = invocation.setdefault('outputs', {})
+  step_file = outputs.get('outputFile') or 'task/executor_output.json'
+  outputs['outputFile'] = os.path.join(
+      POD_OUTPUT_DIR, os.path.basename(os.path.dirname(step_file)) or 'task',
+      os.path.basename(step_file))
   args[at] = json.dumps(invocation)
   return args
 
