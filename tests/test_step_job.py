@@ -176,3 +176,303 @@ def test_the_job_name_is_one_per_step_and_fits_the_longest_pod_names():
   assert name == step_job.job_name('gs://b/root/run-1/GenericTrainer/model')
   assert name != step_job.job_name('gs://b/root/run-2/GenericTrainer/model')
   assert len(name) <= trainjob.longest_name(10)
+
+
+# The step against the stand-in API server (tests/kube_api.py), granted
+# exactly the Role `step_job.rbac` renders; the test writes the job's
+# status as Trainer's controller does (tests/kube_controller.py runs real
+# pods: tests/test_step_job_pods.py).
+
+NAMESPACE = 'team-a'
+STEP_POD = 'penguin-x7k2q-system-container-impl-2280339813'
+
+
+@pytest.fixture
+def cluster(tmp_path):
+  import kube_api  # pylint: disable=g-import-not-at-top
+  (role, _) = step_job.rbac('pipeline-runner', NAMESPACE)
+  with kube_api.KubeAPI(str(tmp_path / 'api'), role['rules'],
+                        namespace=NAMESPACE) as api:
+    # The step's own pod, which KFP made: the job's owner.
+    pod = api.store.create('pods', NAMESPACE, {
+        'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': STEP_POD},
+        'spec': {'containers': [{'name': 'main', 'image': KUBEFLOW_IMAGE}]}})
+    api.step_pod_uid = pod['metadata']['uid']
+    yield api
+
+
+class Step:
+  """`step_job.run` as the step runs it, in a thread of the test."""
+
+  def __init__(self, api, tmp_path, argv, num_workers=2):
+    import threading  # pylint: disable=g-import-not-at-top
+    self.api, self.logs, self.error, self.record = api, [], None, None
+    self.model = str(tmp_path / 'model')
+    self.model_run = str(tmp_path / 'model_run')
+    self.name = step_job.job_name(self.model)
+    self.properties = {'num_workers': num_workers, 'max_restarts': None,
+                       'pod_settings': None}
+    self.environ = {step_job.KFP_POD_NAME_ENV: STEP_POD,
+                    step_job.KFP_POD_UID_ENV: api.step_pod_uid}
+    self.argv = argv
+    self.thread = threading.Thread(target=self._run, daemon=True)
+
+  def _run(self):
+    try:
+      self.record = self.run()
+    except Exception as e:  # pylint: disable=broad-except
+      self.error = e
+
+  def run(self):
+    return step_job.run(
+        {'kind': 'TrainJob', 'image': KUBEFLOW_IMAGE, 'resources': None},
+        self.properties, self.model, self.model_run, self.argv,
+        self.environ, api_client=self.api.api_client(),
+        namespace=NAMESPACE, log=self.logs.append)
+
+  def start(self):
+    self.thread.start()
+    return self
+
+  def job(self, timeout_s=30):
+    """The TrainJob once the step made it."""
+    import time  # pylint: disable=g-import-not-at-top
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+      try:
+        return self.api.store.get('trainjobs', NAMESPACE, self.name)
+      except Exception:  # pylint: disable=broad-except
+        assert self.thread.is_alive(), self.error
+        time.sleep(0.05)
+    raise AssertionError(f'no TrainJob {self.name}: {self.logs}')
+
+  def end(self, timeout_s=90):
+    self.thread.join(timeout_s)
+    assert not self.thread.is_alive(), self.logs
+
+  def publish_as_the_chief(self, job):
+    """What the chief pod does before the job completes: the SavedModel in
+    the Model artifact, the record at the place its environment names."""
+    from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+    env = {e['name']: e['value'] for e in job['spec']['trainer']['env']}
+    serving = os.path.join(self.model, 'Format-Serving')
+    os.makedirs(serving)
+    open(os.path.join(serving, 'saved_model.pb'), 'wb').close()
+    model = standard_artifacts.Model()
+    model.set_int_custom_property('trained_steps', 40)
+    step_job.write_record(env, {'model': [model]})
+
+
+def _complete(api, name, kind_type='Complete'):
+  api.store.update_status('trainjobs', NAMESPACE, name, {'conditions': [{
+      'type': kind_type, 'status': 'True',
+      'reason': 'AllJobsCompleted' if kind_type == 'Complete' else
+                'ReachedMaxRestarts',
+      'message': 'jobset completed successfully' if kind_type == 'Complete'
+                 else 'jobset failed due to reaching max number of restarts',
+      'lastTransitionTime': '2026-11-28T16:00:00Z'}]})
+
+
+def _gone(api, plural, name):
+  return not [o for o in api.store.list(plural, NAMESPACE)['items']
+              if o['metadata']['name'] == name]
+
+
+def _argv(tmp_path):
+  argv, _ = _step_argv(_compiled(tmp_path / 'compiled', step_job='TrainJob'))
+  return argv
+
+
+def test_the_step_launches_follows_and_takes_the_chiefs_model(cluster,
+                                                              tmp_path):
+  """Runtime and TrainJob made (owned by the step's pod, passing the CRDs
+  and Trainer's webhook), followed to Complete, the chief's record taken,
+  both removed; every call the Role grants, none refused."""
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  job = step.job()
+  assert job['metadata']['ownerReferences'] == [{
+      'apiVersion': 'v1', 'kind': 'Pod', 'name': STEP_POD,
+      'uid': cluster.step_pod_uid}]
+  assert job['spec']['trainer']['numNodes'] == 2
+  cluster.store.get('trainingruntimes', NAMESPACE, f'{step.name}-runtime')
+  cluster.store.update_status('trainjobs', NAMESPACE, step.name, {
+      'trainerStatus': {'progressPercentage': 45,
+                        'estimatedRemainingSeconds': 30,
+                        'lastUpdatedTime': '2026-11-28T16:00:00Z'}})
+  step.publish_as_the_chief(job)
+  _complete(cluster, step.name)
+  step.end()
+  assert step.error is None, step.error
+  model = standard_artifacts.Model()
+  step_job.apply_record(step.record, {'model': [model]})
+  assert model.get_int_custom_property('trained_steps') == 40
+  assert _gone(cluster, 'trainjobs', step.name)
+  assert _gone(cluster, 'trainingruntimes', f'{step.name}-runtime')
+  assert any('45% trained, about 30 s left' in line for line in step.logs)
+  # None refused; the one 404 is the look for an earlier attempt's job.
+  assert [(c.verb, c.resource, c.code) for c in cluster.calls
+          if c.code >= 300] == [('get', 'trainjobs', 404),
+                                ('get', 'trainingruntimes', 404)]
+
+
+def test_a_failed_job_fails_the_step_with_its_reason_and_the_pods_log(
+    cluster, tmp_path):
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  step.job()
+  pod = f'{step.name}-node-0-1-abcde'
+  cluster.store.create('pods', NAMESPACE, {
+      'apiVersion': 'v1', 'kind': 'Pod',
+      'metadata': {'name': pod, 'labels': {
+          'jobset.sigs.k8s.io/jobset-name': step.name}},
+      'spec': {'containers': [{'name': 'node', 'image': KUBEFLOW_IMAGE}]}})
+  cluster.store.update_status('pods', NAMESPACE, pod, {
+      'phase': 'Failed', 'containerStatuses': [{
+          'name': 'node', 'ready': False, 'restartCount': 0,
+          'image': KUBEFLOW_IMAGE, 'imageID': '',
+          'state': {'terminated': {'exitCode': 1,
+                                   'finishedAt': '2026-11-28T16:01:00Z'}}}]})
+  cluster.store.set_log(NAMESPACE, pod, 'line one\nRunFnError: boom in '
+                        'run_fn\n')
+  _complete(cluster, step.name, 'Failed')
+  step.end()
+  assert isinstance(step.error, StepJobError)
+  message = str(step.error)
+  assert f'The TrainJob {step.name} that trained the step on 2 workers ' \
+      'failed: ReachedMaxRestarts: jobset failed due to reaching max ' \
+      'number of restarts' in message
+  assert f"The last lines of pod {pod}'s log:\nline one\nRunFnError: " \
+      'boom in run_fn' in message
+  assert 'Nothing was published' in message
+  assert _gone(cluster, 'trainjobs', step.name)
+
+
+def _earlier_attempt(cluster, step, status=None, ours=True):
+  """The objects an earlier attempt of the step made (as it renders them)."""
+  objects = step_job.render(
+      'TrainJob', step.name, KUBEFLOW_IMAGE, step_job.pod_args(step.argv[1:]),
+      NAMESPACE, step.properties, None, 'e' * 32,
+      os.path.join(step.model_run, step_job.RECORD_NAME))
+  for manifest in objects.values():
+    if ours:
+      manifest['metadata']['annotations'][
+          step_job.MODEL_URI_ANNOTATION] = step.model
+    else:
+      del manifest['metadata']['labels'][step_job.MANAGED_BY_LABEL]
+  cluster.store.create('trainingruntimes', NAMESPACE, objects['runtime'])
+  job = cluster.store.create('trainjobs', NAMESPACE, objects['trainjob'])
+  if status:
+    _complete(cluster, step.name, status)
+  return job
+
+
+def test_a_running_job_of_an_earlier_attempt_is_taken_over(cluster,
+                                                           tmp_path):
+  """Not made again: the step owns it now and follows it to its end."""
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  earlier = _earlier_attempt(cluster, step)
+  step.start()
+  import time  # pylint: disable=g-import-not-at-top
+  deadline = time.monotonic() + 30
+  while not step.api.store.get('trainjobs', NAMESPACE, step.name)[
+      'metadata'].get('ownerReferences'):
+    assert time.monotonic() < deadline, step.logs
+    time.sleep(0.05)
+  step.publish_as_the_chief(earlier)
+  _complete(cluster, step.name)
+  step.end()
+  assert step.error is None, step.error
+  assert any(line.startswith(f'Reusing the TrainJob {step.name}')
+             for line in step.logs)
+  made = [c for c in cluster.calls
+          if c.verb == 'create' and c.resource == 'trainjobs']
+  assert not made
+
+
+def test_a_failed_job_of_an_earlier_attempt_is_removed_and_made_again(
+    cluster, tmp_path):
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  earlier = _earlier_attempt(cluster, step, status='Failed')
+  step.start()
+  job = step.job()
+  import time  # pylint: disable=g-import-not-at-top
+  deadline = time.monotonic() + 30
+  while job['metadata']['uid'] == earlier['metadata']['uid']:
+    assert time.monotonic() < deadline, step.logs
+    time.sleep(0.05)
+    job = step.job()
+  step.publish_as_the_chief(job)
+  _complete(cluster, step.name)
+  step.end()
+  assert step.error is None, step.error
+  assert any(line.startswith(f'Deleting the TrainJob {step.name}')
+             for line in step.logs)
+  deleted = [c for c in cluster.calls
+             if c.verb == 'delete' and c.resource == 'trainjobs']
+  assert deleted[0].code < 300
+
+
+def test_a_job_of_that_name_that_is_not_ours_is_left_alone(cluster,
+                                                          tmp_path):
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  _earlier_attempt(cluster, step, ours=False)
+  with pytest.raises(StepJobError, match=(
+      f'A TrainJob named {step.name} exists in namespace {NAMESPACE} and '
+      'was not launched by this step.*neither used nor deleted')):
+    step.run()
+  cluster.store.get('trainjobs', NAMESPACE, step.name)  # Still there.
+  assert not [c for c in cluster.calls if c.verb == 'delete']
+
+
+def test_a_job_deleted_by_someone_else_fails_the_step(cluster, tmp_path):
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  step.job()
+  cluster.store.delete('trainjobs', NAMESPACE, step.name)
+  step.end()
+  assert isinstance(step.error, StepJobError)
+  assert 'was deleted while it trained (by someone else' in str(step.error)
+
+
+def test_an_expired_watch_is_read_again_and_followed(cluster, tmp_path):
+  """410 Expired (the history moved past the version the step watches
+  from): it reads the job again and watches from there."""
+  cluster.store.set_window(2)
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  job = step.job()
+  for i in range(6):  # Other objects' events push the job's out.
+    cluster.store.create('pods', NAMESPACE, {
+        'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': f'p{i}'},
+        'spec': {'containers': [{'name': 'c', 'image': 'x'}]}})
+  step.publish_as_the_chief(job)
+  _complete(cluster, step.name)
+  step.end()
+  assert step.error is None, step.error
+
+
+def test_sigterm_to_the_step_deletes_its_job(cluster, tmp_path):
+  """The run cancelled: SIGTERM to the step (here, this process, in the
+  step's own preemption handling) deletes the TrainJob and its runtime,
+  and says where the next run resumes."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import PreemptedError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import preemption  # pylint: disable=g-import-not-at-top
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+
+  def cancel():
+    import time  # pylint: disable=g-import-not-at-top
+    deadline = time.monotonic() + 30
+    while _gone(cluster, 'trainjobs', step.name):
+      if time.monotonic() > deadline:
+        return
+      time.sleep(0.05)
+    time.sleep(0.5)  # The step is in its watch.
+    os.kill(os.getpid(), signal.SIGTERM)
+  threading.Thread(target=cancel, daemon=True).start()
+  with pytest.raises(PreemptedError, match=(
+      f'SIGTERM to the step.*the TrainJob {step.name} it launched was '
+      'deleted.*resumes from the checkpoint in the ModelRun artifact')):
+    with preemption.handling(), preemption.stopping_anywhere():
+      step.run()
+  assert _gone(cluster, 'trainjobs', step.name)
+  assert _gone(cluster, 'trainingruntimes', f'{step.name}-runtime')

@@ -1,0 +1,508 @@
+"""A stand-in for what runs a TrainJob in a cluster (Kubeflow Trainer
+v2.3.0, JobSet v0.12.0, the Job controller and the kubelet), in the test
+process, over tests/kube_api.py's store; every pod a container of the
+project image.
+
+Sources (kubeflow/trainer at v2.3.0, kubernetes-sigs/jobset at v0.12.0, as
+mirrored here; kubernetes/kubernetes by path):
+  - the JobSet Trainer makes from the TrainingRuntime (pkg/runtime/core/
+    trainingruntime.go, pkg/runtime/framework/plugins/jobset): the runtime
+    is `spec.runtimeRef.name` in the TrainJob's namespace (Trainer's webhook
+    refuses a TrainJob without it, tests/kube_api.py); one replicated job,
+    `node`, one Job of numNodes pods: the TrainJob's `spec.trainer.numNodes`,
+    else the runtime's `mlPolicy.numNodes`. The `node` container is the
+    runtime's pod template container `node` with the TrainJob's
+    `spec.trainer` image, command, args and env over it (env by name).
+  - pods as the Job controller makes them for an Indexed Job (kubernetes
+    pkg/controller/job/indexed_job_utils.go): name `<job>-<index>-<5
+    random>` where the Job is `placement.GenJobName(jobset, 'node', 0)`
+    (jobset pkg/util/placement/placement.go), so the host name is
+    `placement.GenPodName(jobset, 'node', '0', index)` with the JobSet's
+    subdomain (its name: jobset_controller.go, network.enableDNSHostnames),
+    `JOB_COMPLETION_INDEX` in the environment and the labels/annotation
+    `batch.kubernetes.io/job-completion-index`; JobSet's labels
+    (api/jobset/v1alpha2/jobset_types.go: jobset-name, replicatedjob-name,
+    job-index, job-global-index, replicatedjob-replicas; pkg/constants:
+    restart-attempt). Flattened here: the pods' ownerReferences name the
+    TrainJob (controller, blockOwnerDeletion), standing for the chain
+    TrainJob → JobSet → Job → Pod.
+  - the kubelet: `valueFrom.fieldRef` resolved from the pod (metadata.name,
+    namespace, labels['k'], annotations['k'], status.podIP); the container
+    run with `scripts/container.sh run` on a podman bridge network made for
+    the controller, a static address per pod and every pod's
+    `<host>.<subdomain>` in each pod's hosts (the cluster's DNS), hardened
+    as OpenShift's restricted SCC runs it (`--user 1000680000:0
+    --read-only --tmpfs /tmp:rw,exec`), the test's volume mounts, images
+    never pulled (no registry is reachable here); its
+    output is the pod's log. Phases Pending → Running → Succeeded/Failed,
+    `containerStatuses[0].state.terminated.exitCode`. A pod deleted (it
+    has deletionTimestamp) is stopped with `podman stop -t
+    <deletionGracePeriodSeconds>` (SIGTERM, then SIGKILL), then removed
+    with grace 0.
+  - the Job (backoffLimit, 6 when unset: batch/v1 defaults): a failed pod
+    is replaced while the failures are within backoffLimit; past it the Job
+    fails and its other pods are deleted (job_controller.go).
+  - JobSet's failure policy (pkg/controllers/failure_policy.go,
+    `restartJobSetActionApplier`; the default action RestartJobSet): a
+    failed Job with `failurePolicy` and restarts < maxRestarts recreates all
+    Jobs (all pods stopped and deleted, new ones made, restart-attempt + 1);
+    at maxRestarts the JobSet fails with ReachedMaxRestarts, `jobset failed
+    due to reaching max number of restarts (first failed job: <job>)`;
+    without `failurePolicy`, FailedJobs, `jobset failed due to one or more
+    job failures (first failed job: <job>)` (`executeFailurePolicy`,
+    `messageWithFirstFailedJob`, pkg/constants/constants.go). All pods
+    succeeded: Completed, AllJobsCompleted, `jobset completed successfully`.
+  - Trainer copies them (plugins/jobset/jobset.go `Status`): the TrainJob's
+    condition type Complete or Failed, with the JobSet's reason and message;
+    `status.jobsStatus` from the JobSet's replicatedJobsStatus (name, ready,
+    succeeded, failed, active, suspended).
+
+Not modelled: suspension, activeDeadlineSeconds, TTL, ClusterTrainingRuntime,
+failure policy rules (only the default action), a pod's restartPolicy
+OnFailure, resources and scheduling.
+"""
+
+import copy
+import ipaddress
+import os
+import random
+import subprocess
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import kube_api
+
+ENGINE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), 'scripts', 'container.sh')
+NODE = 'node'
+NODE_NAME = 'stand-in-node'
+HARDENED = ('--user', '1000680000:0', '--read-only', '--tmpfs',
+            '/tmp:rw,exec')
+_INDEX = 'batch.kubernetes.io/job-completion-index'
+
+
+def _engine(*args, timeout=120, check=True):
+  return subprocess.run([ENGINE, *args], capture_output=True, text=True,
+                        timeout=timeout, check=check)
+
+
+class _Pod:
+  """One pod's container: its process and log file."""
+
+  def __init__(self, name, index, address, log_path):
+    self.name, self.index, self.address = name, index, address
+    self.log_path = log_path
+    self.process: Optional[subprocess.Popen] = None
+    self.container = f'kube-{name}'
+
+  def log(self) -> str:
+    try:
+      with open(self.log_path, errors='replace') as f:
+        return f.read()
+    except FileNotFoundError:
+      return ''
+
+
+class Controller:
+  """Runs the TrainJobs of `namespace` (module docstring), in a thread.
+
+  Args:
+    store: tests/kube_api.py's Store.
+    namespace: The namespace watched.
+    image: The image every pod runs (tests/containers.py IMAGE).
+    folder: Where the pods' logs are written.
+    mounts: `host:container[:options]` volumes for every pod.
+    extra_run_args: More `podman run` arguments for every pod.
+  """
+
+  def __init__(self, store, namespace: str, image: str, folder: str,
+               mounts: Sequence[str] = (), extra_run_args: Sequence[str] = ()):
+    self.store, self.namespace, self.image = store, namespace, image
+    self.folder, self.mounts = folder, list(mounts)
+    self.extra_run_args = list(extra_run_args)
+    self.network = f'kube-standin-{os.getpid()}-{random.randint(0, 9999)}'
+    self.subnet = ipaddress.ip_network(
+        f'10.{random.randint(90, 120)}.{random.randint(0, 255)}.0/24')
+    self._jobs: Dict[str, Dict[str, Any]] = {}  # By TrainJob uid.
+    self._stop = threading.Event()
+    self._thread = threading.Thread(target=self._loop, daemon=True)
+    self._lock = threading.RLock()
+    self.errors: List[BaseException] = []
+
+  def start(self) -> 'Controller':
+    _engine('network', 'create', '--subnet', str(self.subnet), self.network)
+    self._thread.start()
+    return self
+
+  def stop(self) -> None:
+    self._stop.set()
+    self._thread.join(timeout=30)
+    with self._lock:
+      for job in self._jobs.values():
+        for pod in job['pods'].values():
+          _engine('rm', '-f', '-t', '0', pod.container, check=False)
+    _engine('network', 'rm', '-f', self.network, check=False)
+
+  def __enter__(self) -> 'Controller':
+    return self.start()
+
+  def __exit__(self, *exc) -> None:
+    self.stop()
+
+  # Test hooks.
+
+  def kill(self, pod_name: str) -> None:
+    """SIGKILLs the pod's container (a node lost mid-training)."""
+    _engine('kill', '-s', 'KILL', f'kube-{pod_name}')
+
+  def printed(self, name: Optional[str] = None) -> str:
+    """`kubectl get trainjob [name]` as kubectl prints it: NAME and the
+    CRD's additionalPrinterColumns (State: `.status.conditions[-1:].type`,
+    Age: `.metadata.creationTimestamp`)."""
+    items = self.store.list('trainjobs', self.namespace)['items']
+    rows = [('NAME', 'STATE', 'AGE')]
+    for obj in items:
+      if name and obj['metadata']['name'] != name:
+        continue
+      conditions = (obj.get('status') or {}).get('conditions') or []
+      state = conditions[-1]['type'] if conditions else ''
+      rows.append((obj['metadata']['name'], state,
+                   _age(obj['metadata']['creationTimestamp'])))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return '\n'.join('   '.join(c.ljust(w) for c, w in zip(r, widths)
+                                ).rstrip() for r in rows) + '\n'
+
+  def wait(self, name: str, timeout_s: float = 300) -> Dict[str, Any]:
+    """The TrainJob once it has a Complete or Failed condition."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+      if self.errors:
+        raise self.errors[0]
+      obj = self.store.get('trainjobs', self.namespace, name)
+      if _finished(obj):
+        return obj
+      time.sleep(0.2)
+    raise TimeoutError(f'TrainJob {name} did not finish in {timeout_s}s: '
+                       f'{obj.get("status")}')
+
+  # The loop.
+
+  def _loop(self):
+    while not self._stop.is_set():
+      try:
+        with self._lock:
+          self._kubelet_deletions()
+          for obj in self.store.list('trainjobs', self.namespace)['items']:
+            self._reconcile(obj)
+          self._forget_gone()
+      except Exception as e:  # pylint: disable=broad-except
+        self.errors.append(e)
+      self._stop.wait(0.2)
+
+  def _forget_gone(self):
+    uids = {o['metadata']['uid'] for o in self.store.list(
+        'trainjobs', self.namespace)['items']}
+    for uid in list(self._jobs):
+      if uid not in uids and not self._jobs[uid]['pods']:
+        del self._jobs[uid]
+
+  def _kubelet_deletions(self):
+    """Pods with deletionTimestamp: stopped (SIGTERM, grace, SIGKILL), then
+    removed with grace 0."""
+    for job in self._jobs.values():
+      for index, pod in list(job['pods'].items()):
+        try:
+          obj = self.store.get('pods', self.namespace, pod.name)
+        except kube_api.StatusError:
+          self._stop_container(pod, 0)
+          del job['pods'][index]
+          continue
+        meta = obj['metadata']
+        if 'deletionTimestamp' in meta:
+          self._stop_container(pod, meta.get('deletionGracePeriodSeconds', 0))
+          self._sync_pod(job, pod)
+          try:
+            self.store.delete('pods', self.namespace, pod.name,
+                              grace_period_seconds=0)
+          except kube_api.StatusError:
+            pass
+          del job['pods'][index]
+
+  def _reconcile(self, tj):
+    meta = tj['metadata']
+    job = self._jobs.setdefault(meta['uid'], {
+        'restarts': 0, 'pods': {}, 'failures': 0, 'done': False,
+        'failed_job': False})
+    if job['done'] or 'deletionTimestamp' in meta or _finished(tj):
+      return
+    name = meta['name']
+    runtime = self.store.get('trainingruntimes', self.namespace,
+                             tj['spec']['runtimeRef']['name'])
+    rspec = runtime['spec']
+    js_spec = rspec['template']['spec']
+    (rjob,) = [r for r in js_spec['replicatedJobs'] if r['name'] == NODE]
+    job_spec = rjob['template']['spec']
+    num_nodes = (tj['spec'].get('trainer') or {}).get('numNodes') or (
+        rspec.get('mlPolicy') or {}).get('numNodes') or 1
+    if not job['pods'] and not job['failed_job']:
+      for index in range(num_nodes):
+        self._create_pod(tj, runtime, job, index, num_nodes)
+    for pod in list(job['pods'].values()):
+      self._sync_pod(job, pod)
+    phases = {i: self._phase(p) for i, p in job['pods'].items()}
+    failed = [i for i, phase in phases.items() if phase == 'Failed']
+    job_name = f'{name}-{NODE}-0'  # placement.GenJobName.
+    if failed and not job['failed_job']:
+      job['failures'] += len(failed)
+      if job['failures'] <= job_spec.get('backoffLimit', 6):
+        for index in failed:  # The Job replaces the failed pod.
+          self._delete_pod(job, index)
+          self._create_pod(tj, runtime, job, index, num_nodes)
+      else:
+        job['failed_job'] = True  # The Job fails; its other pods go.
+        for index in phases:
+          if index not in failed:
+            self._delete_pod(job, index)
+        policy = js_spec.get('failurePolicy')
+        if policy is not None and job['restarts'] < policy.get(
+            'maxRestarts', 0):
+          for index in list(job['pods']):  # RestartJobSet: all Jobs anew.
+            self._delete_pod(job, index)
+          job['restarts'] += 1
+          job['failures'] = 0
+          job['failed_job'] = False
+        elif policy is not None:
+          self._finish(tj, job, 'Failed', 'ReachedMaxRestarts',
+                       'jobset failed due to reaching max number of restarts '
+                       f'(first failed job: {job_name})')
+          return
+        else:
+          self._finish(tj, job, 'Failed', 'FailedJobs',
+                       'jobset failed due to one or more job failures '
+                       f'(first failed job: {job_name})')
+          return
+    elif phases and len(phases) == num_nodes and all(
+        p == 'Succeeded' for p in phases.values()):
+      self._finish(tj, job, 'Complete', 'AllJobsCompleted',
+                   'jobset completed successfully')
+      return
+    self._write_status(tj, job, None)
+
+  def _phase(self, pod):
+    try:
+      return self.store.get('pods', self.namespace, pod.name).get(
+          'status', {}).get('phase')
+    except kube_api.StatusError:
+      return None
+
+  def _finish(self, tj, job, kind, reason, message):
+    job['done'] = True
+    self._write_status(tj, job, {
+        'type': kind, 'status': 'True', 'reason': reason, 'message': message,
+        'lastTransitionTime': kube_api.now_rfc3339()})
+
+  def _write_status(self, tj, job, condition):
+    status = copy.deepcopy(tj.get('status') or {})
+    phases = [self._phase(p) for p in job['pods'].values()]
+    jobs_status = [{
+        'name': NODE, 'ready': 0, 'suspended': 0,
+        'active': 0 if job['failed_job'] or job['done'] and
+                  condition is not None else int(
+                      any(p in ('Pending', 'Running') for p in phases)),
+        'succeeded': int(bool(phases) and all(p == 'Succeeded'
+                                              for p in phases)),
+        'failed': int(job['failed_job'])}]
+    jobs_status[0]['ready'] = jobs_status[0]['active'] and int(all(
+        p == 'Running' for p in phases))
+    new = dict(status, jobsStatus=jobs_status)
+    if condition is not None:
+      new['conditions'] = [c for c in status.get('conditions', [])
+                           if c['type'] != condition['type']] + [condition]
+    if new != status:
+      self.store.update_status('trainjobs', self.namespace,
+                               tj['metadata']['name'], new)
+
+  # Pods.
+
+  def _create_pod(self, tj, runtime, job, index, num_nodes):
+    name = tj['metadata']['name']
+    host = f'{name}-{NODE}-0-{index}'  # placement.GenPodName.
+    pod_name = f'{host}-{kube_api.random_suffix()}'
+    address = str(self.subnet[10 + index])
+    template = runtime['spec']['template']['spec']['replicatedJobs']
+    (rjob,) = [r for r in template if r['name'] == NODE]
+    pod_template = rjob['template']['spec']['template']
+    spec = copy.deepcopy(pod_template.get('spec', {}))
+    (container,) = [c for c in spec['containers'] if c['name'] == NODE]
+    trainer = tj['spec'].get('trainer') or {}
+    for field in ('image', 'command', 'args'):
+      if field in trainer:
+        container[field] = trainer[field]
+    env = {e['name']: e for e in container.get('env', [])}
+    env.update({e['name']: e for e in trainer.get('env', [])})
+    container['env'] = list(env.values())
+    labels = dict((pod_template.get('metadata') or {}).get('labels') or {})
+    labels.update({
+        'jobset.sigs.k8s.io/jobset-name': name,
+        'jobset.sigs.k8s.io/replicatedjob-name': NODE,
+        'jobset.sigs.k8s.io/job-index': '0',
+        'jobset.sigs.k8s.io/job-global-index': '0',
+        'jobset.sigs.k8s.io/replicatedjob-replicas': '1',
+        'jobset.sigs.k8s.io/restart-attempt': str(job['restarts']),
+        'batch.kubernetes.io/job-name': f'{name}-{NODE}-0',
+        'job-name': f'{name}-{NODE}-0',
+        _INDEX: str(index)})
+    annotations = dict((pod_template.get('metadata') or {}).get(
+        'annotations') or {})
+    annotations[_INDEX] = str(index)
+    spec.update(hostname=host, subdomain=name, nodeName=NODE_NAME)
+    spec.setdefault('terminationGracePeriodSeconds', 30)
+    body = {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': pod_name, 'labels': labels,
+                         'annotations': annotations,
+                         'ownerReferences': [{
+                             'apiVersion': tj['apiVersion'],
+                             'kind': tj['kind'],
+                             'name': name, 'uid': tj['metadata']['uid'],
+                             'controller': True,
+                             'blockOwnerDeletion': True}]},
+            'spec': spec}
+    obj = self.store.create('pods', self.namespace, body)
+    pod = _Pod(pod_name, index, address,
+               os.path.join(self.folder, f'{pod_name}.log'))
+    job['pods'][index] = pod
+    self.store.set_log(self.namespace, pod_name, pod.log)
+    hosts = [f'{name}-{NODE}-0-{i}' for i in range(num_nodes)]
+    self._run(obj, container, pod, name,
+              {f'{h}.{name}': str(self.subnet[10 + i])
+               for i, h in enumerate(hosts)}, index)
+
+  def _run(self, obj, container, pod, subdomain, hosts, index):
+    env = {'JOB_COMPLETION_INDEX': str(index)}
+    for item in container.get('env', []):
+      if 'value' in item:
+        env[item['name']] = item['value']
+      elif 'fieldRef' in item.get('valueFrom', {}):
+        env[item['name']] = _field(obj, item['valueFrom']['fieldRef'][
+            'fieldPath'], pod.address)
+    args = ['run', '--rm=false', '--name', pod.container,
+            '--network', self.network, '--ip', pod.address,
+            '--hostname', obj['spec']['hostname'], '--pull', 'never',
+            *HARDENED]
+    for host, address in hosts.items():
+      args += ['--add-host', f'{host}:{address}']
+    for mount in self.mounts:
+      args += ['-v', mount]
+    for key, value in env.items():
+      args += ['-e', f'{key}={value}']
+    if container.get('command'):
+      args += ['--entrypoint', container['command'][0]]
+    args += [*self.extra_run_args, container.get('image') or self.image]
+    args += list(container.get('command', [])[1:]) + list(
+        container.get('args', []))
+    del subdomain
+    log = open(pod.log_path, 'wb')
+    pod.process = subprocess.Popen([ENGINE, *args], stdout=log,
+                                   stderr=subprocess.STDOUT)
+    log.close()
+    self.store.modify('pods', self.namespace, pod.name,
+                      lambda p: p.__setitem__('status', {
+                          'phase': 'Running', 'podIP': pod.address,
+                          'startTime': kube_api.now_rfc3339(),
+                          'containerStatuses': [{
+                              'name': NODE, 'image': container.get('image'),
+                              'imageID': '', 'ready': True,
+                              'restartCount': 0, 'started': True,
+                              'state': {'running': {
+                                  'startedAt': kube_api.now_rfc3339()}}}]}))
+
+  def _sync_pod(self, job, pod):
+    """A finished container's exit code into the pod's status."""
+    del job
+    if pod.process is None or pod.process.poll() is None:
+      return
+    code = pod.process.returncode
+    try:
+      current = self.store.get('pods', self.namespace, pod.name)
+    except kube_api.StatusError:
+      return
+    if current.get('status', {}).get('phase') in ('Succeeded', 'Failed'):
+      return
+
+    def finished(p):
+      status = p['status']
+      status['phase'] = 'Succeeded' if code == 0 else 'Failed'
+      (state,) = status['containerStatuses']
+      state['ready'] = False
+      state['state'] = {'terminated': {
+          'exitCode': code, 'reason': 'Completed' if code == 0 else 'Error',
+          'startedAt': state['state'].get('running', {}).get('startedAt'),
+          'finishedAt': kube_api.now_rfc3339()}}
+    self.store.modify('pods', self.namespace, pod.name, finished)
+
+  def _stop_container(self, pod, grace):
+    if pod.process is not None and pod.process.poll() is None:
+      _engine('stop', '-t', str(int(grace)), pod.container, check=False,
+              timeout=int(grace) + 60)
+      try:
+        pod.process.wait(timeout=30)
+      except subprocess.TimeoutExpired:
+        pod.process.kill()
+
+  def _delete_pod(self, job, index):
+    """Deletes the pod through the store (graceful: the kubelet part
+    stops it) and stops it now, as the kubelet would next."""
+    pod = job['pods'][index]
+    try:
+      obj = self.store.delete('pods', self.namespace, pod.name)
+      grace = obj['metadata'].get('deletionGracePeriodSeconds', 0)
+    except kube_api.StatusError:
+      grace = 0
+    self._stop_container(pod, grace)
+    self._sync_pod(job, pod)
+    try:
+      self.store.delete('pods', self.namespace, pod.name,
+                        grace_period_seconds=0)
+    except kube_api.StatusError:
+      pass
+    _engine('rm', '-f', '-t', '0', pod.container, check=False)
+    del job['pods'][index]
+
+
+def _field(obj, path, address):
+  """The kubelet's downward API (pkg/fieldpath/fieldpath.go)."""
+  meta = obj['metadata']
+  for prefix, values in (('metadata.labels', meta.get('labels') or {}),
+                         ('metadata.annotations',
+                          meta.get('annotations') or {})):
+    if path.startswith(prefix + '['):
+      return values.get(path[len(prefix) + 2:-2], '')
+  return {'metadata.name': meta['name'],
+          'metadata.namespace': meta['namespace'],
+          'metadata.uid': meta['uid'], 'status.podIP': address,
+          'spec.nodeName': NODE_NAME}[path]
+
+
+def _finished(obj) -> bool:
+  return any(c.get('type') in ('Complete', 'Failed') and c.get('status') ==
+             'True' for c in (obj.get('status') or {}).get('conditions', []))
+
+
+def _age(created: str) -> str:
+  """kubectl's duration.HumanDuration, to hours."""
+  import datetime  # pylint: disable=g-import-not-at-top
+  then = datetime.datetime.strptime(created, '%Y-%m-%dT%H:%M:%SZ').replace(
+      tzinfo=datetime.timezone.utc)
+  seconds = int((datetime.datetime.now(datetime.timezone.utc) - then
+                 ).total_seconds())
+  if seconds < 120:
+    return f'{seconds}s'
+  minutes = seconds // 60
+  if minutes < 10:
+    return f'{minutes}m{seconds % 60}s' if seconds % 60 else f'{minutes}m'
+  if minutes < 180:
+    return f'{minutes}m'
+  hours = minutes // 60
+  return f'{hours}h{minutes % 60}m' if hours < 8 and minutes % 60 else \
+      f'{hours}h'
