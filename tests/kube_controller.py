@@ -120,6 +120,7 @@ class Controller:
                mounts: Sequence[str] = (), extra_run_args: Sequence[str] = ()):
     self.store, self.namespace, self.image = store, namespace, image
     self.folder, self.mounts = folder, list(mounts)
+    os.makedirs(folder, exist_ok=True)
     self.extra_run_args = list(extra_run_args)
     self.network = f'kube-standin-{os.getpid()}-{random.randint(0, 9999)}'
     self.subnet = ipaddress.ip_network(

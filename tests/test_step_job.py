@@ -476,3 +476,20 @@ def test_sigterm_to_the_step_deletes_its_job(cluster, tmp_path):
       step.run()
   assert _gone(cluster, 'trainjobs', step.name)
   assert _gone(cluster, 'trainingruntimes', f'{step.name}-runtime')
+
+
+def test_a_step_without_the_role_is_told_to_apply_it(cluster, tmp_path):
+  """The Role without `create` on trainjobs: the API's 403, named, and the
+  command that applies the Role."""
+  cluster.rules = [dict(rule, verbs=[v for v in rule['verbs']
+                                     if v != 'create'])
+                   if rule['resources'] == ['trainjobs'] else rule
+                   for rule in cluster.rules]
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  with pytest.raises(StepJobError, match=(
+      r"The Kubernetes API refused a call of the step's TrainJob \(403 "
+      r'Forbidden\): trainjobs.trainer.kubeflow.org is forbidden: User '
+      rf'"system:serviceaccount:{NAMESPACE}:pipeline-runner" cannot create '
+      r'resource "trainjobs".*python -m generic_trainer.kubeflow.step_job '
+      rf'rbac SERVICE_ACCOUNT {NAMESPACE} TrainJob \| kubectl apply')):
+    step.run()

@@ -378,13 +378,39 @@ def run(asked: Mapping[str, Any], exec_properties: Mapping[str, Any],
 
   Raises:
     StepJobError: the job failed (its reason and the failing pod's log),
-      was deleted by someone else, or its name is taken by an object that
-      is not ours.
+      was deleted by someone else, its name is taken by an object that is
+      not ours, or the step's service account may not make a call.
     PreemptedError: SIGTERM to the step: the job was deleted.
   """
   kind = check_kind(asked['kind'])
   if api_client is None:
     api_client, namespace = in_cluster()
+  try:
+    return _run(kind, asked, exec_properties, model_uri, model_run_uri,
+                argv, environ, api_client, namespace, log)
+  except k8s_client.exceptions.ApiException as e:
+    if e.status not in (401, 403):
+      raise
+    raise StepJobError(
+        f"The Kubernetes API refused a call of the step's {kind} "
+        f'({e.status} {e.reason}): {_api_message(e)}. Expected the step\'s '
+        'service account to be granted the Role the step needs (create, '
+        f'read, watch, take over and delete its {kind}; list its pods and '
+        'read their logs). Received: the refusal above. Apply it: python -m '
+        'generic_trainer.kubeflow.step_job rbac SERVICE_ACCOUNT '
+        f'{namespace} {kind} | kubectl apply -f - (the run\'s service '
+        "account, KFP's pipeline-runner by default).") from e
+
+
+def _api_message(error) -> str:
+  try:
+    return json.loads(error.body).get('message') or str(error.body)
+  except (TypeError, ValueError, AttributeError):
+    return str(getattr(error, 'body', '') or error)
+
+
+def _run(kind, asked, exec_properties, model_uri, model_run_uri, argv,
+         environ, api_client, namespace, log) -> Dict[str, Any]:
   cluster = Cluster(api_client, namespace, kind)
   name = job_name(model_uri)
   plural = _PLURAL[kind]
