@@ -72,11 +72,12 @@ test-tfx1.21: containers
 # lower priority, the tests that stand apart from it: they run in containers
 # or a fresh environment, or run whole benchmarks in processes of their own,
 # and share nothing with the suite but the machine (BESIDE: the compiled
-# pipeline's steps in the project image, our wheel installed into a fresh
+# pipeline's steps in the project image, a TrainJob's pods as containers
+# of it beside the stand-in API server, our wheel installed into a fresh
 # TFX environment, the benchmarks on tiny data), and whole trainings that
 # watch no clock (BESIDE_TRAININGS: TFX's own pipelines, modules and
-# Trainer tests, the canned specs, JAX, the migration, one path; their own
-# session, fixtures and cache folder), then TFX 1.21's tests in their
+# Trainer tests, the canned pipelines, JAX; their own session, fixtures
+# and cache folder), then TFX 1.21's tests in their
 # Debian 13 image (built first; quick when its layers are cached). The
 # suite keeps about one core of two busy (it waits on one process at a
 # time: `tests/test_cli.py` alone ran at 101% CPU), so the second lane runs
@@ -87,9 +88,9 @@ test-tfx1.21: containers
 # when every part passed.
 BESIDE_TRAININGS := tests/test_tfx_module_compat.py tests/test_penguin_pipeline_e2e.py \
   tests/test_tfx_trainer_executor.py tests/test_canned_pipelines.py tests/test_jax_backend.py \
-  tests/test_migration.py tests/test_penguin_ct_pipeline_e2e.py tests/test_one_path.py \
-  tests/test_serving_exports.py tests/test_executor_errors.py tests/test_canned.py
-BESIDE := tests/test_containers.py tests/test_installed_wheel.py tests/test_benchmarks.py $(BESIDE_TRAININGS)
+  tests/test_penguin_ct_pipeline_e2e.py
+BESIDE := tests/test_containers.py tests/test_step_job_pods.py tests/test_kube_standin.py \
+  tests/test_installed_wheel.py tests/test_benchmarks.py $(BESIDE_TRAININGS)
 BESIDE_LOG ?= build/tests-beside.log
 
 test: setup containers
