@@ -26,6 +26,7 @@ product's to check (`generic_trainer.kubeflow.trainjob`, `tfjob`).
 """
 
 import functools
+import json
 import os
 import re
 from typing import Any, Callable, Dict, List, Optional
@@ -182,7 +183,8 @@ def _cel(validator, rules, instance, schema):
           f"{rule['message']} (CEL: {rule['rule']})")
 
 
-def _list_map(validator, keys, instance, schema):
+def list_map(validator, keys, instance, schema):
+  """`x-kubernetes-list-map-keys`: no two items with the same keys."""
   del validator, schema  # Unused.
   if not isinstance(instance, list):
     return
@@ -190,7 +192,7 @@ def _list_map(validator, keys, instance, schema):
   for item in instance:
     if not isinstance(item, dict):
       continue
-    key = tuple(repr(item.get(k)) for k in keys)
+    key = tuple(json.dumps(item.get(k), sort_keys=True) for k in keys)
     if key in seen:
       yield jsonschema.ValidationError(
           f'Duplicate value: {dict(zip(keys, key))} (a list-map keyed by '
@@ -198,16 +200,17 @@ def _list_map(validator, keys, instance, schema):
     seen.add(key)
 
 
-def _integer(checker, instance):
+def integer(checker, instance):
+  """OpenAPI's integer: a JSON integer, not a bool."""
   del checker  # Unused.
   return isinstance(instance, int) and not isinstance(instance, bool)
 
 
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    validators={'x-cel': _cel, 'x-list-map-keys': _list_map},
+    validators={'x-cel': _cel, 'x-list-map-keys': list_map},
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        'integer', _integer))
+        'integer', integer))
 
 
 def schema(crd_path: str, version: Optional[str] = None) -> Dict[str, Any]:

@@ -60,6 +60,8 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import jsonschema
 
+import crd_schema
+
 SCHEMAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'schemas')
 RBAC_V1 = os.path.join(SCHEMAS,
                        'rbac.authorization.k8s.io_v1-openapi-v1.34.json')
@@ -146,32 +148,11 @@ def _format(validator, fmt, instance, schema):
                                      'date-time')
 
 
-def _list_map(validator, keys, instance, schema):
-  del validator, schema  # Unused.
-  if not isinstance(instance, list):
-    return
-  seen = set()
-  for item in instance:
-    if not isinstance(item, dict):
-      continue
-    key = tuple(json.dumps(item.get(k), sort_keys=True) for k in keys)
-    if key in seen:
-      yield jsonschema.ValidationError(
-          f'Duplicate value: {dict(zip(keys, key))} (a list-map keyed by '
-          f'{keys})')
-    seen.add(key)
-
-
-def _integer(checker, instance):
-  del checker  # Unused.
-  return isinstance(instance, int) and not isinstance(instance, bool)
-
-
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
-    validators={'x-format': _format, 'x-list-map-keys': _list_map},
+    validators={'x-format': _format, 'x-list-map-keys': crd_schema.list_map},
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        'integer', _integer))
+        'integer', crd_schema.integer))
 
 
 @functools.lru_cache(maxsize=None)

@@ -60,13 +60,10 @@ def check_namespace(argument: str, name: Any) -> None:
   Raises:
     InvalidArgumentError: saying what is wrong.
   """
-  if not isinstance(name, str) or not DNS1123_LABEL.match(name) or (
-      len(name) > MAX_LABEL):
-    raise InvalidArgumentError(
-        f"'{argument}' must be a namespace's name, an RFC 1123 label: "
-        "lowercase letters, digits or '-', starting and ending with a letter "
-        f'or digit, at most {MAX_LABEL} characters. Received: '
-        f"{argument}={name!r}. Pass a namespace such as 'kubeflow'.")
+  _check(argument, name, DNS1123_LABEL, MAX_LABEL,
+         "a namespace's name, an RFC 1123 label: lowercase letters, digits "
+         "or '-', starting and ending with a letter or digit",
+         "a namespace such as 'kubeflow'")
 
 
 def check_subdomain(argument: str, name: Any, why: str) -> None:
@@ -77,11 +74,16 @@ def check_subdomain(argument: str, name: Any, why: str) -> None:
   Raises:
     InvalidArgumentError: saying what is wrong.
   """
-  if not isinstance(name, str) or not DNS1123_SUBDOMAIN.match(name) or (
-      len(name) > MAX_SUBDOMAIN):
+  _check(argument, name, DNS1123_SUBDOMAIN, MAX_SUBDOMAIN,
+         "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', each "
+         'part between dots starting and ending with a letter or digit',
+         "a name such as 'penguin-train-runtime'", f' ({why})')
+
+
+def _check(argument: str, name: Any, pattern, longest: int, what: str,
+           example: str, why: str = '') -> None:
+  if not isinstance(name, str) or not pattern.match(name) or (
+      len(name) > longest):
     raise InvalidArgumentError(
-        f"'{argument}' must be a DNS-1123 subdomain: lowercase letters, "
-        "digits, '-' and '.', each part between dots starting and ending with "
-        f'a letter or digit, at most {MAX_SUBDOMAIN} characters ({why}). '
-        f'Received: {argument}={name!r}. Pass a name such as '
-        "'penguin-train-runtime'.")
+        f"'{argument}' must be {what}, at most {longest} characters{why}. "
+        f'Received: {argument}={name!r}. Pass {example}.')
