@@ -204,9 +204,10 @@ def cluster(tmp_path):
 class Step:
   """`step_job.run` as the step runs it, in a thread of the test."""
 
-  def __init__(self, api, tmp_path, argv, num_workers=2):
+  def __init__(self, api, tmp_path, argv, num_workers=2, kind='TrainJob'):
     import threading  # pylint: disable=g-import-not-at-top
     self.api, self.logs, self.error, self.record = api, [], None, None
+    self.kind, self.plural = kind, kind.lower() + 's'
     self.model = str(tmp_path / 'model')
     self.model_run = str(tmp_path / 'model_run')
     self.name = step_job.job_name(self.model)
@@ -225,7 +226,7 @@ class Step:
 
   def run(self):
     return step_job.run(
-        {'kind': 'TrainJob', 'image': KUBEFLOW_IMAGE, 'resources': None},
+        {'kind': self.kind, 'image': KUBEFLOW_IMAGE, 'resources': None},
         self.properties, self.model, self.model_run, self.argv,
         self.environ, api_client=self.api.api_client(),
         namespace=NAMESPACE, log=self.logs.append)
@@ -240,7 +241,7 @@ class Step:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
       try:
-        return self.api.store.get('trainjobs', NAMESPACE, self.name)
+        return self.api.store.get(self.plural, NAMESPACE, self.name)
       except Exception:  # pylint: disable=broad-except
         assert self.thread.is_alive(), self.error
         time.sleep(0.05)
@@ -254,7 +255,12 @@ class Step:
     """What the chief pod does before the job completes: the SavedModel in
     the Model artifact, the record at the place its environment names."""
     from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-    env = {e['name']: e['value'] for e in job['spec']['trainer']['env']}
+    if job['kind'] == 'TrainJob':
+      env = job['spec']['trainer']['env']
+    else:
+      (env,) = [c['env'] for c in job['spec']['tfReplicaSpecs']['Chief'][
+          'template']['spec']['containers']]
+    env = {e['name']: e['value'] for e in env}
     serving = os.path.join(self.model, 'Format-Serving')
     os.makedirs(serving)
     open(os.path.join(serving, 'saved_model.pb'), 'wb').close()
@@ -493,3 +499,30 @@ def test_a_step_without_the_role_is_told_to_apply_it(cluster, tmp_path):
       r'resource "trainjobs".*python -m generic_trainer.kubeflow.step_job '
       rf'rbac SERVICE_ACCOUNT {NAMESPACE} TrainJob \| kubectl apply')):
     step.run()
+
+
+def test_a_tfjob_on_request_is_launched_and_followed_the_same_way(tmp_path):
+  """`--step-job TFJob`: the Training Operator's TFJob, granted its own
+  Role; Succeeded is its end."""
+  import kube_api  # pylint: disable=g-import-not-at-top
+  (role, _) = step_job.rbac('pipeline-runner', NAMESPACE, 'TFJob')
+  with kube_api.KubeAPI(str(tmp_path / 'api'), role['rules'],
+                        namespace=NAMESPACE) as api:
+    pod = api.store.create('pods', NAMESPACE, {
+        'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': STEP_POD},
+        'spec': {'containers': [{'name': 'main', 'image': KUBEFLOW_IMAGE}]}})
+    api.step_pod_uid = pod['metadata']['uid']
+    step = Step(api, tmp_path, _argv(tmp_path), kind='TFJob').start()
+    job = step.job()
+    replicas = job['spec']['tfReplicaSpecs']
+    assert replicas['Chief']['replicas'] + replicas['Worker']['replicas'] == 2
+    step.publish_as_the_chief(job)
+    api.store.update_status('tfjobs', NAMESPACE, step.name, {'conditions': [{
+        'type': 'Succeeded', 'status': 'True', 'reason': 'TFJobSucceeded',
+        'message': f'TFJob {NAMESPACE}/{step.name} successfully completed.',
+        'lastUpdateTime': '2026-11-28T16:00:00Z',
+        'lastTransitionTime': '2026-11-28T16:00:00Z'}]})
+    step.end()
+    assert step.error is None, step.error
+    assert step.record['outputs']['model'][0]['trained_steps']
+    assert _gone(api, 'tfjobs', step.name)
