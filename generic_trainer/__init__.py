@@ -19,6 +19,7 @@ from generic_trainer.errors import RunFnError
 from generic_trainer.errors import ServingCheckError
 from generic_trainer.errors import SignatureChangeError
 from generic_trainer.errors import SpecError
+from generic_trainer.errors import StepJobError
 from generic_trainer.errors import StorageError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.errors import UnsafeFolderError
@@ -49,6 +50,6 @@ __all__ = ['CheckpointError', 'Estimator', 'ExportValidationError', 'FnArgs', 'G
            'InvalidArgumentError', 'ModelFolderError',
            'NonFiniteLossError', 'ParsedRows', 'PreemptedError', 'RunFnError',
            'ServingCheckError', 'SignatureChangeError',
-           'SpecError', 'StorageError', 'TrainSpec', 'TrainingProcessError',
+           'SpecError', 'StepJobError', 'StorageError', 'TrainSpec', 'TrainingProcessError',
            'UnsafeFolderError', 'UserModuleError', '__version__',
            'tf_examples', 'validate_export']

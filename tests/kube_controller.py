@@ -57,19 +57,56 @@ mirrored here; kubernetes/kubernetes by path):
     `status.jobsStatus` from the JobSet's replicatedJobsStatus (name, ready,
     succeeded, failed, active, suspended).
 
+The status server (Trainer's TrainJobStatus feature; kubeflow/trainer at
+v2.3.0, pkg/statusserver/{server,auth,utils,setup,middleware}.go and
+pkg/runtime/framework/plugins/trainjobstatus/trainjobstatus.go):
+  - `StatusServer`: HTTPS with its own CA (kube_api.write_tls) on the
+    controller network's gateway (`subnet[1]`, checked with `podman network
+    inspect`; bound with IP_FREEBIND as the bridge gets it at the first
+    container), that address only, a free port. `POST StatusUrl(ns, name)`
+    (utils.go); anything else 404 `Not found`; a Content-Length over 64 KiB
+    413 (middleware.go). Authorization as auth.go: exactly `Bearer <t>`,
+    `t` the TrainJob's own token (the real one: a projected token with
+    audience TokenAudience(ns, name) and the TrainJob's namespace), else 403
+    `Forbidden` (no token included: the real server has no 401). The body
+    decoded as Go's json.Decoder into UpdateTrainJobStatusRequest (unknown
+    fields ignored, names matched ignoring case, wrong types, fractions in
+    int32s, bad RFC 3339 times: 422 `Invalid payload`); no trainerStatus:
+    200 and nothing written; else the CRD's checks of TrainerStatus
+    (trainjob_types.go: progress 0-100, seconds >= 0, <= 256 metrics, names
+    and values required, <= 64; lastUpdatedTime required) as 422 with the
+    API server's message, then `status.trainerStatus` replaced as a whole
+    (the server-side apply of field owner trainer-status), the rest of the
+    status kept; 404 `Train job not found`.
+  - Every pod (trainjobstatus.go EnforcePodSpec, createEnvVars): the
+    variables KUBEFLOW_TRAINER_SERVER_URL (here `https://<gateway>:<port>`,
+    not `https://<webhook service>.<ns>.svc:<port>`, + StatusUrl),
+    _CA_CERT=/var/run/secrets/kubeflow/trainer/ca.crt and
+    _TOKEN=/var/run/secrets/kubeflow/trainer/token, that folder mounted
+    read-only (the real one: the projected volume kubeflow-trainer-token of
+    the token, 3600 s, and the `<name>-tls-config` ConfigMap's ca.crt; here
+    a host folder, the token never rotates, no ConfigMap in the store).
+
 Not modelled: suspension, activeDeadlineSeconds, TTL, ClusterTrainingRuntime,
 failure policy rules (only the default action), a pod's restartPolicy
 OnFailure, resources and scheduling.
 """
 
 import copy
+import datetime
+import http.server
 import ipaddress
+import json
 import os
 import random
+import re
+import secrets
+import socket
+import ssl
 import subprocess
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import kube_api
 
@@ -130,9 +167,18 @@ class Controller:
     self._thread = threading.Thread(target=self._loop, daemon=True)
     self._lock = threading.RLock()
     self.errors: List[BaseException] = []
+    self.status_server: Optional[StatusServer] = None
 
   def start(self) -> 'Controller':
     _engine('network', 'create', '--subnet', str(self.subnet), self.network)
+    gateway = _engine('network', 'inspect', self.network, '--format',
+                      '{{range .Subnets}}{{.Gateway}}{{end}}').stdout.strip()
+    if gateway != str(self.subnet[1]):
+      raise RuntimeError(f'network {self.network}: gateway {gateway!r}, '
+                         f'expected {self.subnet[1]}')
+    self.status_server = StatusServer(
+        self.store, os.path.join(self.folder, 'status-server'),
+        gateway).start()
     self._thread.start()
     return self
 
@@ -144,6 +190,8 @@ class Controller:
         for pod in job['pods'].values():
           _engine('rm', '-f', '-t', '0', pod.container, check=False)
     _engine('network', 'rm', '-f', self.network, check=False)
+    if self.status_server is not None:
+      self.status_server.stop()
 
   def __enter__(self) -> 'Controller':
     return self.start()
@@ -321,8 +369,14 @@ class Controller:
       new['conditions'] = [c for c in status.get('conditions', [])
                            if c['type'] != condition['type']] + [condition]
     if new != status:
-      self.store.update_status('trainjobs', self.namespace,
-                               tj['metadata']['name'], new)
+      # Onto the stored status, as a patch: the status server may have
+      # written trainerStatus since `tj` was read.
+      def merge(obj):
+        obj['status'] = dict(obj.get('status') or {},
+                             **{k: new[k] for k in ('jobsStatus', 'conditions')
+                                if k in new})
+      self.store.modify('trainjobs', self.namespace, tj['metadata']['name'],
+                        merge)
 
   # Pods.
 
@@ -342,6 +396,9 @@ class Controller:
         container[field] = trainer[field]
     env = {e['name']: e for e in container.get('env', [])}
     env.update({e['name']: e for e in trainer.get('env', [])})
+    if self.status_server is not None:  # trainjobstatus.go EnforcePodSpec.
+      env.update({k: {'name': k, 'value': v} for k, v in
+                  self.status_server.environ(self.namespace, name).items()})
     container['env'] = list(env.values())
     labels = dict((pod_template.get('metadata') or {}).get('labels') or {})
     labels.update({
@@ -395,6 +452,9 @@ class Controller:
       args += ['--add-host', f'{host}:{address}']
     for mount in self.mounts:
       args += ['-v', mount]
+    if self.status_server is not None:
+      args += ['-v', f'{self.status_server.mount(self.namespace, subdomain)}'
+               f':{STATUS_MOUNT}:ro']
     for key, value in env.items():
       args += ['-e', f'{key}={value}']
     if container.get('command'):
@@ -402,7 +462,6 @@ class Controller:
     args += [*self.extra_run_args, container.get('image') or self.image]
     args += list(container.get('command', [])[1:]) + list(
         container.get('args', []))
-    del subdomain
     log = open(pod.log_path, 'wb')
     pod.process = subprocess.Popen([ENGINE, *args], stdout=log,
                                    stderr=subprocess.STDOUT)
@@ -507,3 +566,308 @@ def _age(created: str) -> str:
   hours = minutes // 60
   return f'{hours}h{minutes % 60}m' if hours < 8 and minutes % 60 else \
       f'{hours}h'
+
+
+# Trainer's status server (module docstring, "The status server").
+
+STATUS_MOUNT = '/var/run/secrets/kubeflow/trainer'  # configMountPath.
+STATUS_ENV = ('KUBEFLOW_TRAINER_SERVER_URL', 'KUBEFLOW_TRAINER_SERVER_CA_CERT',
+              'KUBEFLOW_TRAINER_SERVER_TOKEN')
+MAX_BODY = 1 << 16  # server.go maxBodySize.
+_STATUS_PATH = re.compile(
+    r'^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/'
+    r'trainjobs/(?P<name>[^/]+)/status$')
+_RFC3339 = re.compile(r'^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?'
+                      r'(Z|[+-]\d{2}:\d{2})$')
+_INT32 = (-2**31, 2**31 - 1)
+
+
+class _Refused(Exception):
+
+  def __init__(self, code, reason, message):
+    super().__init__(message)
+    self.code, self.reason, self.message = code, reason, message
+
+
+class _GoFloat(str):
+  """A JSON number with a fraction or exponent (Go refuses it for int32)."""
+
+
+def _go_field(pairs, name):
+  """encoding/json's field match: the last key equal to `name` ignoring
+  case; (found, value)."""
+  found, value = False, None
+  for key, item in pairs:
+    if key.lower() == name.lower():
+      found, value = True, item
+  return found, value
+
+
+def _go_int32(value):
+  if value is None:
+    return None
+  if isinstance(value, bool) or not isinstance(value, int) or not (
+      _INT32[0] <= value <= _INT32[1]):
+    raise ValueError(value)
+  return value
+
+
+def _go_string(value):
+  if value is None:
+    return ''
+  if not isinstance(value, str) or isinstance(value, _GoFloat):
+    raise ValueError(value)
+  return value
+
+
+def _go_time(value):
+  """metav1.Time.UnmarshalJSON: null is the zero time (None), else
+  RFC 3339, kept in UTC to the second (metav1.Time.MarshalJSON)."""
+  if value is None:
+    return None
+  if not isinstance(value, str) or isinstance(
+      value, _GoFloat) or not _RFC3339.match(value):
+    raise ValueError(value)
+  moment = datetime.datetime.fromisoformat(  # Py3.10: no fraction.
+      re.sub(r'\.\d+', '', value).replace('Z', '+00:00'))
+  return moment.astimezone(datetime.timezone.utc).strftime(
+      '%Y-%m-%dT%H:%M:%SZ')
+
+
+def decode_status_request(body: bytes) -> Optional[Dict[str, Any]]:
+  """`json.NewDecoder(r.Body).Decode(&UpdateTrainJobStatusRequest)`
+  (server.go): the first JSON value; unknown fields ignored, names matched
+  ignoring case; a wrong type, a fraction in an int32, NaN or a bad time is
+  an error (ValueError). The trainerStatus (None when absent or null) with
+  omitempty's fields left out."""
+  text = body.decode('utf-8', 'replace').lstrip(' \t\r\n')
+
+  def constant(name):
+    raise ValueError(name)
+  decoder = json.JSONDecoder(object_pairs_hook=list, parse_float=_GoFloat,
+                             parse_constant=constant)
+  top, _ = decoder.raw_decode(text)  # Trailing bytes: unread, as Go's.
+  if top is None:
+    return None
+  if not isinstance(top, list) or (top and not isinstance(top[0], tuple)):
+    raise ValueError('not an object')
+  _, pairs = _go_field(top, 'trainerStatus')
+  if pairs is None:
+    return None
+  if not isinstance(pairs, list) or (pairs and not isinstance(pairs[0],
+                                                              tuple)):
+    raise ValueError('trainerStatus')
+  status: Dict[str, Any] = {}
+  for field in ('progressPercentage', 'estimatedRemainingSeconds'):
+    value = _go_int32(_go_field(pairs, field)[1])
+    if value is not None:
+      status[field] = value
+  metrics = _go_field(pairs, 'metrics')[1]
+  if metrics is not None:
+    if not isinstance(metrics, list) or any(
+        isinstance(m, tuple) for m in metrics):
+      raise ValueError('metrics')
+    status['metrics'] = []
+    for item in metrics:
+      if item is not None and not isinstance(item, list):
+        raise ValueError('metric')
+      metric = {}
+      for field in ('name', 'value'):
+        value = _go_string(_go_field(item or [], field)[1])
+        if value:  # omitempty.
+          metric[field] = value
+      status['metrics'].append(metric)
+    if not status['metrics']:
+      del status['metrics']  # omitempty.
+  moment = _go_time(_go_field(pairs, 'lastUpdatedTime')[1])
+  if moment is not None:
+    status['lastUpdatedTime'] = moment
+  return status
+
+
+def _status_causes(status: Dict[str, Any]) -> List[Any]:
+  """The CRD's checks of status.trainerStatus (TrainerStatus, Metric in
+  pkg/apis/trainer/v1alpha1/trainjob_types.go), as the API server words
+  them; a null lastUpdatedTime is pruned before they run."""
+  base = 'status.trainerStatus'
+  causes = []
+  for field, low, high in (('progressPercentage', 0, 100),
+                           ('estimatedRemainingSeconds', 0, None)):
+    value, path = status.get(field), f'{base}.{field}'
+    if value is not None and value < low:
+      causes.append(('FieldValueInvalid', path, f'Invalid value: {value}: '
+                     f'{path} in body should be greater than or equal to '
+                     f'{low}'))
+    if value is not None and high is not None and value > high:
+      causes.append(('FieldValueInvalid', path, f'Invalid value: {value}: '
+                     f'{path} in body should be less than or equal to '
+                     f'{high}'))
+  metrics = status.get('metrics') or []
+  if len(metrics) > 256:
+    causes.append(('FieldValueTooMany', f'{base}.metrics',
+                   f'Too many: {len(metrics)}: must have at most 256 items'))
+  for i, metric in enumerate(metrics):
+    for field in ('name', 'value'):
+      path = f'{base}.metrics[{i}].{field}'
+      if field not in metric:
+        causes.append(('FieldValueRequired', path, 'Required value'))
+      elif len(metric[field]) > 64:
+        causes.append(('FieldValueTooLong', path,
+                       f'Too long: may not be more than 64 bytes'))
+  if 'lastUpdatedTime' not in status:
+    causes.append(('FieldValueInvalid', base, f'Invalid value: "object": '
+                   'lastUpdatedTime is required when trainerStatus is '
+                   'present'))
+  return causes
+
+
+class StatusServer:
+  """Trainer's runtime status server (module docstring), in a thread.
+
+  Args:
+    store: tests/kube_api.py's Store, where trainerStatus is written.
+    folder: Where its TLS files and each TrainJob's mounted folder go.
+    address: The one address it listens on (the network's gateway).
+
+  Attributes:
+    calls: Every request: (namespace, name, HTTP code).
+    port.
+  """
+
+  def __init__(self, store, folder: str, address: str):
+    self.store, self.folder, self.address = store, folder, address
+    self.tls = kube_api.write_tls(os.path.join(folder, 'tls'), (address,))
+    self._tokens: Dict[Tuple[str, str], str] = {}
+    self._lock = threading.Lock()
+    self.calls: List[Tuple[str, str, int]] = []
+    self._server = None
+    self.port = 0
+
+  def start(self) -> 'StatusServer':
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(self.tls['tls.crt'], self.tls['tls.key'])
+    server = http.server.ThreadingHTTPServer(
+        (self.address, 0), _status_handler(self), bind_and_activate=False)
+    # The bridge gets its gateway address when its first container starts:
+    # bind before it exists (IP_FREEBIND).
+    server.socket.setsockopt(socket.IPPROTO_IP, 15, 1)
+    server.server_bind()
+    server.server_activate()
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True,
+                                        do_handshake_on_connect=False)
+    threading.Thread(target=server.serve_forever,
+                     kwargs={'poll_interval': 0.05}, daemon=True).start()
+    self._server, self.port = server, server.server_address[1]
+    return self
+
+  def stop(self) -> None:
+    if self._server is not None:
+      self._server.shutdown()
+      self._server.server_close()
+
+  def url(self, namespace: str, name: str) -> str:
+    """KUBEFLOW_TRAINER_SERVER_URL: `https://host:port` + StatusUrl."""
+    return (f'https://{self.address}:{self.port}/apis/trainer.kubeflow.org/'
+            f'v1alpha1/namespaces/{namespace}/trainjobs/{name}/status')
+
+  def token(self, namespace: str, name: str) -> str:
+    """The TrainJob's token (one per TrainJob, standing for a projected
+    token with audience TokenAudience(namespace, name))."""
+    with self._lock:
+      return self._tokens.setdefault((namespace, name),
+                                     secrets.token_urlsafe(32))
+
+  def mount(self, namespace: str, name: str) -> str:
+    """The TrainJob's folder to mount read-only at STATUS_MOUNT (`ca.crt`,
+    `token`)."""
+    path = os.path.join(self.folder, 'trainjobs', f'{namespace}.{name}')
+    os.makedirs(path, exist_ok=True)
+    for file_name, text in (('ca.crt', open(self.tls['ca.crt']).read()),
+                            ('token', self.token(namespace, name))):
+      with open(os.path.join(path, file_name), 'w') as f:
+        f.write(text)
+      os.chmod(os.path.join(path, file_name), 0o644)
+    os.chmod(path, 0o755)
+    return path
+
+  def environ(self, namespace: str, name: str) -> Dict[str, str]:
+    """The three variables, as trainjobstatus.go createEnvVars sets them."""
+    return dict(zip(STATUS_ENV, (self.url(namespace, name),
+                                 f'{STATUS_MOUNT}/ca.crt',
+                                 f'{STATUS_MOUNT}/token')))
+
+  def authorized(self, header: str, namespace: str, name: str) -> bool:
+    """auth.go Authorize: exactly `Bearer <token>` (scheme in any case),
+    the token of this TrainJob."""
+    parts = (header or '').split()
+    if len(parts) != 2 or parts[0].lower() != 'bearer':
+      return False
+    with self._lock:
+      expected = self._tokens.get((namespace, name))
+    return expected is not None and secrets.compare_digest(parts[1],
+                                                           expected)
+
+  def handle(self, method: str, path: str, headers, body_reader
+             ) -> Tuple[int, Dict[str, Any]]:
+    """One request: (code, JSON body)."""
+    match = _STATUS_PATH.match(path.split('?', 1)[0])
+    length = int(headers.get('Content-Length') or 0)
+    if length > MAX_BODY:
+      raise _Refused(413, 'RequestEntityTooLarge', 'Payload too large')
+    if method != 'POST' or not match:
+      raise _Refused(404, 'NotFound', 'Not found')
+    namespace, name = match['ns'], match['name']
+    if not self.authorized(headers.get('Authorization'), namespace, name):
+      raise _Refused(403, 'Forbidden', 'Forbidden')
+    try:
+      status = decode_status_request(body_reader(length))
+    except ValueError:
+      raise _Refused(422, 'Invalid', 'Invalid payload') from None
+    if status is None:
+      return 200, {}
+    causes = _status_causes(status)
+    if causes:
+      error = kube_api.invalid('trainer.kubeflow.org', 'TrainJob', name,
+                               causes)
+      raise _Refused(422, 'Invalid', error.status['message'])
+    try:
+      self.store.modify('trainjobs', namespace, name, lambda o: o.__setitem__(
+          'status', dict(o.get('status') or {}, trainerStatus=status)))
+    except kube_api.StatusError as e:
+      if e.code == 404:
+        raise _Refused(404, 'NotFound', 'Train job not found') from None
+      raise _Refused(500, 'InternalError', 'Internal error') from None
+    return 200, {'trainerStatus': status}
+
+
+def _status_handler(server: StatusServer):
+
+  class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+
+    def log_message(self, *args):  # pylint: disable=arguments-differ
+      pass
+
+    def _serve(self):
+      match = _STATUS_PATH.match(self.path.split('?', 1)[0])
+      try:
+        code, payload = server.handle(self.command, self.path, self.headers,
+                                      self.rfile.read)
+      except _Refused as e:
+        code, payload = e.code, {'metadata': {}, 'status': 'Failure',
+                                 'message': e.message, 'reason': e.reason,
+                                 'code': e.code}
+        self.close_connection = True
+      server.calls.append((match['ns'] if match else '',
+                           match['name'] if match else '', code))
+      data = (json.dumps(payload) + '\n').encode()
+      self.send_response(code)
+      self.send_header('Content-Type', 'application/json')
+      self.send_header('Content-Length', str(len(data)))
+      self.end_headers()
+      self.wfile.write(data)
+
+    do_POST = do_GET = do_PUT = do_PATCH = do_DELETE = _serve
+
+  return Handler

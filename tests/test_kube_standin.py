@@ -449,3 +449,85 @@ def test_in_cluster_config_from_a_container(api, controller):
       capture_output=True, text=True, timeout=300, check=False)
   assert 'Reason: Not Found' in result.stderr, result.stderr[-2000:]
   assert ('get', GROUP, 'trainjobs', 'none', 404) in api.calls
+
+
+def _post(server, ns, name, body, token):
+  import json as _json, ssl as _ssl, urllib.error, urllib.request
+  context = _ssl.create_default_context(cafile=server.tls['ca.crt'])
+  request = urllib.request.Request(
+      server.url(ns, name), data=body if isinstance(body, bytes) else
+      _json.dumps(body).encode(), method='POST',
+      headers={'Content-Type': 'application/json',
+               **({'Authorization': f'Bearer {token}'} if token else {})})
+  opener = urllib.request.build_opener(
+      urllib.request.ProxyHandler({}),
+      urllib.request.HTTPSHandler(context=context))
+  try:
+    with opener.open(request, timeout=10) as response:
+      return response.status, _json.loads(response.read())
+  except urllib.error.HTTPError as e:
+    return e.code, _json.loads(e.read())
+
+
+def test_status_server_writes_trainer_status(api, custom, tmp_path):
+  import kube_controller
+  from generic_trainer.loop.handlers import trainjob_progress
+  _create(custom, 'trainingruntimes', runtime())
+  _create(custom, 'trainjobs', trainjob('tj'))
+  _create(custom, 'trainjobs', trainjob('other'))
+  ns = api.namespace
+  api.store.update_status('trainjobs', ns, 'tj', {'jobsStatus': [
+      {'name': 'node', 'active': 1}]})
+  server = kube_controller.StatusServer(api.store, str(tmp_path / 'ss'),
+                                        '127.0.0.1').start()
+  try:
+    folder = server.mount(ns, 'tj')
+    server.mount(ns, 'other')
+    environ = dict(server.environ(ns, 'tj'),
+                   KUBEFLOW_TRAINER_SERVER_CA_CERT=f'{folder}/ca.crt',
+                   KUBEFLOW_TRAINER_SERVER_TOKEN=f'{folder}/token')
+    handler = trainjob_progress.TrainJobProgress(environ=environ)
+    assert handler.reports
+    sender = trainjob_progress._Sender(handler)
+    sender.offer(trainjob_progress.update(40, 12, {'loss': 0.5}))
+    sender.close(10)
+    assert handler.sent == 1
+    status = api.store.get('trainjobs', ns, 'tj')['status']
+    assert status['jobsStatus'] == [{'name': 'node', 'active': 1}]
+    assert status['trainerStatus']['progressPercentage'] == 40
+    assert status['trainerStatus']['estimatedRemainingSeconds'] == 12
+    assert status['trainerStatus']['metrics'] == [
+        {'name': 'loss', 'value': '0.5'}]
+    # A later update replaces it (server-side apply of the whole field).
+    code, _ = _post(server, ns, 'tj', {'trainerStatus': {
+        'progressPercentage': 100,
+        'lastUpdatedTime': '2026-01-02T03:04:05.6+01:00'}},
+                    server.token(ns, 'tj'))
+    assert code == 200
+    assert api.store.get('trainjobs', ns, 'tj')['status']['trainerStatus'] \
+        == {'progressPercentage': 100, 'lastUpdatedTime': '2026-01-02T02:04:05Z'}
+    good = {'trainerStatus': {'progressPercentage': 1,
+                              'lastUpdatedTime': '2026-01-02T03:04:05Z'}}
+    assert _post(server, ns, 'tj', good, server.token(ns, 'other'))[0] == 403
+    assert _post(server, ns, 'tj', good, None)[0] == 403  # auth.go: no 401.
+    assert _post(server, ns, 'tj', good, 'forged')[0] == 403
+    token = server.token(ns, 'tj')
+    assert _post(server, ns, 'tj', b'{"trainerStatus": ', token) == (
+        422, {'metadata': {}, 'status': 'Failure', 'message':
+              'Invalid payload', 'reason': 'Invalid', 'code': 422})
+    assert _post(server, ns, 'tj', {'trainerStatus': {
+        'progressPercentage': 1.5}}, token)[0] == 422
+    code, body = _post(server, ns, 'tj', {'trainerStatus': {
+        'progressPercentage': 101, 'lastUpdatedTime': '2026-01-02T03:04:05Z'}},
+                       token)
+    assert code == 422 and 'less than or equal to 100' in body['message']
+    code, body = _post(server, ns, 'tj', {'trainerStatus': {
+        'progressPercentage': 5}}, token)
+    assert code == 422 and 'lastUpdatedTime is required' in body['message']
+    assert _post(server, ns, 'tj', {'unknown': 1}, token) == (200, {})
+    assert api.store.get('trainjobs', ns, 'tj')['status']['trainerStatus'][
+        'progressPercentage'] == 100
+    server.token(ns, 'gone')
+    assert _post(server, ns, 'gone', good, server.token(ns, 'gone'))[0] == 404
+  finally:
+    server.stop()
