@@ -149,6 +149,10 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
           lambda: len({p for p, _ in chief_steps()} - pids) == 1 and
           chief_steps()[-1][1] >= before_kill[-1][1] + 8, [first],
           controller)
+    _wait('the progress the chief reports',
+          lambda: 'trainerStatus' in (api.store.get(
+              'trainjobs', NAMESPACE, name).get('status') or {}),
+          [first], controller, timeout_s=60)
     trainjob = api.store.get('trainjobs', NAMESPACE, name)
     os.makedirs(os.path.dirname(RECORDED), exist_ok=True)
     with open(RECORDED, 'w') as f:

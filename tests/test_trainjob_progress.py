@@ -11,9 +11,7 @@ Trainer's Python models) and the pinned TrainJob CRD's schema of
 progress 0-100, seconds >= 0). Errors are answered with a metav1.Status.
 """
 
-import datetime
 import http.server
-import ipaddress
 import json
 import logging
 import re
@@ -24,14 +22,11 @@ import time
 import types
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from kubeflow_trainer_api.models import (
     TrainerV1alpha1UpdateTrainJobStatusRequest)
 
 import crd_schema
+import kube_api
 from message_parts import missing_parts
 from generic_trainer import Estimator
 from generic_trainer.loop.handlers import trainjob_progress
@@ -47,52 +42,13 @@ RFC3339 = re.compile(
 LOGGER = trainjob_progress.__name__
 
 
-def _certificate(subject, issuer_name, key, issuer_key, ca):
-  now = datetime.datetime.now(datetime.timezone.utc)
-  builder = (x509.CertificateBuilder()
-             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
-                                                         subject)]))
-             .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
-                                                        issuer_name)]))
-             .public_key(key.public_key())
-             .serial_number(x509.random_serial_number())
-             .not_valid_before(now - datetime.timedelta(minutes=5))
-             .not_valid_after(now + datetime.timedelta(days=1))
-             .add_extension(x509.BasicConstraints(ca=ca, path_length=None),
-                            critical=True))
-  if ca:
-    builder = builder.add_extension(
-        x509.KeyUsage(digital_signature=True, key_cert_sign=True,
-                      crl_sign=True, content_commitment=False,
-                      key_encipherment=False, data_encipherment=False,
-                      key_agreement=False, encipher_only=False,
-                      decipher_only=False), critical=True)
-  else:
-    builder = builder.add_extension(x509.SubjectAlternativeName(
-        [x509.DNSName('localhost'),
-         x509.IPAddress(ipaddress.ip_address('127.0.0.1'))]),
-        critical=False)
-  return builder.sign(issuer_key, hashes.SHA256())
-
-
 @pytest.fixture(scope='module')
 def tls(tmp_path_factory):
   """A CA's certificate file, and a certificate it signed for 127.0.0.1
   with its key (the controller's webhook certificates)."""
-  folder = tmp_path_factory.mktemp('tls')
-  ca_key = ec.generate_private_key(ec.SECP256R1())
-  server_key = ec.generate_private_key(ec.SECP256R1())
-  ca = _certificate('trainer-ca', 'trainer-ca', ca_key, ca_key, ca=True)
-  server = _certificate('127.0.0.1', 'trainer-ca', server_key, ca_key,
-                        ca=False)
-  paths = types.SimpleNamespace(ca=folder / 'ca.crt', cert=folder / 'tls.crt',
-                                key=folder / 'tls.key')
-  paths.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-  paths.cert.write_bytes(server.public_bytes(serialization.Encoding.PEM))
-  paths.key.write_bytes(server_key.private_bytes(
-      serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-      serialization.NoEncryption()))
-  return paths
+  paths = kube_api.write_tls(str(tmp_path_factory.mktemp('tls')))
+  return types.SimpleNamespace(ca=paths['ca.crt'], cert=paths['tls.crt'],
+                               key=paths['tls.key'])
 
 
 def problems(body):
@@ -433,10 +389,7 @@ def test_a_server_that_is_down_is_one_warning(tls, tmp_path, caplog):
 def test_an_unknown_ca_is_one_warning(server, tmp_path, caplog):
   """A CA file that did not sign the server's certificate: a TLS error,
   one warning."""
-  other = tmp_path / 'other-ca.crt'
-  key = ec.generate_private_key(ec.SECP256R1())
-  other.write_bytes(_certificate('other', 'other', key, key, ca=True)
-                    .public_bytes(serialization.Encoding.PEM))
+  other = kube_api.write_tls(str(tmp_path / 'other'))['ca.crt']
   environ = dict(server.environ)
   environ[trainjob_progress.CA_CERT_ENV] = str(other)
   with caplog.at_level(logging.WARNING, logger=LOGGER):
