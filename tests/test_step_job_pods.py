@@ -165,6 +165,11 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
                       first.args[first.args.index('--name') + 1])
     log = first.communicate(timeout=300)[0]
     assert first.returncode != 0, log[-5000:]
+    with open(RECORDED, 'a') as f:  # What the step logged of its job.
+      f.write('$ kubectl logs <the step\'s pod> (its lines of the job)\n' +
+              ''.join(line.split('] ', 1)[-1] + '\n'
+                      for line in log.splitlines()
+                      if 'step_job.py' in line and '] ' in line))
     assert f'the TrainJob {name} it launched was deleted' in log, log[-5000:]
     for plural in ('trainjobs', 'trainingruntimes'):
       assert not api.store.list(plural, NAMESPACE)['items'], plural
