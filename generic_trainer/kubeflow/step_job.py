@@ -57,6 +57,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from absl import logging
 from google.protobuf import json_format
 from ml_metadata.proto import metadata_store_pb2
+import yaml
 
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import PreemptedError
@@ -745,7 +746,6 @@ def main(argv: Optional[List[str]] = None) -> int:
   """`python -m generic_trainer.kubeflow.step_job rbac SERVICE_ACCOUNT
   NAMESPACE [TrainJob|TFJob]`: the Role and RoleBinding, as YAML for
   `kubectl apply -f -`."""
-  import yaml  # pylint: disable=g-import-not-at-top
   argv = sys.argv[1:] if argv is None else argv
   if len(argv) not in (3, 4) or argv[0] != 'rbac':
     print(main.__doc__, file=sys.stderr)
