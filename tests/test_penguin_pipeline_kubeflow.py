@@ -374,16 +374,35 @@ def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
   assert kfp_step.parameters(job, 'GenericTrainer')['pod_settings']
 
 
-def _documented_compile(target):
-  """The compile command the scaling-out guide gives for `target`, as
-  arguments of the pipeline script."""
+def _documented_compile(target, workers=False):
+  """The compile command the scaling-out guide gives for `target` (with
+  several workers: the step's job), as arguments of the pipeline script."""
   import shlex  # pylint: disable=g-import-not-at-top
   with open(os.path.join(REPO, 'docs', 'guides', 'scaling-out.md')) as f:
     text = f.read().replace('\\\n', ' ')
   (line,) = [l for l in text.splitlines() if l.startswith(
       '.venv/bin/python -m pipelines.penguin_pipeline_kubeflow --target '
-      f'{target} ')]
-  return shlex.split(line)[3:]
+      f'{target} ') and ('--num-workers' in l) == workers]
+  return shlex.split(line, comments=True)[3:]
+
+
+def test_the_documented_multi_worker_compile_launches_a_trainjob(
+    tmp_path, monkeypatch):
+  """The guide's command with --num-workers 2: the step is told to launch
+  a TrainJob of the image, and asks for nothing itself."""
+  from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
+  from generic_trainer.keys import STEP_JOB_ENV  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  args = _documented_compile('kubeflow', workers=True)
+  monkeypatch.chdir(tmp_path)
+  assert penguin_pipeline_kubeflow.main(args) == 0
+  job = kfp_step.load(str(tmp_path / args[args.index('--output') + 1]))
+  container = kfp_step.container(job, 'GenericTrainer')
+  (asked,) = [json.loads(e['value']) for e in container['env']
+              if e['name'] == STEP_JOB_ENV]
+  assert asked['kind'] == 'TrainJob'
+  assert asked['image'] == args[args.index('--image') + 1]
+  assert 'resources' not in container
 
 
 @pytest.mark.parametrize('target', ['kubeflow', 'vertex'])

@@ -475,11 +475,14 @@ def test_sigterm_to_the_step_deletes_its_job(cluster, tmp_path):
     time.sleep(0.5)  # The step is in its watch.
     os.kill(os.getpid(), signal.SIGTERM)
   threading.Thread(target=cancel, daemon=True).start()
-  with pytest.raises(PreemptedError, match=(
-      f'SIGTERM to the step.*the TrainJob {step.name} it launched was '
-      'deleted.*resumes from the checkpoint in the ModelRun artifact')):
-    with preemption.handling(), preemption.stopping_anywhere():
-      step.run()
+  try:
+    with pytest.raises(PreemptedError, match=(
+        f'SIGTERM to the step.*the TrainJob {step.name} it launched was '
+        'deleted.*resumes from the checkpoint in the ModelRun artifact')):
+      with preemption.handling(), preemption.stopping_anywhere():
+        step.run()
+  finally:
+    preemption._requested.clear()  # pylint: disable=protected-access
   assert _gone(cluster, 'trainjobs', step.name)
   assert _gone(cluster, 'trainingruntimes', f'{step.name}-runtime')
 

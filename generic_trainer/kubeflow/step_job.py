@@ -56,7 +56,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from absl import logging
 from google.protobuf import json_format
-from ml_metadata.proto import metadata_store_pb2
 import yaml
 
 from generic_trainer.errors import InvalidArgumentError
@@ -74,6 +73,7 @@ from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow import tfjob
 from generic_trainer.kubeflow import trainjob
 from generic_trainer.plan.settings import worker_range
+from generic_trainer.system import atomic_files
 from generic_trainer.system import paths
 from generic_trainer.system.lazy import k8s_client
 from generic_trainer.system.lazy import k8s_config
@@ -654,12 +654,8 @@ def write_record(environ: Mapping[str, str],
       key: [{prop: json_format.MessageToDict(v) for prop, v in
              a.mlmd_artifact.custom_properties.items()} for a in artifacts]
       for key, artifacts in outputs.items()}}
-  text = json.dumps(record, sort_keys=True)
   tf.io.gfile.makedirs(os.path.dirname(where['path']))
-  temporary = f'{where["path"]}.{os.getpid()}.tmp'
-  with tf.io.gfile.GFile(temporary, 'w') as f:
-    f.write(text)
-  tf.io.gfile.rename(temporary, where['path'], overwrite=True)
+  atomic_files.write_json(where['path'], record, sort_keys=True)
 
 
 def read_record(path: str, name: str, nonce: str,
@@ -699,8 +695,9 @@ def apply_record(record: Mapping[str, Any],
   for key, artifacts in outputs.items():
     for artifact, props in zip(artifacts, record['outputs'].get(key, ())):
       for prop, value in props.items():
-        artifact.mlmd_artifact.custom_properties[prop].CopyFrom(
-            json_format.ParseDict(value, metadata_store_pb2.Value()))
+        target = artifact.mlmd_artifact.custom_properties[prop]
+        target.Clear()
+        json_format.ParseDict(value, target)
 
 
 def rbac(service_account: str, namespace: str, kind: str = TRAINJOB
