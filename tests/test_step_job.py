@@ -529,3 +529,17 @@ def test_a_tfjob_on_request_is_launched_and_followed_the_same_way(tmp_path):
     assert step.error is None, step.error
     assert step.record['outputs']['model'][0]['trained_steps']
     assert _gone(api, 'tfjobs', step.name)
+
+
+def test_a_cluster_without_trainer_is_named(cluster, tmp_path, monkeypatch):
+  """No TrainingRuntime API served (Trainer v2 not installed): said so,
+  with the other ways, not the API's bare 404."""
+  import kube_api  # pylint: disable=g-import-not-at-top
+  monkeypatch.delitem(kube_api.RESOURCES, 'trainingruntimes')
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  with pytest.raises(StepJobError, match=(
+      r'The cluster serves no TrainJob API \(trainer.kubeflow.org/v1alpha1\)'
+      r': Kubeflow Trainer v2 .* is not installed.*Received: 404 "the server '
+      r'could not find the requested resource"\. Install it, or compile with '
+      r'--step-job TFJob')):
+    step.run()

@@ -390,9 +390,30 @@ def run(asked: Mapping[str, Any], exec_properties: Mapping[str, Any],
     return _run(kind, asked, exec_properties, model_uri, model_run_uri,
                 argv, environ, api_client, namespace, log)
   except k8s_client.exceptions.ApiException as e:
-    if e.status not in (401, 403):
-      raise
-    raise StepJobError(
+    raise _refused(e, kind, namespace) from e
+
+
+# The 404 of a path the API server does not serve (a CRD not installed),
+# not of an object (apimachinery's errors.go, NewGenericServerResponse).
+_NOT_SERVED = 'the server could not find the requested resource'
+_OPERATOR = {TRAINJOB: ('Kubeflow Trainer v2 (2.2 or later; its JobSet '
+                        'comes with it)', 'trainer.kubeflow.org/v1alpha1'),
+             TFJOB: ('the Kubeflow Training Operator v1', 'kubeflow.org/v1')}
+
+
+def _refused(e, kind: str, namespace: str) -> Exception:
+  """The clear error of an API refusal, or `e` itself."""
+  message = _api_message(e)
+  if e.status == 404 and message == _NOT_SERVED:
+    operator, api = _OPERATOR[kind]
+    return StepJobError(
+        f'The cluster serves no {kind} API ({api}): {operator} is not '
+        'installed. Expected it, since the step launches a '
+        f'{kind} for its workers. Received: 404 "{message}". Install it, '
+        'or compile with --step-job TFJob (the Training Operator) or '
+        '--step-job none (the workers train in the step\'s pod).')
+  if e.status == 401 or (e.status == 403 and ' cannot ' in message):
+    return StepJobError(
         f"The Kubernetes API refused a call of the step's {kind} "
         f'({e.status} {e.reason}): {_api_message(e)}. Expected the step\'s '
         'service account to be granted the Role the step needs (create, '
@@ -400,7 +421,15 @@ def run(asked: Mapping[str, Any], exec_properties: Mapping[str, Any],
         'read their logs). Received: the refusal above. Apply it: python -m '
         'generic_trainer.kubeflow.step_job rbac SERVICE_ACCOUNT '
         f'{namespace} {kind} | kubectl apply -f - (the run\'s service '
-        "account, KFP's pipeline-runner by default).") from e
+        "account, KFP's pipeline-runner by default).")
+  if e.status in (400, 403, 409, 422):
+    return StepJobError(
+        f'The Kubernetes API refused the step\'s {kind} ({e.status} '
+        f'{e.reason}): {message}. Expected it to accept the job the step '
+        'renders. Received: the refusal above (an admission webhook, a '
+        'quota or a policy of the cluster). Fix what it names (a quota: '
+        'fewer workers or smaller resources) and run the pipeline again.')
+  return e
 
 
 def _api_message(error) -> str:
