@@ -247,6 +247,15 @@ class Step:
         time.sleep(0.05)
     raise AssertionError(f'no TrainJob {self.name}: {self.logs}')
 
+  def until(self, condition, timeout_s=30):
+    """`condition()`'s first true value, while the step runs."""
+    import time  # pylint: disable=g-import-not-at-top
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+      assert time.monotonic() < deadline, self.logs
+      time.sleep(0.05)
+    return condition()
+
   def end(self, timeout_s=90):
     self.thread.join(timeout_s)
     assert not self.thread.is_alive(), self.logs
@@ -378,12 +387,7 @@ def test_a_running_job_of_an_earlier_attempt_is_taken_over(cluster,
   step = Step(cluster, tmp_path, _argv(tmp_path))
   earlier = _earlier_attempt(cluster, step)
   step.start()
-  import time  # pylint: disable=g-import-not-at-top
-  deadline = time.monotonic() + 30
-  while not step.api.store.get('trainjobs', NAMESPACE, step.name)[
-      'metadata'].get('ownerReferences'):
-    assert time.monotonic() < deadline, step.logs
-    time.sleep(0.05)
+  step.until(lambda: step.job()['metadata'].get('ownerReferences'))
   step.publish_as_the_chief(earlier)
   _complete(cluster, step.name)
   step.end()
@@ -400,13 +404,8 @@ def test_a_failed_job_of_an_earlier_attempt_is_removed_and_made_again(
   step = Step(cluster, tmp_path, _argv(tmp_path))
   earlier = _earlier_attempt(cluster, step, status='Failed')
   step.start()
-  job = step.job()
-  import time  # pylint: disable=g-import-not-at-top
-  deadline = time.monotonic() + 30
-  while job['metadata']['uid'] == earlier['metadata']['uid']:
-    assert time.monotonic() < deadline, step.logs
-    time.sleep(0.05)
-    job = step.job()
+  job = step.until(lambda: (lambda j: j['metadata']['uid'] != earlier[
+      'metadata']['uid'] and j)(step.job()))
   step.publish_as_the_chief(job)
   _complete(cluster, step.name)
   step.end()
