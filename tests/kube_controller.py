@@ -269,14 +269,8 @@ class Controller:
           continue
         meta = obj['metadata']
         if 'deletionTimestamp' in meta:
-          self._stop_container(pod, meta.get('deletionGracePeriodSeconds', 0))
-          self._sync_pod(job, pod)
-          try:
-            self.store.delete('pods', self.namespace, pod.name,
-                              grace_period_seconds=0)
-          except kube_api.StatusError:
-            pass
-          del job['pods'][index]
+          self._stopped(job, index, pod,
+                        meta.get('deletionGracePeriodSeconds', 0))
 
   def _reconcile(self, tj):
     meta = tj['metadata']
@@ -519,6 +513,13 @@ class Controller:
       grace = obj['metadata'].get('deletionGracePeriodSeconds', 0)
     except kube_api.StatusError:
       grace = 0
+    self._stopped(job, index, pod, grace)
+    _engine('rm', '-f', '-t', '0', pod.container, check=False)
+
+  def _stopped(self, job, index, pod, grace):
+    """The kubelet's end of a deleted pod: its container stopped (SIGTERM,
+    `grace` seconds, SIGKILL), its last status written, the pod removed
+    with grace 0 and forgotten."""
     self._stop_container(pod, grace)
     self._sync_pod(job, pod)
     try:
@@ -526,7 +527,6 @@ class Controller:
                         grace_period_seconds=0)
     except kube_api.StatusError:
       pass
-    _engine('rm', '-f', '-t', '0', pod.container, check=False)
     del job['pods'][index]
 
 

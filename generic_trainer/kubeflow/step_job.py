@@ -415,7 +415,7 @@ def _refused(e, kind: str, namespace: str) -> Exception:
   if e.status == 401 or (e.status == 403 and ' cannot ' in message):
     return StepJobError(
         f"The Kubernetes API refused a call of the step's {kind} "
-        f'({e.status} {e.reason}): {_api_message(e)}. Expected the step\'s '
+        f'({e.status} {e.reason}): {message}. Expected the step\'s '
         'service account to be granted the Role the step needs (create, '
         f'read, watch, take over and delete its {kind}; list its pods and '
         'read their logs). Received: the refusal above. Apply it: python -m '
@@ -457,9 +457,7 @@ def _run(kind, asked, exec_properties, model_uri, model_run_uri, argv,
       job = _create(cluster, objects, model_uri, owner, log)
     final = _follow(cluster, plural, name, job, log)
   except PreemptedError as e:
-    cluster.delete(plural, name, foreground=False)
-    if kind == TRAINJOB:
-      cluster.delete('trainingruntimes', f'{name}-runtime', foreground=False)
+    _remove(cluster, kind, name)
     raise PreemptedError(
         f'SIGTERM to the step (the run cancelled, or its pod deleted): the '
         f'{kind} {name} it launched was deleted, and its pods stop at a '
@@ -468,8 +466,8 @@ def _run(kind, asked, exec_properties, model_uri, model_run_uri, argv,
         f'the checkpoint in the ModelRun artifact ({model_run_uri}).',
         reached=getattr(e, 'reached', '')) from e
   annotations = final['metadata'].get('annotations', {})
-  if _ended(kind, final)[0] != 'done':
-    reason, message = _ended(kind, final)[1:]
+  state, reason, message = _ended(kind, final)
+  if state != 'done':
     pod, lines = cluster.failing_pod_log(name)
     _remove(cluster, kind, name)
     raise StepJobError(
