@@ -152,3 +152,19 @@ WORKER_NETWORKS = ('private', 'host')
 # the second, where the chief writes what it published.
 STEP_JOB_ENV = 'GENERIC_TRAINER_STEP_JOB'
 STEP_JOB_RECORD_ENV = 'GENERIC_TRAINER_STEP_JOB_RECORD'
+# KFP names the step's pod to its main container (`argocompiler/common.go`):
+# the job the step launches is owned by that pod.
+KFP_POD_NAME_ENV = 'KFP_POD_NAME'
+KFP_POD_UID_ENV = 'KFP_POD_UID'
+# Kubeflow Trainer v2.2+ (the controller's `TrainJobStatus` feature gate)
+# gives every trainer container its status endpoint: the URL, the CA file
+# and the token file, in that order (`pkg/runtime/framework/plugins/
+# trainjobstatus/trainjobstatus.go`).
+TRAINER_STATUS_ENV = ('KUBEFLOW_TRAINER_SERVER_URL',
+                      'KUBEFLOW_TRAINER_SERVER_CA_CERT',
+                      'KUBEFLOW_TRAINER_SERVER_TOKEN')
+# Every variable a scheduler (or the compile, for a step) sets to tell a
+# process where it trains: read in `launch.cluster_environment` alone.
+SCHEDULER_ENV = (CLUSTER_PLACE_ENV + (JOBSET_SUBDOMAIN_ENV, JOBSET_PORT_ENV,
+                 STEP_JOB_ENV, STEP_JOB_RECORD_ENV, KFP_POD_NAME_ENV,
+                 KFP_POD_UID_ENV) + TRAINER_STATUS_ENV)

@@ -44,7 +44,7 @@ def test_role_from_tf_config(tf_config, role):
   """The chief is the 'chief' task, else worker 0; workers count after it."""
   found = cluster_environment.role_from_tf_config(tf_config)
   assert _place(found) == _place(role)
-  assert found.in_cluster == bool(tf_config)
+  assert found == role
 
 
 @pytest.mark.parametrize('tf_config, message', [
@@ -95,7 +95,8 @@ def test_component_checks_settings_at_construction(kwargs, message):
 def _plan(exec_properties, tf_config=None):
   return plan_lib.from_settings(
       {'module_file': 'unused.py', **exec_properties},
-      cluster=cluster_environment.role_from_tf_config(tf_config))
+      cluster=(cluster_environment.TFConfig(tf_config) if tf_config else
+               None))
 
 
 def test_num_workers_must_match_the_cluster(monkeypatch):
@@ -136,14 +137,15 @@ def test_local_workers_tf_config():
   """Local workers form a 'worker' cluster on loopback ports; 0 is chief."""
   from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
   group = cluster_environment.LocalGroup([4001, 4002], '/tmp/group')
-  config = json.loads(group.tf_config(1))
+  config = json.loads(group.member(1).tf_config)
   assert config == {'cluster': {'worker': ['localhost:4001',
                                            'localhost:4002']},
                     'task': {'type': 'worker', 'index': 1}}
   role = cluster_environment.role_from_tf_config(json.dumps(config))
   assert (role.is_chief, role.worker_index, role.num_workers) == (False, 1, 2)
-  assert group.worker_environ(0)['GENERIC_TRAINER_STOP_FILE'] == (
-      '/tmp/group/stop-step')
+  assert group.member(1).role() == role
+  assert cluster_environment.member_environ(group.member(0))[
+      'GENERIC_TRAINER_STOP_FILE'] == '/tmp/group/stop-step'
   ports = local_cluster.free_ports(3)
   assert len(set(ports)) == 3
 
@@ -197,7 +199,7 @@ def test_tf_config_from_a_jobset_environment():
       'task': {'type': 'worker', 'index': 1}}
   role = environment.role()
   assert _place(role) == (3, 1, False, 'worker', 1)
-  assert role.environment == 'jobset' and role.in_cluster
+  assert environment.creates_processes_externally
 
 
 def test_jobset_subdomain_and_port_when_set():
@@ -257,7 +259,7 @@ def test_a_cluster_is_entered_for_the_training_and_left_after(tmp_path,
   checkpoint.mkdir()
   (checkpoint / 'stop-step').write_text('7')
   plan = plan_lib.from_settings({'module_file': 'unused.py'},
-                                cluster=environment.role(),
+                                cluster=environment,
                                 checkpoint_dir=str(checkpoint))
   with cluster_environment.entered(plan):
     assert os.environ['TF_CONFIG'] == environment.tf_config

@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client, watch
 
 import kube_api
+from generic_trainer.launch import cluster_environment
 
 GROUP, VERSION = 'trainer.kubeflow.org', 'v1alpha1'
 NS = 'team-a'
@@ -486,7 +487,8 @@ def test_status_server_writes_trainer_status(api, custom, tmp_path):
     environ = dict(server.environ(ns, 'tj'),
                    KUBEFLOW_TRAINER_SERVER_CA_CERT=f'{folder}/ca.crt',
                    KUBEFLOW_TRAINER_SERVER_TOKEN=f'{folder}/token')
-    handler = trainjob_progress.TrainJobProgress(environ=environ)
+    handler = trainjob_progress.TrainJobProgress(
+        cluster_environment.status_endpoint(environ))
     assert handler.reports
     sender = trainjob_progress._Sender(handler)
     sender.offer(trainjob_progress.update(40, 12, {'loss': 0.5}))

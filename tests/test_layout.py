@@ -18,20 +18,22 @@ ROOT = os.path.join(REPO, PACKAGE)
 # Rooms: the stages of a training, highest layer first; a module may import
 # from its own room and the layers below it, never upwards or sideways. The
 # entry points sit on top (the component, which renders TFJobs, above the
-# command, the notebook and kubeflow); `training` runs the attempt (the
-# plan in this process's cluster environment, then stage, train through
-# `launch`, validate with `export_checks`, gate, publish through
-# `publication`); `launch` trains where the plan says, building what user
-# code receives (`fnargs`); `plan` resolves the training and loads the
+# command and the notebook); `training` runs the attempt (the plan in this
+# process's cluster environment, then stage, train through `launch`,
+# validate with `export_checks`, gate, publish through `publication`);
+# `launch` trains where the plan says, building what user code receives
+# (`fnargs`), or launching a Kubeflow step's job (`kubeflow`, which also
+# compiles pipelines and renders jobs); `plan` resolves the training and loads the
 # user's code (`usercode`, which reads tf.estimator modules through
 # `migration`); a TrainSpec trains in `loop`, on `data`. Top-level modules
 # and BASE_PACKAGES are the base.
 LAYERS = [
     [PACKAGE, '__main__'],
     ['component'],
-    ['command', 'notebook', 'kubeflow'],
+    ['command', 'notebook'],
     ['training'],
     ['export_checks', 'publication', 'launch'],
+    ['kubeflow'],
     ['fnargs'],
     ['plan'],
     ['usercode'],

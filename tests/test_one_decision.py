@@ -316,19 +316,23 @@ def test_child_processes_follow_the_plan_they_receive():
   """A request carries its plan through JSON unchanged: a child reads
   where to train, the backend and its role from it, never from the
   settings again."""
-  from generic_trainer.plan.plan import ClusterRole, TrainingPlan, Where  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.cluster import ClusterRole, LocalGroup  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.plan import TrainingPlan, Where  # pylint: disable=g-import-not-at-top
   from generic_trainer.plan.request import TrainingRequest  # pylint: disable=g-import-not-at-top
   plan = TrainingPlan('module_file', '/m.py', spec_class='Spec',
                       backend='jax', keras_version='keras3',
                       num_workers=3, where=Where.LOCAL_WORKERS,
                       checkpoint_dir='/ckpt')
   request = TrainingRequest({}, {}, {'backend': 'tensorflow'}, 's', 'e', plan)
-  worker = TrainingRequest.from_json(request.for_worker(2, '{}').to_json())
+  group = LocalGroup([4001, 4002, 4003], '/group')
+  worker = TrainingRequest.from_json(
+      request.for_member(group.member(2)).to_json())
   assert worker.plan.where == Where.HERE
   assert worker.plan.backend == 'jax'  # Not the settings' 'tensorflow'.
   assert worker.plan.role == ClusterRole(
       num_workers=3, worker_index=2, is_chief=False, task_type='worker',
-      task_index=2, environment='local_group', tf_config='{}')
+      task_index=2)
+  assert worker.plan.cluster == group.member(2)
   assert worker.checkpoint_dir == '/ckpt'
   assert worker.plan.child_env() == {'TF_USE_LEGACY_KERAS': '0',
                                      'KERAS_BACKEND': 'jax'}
@@ -398,7 +402,7 @@ def test_the_base_model_is_read_once_per_attempt(tmp_path, penguin_csvs,
 # Each fact of issue 45's list and the one module that holds its literal:
 # a second module that spells it fails here.
 _LITERAL_OWNERS = {
-    'stop-step': 'generic_trainer.launch.cluster_environment',
+    'stop-step': 'generic_trainer.plan.cluster',
     'Format-Serving': 'generic_trainer.keys',
     'Format-TFMA': 'generic_trainer.keys',
     'TF_USE_LEGACY_KERAS': 'generic_trainer.system.keras_env',

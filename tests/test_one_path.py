@@ -171,6 +171,7 @@ EXPECTED = {
     ('command', 'run_fn'): _COMMAND + _ATTEMPT,
     ('local worker', 'run_fn'): ['generic_trainer.training.child'] + _ATTEMPT,
     ('TF_CONFIG worker', 'run_fn'): _EXECUTOR + _ATTEMPT,
+    ('step job chief', 'run_fn'): _EXECUTOR + _ATTEMPT,
     ('executor', 'build_model'): _EXECUTOR + _ATTEMPT + _SPEC,
     ('command', 'build_model'): _COMMAND + _ATTEMPT + _SPEC,
     ('notebook', 'build_model'): ['generic_trainer.notebook.estimator'] +
@@ -290,6 +291,46 @@ def test_a_tf_config_member_reaches_run_fn_through_the_same_attempt(
       found = [package_modules(json.loads(line)) for line in f
                if line.strip() != '"import"']
     assert found == [EXPECTED[('TF_CONFIG worker', 'run_fn')]], task_type
+
+
+def test_a_kubeflow_steps_job_trains_and_is_launched_through_the_attempt(
+    run_fn_module, trainer_io, tmp_path, stacks, monkeypatch):
+  """The chief pod of a Kubeflow step's job (a JobSet pod, the step's
+  variable in its environment too) enters `run_fn` through the same
+  attempt and launcher, and records what it published for the step; the
+  step itself reaches its job through the attempt and the launcher too:
+  the executor has no path of its own."""
+  import traceback  # pylint: disable=g-import-not-at-top
+  from generic_trainer import keys  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import StepJobError  # pylint: disable=g-import-not-at-top
+  step_variable = json.dumps({'kind': 'TrainJob', 'image': 'img',
+                              'resources': None})
+  record = tmp_path / 'record.json'
+  for name, value in {
+      'JOBSET_NAME': 'gt-1', 'REPLICATED_JOB_NAME': 'node',
+      'JOB_INDEX': '0', 'JOB_COMPLETION_INDEX': '0',
+      'GENERIC_TRAINER_NUM_NODES': '1', keys.STEP_JOB_ENV: step_variable,
+      keys.STEP_JOB_RECORD_ENV: json.dumps(
+          {'job': 'gt-1', 'nonce': 'n', 'path': str(record)})}.items():
+    monkeypatch.setenv(name, value)
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  _executor_with(run_fn_module, trainer_io, train_steps=3)
+  assert stacks() == [EXPECTED[('step job chief', 'run_fn')]]
+  assert json.loads(record.read_text())['job'] == 'gt-1'
+  for name in ('JOBSET_NAME', 'REPLICATED_JOB_NAME', 'JOB_INDEX',
+               'JOB_COMPLETION_INDEX', 'GENERIC_TRAINER_NUM_NODES',
+               keys.STEP_JOB_RECORD_ENV):
+    monkeypatch.delenv(name)
+  # The step: outside a pod it cannot reach the API, and says so from
+  # where its launcher launches the job.
+  with pytest.raises(StepJobError, match='not in one with a service '
+                     'account') as raised:
+    _executor_with(run_fn_module, trainer_io, num_workers=2)
+  path = package_modules(
+      [frame.filename for frame in traceback.extract_tb(raised.tb)])
+  assert path[:4] == _EXECUTOR + _ATTEMPT + ['generic_trainer.kubeflow.'
+                                             'step_job'], path
+  assert stacks() == [EXPECTED[('step job chief', 'run_fn')]]  # No training.
 
 
 def test_the_module_is_imported_once_per_training(spec_module, trainer_io,

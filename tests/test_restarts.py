@@ -150,7 +150,9 @@ def test_the_plan_carries_the_range_and_is_where_the_count_is_set():
       3, (2, 3), Where.LOCAL_WORKERS)
   two = plan.with_workers(2)
   assert (two.num_workers, two.worker_bounds()) == (2, (2, 3))
-  assert two.for_worker(1, '{}').role.num_workers == 2
+  from generic_trainer.plan.cluster import LocalGroup  # pylint: disable=g-import-not-at-top
+  member = LocalGroup([4001, 4002], '/group').member(1)
+  assert two.for_member(member).role.num_workers == 2
   assert type(plan).from_json(two.to_json()) == two
   with pytest.raises(ValueError):
     plan.with_workers(4)
@@ -167,7 +169,7 @@ def test_a_range_in_a_tf_config_cluster_takes_the_cluster_size():
   from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
   tf_config = json.dumps({'cluster': {'worker': ['a:1', 'b:2']},
                           'task': {'type': 'worker', 'index': 1}})
-  cluster = cluster_environment.role_from_tf_config(tf_config)
+  cluster = cluster_environment.TFConfig(tf_config)
   plan = plan_lib.from_settings({'module_file': '/m.py',
                                  'num_workers': '1:3'}, cluster=cluster)
   assert (plan.num_workers, plan.worker_bounds()) == (2, (2, 2))

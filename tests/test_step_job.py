@@ -14,6 +14,7 @@ from generic_trainer.errors import StepJobError
 from generic_trainer.keys import STEP_JOB_ENV
 from generic_trainer.keys import STEP_JOB_RECORD_ENV
 from generic_trainer.kubeflow import kfp_step
+from generic_trainer.launch import cluster_environment
 from generic_trainer.kubeflow import step_job
 import crd_schema
 
@@ -78,25 +79,41 @@ def test_a_tfjob_on_request_and_none_on_vertex(tmp_path):
     _compiled(tmp_path, step_job='PyTorchJob')
 
 
+def _where(environ, exec_properties):
+  """Where the plan trains in the cluster `environ` describes."""
+  from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
+  return plan_lib.from_settings(
+      {'module_file': 'unused.py', **exec_properties},
+      cluster=cluster_environment.detect(environ)).where
+
+
 def test_the_step_launches_and_its_pods_train(tmp_path):
-  """`wanted`: the step (no cluster placement) launches; a pod of its job
+  """The step (no cluster placement) launches; a pod of its job
   (TF_CONFIG, or the JobSet's variables) trains; one worker never
   launches; a damaged variable is refused, saying what the compile
   writes."""
+  from generic_trainer.plan.plan import Where  # pylint: disable=g-import-not-at-top
   value = step_job.to_env('TrainJob', 'img', None)['value']
   two = {'num_workers': 2}
-  assert step_job.wanted({STEP_JOB_ENV: value}, two)['kind'] == 'TrainJob'
-  assert step_job.wanted({STEP_JOB_ENV: value}, {'num_workers': 1}) is None
-  assert step_job.wanted({STEP_JOB_ENV: value}, {'num_workers': '1:3'})
-  assert step_job.wanted({STEP_JOB_ENV: value, 'TF_CONFIG': '{}'},
-                         two) is None
-  assert step_job.wanted({STEP_JOB_ENV: value, 'JOBSET_NAME': 'gt-x'},
-                         two) is None
-  assert step_job.wanted({}, two) is None
+  step = cluster_environment.detect({STEP_JOB_ENV: value})
+  assert (step.kind, step.image) == ('TrainJob', 'img')
+  assert _where({STEP_JOB_ENV: value}, two) == Where.KUBEFLOW_JOB
+  assert _where({STEP_JOB_ENV: value}, {'num_workers': 1}) == Where.HERE
+  assert _where({STEP_JOB_ENV: value},
+                {'num_workers': '1:3'}) == Where.KUBEFLOW_JOB
+  tf_config = json.dumps({'cluster': {'worker': ['a:1', 'b:1']},
+                          'task': {'type': 'worker', 'index': 0}})
+  assert _where({STEP_JOB_ENV: value, 'TF_CONFIG': tf_config},
+                two) == Where.HERE
+  assert _where({STEP_JOB_ENV: value, 'JOBSET_NAME': 'gt-x',
+                 'REPLICATED_JOB_NAME': 'node', 'JOB_INDEX': '0',
+                 'JOB_COMPLETION_INDEX': '1',
+                 'GENERIC_TRAINER_NUM_NODES': '2'}, two) == Where.HERE
+  assert _where({}, two) == Where.LOCAL_WORKERS
   with pytest.raises(InvalidArgumentError, match=(
       f'{STEP_JOB_ENV} is not what the compile writes.*Received: .*PyTorch')):
-    step_job.wanted({STEP_JOB_ENV: '{"kind": "PyTorchJob", "image": "x"}'},
-                    two)
+    cluster_environment.detect(
+        {STEP_JOB_ENV: '{"kind": "PyTorchJob", "image": "x"}'})
 
 
 def _step_argv(job, output_file='/tmp/kfp_outputs/output_metadata.json'):
@@ -213,8 +230,8 @@ class Step:
     self.name = step_job.job_name(self.model)
     self.properties = {'num_workers': num_workers, 'max_restarts': None,
                        'pod_settings': None}
-    self.environ = {step_job.KFP_POD_NAME_ENV: STEP_POD,
-                    step_job.KFP_POD_UID_ENV: api.step_pod_uid}
+    self.owner = {'apiVersion': 'v1', 'kind': 'Pod', 'name': STEP_POD,
+                  'uid': api.step_pod_uid}
     self.argv = argv
     self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -228,7 +245,7 @@ class Step:
     return step_job.run(
         {'kind': self.kind, 'image': KUBEFLOW_IMAGE, 'resources': None},
         self.properties, self.model, self.model_run, self.argv,
-        self.environ, api_client=self.api.api_client(),
+        self.owner, api_client=self.api.api_client(),
         namespace=NAMESPACE, log=self.logs.append)
 
   def start(self):
@@ -270,12 +287,16 @@ class Step:
       (env,) = [c['env'] for c in job['spec']['tfReplicaSpecs']['Chief'][
           'template']['spec']['containers']]
     env = {e['name']: e['value'] for e in env}
+    record = cluster_environment.detect({
+        **env, 'TF_CONFIG': json.dumps({
+            'cluster': {'worker': ['a:1']},
+            'task': {'type': 'worker', 'index': 0}})}).step_record
     serving = os.path.join(self.model, 'Format-Serving')
     os.makedirs(serving)
     open(os.path.join(serving, 'saved_model.pb'), 'wb').close()
     model = standard_artifacts.Model()
     model.set_int_custom_property('trained_steps', 40)
-    step_job.write_record(env, {'model': [model]})
+    step_job.write_record(record, {'model': [model]})
 
 
 def _complete(api, name, kind_type='Complete'):

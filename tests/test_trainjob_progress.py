@@ -29,6 +29,7 @@ import crd_schema
 import kube_api
 from message_parts import missing_parts
 from generic_trainer import Estimator
+from generic_trainer.launch import cluster_environment
 from generic_trainer.loop.handlers import trainjob_progress
 from generic_trainer.loop.handlers.trainjob_progress import TrainJobProgress
 from spec_fixtures import PenguinSpec
@@ -196,7 +197,8 @@ class Clock:
 
 def _handler(environ, clock=None, is_chief=True, epochs=2, steps=10,
              timeout_s=1.0):
-  handler = TrainJobProgress(is_chief=is_chief, environ=environ,
+  handler = TrainJobProgress(cluster_environment.status_endpoint(environ),
+                             is_chief=is_chief,
                              clock=clock or Clock(), timeout_s=timeout_s)
   handler.set_params({'epochs': epochs, 'steps': steps, 'verbose': 0})
   handler.set_model(types.SimpleNamespace(stop_training=False))

@@ -2,7 +2,6 @@
 
 import json
 import os
-import sys
 from typing import Any, Dict, List, Optional
 
 from absl import logging
@@ -62,9 +61,10 @@ class GenericExecutor(base_executor.BaseExecutor):
 
   A Kubeflow Pipelines step compiled with several workers
   (`kubeflow.compile`: `keys.STEP_JOB_ENV` in its container) trains
-  nowhere itself: it launches a TrainJob (or TFJob) whose pods run this
-  executor, follows it to its end and takes the model its chief published
-  (`kubeflow.step_job`).
+  nowhere itself: its plan's launcher launches a TrainJob (or TFJob)
+  whose pods run this executor, follows it to its end and takes the model
+  its chief published (`kubeflow.step_job`); the chief records what it
+  attached for the step.
 
   SIGTERM during `Do` (a pod deleted or preempted) stops the training at
   the next step, saves that step in the resume checkpoint, publishes
@@ -96,15 +96,6 @@ class GenericExecutor(base_executor.BaseExecutor):
     self._log_startup(input_dict, output_dict, exec_properties)
     model_run_uri = artifact_utils.get_single_uri(
         output_dict[keys.MODEL_RUN_KEY])
-    asked = step_job.wanted(os.environ, exec_properties)
-    if asked is not None:
-      # A Kubeflow step with several workers: its job's pods train, its
-      # chief publishes here; the step takes what the chief attached.
-      step_job.apply_record(step_job.run(
-          asked, exec_properties,
-          artifact_utils.get_single_uri(output_dict[keys.MODEL_KEY]),
-          model_run_uri, sys.argv, os.environ), output_dict)
-      return
     logging.info('This pod gives the training %s.', machine.describe())
     plan, entry = attempt.resolve(
         exec_properties, COMPONENT, checkpoint_dir=self._given_checkpoint_dir,
@@ -137,7 +128,7 @@ class GenericExecutor(base_executor.BaseExecutor):
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], published.trained)
     _attach_parsed_rows(output_dict.get(UPDATED_PARSED_ROWS_KEY))
-    step_job.write_record(os.environ, output_dict)
+    step_job.write_record(plan.cluster.step_record, output_dict)
 
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""

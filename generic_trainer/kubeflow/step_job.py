@@ -61,7 +61,6 @@ import yaml
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import PreemptedError
 from generic_trainer.errors import StepJobError
-from generic_trainer.keys import CLUSTER_PLACE_ENV
 from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import POD_SETTINGS_KEY
@@ -86,7 +85,6 @@ KINDS = (TRAINJOB, TFJOB)
 SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount'
 # What KFP's Argo compiler gives every executor pod (downward API:
 # backend/src/v2/compiler/argocompiler/common.go, `commonEnvs`).
-KFP_POD_NAME_ENV, KFP_POD_UID_ENV = 'KFP_POD_NAME', 'KFP_POD_UID'
 MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
 MANAGED_BY = 'generic-trainer'
 MODEL_URI_ANNOTATION = 'generic-trainer.tfx.dev/model-uri'
@@ -148,32 +146,6 @@ def check_kind(kind: Any) -> str:
         f'a Training Operator v1 TFJob. Received: {kind!r}. Pass one of '
         'those.')
   return kind
-
-
-def wanted(environ: Mapping[str, str], exec_properties: Mapping[str, Any]
-           ) -> Optional[Dict[str, Any]]:
-  """What the compile asked for (`to_env`'s JSON), when this process is
-  the step itself (not one of the job's pods, which their job places:
-  `keys.CLUSTER_PLACE_ENV`) and the component asks for more than one
-  worker; else None."""
-  value = environ.get(STEP_JOB_ENV)
-  if not value or most_workers(exec_properties) < 2:
-    return None
-  if any(environ.get(variable) for variable in CLUSTER_PLACE_ENV):
-    return None  # One of the job's pods, placed by its job: it trains.
-  try:
-    asked = json.loads(value)
-    check_kind(asked.get('kind'))
-    if not isinstance(asked.get('image'), str) or not asked['image']:
-      raise ValueError('no image')
-  except (ValueError, AttributeError) as e:
-    raise InvalidArgumentError(
-        f'{STEP_JOB_ENV} is not what the compile writes: {e}. Expected '
-        "JSON {'kind': 'TrainJob' or 'TFJob', 'image': ..., 'resources': "
-        f'...}}. Received: {value[:500]!r}. Compile the pipeline again with '
-        'generic_trainer.kubeflow.compile.compile_pipeline, and do not set '
-        'the variable by hand.') from e
-  return asked
 
 
 def most_workers(exec_properties: Mapping[str, Any]) -> int:
@@ -371,11 +343,13 @@ def in_cluster(namespace_file: str = os.path.join(SERVICE_ACCOUNT_DIR,
 
 def run(asked: Mapping[str, Any], exec_properties: Mapping[str, Any],
         model_uri: str, model_run_uri: str, argv: List[str],
-        environ: Mapping[str, str], api_client=None,
+        owner: Optional[Dict[str, str]], api_client=None,
         namespace: Optional[str] = None,
         log: Callable[[str], None] = logging.info) -> Dict[str, Any]:
   """Launches (or takes over) the step's job, follows it to its end and
-  returns the chief's record (see the module).
+  returns the chief's record (see the module). `owner` is the owner
+  reference to the step's pod (`plan.cluster.KubeflowStep.owner`), or
+  None.
 
   Raises:
     StepJobError: the job failed (its reason and the failing pod's log),
@@ -388,7 +362,7 @@ def run(asked: Mapping[str, Any], exec_properties: Mapping[str, Any],
     api_client, namespace = in_cluster()
   try:
     return _run(kind, asked, exec_properties, model_uri, model_run_uri,
-                argv, environ, api_client, namespace, log)
+                argv, owner, api_client, namespace, log)
   except k8s_client.exceptions.ApiException as e:
     raise _refused(e, kind, namespace) from e
 
@@ -440,7 +414,7 @@ def _api_message(error) -> str:
 
 
 def _run(kind, asked, exec_properties, model_uri, model_run_uri, argv,
-         environ, api_client, namespace, log) -> Dict[str, Any]:
+         owner, api_client, namespace, log) -> Dict[str, Any]:
   cluster = Cluster(api_client, namespace, kind)
   name = job_name(model_uri)
   plural = _PLURAL[kind]
@@ -449,7 +423,6 @@ def _run(kind, asked, exec_properties, model_uri, model_run_uri, argv,
   objects = render(kind, name, asked['image'], pod_args(argv[1:]), namespace,
                    exec_properties, asked.get('resources'), nonce,
                    record_path)
-  owner = _step_pod(environ)
   job = _reuse_or_clear(cluster, plural, name, model_uri, objects, owner,
                         log)
   try:
@@ -484,14 +457,6 @@ def _run(kind, asked, exec_properties, model_uri, model_run_uri, argv,
                        annotations.get(NONCE_ANNOTATION, nonce), model_uri)
   _remove(cluster, kind, name)
   return record
-
-
-def _step_pod(environ: Mapping[str, str]) -> Optional[Dict[str, Any]]:
-  """The owner reference to the step's pod, when KFP named it."""
-  pod, uid = environ.get(KFP_POD_NAME_ENV), environ.get(KFP_POD_UID_ENV)
-  if not pod or not uid:
-    return None
-  return {'apiVersion': 'v1', 'kind': 'Pod', 'name': pod, 'uid': uid}
 
 
 def _ours(manifest: Mapping[str, Any], model_uri: str) -> bool:
@@ -668,12 +633,12 @@ class _Progress:
                + ', '.join(parts))
 
 
-def write_record(environ: Mapping[str, str],
+def write_record(value: Optional[str],
                  outputs: Mapping[str, List[Any]]) -> None:
   """In the job's chief, after it published: the custom properties it
-  attached to each output artifact, for the step (`read_record`). Does
-  nothing outside a step's job."""
-  value = environ.get(STEP_JOB_RECORD_ENV)
+  attached to each output artifact, for the step (`read_record`), where
+  `value` says (`plan.cluster.ClusterEnvironment.step_record`, the step's
+  `keys.STEP_JOB_RECORD_ENV`). Does nothing outside a step's job (None)."""
   if not value:
     return
   where = json.loads(value)

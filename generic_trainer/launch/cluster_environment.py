@@ -1,45 +1,47 @@
-"""Which cluster this process trains in: one class per environment.
-
-As Lightning's cluster environments (`lightning/fabric/plugins/
-environments/`), each class knows how to detect itself from the process's
-environment, this process's place in it (`role`, a `plan.plan.ClusterRole`)
-and what its processes need set while they train (`environ`: TF_CONFIG,
-the stop file its members share). Nobody else reads a scheduler's
+"""Which cluster this process trains in: the one reader of a scheduler's
 variables.
 
-    Alone       no TF_CONFIG and no JobSet: this process trains alone, or
-                starts a local group (the plan decides, from num_workers)
-    LocalGroup  a worker of a group this machine started
-                (`launch.local_cluster`): TF_CONFIG on loopback ports, the
-                stop file in the group's scratch folder. Not detected: the
-                parent writes each worker's environment and plan
-    TFConfig    TF_CONFIG as the Kubeflow Training Operator (TFJob) or
-                Vertex AI sets it
-    JobSet      a pod of a JobSet (Kubeflow Trainer v2's TrainJob) with no
-                TF_CONFIG: the one the Training Operator would set is built
-                from the JobSet's names and indexes and its pods' stable
-                host names
+As Lightning's cluster environments (`lightning/fabric/plugins/
+environments/`) detect themselves, one detector per environment reads the
+variables its scheduler sets and builds the environment the plan carries
+(`plan.cluster`: Alone, LocalGroup, TFConfig, JobSet, KubeflowStep).
+Nobody else reads a scheduler's variables (a test says so): TF_CONFIG,
+a JobSet's, KFP's `KFP_POD_NAME`/`KFP_POD_UID`, the variable the compile
+puts in a Kubeflow step (`keys.STEP_JOB_ENV`), the one a step gives its
+job's pods (`keys.STEP_JOB_RECORD_ENV`), and Kubeflow Trainer's status
+endpoint (`keys.TRAINER_STATUS_ENV`).
+
+    TFConfig      TF_CONFIG as the Kubeflow Training Operator (TFJob) or
+                  Vertex AI sets it
+    JobSet        a pod of a JobSet (Kubeflow Trainer v2's TrainJob) with no
+                  TF_CONFIG: the one the Training Operator would set is built
+                  from the JobSet's names and indexes and its pods' stable
+                  host names
+    KubeflowStep  the Kubeflow step itself, compiled to launch a job for its
+                  workers: the compile's variable, and no placement of a
+                  pod of a job
+    Alone         none of these (a LocalGroup is never detected: its
+                  parent gives each member its plan)
 
 `detect(environ)` returns the first that detects itself, in that order:
-a TF_CONFIG wins over a JobSet's variables. The chief is the task of type
-'chief', or worker 0 when there is none (the convention of
-MultiWorkerMirroredStrategy and of TFX's unused `_is_chief`).
+a TF_CONFIG wins over a JobSet's variables, and a pod the job placed trains
+even when it has the step's variable.
 
-The members of a TF_CONFIG or JobSet cluster share the stop file a local
-group shares (`loop.handlers.preemption_stop`), in the resume checkpoint's
-folder, which every member reaches (it resumes from it): a member that
-gets SIGTERM asks the chief for a stop there, the chief writes the step,
-and every member stops at it, saved.
+`entered(plan)` sets what the plan's environment needs in this process
+while it trains: its TF_CONFIG, which TensorFlow's cluster resolver and
+every child read, and the stop file its members share
+(`loop.handlers.preemption_stop`).
 """
 
 import contextlib
 import json
 import os
-from typing import Dict, Iterator, List, Mapping, Optional
+from typing import Dict, Iterator, Mapping, Optional
 
 from absl import logging
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keys import CLUSTER_PLACE_ENV
 from generic_trainer.keys import JOBSET_DEFAULT_PORT
 from generic_trainer.keys import JOBSET_JOB_INDEX_ENV
 from generic_trainer.keys import JOBSET_NAME_ENV
@@ -49,147 +51,109 @@ from generic_trainer.keys import JOBSET_PORT_ENV
 from generic_trainer.keys import JOBSET_REPLICATED_JOB_ENV
 from generic_trainer.keys import JOBSET_REQUIRED_ENV
 from generic_trainer.keys import JOBSET_SUBDOMAIN_ENV
+from generic_trainer.keys import KFP_POD_NAME_ENV
+from generic_trainer.keys import KFP_POD_UID_ENV
+from generic_trainer.keys import STEP_JOB_ENV
+from generic_trainer.keys import STEP_JOB_RECORD_ENV
 from generic_trainer.keys import STOP_FILE_ENV
 from generic_trainer.keys import TF_CONFIG_ENV
+from generic_trainer.keys import TRAINER_STATUS_ENV
+from generic_trainer.kubeflow import step_job
 from generic_trainer.loop.handlers.preemption_stop import request_file
-from generic_trainer.plan.plan import ALONE, LOCAL_GROUP, ClusterRole
+from generic_trainer.plan.cluster import Alone
+from generic_trainer.plan.cluster import ClusterEnvironment
+from generic_trainer.plan.cluster import JobSet
+from generic_trainer.plan.cluster import KubeflowStep
+from generic_trainer.plan.cluster import LocalGroup
+from generic_trainer.plan.cluster import role_from_tf_config  # pylint: disable=unused-import
+from generic_trainer.plan.cluster import StatusEndpoint
+from generic_trainer.plan.cluster import TFConfig
 from generic_trainer.plan.plan import TrainingPlan
 
-# The file through which a group's chief tells its members the step to
-# stop at after a SIGTERM (`keys.STOP_FILE_ENV` names it to them).
-STOP_FILE_NAME = 'stop-step'
-_TRAINING_TASK_TYPES = ('chief', 'worker')
+
+def _tf_config(environ: Mapping[str, str]) -> Optional[TFConfig]:
+  """TF_CONFIG as the Training Operator or Vertex AI sets it."""
+  if not environ.get(TF_CONFIG_ENV):
+    return None
+  return TFConfig(environ[TF_CONFIG_ENV], **_job_pod(environ))
 
 
-class ClusterEnvironment:
-  """One kind of cluster: how it is detected, the role it gives this
-  process, and what its processes need set while they train."""
-
-  name = ''
-
-  @staticmethod
-  def detect(environ: Mapping[str, str]) -> bool:
-    """Whether `environ` is this environment's."""
-    raise NotImplementedError
-
-  def role(self) -> ClusterRole:
-    """This process's place in the cluster."""
-    raise NotImplementedError
-
-  def environ(self, plan: TrainingPlan) -> Dict[str, str]:  # pylint: disable=unused-argument
-    """The environment variables a training of `plan` needs set in this
-    process (and so in its children) while it trains."""
-    return {}
+def _jobset(environ: Mapping[str, str]) -> Optional[JobSet]:
+  """A JobSet's pod: any of its variables set (all are then required)."""
+  if not any(environ.get(name) for name in JOBSET_REQUIRED_ENV):
+    return None
+  tf_config = jobset_tf_config(environ)
+  logging.info('TF_CONFIG built from the JobSet environment: %s', tf_config)
+  return JobSet(tf_config, **_job_pod(environ))
 
 
-class Alone(ClusterEnvironment):
-  """No cluster: one process, or a local group this process starts."""
-
-  name = ALONE
-
-  @staticmethod
-  def detect(environ: Mapping[str, str]) -> bool:
-    return True
-
-  def role(self) -> ClusterRole:
-    return ClusterRole()
-
-
-class LocalGroup(ClusterEnvironment):
-  """The workers `launch.local_cluster` starts on this machine: a cluster
-  of 'worker' tasks on loopback `ports`, worker 0 the chief, sharing the
-  stop file in the group's scratch folder `root`."""
-
-  name = LOCAL_GROUP
-
-  def __init__(self, ports: List[int], root: str):
-    self.ports = ports
-    self.root = root
-
-  @staticmethod
-  def detect(environ: Mapping[str, str]) -> bool:
-    return False  # Its workers receive their plan: nothing to detect.
-
-  def tf_config(self, index: int) -> str:
-    """TF_CONFIG of worker `index`."""
-    return json.dumps({
-        'cluster': {'worker': [f'localhost:{p}' for p in self.ports]},
-        'task': {'type': 'worker', 'index': index}})
-
-  def worker_environ(self, index: int) -> Dict[str, str]:
-    """The environment worker `index` starts with."""
-    return {TF_CONFIG_ENV: self.tf_config(index),
-            STOP_FILE_ENV: os.path.join(self.root, STOP_FILE_NAME)}
-
-
-class TFConfig(ClusterEnvironment):
-  """A cluster that sets TF_CONFIG: a TFJob's replicas, Vertex AI's."""
-
-  name = 'tf_config'
-
-  def __init__(self, tf_config: str):
-    self.tf_config = tf_config
-
-  @staticmethod
-  def detect(environ: Mapping[str, str]) -> bool:
-    return bool(environ.get(TF_CONFIG_ENV))
-
-  @classmethod
-  def from_environ(cls, environ: Mapping[str, str]) -> 'TFConfig':
-    return cls(environ[TF_CONFIG_ENV])
-
-  def role(self) -> ClusterRole:
-    return role_from_tf_config(self.tf_config, self.name)
-
-  def environ(self, plan: TrainingPlan) -> Dict[str, str]:
-    found = {TF_CONFIG_ENV: self.tf_config}
-    if plan.num_workers > 1 and plan.checkpoint_dir:
-      found[STOP_FILE_ENV] = os.path.join(plan.checkpoint_dir,
-                                          STOP_FILE_NAME)
-    return found
-
-
-class JobSet(TFConfig):
-  """A pod of a JobSet (Kubeflow Trainer v2) with no TF_CONFIG: the
-  TrainingRuntime `kubeflow.trainjob` writes gives it its JobSet, its
-  replicated job, its job index and its pod index (`keys.
-  JOBSET_REQUIRED_ENV`, with the node count), and every pod's host name
-  follows from them: `<jobset>-<replicated job>-<job index>-<pod
-  index>.<subdomain>`. Pod 0 is worker 0, the chief; all listen on the
-  same port."""
-
-  name = 'jobset'
-
-  @staticmethod
-  def detect(environ: Mapping[str, str]) -> bool:
-    return any(environ.get(name) for name in JOBSET_REQUIRED_ENV)
-
-  @classmethod
-  def from_environ(cls, environ: Mapping[str, str]) -> 'JobSet':
-    tf_config = jobset_tf_config(environ)
-    logging.info('TF_CONFIG built from the JobSet environment: %s',
-                 tf_config)
-    return cls(tf_config)
-
-
-# In the order they are tried: a TF_CONFIG wins over a JobSet's variables.
-ENVIRONMENTS = (TFConfig, JobSet, Alone)
-
-
-def detect(environ: Mapping[str, str]) -> ClusterEnvironment:
-  """The cluster environment `environ` describes (`ENVIRONMENTS`).
+def _kubeflow_step(environ: Mapping[str, str]) -> Optional[KubeflowStep]:
+  """The Kubeflow step compiled to launch a job (`keys.STEP_JOB_ENV`), not
+  placed in a group itself (a pod of its job is placed: it trains).
 
   Raises:
-    InvalidArgumentError: a TF_CONFIG that is not one, or a JobSet's
-      environment only partly set (see `role_from_tf_config`,
+    InvalidArgumentError: the variable is not what the compile writes.
+  """
+  value = environ.get(STEP_JOB_ENV)
+  if not value or any(environ.get(name) for name in CLUSTER_PLACE_ENV):
+    return None
+  try:
+    asked = json.loads(value)
+    step_job.check_kind(asked.get('kind'))
+    if not isinstance(asked.get('image'), str) or not asked['image']:
+      raise ValueError('no image')
+  except (ValueError, AttributeError) as e:
+    raise InvalidArgumentError(
+        f'{STEP_JOB_ENV} is not what the compile writes: {e}. Expected '
+        "JSON {'kind': 'TrainJob' or 'TFJob', 'image': ..., 'resources': "
+        f'...}}. Received: {value[:500]!r}. Compile the pipeline again with '
+        'generic_trainer.kubeflow.compile.compile_pipeline, and do not set '
+        'the variable by hand.') from e
+  pod, uid = environ.get(KFP_POD_NAME_ENV), environ.get(KFP_POD_UID_ENV)
+  owner = ({'apiVersion': 'v1', 'kind': 'Pod', 'name': pod, 'uid': uid}
+           if pod and uid else None)
+  return KubeflowStep(asked['kind'], asked['image'], asked.get('resources'),
+                      owner)
+
+
+def _job_pod(environ: Mapping[str, str]):
+  """What a pod of a step's job, or of any TrainJob, is told beside its
+  place: where its chief records what it published
+  (`keys.STEP_JOB_RECORD_ENV`) and Kubeflow Trainer's status endpoint."""
+  return {'record': environ.get(STEP_JOB_RECORD_ENV) or None,
+          'status': status_endpoint(environ)}
+
+
+def status_endpoint(environ: Mapping[str, str]) -> Optional[StatusEndpoint]:
+  """Kubeflow Trainer's status endpoint (`keys.TRAINER_STATUS_ENV`), when
+  any of its variables is set (the handler warns when not all are)."""
+  values = [environ.get(name) or None for name in TRAINER_STATUS_ENV]
+  return StatusEndpoint(*values) if any(values) else None
+
+
+# In the order they are tried: a TF_CONFIG wins over a JobSet's variables,
+# and both over the step's variable (a pod of the step's job has it too).
+DETECTORS = (_tf_config, _jobset, _kubeflow_step)
+
+
+def detect(environ: Mapping[str, str],
+           joins: bool = True) -> ClusterEnvironment:
+  """The cluster environment `environ` describes (`DETECTORS`), or Alone;
+  Alone when this process does not `joins` one (an entry point that
+  trains alone wherever it runs: `EntryPoint.joins_cluster`). Alone in a
+  TrainJob's pod still reports its progress there.
+
+  Raises:
+    InvalidArgumentError: a TF_CONFIG that is not one, a JobSet's
+      environment only partly set, or a step's variable that is not the
+      compile's (see `plan.cluster.role_from_tf_config`,
       `jobset_tf_config`).
   """
-  for environment in ENVIRONMENTS:
-    if environment.detect(environ):
-      if environment is Alone:
-        return Alone()
-      return environment.from_environ(environ)
-  return Alone()
+  for detector in DETECTORS if joins else ():
+    found = detector(environ)
+    if found is not None:
+      return found
+  return Alone(status_endpoint(environ))
 
 
 @contextlib.contextmanager
@@ -201,18 +165,15 @@ def entered(plan: TrainingPlan) -> Iterator[None]:
   already named (a child of a member) is kept; the chief removes what a
   preempted attempt left in it before it trains: no member can end a step
   before the chief has started training."""
-  role = plan.role
+  cluster = plan.cluster
   changes = {}
-  if role.in_cluster:
-    environment = (JobSet if role.environment == JobSet.name else
-                   TFConfig)(role.tf_config)
-    changes = environment.environ(plan)
-  if os.environ.get(STOP_FILE_ENV):
-    changes.pop(STOP_FILE_ENV, None)
-  stop_file = changes.get(STOP_FILE_ENV)
-  if stop_file:
+  if cluster.tf_config:
+    changes[TF_CONFIG_ENV] = cluster.tf_config
+  stop_file = cluster.stop_file(plan.checkpoint_dir)
+  if stop_file and not os.environ.get(STOP_FILE_ENV):
+    changes[STOP_FILE_ENV] = stop_file
     os.makedirs(os.path.dirname(stop_file), exist_ok=True)
-    if role.is_chief:
+    if plan.role.is_chief:
       for stale in (stop_file, request_file(stop_file)):
         if os.path.exists(stale):
           os.remove(stale)
@@ -228,41 +189,10 @@ def entered(plan: TrainingPlan) -> Iterator[None]:
         os.environ[name] = value
 
 
-def role_from_tf_config(tf_config: Optional[str],
-                        environment: str = TFConfig.name) -> ClusterRole:
-  """This process's role in the cluster a TF_CONFIG value describes; a
-  single process when it is empty.
-
-  Raises:
-    InvalidArgumentError: TF_CONFIG is not JSON, lacks cluster or task, or
-      names a task type MultiWorkerMirroredStrategy has no use for.
-  """
-  if not tf_config:
-    return ClusterRole()
-  try:
-    config = json.loads(tf_config)
-    cluster, task = config['cluster'], config['task']
-    task_type, task_index = task['type'], int(task.get('index', 0))
-  except (ValueError, KeyError, TypeError) as e:
-    raise InvalidArgumentError(
-        f'TF_CONFIG must be JSON with "cluster" and "task": {{"type", '
-        f'"index"}}, as the Training Operator and Vertex AI set it ({e!r}). '
-        f'Received: TF_CONFIG={tf_config!r}. Fix TF_CONFIG, or unset it to '
-        'train in one process.') from e
-  if task_type not in _TRAINING_TASK_TYPES:
-    raise InvalidArgumentError(
-        f'TF_CONFIG names this task {task_type!r}; GenericTrainer trains with '
-        f'MultiWorkerMirroredStrategy, whose tasks are {_TRAINING_TASK_TYPES}.'
-        ' Expected chief or worker. Run the trainer only in chief and worker '
-        'replicas. Received: '
-        f'TF_CONFIG={tf_config!r}.')
-  chiefs = len(cluster.get('chief') or [])
-  workers = len(cluster.get('worker') or [])
-  worker_index = task_index if task_type == 'chief' else chiefs + task_index
-  return ClusterRole(num_workers=chiefs + workers, worker_index=worker_index,
-                     is_chief=worker_index == 0, task_type=task_type,
-                     task_index=task_index, environment=environment,
-                     tf_config=tf_config)
+def member_environ(member: LocalGroup) -> Dict[str, str]:
+  """The environment local group `member` starts with."""
+  return {TF_CONFIG_ENV: member.tf_config,
+          STOP_FILE_ENV: member.stop_file(None)}
 
 
 def jobset_tf_config(environ: Mapping[str, str]) -> str:

@@ -6,6 +6,10 @@ none of them asks where it trains. The plan decided that
 (`plan.plan.Where`), and it names the launcher:
 
   - `LOCAL_WORKERS`: `num_workers` local processes (`local_cluster`);
+  - `KUBEFLOW_JOB`: the pods of a job a Kubeflow step launches
+    (`kubeflow.step_job`): the step launches it, follows it and takes what
+    its chief recorded, which the chief's own attempt validated and
+    published into the step's Model artifact;
   - `KERAS_CHILD`, `BACKEND_CHILD`: one child process under the plan's
     tf.keras or Keras backend (`child_process`): a tf.keras 2 module in a
     Keras 3 pipeline, a JAX training in a TensorFlow process;
@@ -21,13 +25,17 @@ training here that no parent watches is watched for a stall
 (`stall_watch.watching_here`), and a SIGTERM says what trained and its
 last resume checkpoint (`preemption.training`).
 While it trains, the process has what its cluster needs set
-(`cluster_environment.entered`: TF_CONFIG, the shared stop file).
+(`cluster_environment.entered`: TF_CONFIG, the shared stop file); the
+chief of a TrainJob reports its progress to Kubeflow Trainer's status
+endpoint (`loop.handlers.trainjob_progress`), which the plan's
+environment names.
 
 Validation and publication stay with the caller (`training.attempt`).
 """
 
+import sys
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from absl import logging
 
@@ -36,11 +44,13 @@ from generic_trainer.data.kept import factory as kept_factory
 from generic_trainer.data.kept import store as kept_store
 from generic_trainer.fnargs import local
 from generic_trainer.keys import RUN_FN_KEY
+from generic_trainer.kubeflow import step_job
 from generic_trainer.launch import child_process
 from generic_trainer.launch import cluster_environment
 from generic_trainer.launch import local_cluster
 from generic_trainer.launch import stall_watch
 from generic_trainer.loop import train_result
+from generic_trainer.loop.handlers.trainjob_progress import TrainJobProgress
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
@@ -109,7 +119,8 @@ def _here(request: TrainingRequest, entry) -> None:
         with user_code(what, source, wrap=request.plan.wraps_user_errors,
                        **hparams):
           entry(fn_args, interactive=request.interactive,
-                started=request.started, record=request.record)
+                started=request.started, record=request.record,
+                handlers=_cluster_handlers(request.plan))
       else:
         with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source,
                                                            **hparams):
@@ -118,6 +129,16 @@ def _here(request: TrainingRequest, entry) -> None:
           kept.log_decisions()
     finally:  # Failed or not, its threads cannot hold the process.
       stray_threads.release(threads, source)
+
+
+def _cluster_handlers(plan: plan_lib.TrainingPlan) -> List[Any]:
+  """The handlers the plan's cluster adds to a TrainSpec's loop: the
+  chief of a TrainJob reports its progress into the TrainJob's status."""
+  endpoint = plan.cluster.status_endpoint
+  if endpoint is None:
+    return []
+  progress = TrainJobProgress(endpoint, is_chief=plan.role.is_chief)
+  return [progress] if progress.reports else []
 
 
 def _where_saved(checkpoint_dir: Optional[str]) -> str:
@@ -151,6 +172,20 @@ def _keeping(fn_args, kept):
   return fn_args
 
 
+def _kubeflow_job(request: TrainingRequest, entry) -> None:
+  """Launches the job of the step (`plan.cluster.KubeflowStep`), follows
+  it to its end and puts what its chief attached on this step's output
+  artifacts (`kubeflow.step_job`); its pods load the module."""
+  del entry
+  cluster = request.plan.cluster
+  record = step_job.run(
+      {'kind': cluster.kind, 'image': cluster.image,
+       'resources': cluster.resources}, request.exec_properties,
+      request.model_uri(),
+      request.model_run_dir(), sys.argv, cluster.owner)
+  step_job.apply_record(record, request.output_dict)
+
+
 def _local_workers(request: TrainingRequest, entry) -> None:
   del entry  # Each worker loads the module itself.
   local_cluster.run(request)
@@ -174,4 +209,5 @@ def _in_child(request: TrainingRequest, what: str) -> None:
 
 _LAUNCHERS = {Where.HERE: _here, Where.LOCAL_WORKERS: _local_workers,
               Where.KERAS_CHILD: _keras_child,
-              Where.BACKEND_CHILD: _backend_child}
+              Where.BACKEND_CHILD: _backend_child,
+              Where.KUBEFLOW_JOB: _kubeflow_job}

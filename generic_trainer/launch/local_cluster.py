@@ -47,6 +47,7 @@ from generic_trainer.system import machine
 from generic_trainer.system import preemption
 from generic_trainer import resume
 from generic_trainer.system import scratch
+from generic_trainer.plan.cluster import LocalGroup
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
 from generic_trainer.launch import child_process
@@ -238,20 +239,21 @@ def _run_group(request: TrainingRequest, count: int,
                  'their output is kept in %s.', count, ports,
                  '' if reservation else ', in a network of their own',
                  logs_dir)
-    group = cluster_environment.LocalGroup(ports, root)
+    group = LocalGroup(ports, root)
     for index in range(count):
       worker_dir = os.path.join(root, f'worker-{index}')
       os.mkdir(worker_dir, 0o700)  # Private: the child checks (`read_request`).
       # A worker that is not the chief exports into scratch of its own
       # (its attempt's role says so); the chief into the staging folder.
-      worker_request = request.for_worker(index, group.tf_config(index))
+      member = group.member(index)
+      worker_request = request.for_member(member)
       request_path = os.path.join(worker_dir, 'request.json')
       result = os.path.join(worker_dir, 'result.json')
       log_path = os.path.join(worker_dir, 'output.log')
       child_process.write_request(request_path, worker_request, result)
       env = child_process.child_env({
           **request.plan.child_env(),
-          **group.worker_environ(index),
+          **cluster_environment.member_environ(member),
           **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
           HEARTBEAT_FILE_ENV: os.path.join(worker_dir,
                                            stall_watch.HEARTBEAT_FILE),

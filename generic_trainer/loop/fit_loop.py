@@ -35,7 +35,6 @@ from generic_trainer import resume
 from generic_trainer.loop import fit_schedule
 from generic_trainer.loop.handlers.handler_list import HandlerList
 from generic_trainer.loop.handlers.resume_checkpoint import ResumeCheckpoint
-from generic_trainer.loop.handlers.trainjob_progress import TrainJobProgress
 from generic_trainer.system import preemption
 from generic_trainer.system import progress
 from generic_trainer.system import versions
@@ -262,9 +261,6 @@ def fit(spec, inputs: FitInputs, fn_args, interactive: Optional[bool] = None,
   heartbeat = Heartbeat()
   if heartbeat.path:  # A parent watches this training (workers, a child).
     handlers.append(heartbeat)  # Before the user's, which may block.
-  trainjob = TrainJobProgress(is_chief=fn_args.is_chief)
-  if trainjob.reports:  # The chief of a TrainJob reports into its status.
-    handlers.append(trainjob)
   handlers += list(spec.user_handlers)
   stop = PreemptionStop(is_chief=fn_args.is_chief,
                         num_workers=getattr(fn_args, 'num_workers', 1))

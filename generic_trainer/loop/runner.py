@@ -137,11 +137,14 @@ class SpecRun:
 
   def __call__(self, fn_args, interactive: Optional[bool] = None,
                started: Optional[float] = None,
-               record: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+               record: Optional[Dict[str, Any]] = None,
+               handlers: Sequence[Any] = ()) -> Dict[str, Any]:
     """Trains on `fn_args`; returns the training record, written to
     model_run/train_result.json here, once: its one writer.
 
-    `interactive` goes to `fit_loop.fit`. With `started`
+    `interactive` goes to `fit_loop.fit`, and `handlers` too, after the
+    built-in ones (what the cluster adds: the TrainJob's progress). With
+    `started`
     (`time.monotonic()` when the process that asked started), the record
     says how long it took to the first step (`time_to_first_step_s`);
     `record`'s entries are added to it (the command's `evaluation`).
@@ -150,7 +153,8 @@ class SpecRun:
     spec = self.spec if self.spec is not None else self.train_spec(fn_args)
     spec.fn_args = fn_args  # What canned specs read the data from.
     self.prepared, result = train(spec, fn_args, interactive,
-                                  [timer] if timer else [])
+                                  ([timer] if timer else []) +
+                                  list(handlers))
     if self.export:
       export.export(spec, self.prepared.model, self.prepared.keys,
                     fn_args.serving_model_dir, fn_args.schema_path,

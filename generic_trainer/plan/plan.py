@@ -12,15 +12,18 @@ decides:
   2. the settings, alone and together (`settings.check_settings`);
   3. the user's code: which of module_file, module_path, run_fn
      (`_choose_source`);
-  4. workers and role: this process's place in its cluster (given by the
-     caller, found by `launch.cluster_environment`) and how many processes
-     train together (`_choose_workers`);
+  4. workers and role: where this process trains (`cluster`'s
+     environment, found by `launch.cluster_environment.detect` and given
+     by the caller), how many processes train together and who starts them:
+     this process (a local group), a job a Kubeflow step launches, or a
+     cluster outside (`_choose_workers`);
   5. the strategy (`settings.choose_strategy`);
   6. resume: the checkpoint folder (`_choose_checkpoint_dir`);
-  7. Keras and backend, and so where it trains (`_choose_where`): here,
-     a child process, N local workers. The user module is loaded when this
-     process is the one that trains it (not for local workers, nor under
-     the other tf.keras: their processes load it, through `complete`).
+  7. Keras and backend: which process trains a single-process training
+     (`_choose_process`): here, or a child process. The user module is
+     loaded when this process is the one that trains it (not for local
+     workers or a step's job, nor under the other tf.keras: their
+     processes load it, through `complete`).
 
 `complete` adds what only the loaded module tells (a TrainSpec's own
 backend) in the process that trains, and refuses a process that cannot
@@ -36,7 +39,10 @@ from generic_trainer.errors import TrainingProcessError
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MAX_RESTARTS_KEY, NUM_WORKERS_KEY
 from generic_trainer.keys import SOURCE_KEYS, STRATEGY_KEY
+from generic_trainer.plan import cluster as cluster_lib
 from generic_trainer.plan import resume_folder
+from generic_trainer.plan.cluster import Alone, ClusterEnvironment
+from generic_trainer.plan.cluster import ClusterRole, LocalGroup
 from generic_trainer.plan import settings
 from generic_trainer.plan.entry_points import COMPONENT, EntryPoint
 from generic_trainer.system import keras_env
@@ -54,43 +60,9 @@ class Where:
   BACKEND_CHILD = 'backend_child'
   # `num_workers` local processes (`launch.local_cluster`).
   LOCAL_WORKERS = 'local_workers'
-
-
-# The cluster environments (`launch.cluster_environment` finds which).
-ALONE = 'alone'
-LOCAL_GROUP = 'local_group'
-
-
-@attr.s(frozen=True)
-class ClusterRole:
-  """This process's place in the training cluster.
-
-  Attributes:
-    num_workers: Processes that train together (chief and workers).
-    worker_index: This process's index among them; the chief is 0.
-    is_chief: Whether this process exports the model that is published.
-    task_type: The TF_CONFIG task type ('chief' or 'worker'); None when
-      there is no TF_CONFIG.
-    task_index: The TF_CONFIG task index; 0 when there is no TF_CONFIG.
-    environment: The cluster environment that found the role
-      (`launch.cluster_environment`): `ALONE`, `LOCAL_GROUP`, 'tf_config'
-      or 'jobset'.
-    tf_config: The cluster's TF_CONFIG as this process trains under it
-      (built from a JobSet's environment where there is none); None alone.
-  """
-  num_workers = attr.ib(type=int, default=1)
-  worker_index = attr.ib(type=int, default=0)
-  is_chief = attr.ib(type=bool, default=True)
-  task_type = attr.ib(type=Optional[str], default=None)
-  task_index = attr.ib(type=int, default=0)
-  environment = attr.ib(type=str, default=ALONE)
-  tf_config = attr.ib(type=Optional[str], default=None)
-
-  @property
-  def in_cluster(self) -> bool:
-    """Whether a cluster outside this process sized the group (TF_CONFIG,
-    a JobSet), so that no local workers are started."""
-    return self.environment not in (ALONE, LOCAL_GROUP)
+  # The pods of a job a Kubeflow step launches (`kubeflow.step_job`): the
+  # job's chief runs the attempt and publishes; the step takes its model.
+  KUBEFLOW_JOB = 'kubeflow_job'
 
 
 @attr.s(frozen=True)
@@ -111,7 +83,9 @@ class TrainingPlan:
       None: this process's (TensorFlow unless KERAS_BACKEND says otherwise).
     backend_source: Where the backend was set, as messages name it.
     keras_version: 'keras3', 'tf_keras', or None (whatever the process has).
-    role: This process's place in the cluster.
+    cluster: Where this process trains (`cluster.ClusterEnvironment`,
+      found by `launch.cluster_environment.detect`): its role, what its
+      members share, whether it created its processes.
     num_workers: The processes that train together.
     num_workers_setting: The component's `num_workers` (the most of a
       range), or None (for messages: a cluster's TF_CONFIG may have set
@@ -136,7 +110,7 @@ class TrainingPlan:
   backend = attr.ib(type=Optional[str], default=None)
   backend_source = attr.ib(type=str, default='')
   keras_version = attr.ib(type=Optional[str], default=None)
-  role = attr.ib(type=ClusterRole, factory=ClusterRole)
+  cluster = attr.ib(type=ClusterEnvironment, factory=Alone)
   num_workers = attr.ib(type=int, default=1)
   num_workers_setting = attr.ib(type=Optional[int], default=None)
   min_workers = attr.ib(type=Optional[int], default=None)
@@ -146,6 +120,11 @@ class TrainingPlan:
   checkpoint_dir = attr.ib(type=Optional[str], default=None)
   max_restarts = attr.ib(type=int, default=0)
   entry_point = attr.ib(type=EntryPoint, default=COMPONENT)
+
+  @property
+  def role(self) -> ClusterRole:
+    """This process's place in its cluster (`cluster.role()`)."""
+    return self.cluster.role()
 
   @property
   def wraps_user_errors(self) -> bool:
@@ -183,26 +162,25 @@ class TrainingPlan:
     return attr.evolve(self, num_workers=count, min_workers=low,
                        max_workers=high)
 
-  def for_worker(self, index: int, tf_config: str) -> 'TrainingPlan':
-    """This plan for local worker `index` of `num_workers` (0: the chief),
-    in the group's cluster `tf_config`."""
-    return attr.evolve(self, where=Where.HERE, role=ClusterRole(
-        num_workers=self.num_workers, worker_index=index,
-        is_chief=index == 0, task_type='worker', task_index=index,
-        environment=LOCAL_GROUP, tf_config=tf_config))
+  def for_member(self, member: LocalGroup) -> 'TrainingPlan':
+    """This plan for `member` of the local group it starts (the group
+    gives the member its role and its TF_CONFIG)."""
+    return attr.evolve(self, where=Where.HERE, cluster=member)
 
   def to_json(self) -> Dict[str, Any]:
-    return attr.asdict(self)
+    return {**attr.asdict(self, recurse=False),
+            'cluster': self.cluster.to_json(),
+            'entry_point': attr.asdict(self.entry_point)}
 
   @classmethod
   def from_json(cls, value: Dict[str, Any]) -> 'TrainingPlan':
-    return cls(**{**value, 'role': ClusterRole(**value['role']),
+    return cls(**{**value, 'cluster': cluster_lib.from_json(value['cluster']),
                   'entry_point': EntryPoint(**value['entry_point'])})
 
 
 def resolve(exec_properties: Dict[str, Any],
             entry_point: EntryPoint = COMPONENT,
-            cluster: Optional[ClusterRole] = None,
+            cluster: Optional[ClusterEnvironment] = None,
             checkpoint_dir: Optional[str] = None,
             entry_name: Optional[str] = None,
             resume: Optional[resume_folder.ResumeAt] = None,
@@ -217,8 +195,8 @@ def resolve(exec_properties: Dict[str, Any],
       and the notebook build the same).
     entry_point: Which entry point asks (`entry_points.COMPONENT`,
       `COMMAND`, `NOTEBOOK`): its spelling and its rules.
-    cluster: This process's place in its cluster
-      (`launch.cluster_environment`); None: alone.
+    cluster: Where this process trains (`cluster.ClusterEnvironment`,
+      found by `launch.cluster_environment.detect`); None: alone.
     checkpoint_dir: Where the training checkpoints, when the caller chose
       the folder; else `resume` names it; None and None: no resume.
     entry_name: With `module_file`, the top-level name to train.
@@ -232,13 +210,13 @@ def resolve(exec_properties: Dict[str, Any],
   """
   plan = from_settings(exec_properties, entry_point, cluster, checkpoint_dir,
                        entry_name, resume)
-  # 7. Keras and backend: where it trains.
-  return _choose_where(plan, entry)
+  # 7. Keras and backend: which process trains a single-process training.
+  return _choose_process(plan, entry)
 
 
 def from_settings(exec_properties: Dict[str, Any],
                   entry_point: EntryPoint = COMPONENT,
-                  cluster: Optional[ClusterRole] = None,
+                  cluster: Optional[ClusterEnvironment] = None,
                   checkpoint_dir: Optional[str] = None,
                   entry_name: Optional[str] = None,
                   resume: Optional[resume_folder.ResumeAt] = None
@@ -251,39 +229,45 @@ def from_settings(exec_properties: Dict[str, Any],
       the cluster this process is a member of.
   """
   props = exec_properties
-  cluster = cluster or ClusterRole()
+  cluster = cluster or Alone()
   # 1. The entry point: `entry_point`, carried by the plan.
   # 2. The settings, alone and together.
-  settings.check_settings(
-      entry_point, keras_version=props.get(KERAS_VERSION_KEY) or None,
-      backend=props.get(BACKEND_KEY) or None,
-      num_workers=props.get(NUM_WORKERS_KEY),
-      strategy=props.get(STRATEGY_KEY),
-      max_restarts=props.get(MAX_RESTARTS_KEY),
-      cluster_size=cluster.num_workers)
+  _check_settings(props, entry_point, cluster)
   # 3. The user's code.
   source_key = _choose_source(props)
-  # 4. Workers and role.
+  # 4. Workers and role: how many processes, and who starts them.
   workers = _choose_workers(props.get(NUM_WORKERS_KEY), cluster,
                             props.get(STRATEGY_KEY))
+  # 5. The strategy.
+  strategy = settings.choose_strategy(props.get(STRATEGY_KEY), workers.count)
+  # 6. Resume.
+  checkpoint_dir = _choose_checkpoint_dir(checkpoint_dir, resume, source_key,
+                                          props[source_key])
   backend = props.get(BACKEND_KEY) or None
   return TrainingPlan(
       source_key=source_key, source=props[source_key], entry_name=entry_name,
       backend_setting=backend, backend=backend,
       backend_source=entry_point.value(BACKEND_KEY, backend) if backend
       else '',
-      keras_version=props.get(KERAS_VERSION_KEY) or None, role=cluster,
+      keras_version=props.get(KERAS_VERSION_KEY) or None, cluster=cluster,
       num_workers=workers.count, num_workers_setting=workers.setting,
       min_workers=workers.least, max_workers=workers.most,
-      # 5. The strategy.
-      strategy=settings.choose_strategy(props.get(STRATEGY_KEY),
-                                        workers.count),
-      where=Where.LOCAL_WORKERS if workers.local_group else Where.HERE,
-      # 6. Resume.
-      checkpoint_dir=_choose_checkpoint_dir(checkpoint_dir, resume,
-                                            source_key, props[source_key]),
+      strategy=strategy, where=workers.where, checkpoint_dir=checkpoint_dir,
       max_restarts=settings.restarts(props.get(MAX_RESTARTS_KEY)),
       entry_point=entry_point)
+
+
+def _check_settings(props: Dict[str, Any], entry_point: EntryPoint,
+                    cluster: ClusterEnvironment) -> None:
+  """Step 2: the settings alone and together (`settings.check_settings`,
+  the one check the component and the command call too)."""
+  settings.check_settings(
+      entry_point, keras_version=props.get(KERAS_VERSION_KEY) or None,
+      backend=props.get(BACKEND_KEY) or None,
+      num_workers=props.get(NUM_WORKERS_KEY),
+      strategy=props.get(STRATEGY_KEY),
+      max_restarts=props.get(MAX_RESTARTS_KEY),
+      cluster_size=cluster.role().num_workers)
 
 
 def _choose_source(exec_properties: Dict[str, Any]) -> str:
@@ -295,38 +279,47 @@ def _choose_source(exec_properties: Dict[str, Any]) -> str:
 
 @attr.s(frozen=True)
 class _Workers:
-  """Step 4's decision: how many processes train together.
+  """Step 4's decision: how many processes train together, and who starts
+  them.
 
   Attributes:
     count: The processes of the group.
     setting: The most of the `num_workers` setting, or None (unset).
     least: A local group's MIN, when it may shrink; else None.
     most: A local group's MAX, when it may shrink; else None.
-    local_group: Whether this process starts the group's processes.
+    where: Who starts them (`Where`): `LOCAL_WORKERS` (this process),
+      `KUBEFLOW_JOB` (a job this step launches), or `HERE` (one process,
+      or a cluster outside that started them); step 7 may move a `HERE`
+      into a child process.
   """
   count = attr.ib(type=int)
   setting = attr.ib(type=Optional[int])
   least = attr.ib(type=Optional[int], default=None)
   most = attr.ib(type=Optional[int], default=None)
-  local_group = attr.ib(type=bool, default=False)
+  where = attr.ib(type=str, default=Where.HERE)
 
 
-def _choose_workers(setting: Any, cluster: ClusterRole,
+def _choose_workers(setting: Any, cluster: ClusterEnvironment,
                     strategy: Optional[str]) -> _Workers:
   """Step 4: a cluster outside this process sizes the group (its
-  `num_workers` must hold that size); alone, `num_workers` processes are
-  started here, a range letting the group shrink and grow back."""
+  `num_workers` must hold that size); a Kubeflow step compiled to launch a
+  job runs it at the setting's most workers;
+  alone, `num_workers` processes are started here, a range letting the
+  group shrink and grow back."""
   bounds = settings.worker_range(setting)
-  settings.check_cluster_fits(cluster.num_workers, cluster.tf_config,
-                              bounds if cluster.in_cluster else None,
-                              setting, strategy)
-  if cluster.in_cluster:
-    return _Workers(cluster.num_workers, bounds[1] if bounds else None)
+  most = bounds[1] if bounds else None
+  outside = cluster.creates_processes_externally
+  settings.check_cluster_fits(cluster.role().num_workers, cluster.tf_config,
+                              bounds if outside else None, setting, strategy)
+  if outside:
+    return _Workers(cluster.role().num_workers, most)
   low, high = bounds or (1, 1)
+  if cluster.launches_job and high > 1:
+    return _Workers(high, most, where=Where.KUBEFLOW_JOB)
   ranged = low != high
-  return _Workers(high, bounds[1] if bounds else None,
-                  least=low if ranged else None,
-                  most=high if ranged else None, local_group=high > 1)
+  return _Workers(high, most, least=low if ranged else None,
+                  most=high if ranged else None,
+                  where=Where.LOCAL_WORKERS if high > 1 else Where.HERE)
 
 
 def _choose_checkpoint_dir(given: Optional[str],
@@ -339,16 +332,18 @@ def _choose_checkpoint_dir(given: Optional[str],
   return resume_folder.checkpoint_folder(resume, source_key, source)
 
 
-def _choose_where(plan: TrainingPlan, entry: Optional[Callable[[Any], None]]
-                  ) -> Tuple[TrainingPlan, Optional[Callable[[Any], None]]]:
+def _choose_process(plan: TrainingPlan,
+                    entry: Optional[Callable[[Any], None]]
+                    ) -> Tuple[TrainingPlan, Optional[Callable[[Any], None]]]:
   """Step 7: a training the caller's process must run is completed here
-  (refused when this process cannot); a local group's workers and a child
-  under the other tf.keras load the module themselves; otherwise the
-  module is loaded here, and its backend decides between here and a
+  (refused when this process cannot); the processes step 4 starts (a
+  local group's workers, a Kubeflow step's job) load the module
+  themselves, and so does a child under the other tf.keras; otherwise
+  the module is loaded here, and its backend decides between here and a
   child (`complete`)."""
   if plan.entry_point.trains_in_caller:
     return complete(plan, in_child=True, entry=entry)
-  if plan.where == Where.LOCAL_WORKERS:
+  if plan.where != Where.HERE:
     return plan, None
   if not keras_env.claim_tf_keras(plan.keras_version):
     return attr.evolve(plan, where=Where.KERAS_CHILD), None

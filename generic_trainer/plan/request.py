@@ -86,10 +86,10 @@ class TrainingRequest:
     (`TrainingPlan.with_workers`)."""
     return attr.evolve(self, plan=self.plan.with_workers(count))
 
-  def for_worker(self, index: int, tf_config: str) -> 'TrainingRequest':
-    """This request for local worker `index` (0: the chief) of the group
-    whose cluster is `tf_config`."""
-    return attr.evolve(self, plan=self.plan.for_worker(index, tf_config))
+  def for_member(self, member) -> 'TrainingRequest':
+    """This request for `member` of the local group it starts (a
+    `plan.cluster.LocalGroup`; its index 0 is the chief)."""
+    return attr.evolve(self, plan=self.plan.for_member(member))
 
   def with_scratch_outputs(self, root: str) -> 'TrainingRequest':
     """This request with its Model and ModelRun outputs in `root`
@@ -142,6 +142,10 @@ class TrainingRequest:
         local_inputs=value.get('local_inputs'),
         interactive=value.get('interactive'), started=value.get('started'),
         record=value.get('record') or {})
+
+  def model_uri(self) -> str:
+    """The Model artifact's URI (a request of artifacts)."""
+    return artifact_utils.get_single_uri(self.output_dict[keys.MODEL_KEY])
 
   def model_run_dir(self) -> str:
     """The ModelRun artifact's URI (logs, history, workers.json)."""

@@ -14,7 +14,9 @@ child process and each local worker run it, in these steps:
               block raises, what it staged is moved aside, never published
     train     `launch.launcher.train`, the one launcher: the plan's
               launcher trains the request, which exports into
-              `staged.serving_dir`
+              `staged.serving_dir`. A Kubeflow step's job is launched
+              there too; its chief runs this attempt in its pod and
+              publishes, and the step takes what it published
     validate  the export loads (once), serves eval examples, finite outputs
               (`export_checks.export_validation`), and answers TF
               Serving's Classify, Regress and Predict requests without
@@ -41,6 +43,7 @@ from generic_trainer.launch import cluster_environment
 from generic_trainer.launch import launcher
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan.entry_points import EntryPoint
+from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import scratch
@@ -108,9 +111,8 @@ def resolve(settings: Dict[str, Any], entry_point: EntryPoint, **kwargs
   Raises:
     What `plan.plan.resolve` and `cluster_environment.detect` raise.
   """
-  cluster = (cluster_environment.detect(os.environ) if
-             entry_point.joins_cluster else cluster_environment.Alone())
-  return plan_lib.resolve(settings, entry_point, cluster.role(), **kwargs)
+  cluster = cluster_environment.detect(os.environ, entry_point.joins_cluster)
+  return plan_lib.resolve(settings, entry_point, cluster, **kwargs)
 
 
 def run(request: TrainingRequest,
@@ -129,6 +131,8 @@ def run(request: TrainingRequest,
   role = request.plan.role
   if not role.is_chief:
     return _train_as_member(request, entry)
+  if request.plan.where == Where.KUBEFLOW_JOB:
+    return _taken_from_job(request, publication)
   if publication is None:
     return Published(None, {}, launcher.train(request, entry))
   return _attempt(publication.staged,
@@ -144,13 +148,25 @@ def export(staged: StagedExport, write: Callable[[], None],
   return _attempt(staged, write, checks)
 
 
+def _taken_from_job(request: TrainingRequest,
+                    publication: Optional[Publication]) -> Published:
+  """A Kubeflow step's job: its chief runs this attempt in its pod (train,
+  validate, gate, publish into this step's Model artifact); the step's
+  launcher follows it and takes what the chief attached
+  (`launch.launcher`)."""
+  trained = launcher.train(request)
+  return Published(publication.staged.final_serving_dir if publication
+                   else None, {}, trained)
+
+
 def _train_as_member(request: TrainingRequest, entry) -> Published:
   """A member that is not the chief: its export and logs go to a scratch
   folder, removed afterwards; only the chief's export is validated and
   published."""
   role = request.plan.role
   logging.info('%s: training as worker %d of %d (%s %d); the chief '
-               'publishes the model.', role.environment, role.worker_index,
+               'publishes the model.', request.plan.cluster.describe(),
+               role.worker_index,
                role.num_workers, role.task_type, role.task_index)
   with scratch.folder('worker') as root:
     launcher.train(request.with_scratch_outputs(root), entry)

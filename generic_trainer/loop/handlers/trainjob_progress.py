@@ -40,7 +40,6 @@ import datetime
 import json
 import logging
 import math
-import os
 import ssl
 import threading
 import time
@@ -50,12 +49,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import keras
 
+from generic_trainer.keys import TRAINER_STATUS_ENV
+
 # Set by the controller's TrainJobStatus plugin in every trainer container
-# (pkg/runtime/framework/plugins/trainjobstatus/trainjobstatus.go).
-URL_ENV = 'KUBEFLOW_TRAINER_SERVER_URL'
-CA_CERT_ENV = 'KUBEFLOW_TRAINER_SERVER_CA_CERT'
-TOKEN_ENV = 'KUBEFLOW_TRAINER_SERVER_TOKEN'
-ENV = (URL_ENV, CA_CERT_ENV, TOKEN_ENV)
+# (`keys.TRAINER_STATUS_ENV`); `launch.cluster_environment` reads them into
+# the plan's `StatusEndpoint`. Named here for messages.
+ENV = TRAINER_STATUS_ENV
+URL_ENV, CA_CERT_ENV, TOKEN_ENV = ENV
 # The client-side rate limit the Trainer docs ask for, and the timeout of
 # one request (the SDK's).
 EVERY_S = 5.0
@@ -77,10 +77,11 @@ class TrainJobProgress(keras.callbacks.Callback):
   """Reports progress, seconds left and metrics into the TrainJob's status.
 
   Args:
+    endpoint: Where to report (`plan.cluster.StatusEndpoint`: the
+      values of `URL_ENV`, `CA_CERT_ENV` and `TOKEN_ENV`, any of them
+      None), or None: nowhere.
     is_chief: Whether this process is the chief, the one that reports
-      (`fn_args.is_chief`, from the cluster environment's role).
-    environ: Where to read `URL_ENV`, `CA_CERT_ENV` and `TOKEN_ENV`;
-      None: `os.environ`.
+      (from the cluster environment's role).
     every_s: The least seconds between two updates (the last one
       excepted).
     timeout_s: The most seconds one request, and the end's wait, take.
@@ -92,14 +93,14 @@ class TrainJobProgress(keras.callbacks.Callback):
     sent: Updates the server accepted.
   """
 
-  def __init__(self, is_chief: bool = True,
-               environ: Optional[Mapping[str, str]] = None,
+  def __init__(self, endpoint: Optional[Any] = None,
+               is_chief: bool = True,
                every_s: float = EVERY_S, timeout_s: float = TIMEOUT_S,
                clock: Callable[[], float] = time.monotonic):
     super().__init__()
-    environ = os.environ if environ is None else environ
-    self.url, self.ca_cert, self.token_file = (environ.get(n) or None
-                                               for n in ENV)
+    self.url, self.ca_cert, self.token_file = (
+        (endpoint.url, endpoint.ca_cert, endpoint.token_file) if endpoint
+        else (None, None, None))
     self.every_s = every_s
     self.timeout_s = timeout_s
     self.clock = clock
