@@ -97,6 +97,9 @@ def test_the_step_launches_and_its_pods_train(tmp_path):
       f'{STEP_JOB_ENV} is not what the compile writes.*Received: .*PyTorch')):
     step_job.wanted({STEP_JOB_ENV: '{"kind": "PyTorchJob", "image": "x"}'},
                     two)
+  with pytest.raises(InvalidArgumentError, match=(
+      "compile writes: its 'image' must be .*Received: image=''.*Received: ")):
+    step_job.wanted({STEP_JOB_ENV: '{"kind": "TrainJob", "image": ""}'}, two)
 
 
 def _step_argv(job, output_file='/tmp/kfp_outputs/output_metadata.json'):
