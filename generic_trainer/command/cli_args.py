@@ -31,6 +31,8 @@ from generic_trainer.command.layout import Layout
 from generic_trainer.system import output_folder
 from generic_trainer.data.kept import settings as kept_settings
 from generic_trainer.version import __version__
+from generic_trainer.keys import SAVED_MODEL_FILE
+from generic_trainer.keys import SCHEMA_FILE
 
 PROG = 'generic-trainer'
 EVAL_ON_TRAIN = 'train'  # `--eval-data train`: evaluate on the train data.
@@ -62,7 +64,7 @@ exit status:
        was saved and the command that resumes
 
 OUTPUT_DIR gets model/ (only once validated), run/ (history.json,
-tensorboard/, train_result.json), data/ and schema/schema.pbtxt; a run
+tensorboard/, train_result.json), data/ and schema/{SCHEMA_FILE}; a run
 replaces what an earlier run wrote there. A training that did not finish
 resumes from its last checkpoint when the same command runs again (a run_fn
 only if it uses the resume helpers of generic_trainer.resume)."""
@@ -298,7 +300,7 @@ def parse(argv: Optional[Sequence[str]],
   eval_on_train = _eval_on_train(ns.eval_data)
   eval_data = (_data_files('--eval-data', ns.eval_data)
                if ns.eval_data and not eval_on_train else None)
-  schema = _existing('--schema', ns.schema, 'a schema.pbtxt (a TFMD Schema in '
+  schema = _existing('--schema', ns.schema, f'a {SCHEMA_FILE} (a TFMD Schema in '
                      'text format, as SchemaGen writes it)', ', or leave '
                      '--schema out to infer the schema from the train data'
                      ) if ns.schema else None
@@ -363,9 +365,9 @@ def _existing(flag: str, path: str, expected: str, todo: str) -> str:
 
 
 def _base_model(path: str) -> str:
-  if not os.path.isfile(os.path.join(path, 'saved_model.pb')):
+  if not os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
     what = ('does not exist' if not os.path.exists(path) else
-            'holds no saved_model.pb')
+            f'holds no {SAVED_MODEL_FILE}')
     raise InvalidArgumentError(
         f'--base-model {what}. Expected a SavedModel folder, such as the '
         f'model/ of an earlier run. Received: --base-model={path!r}'

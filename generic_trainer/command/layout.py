@@ -53,6 +53,7 @@ from generic_trainer.command import manifest
 
 from generic_trainer.system import paths
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.keys import SCHEMA_FILE
 
 MODELS = '.models'  # A model before it is published, and after.
 LISTING = '.files.json'  # Beside a version a link pointed to (before 0.x).
@@ -74,7 +75,7 @@ class Layout:
     self.run = os.path.join(output_dir, 'run')
     self.data = os.path.join(output_dir, 'data')
     self.schema_dir = os.path.join(output_dir, 'schema')
-    self.schema = os.path.join(self.schema_dir, 'schema.pbtxt')
+    self.schema = os.path.join(self.schema_dir, SCHEMA_FILE)
     self.hparams_dir = os.path.join(output_dir, 'hyperparameters')
     self.base_model = os.path.join(output_dir, '.base-model')
     self.publishing = os.path.join(output_dir, '.publishing')

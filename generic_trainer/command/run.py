@@ -63,6 +63,7 @@ from generic_trainer.system import progress
 from generic_trainer.system.lazy import standard_artifacts
 from generic_trainer.system.lazy import standard_component_specs as keys
 from generic_trainer.training import attempt
+from generic_trainer.keys import SAVED_MODEL_FILE
 
 
 def resume_at(request: Request) -> resume_folder.ResumeAt:
@@ -95,7 +96,7 @@ def resume_at(request: Request) -> resume_folder.ResumeAt:
               'train': files(request.train_data),
               'eval': files(request.eval_data),
               'base_model': files(
-                  [os.path.join(request.base_model, 'saved_model.pb')]
+                  [os.path.join(request.base_model, SAVED_MODEL_FILE)]
                   if request.base_model else [])},
       settings={RUN_FN_KEY: request.run_fn, 'steps': request.steps,
                 'eval_steps': request.eval_steps, 'hparams': request.hparams,

@@ -44,6 +44,8 @@ from generic_trainer.system import paths
 from generic_trainer.system import scratch
 from generic_trainer.trainspec.spec import check_complete
 from generic_trainer.training import attempt
+from generic_trainer.keys import SAVED_MODEL_FILE
+from generic_trainer.keys import SCHEMA_FILE
 
 
 @attr.s(frozen=True)
@@ -73,7 +75,7 @@ class ModelDirLayout:
 
   @property
   def schema(self) -> str:
-    return os.path.join(self.root, 'schema.pbtxt')
+    return os.path.join(self.root, SCHEMA_FILE)
 
   @property
   def run(self) -> str:
@@ -103,7 +105,7 @@ def _held(folder: str) -> List[str]:
 
 # What an export of a version before the marker held, by name: accepted in
 # the Estimator's own `model_dir/export` only.
-_SAVED_MODEL_TOPS = ('saved_model.pb', 'fingerprint.pb', 'keras_metadata.pb',
+_SAVED_MODEL_TOPS = (SAVED_MODEL_FILE, 'fingerprint.pb', 'keras_metadata.pb',
                      'variables', 'assets', 'assets.extra')
 
 
