@@ -25,7 +25,7 @@ SPLIT_DATA_FILE = 'data.gz'
 # command's run/), each name read by its writer: the fit loop's history,
 # checkpoints and TensorBoard summaries; the training record; a rejected
 # export; the local workers' logs and summary; a resume's scratch. What a
-# killed run's successor may remove there (`command.manifest`).
+# killed run's successor may remove there (`command.layout.RUN_NAMES`).
 HISTORY_FILE = 'history.json'
 CHECKPOINT_DIR = 'checkpoints'
 TENSORBOARD_DIR = 'tensorboard'

@@ -28,6 +28,7 @@ from generic_trainer.data import csv_dialect
 from generic_trainer.data import local_files
 from generic_trainer.data import tfrecords
 from generic_trainer.command.layout import Layout
+from generic_trainer.command.layout import DATA, HYPERPARAMETERS, MODEL, RUN, SCHEMA  # pylint: disable=g-multiple-import
 from generic_trainer.system import output_folder
 from generic_trainer.data.kept import settings as kept_settings
 from generic_trainer.version import __version__
@@ -55,7 +56,7 @@ _EPILOG = f"""example:
       --output-dir out --steps 100
 
 exit status:
-  0    trained, validated and published to OUTPUT_DIR/model
+  0    trained, validated and published to OUTPUT_DIR/{MODEL}
   1    the run failed (module, data, spec, training or export); the message
        says what to do, and an earlier model stays as it was
   2    the command line is wrong
@@ -63,8 +64,8 @@ exit status:
   143  stopped by SIGTERM (a preemption); the last line says where, what
        was saved and the command that resumes
 
-OUTPUT_DIR gets model/ (only once validated), run/ (history.json,
-tensorboard/, train_result.json), data/ and schema/{SCHEMA_FILE}; a run
+OUTPUT_DIR gets {MODEL}/ (only once validated), {RUN}/ (history.json,
+tensorboard/, train_result.json), {DATA}/ and {SCHEMA}/{SCHEMA_FILE}; a run
 replaces what an earlier run wrote there. A training that did not finish
 resumes from its last checkpoint when the same command runs again (a run_fn
 only if it uses the resume helpers of generic_trainer.resume)."""
@@ -489,8 +490,9 @@ def _check_outside_outputs(inputs: Dict[str, List[str]],
             os.path.realpath(folder)):
           raise InvalidArgumentError(
               f'{flag} {path} lies in {folder}, which a run clears first. '
-              'Expected inputs outside the folders the run writes (model/, '
-              'run/, data/, schema/, hyperparameters/). Received: '
+              'Expected inputs outside the folders the run writes '
+              f'({MODEL}/, {RUN}/, {DATA}/, {SCHEMA}/, {HYPERPARAMETERS}/). '
+              'Received: '
               f'{flag}={path!r}, --output-dir={output_dir!r}. Move the '
               'file, or choose another --output-dir.')
 

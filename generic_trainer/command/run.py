@@ -266,7 +266,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
   held_out = not request.eval_data and not request.eval_on_train
   # Held out: all of it first, in a folder named like the split it is
   # checked as, then split into the train and eval folders.
-  whole = os.path.join(layout.data, '.whole')
+  whole = layout.whole
   splits = {'train': local_files.to_split(
       request.train_data, os.path.join(whole, os.path.basename(train_dir))
       if held_out else train_dir, schema, source, **split_options)}
@@ -292,7 +292,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
     evaluation = holdout.evaluation(holdout.TRAIN)
   if request.hparams is not None:
     atomic_files.write_json(
-        os.path.join(layout.hparams_dir, 'hyperparameters.json'),
+        layout.hparams,
         request.hparams, mode=0o600, indent=1)
   return splits, evaluation
 
