@@ -72,14 +72,15 @@ BASE_MODEL = '.base-model'
 PUBLISHING = '.publishing'
 PREVIOUS_MODEL = '.previous-model'
 PREVIOUS_EVAL_MODEL = '.previous-eval-model'
-RESUME_PREFIX = '.resume-'  # + resume_key: one training's checkpoint.
+# + resume_key: one training's checkpoint folder.
+RESUME_FOLDER_PREFIX = '.resume-'
 MODELS = '.models'  # A model before it is published, and after.
 LISTING = '.files.json'  # Beside a version a link pointed to (before 0.x).
 LISTING_PREFIX = 'listing-'  # + a published folder's inode + '.json'.
 
 _SPLITS = f'{DATA}/{statistics.split_folder("*")}'
 _TEMPORARY = f'{atomic_files.TEMP_PREFIX}*'
-_RESUMES = f'{RESUME_PREFIX}*'
+_RESUMES = f'{RESUME_FOLDER_PREFIX}*'
 # What versions before the manifest wrote, as patterns of relative paths.
 LEGACY_NAMES = (RUN, f'{RUN}/*', DATA, _SPLITS, f'{_SPLITS}/*', SCHEMA,
                 f'{SCHEMA}/{SCHEMA_FILE}', HYPERPARAMETERS,
@@ -120,7 +121,7 @@ def _named_as_a_legacy_run_names(rel: str) -> bool:
   wrote (`LEGACY_NAMES`, and all under its own folders)."""
   return any(fnmatch.fnmatchcase(rel, p) for p in LEGACY_NAMES) or (
       rel.startswith((f'{RUN}/', f'{PUBLISHING}/', f'{BASE_MODEL}/',
-                      RESUME_PREFIX))) or _under_split(rel)
+                      RESUME_FOLDER_PREFIX))) or _under_split(rel)
 
 
 def _under_split(rel: str) -> bool:
@@ -133,7 +134,7 @@ class Layout:
   """The paths of the output folder."""
 
   MARKER = manifest.FILE  # Says a run wrote the folders below, and what.
-  CHECKPOINT_PREFIX = RESUME_PREFIX
+  CHECKPOINT_PREFIX = RESUME_FOLDER_PREFIX
 
   def __init__(self, output_dir: str):
     self.root = output_dir
