@@ -480,6 +480,7 @@ _SPELLED_OWNERS = {
     'schema.pbtxt': 'generic_trainer.keys',
     'data.gz': 'generic_trainer.keys',
     'Split-': 'generic_trainer.data.statistics',
+    'FeatureStats.pb': 'generic_trainer.data.statistics',
     'hyperparameters.json': _LAYOUT,
     '.base-model': _LAYOUT,
     '.publishing': _LAYOUT,

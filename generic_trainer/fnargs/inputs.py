@@ -221,8 +221,9 @@ def _count(stats: types.Artifact) -> Dict[str, int]:
     if proto is None:
       raise InputArtifactError(
           f'The statistics artifact {stats.uri} lists split {split!r} but '
-          f'holds no statistics for it. Expected the FeatureStats.pb that '
-          'StatisticsGen writes for each split. Received: none for it. Re-run StatisticsGen, or '
-          'leave the statistics input out.')
+          'holds no statistics for it. Expected the '
+          f'{statistics.STATS_FILE} that StatisticsGen writes for each split. '
+          'Received: none for it. Re-run StatisticsGen, or leave the '
+          'statistics input out.')
     counts[split] = sum(d.num_examples for d in proto.datasets)
   return counts
