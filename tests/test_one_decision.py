@@ -489,10 +489,8 @@ _SPELLED_OWNERS = {
     'listing-': _LAYOUT,
     '.files.json': _LAYOUT,
     '.generic-trainer-export': 'generic_trainer.notebook.estimator',
-    'stop-step': 'generic_trainer.launch.cluster_environment',
-    'Format-TFMA': 'generic_trainer.keys',
-    '.exporting': 'generic_trainer.notebook.estimator',
-    '.staging': 'generic_trainer.publication.staged_export',
+    **{fact: _LITERAL_OWNERS[fact]
+       for fact in ('stop-step', 'Format-TFMA', '.exporting', '.staging')},
 }
 # The names such facts are read through, each bound by one module: every
 # other module imports it from there.
