@@ -12,11 +12,20 @@ a name never imports a behaviour.
 SERVING_MODEL_DIR = 'Format-Serving'
 EVAL_MODEL_DIR = 'Format-TFMA'
 
+# Files named by TFX and TensorFlow, each spelled here once: the graph by
+# which a folder is a SavedModel (`system.saved_models` parses it), the
+# schema SchemaGen writes (`data.schema_file` reads and writes it), and
+# the one gzip TFRecord file a split folder of ours holds when we write
+# it (`data.local_files`, `command.holdout`).
+SAVED_MODEL_FILE = 'saved_model.pb'
+SCHEMA_FILE = 'schema.pbtxt'
+SPLIT_DATA_FILE = 'data.gz'
+
 # What a training writes in its ModelRun folder (`model_run_dir`, the
 # command's run/), each name read by its writer: the fit loop's history,
 # checkpoints and TensorBoard summaries; the training record; a rejected
 # export; the local workers' logs and summary; a resume's scratch. What a
-# killed run's successor may remove there (`command.manifest`).
+# killed run's successor may remove there (`command.layout.RUN_NAMES`).
 HISTORY_FILE = 'history.json'
 CHECKPOINT_DIR = 'checkpoints'
 TENSORBOARD_DIR = 'tensorboard'

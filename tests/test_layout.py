@@ -428,8 +428,10 @@ def test_the_import_rule_sees_imports_in_nested_blocks():
 # imports declared once"): a heavy module is a `system.lazy` object
 # imported at the top; what is left imports a module of ours that imports
 # TensorFlow or TFX at its top into a module that must import light, or
-# imports TensorFlow on purpose (`console.import_tensorflow`).
-MAX_IMPORTS_IN_FUNCTIONS = 40
+# imports TensorFlow on purpose (`console.import_tensorflow`). Counted by
+# `_imports_in_functions` (each import statement inside a function, at any
+# depth, once): 12 at issue 54; lower it when one goes, never raise it.
+MAX_IMPORTS_IN_FUNCTIONS = 12
 
 
 def test_few_imports_inside_functions():

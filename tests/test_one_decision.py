@@ -423,6 +423,154 @@ _NAME_OWNERS = {
 }
 
 
+# How the checks below read the code: every string constant of a module's
+# code counts, each literal piece of an f-string included, and a fact
+# counts wherever it is contained (`'data.gz'` in `'x/data.gz'`, in a
+# message, in a help text). Docstrings and comments do not count: they may
+# name a fact to explain it (comments are not in the syntax tree at all; a
+# string standing alone as a statement is documentation). Code that needs
+# the fact, a message that shows it included, reads it from its owner.
+def _code_strings(tree):
+  """The string constants of `tree`'s code (not its docstrings)."""
+  documentation = {id(n.value) for n in ast.walk(tree)
+                   if isinstance(n, ast.Expr) and
+                   isinstance(n.value, ast.Constant)}
+  return [n.value for n in ast.walk(tree)
+          if isinstance(n, ast.Constant) and isinstance(n.value, str) and
+          id(n) not in documentation]
+
+
+def _spelled(fact):
+  """{module: count} of the strings in the package's code that contain
+  `fact` (see `_code_strings`)."""
+  found = {}
+  for module, path in MODULES.items():
+    with open(path) as f:
+      count = sum(fact in value for value in _code_strings(ast.parse(
+          f.read())))
+    if count:
+      found[module] = count
+  return found
+
+
+def _definitions(name):
+  """Modules that bind `name` at their top level or in a class body."""
+  found = set()
+  for module, path in MODULES.items():
+    with open(path) as f:
+      tree = ast.parse(f.read())
+    bodies = [tree.body] + [n.body for n in ast.walk(tree)
+                            if isinstance(n, ast.ClassDef)]
+    if any(isinstance(t, ast.Name) and t.id == name
+           for body in bodies for node in body
+           if isinstance(node, (ast.Assign, ast.AnnAssign))
+           for t in getattr(node, 'targets', [getattr(node, 'target', None)])):
+      found.add(module)
+  return found
+
+
+_LAYOUT = 'generic_trainer.command.layout'
+# Each fact of issues 45 and 54 that a string anywhere may not contain
+# outside its owner: the files TFX and TensorFlow name, the split folders'
+# prefix, the command's output folder's names (those too short to find in
+# a string, `run`, `data`..., and `.resume-`, which `keys`'s
+# `.resume-scratch` contains, are checked by their names below), the
+# Estimator's export marker, the stop file, the scratch and staging
+# folders. ('Format-Serving', 'TF_USE_LEGACY_KERAS' and 'model_run' are
+# held to equal literals above: messages name the folder and the variable,
+# and `model_run_dir` is another fact.)
+_SPELLED_OWNERS = {
+    'saved_model.pb': 'generic_trainer.keys',
+    'schema.pbtxt': 'generic_trainer.keys',
+    'data.gz': 'generic_trainer.keys',
+    'Split-': 'generic_trainer.data.statistics',
+    'FeatureStats.pb': 'generic_trainer.data.statistics',
+    'hyperparameters.json': _LAYOUT,
+    '.base-model': _LAYOUT,
+    '.publishing': _LAYOUT,
+    '.previous-': _LAYOUT,
+    '.whole': _LAYOUT,
+    'listing-': _LAYOUT,
+    '.files.json': _LAYOUT,
+    '.generic-trainer-export': 'generic_trainer.notebook.estimator',
+    **{fact: _LITERAL_OWNERS[fact]
+       for fact in ('stop-step', 'Format-TFMA', '.exporting', '.staging')},
+}
+# The names such facts are read through, each bound by one module: every
+# other module imports it from there.
+_NAMED_OWNERS = {
+    'SAVED_MODEL_FILE': 'generic_trainer.keys',
+    'SCHEMA_FILE': 'generic_trainer.keys',
+    'SPLIT_DATA_FILE': 'generic_trainer.keys',
+    'DEFAULT_MAX_RESTARTS': 'generic_trainer.keys',
+    'STATS_FILE': 'generic_trainer.data.statistics',
+    'MODEL': _LAYOUT, 'EVAL_MODEL': _LAYOUT, 'RUN': _LAYOUT, 'DATA': _LAYOUT,
+    'WHOLE': _LAYOUT, 'SCHEMA': _LAYOUT, 'HYPERPARAMETERS': _LAYOUT,
+    'HYPERPARAMETERS_FILE': _LAYOUT, 'BASE_MODEL': _LAYOUT,
+    'PUBLISHING': _LAYOUT, 'RESUME_FOLDER_PREFIX': _LAYOUT, 'MODELS': _LAYOUT,
+    'RUN_NAMES': _LAYOUT, 'LEGACY_NAMES': _LAYOUT,
+    'EXPORT_MARKER': 'generic_trainer.notebook.estimator',
+}
+
+
+@pytest.mark.parametrize('fact', sorted(_SPELLED_OWNERS))
+def test_a_fact_is_spelled_in_one_module_in_any_string(fact):
+  """A listed fact is contained in strings of one module's code alone
+  (an f-string's pieces and a path's parts included; docstrings and
+  comments may name it)."""
+  assert set(_spelled(fact)) == {_SPELLED_OWNERS[fact]}
+
+
+@pytest.mark.parametrize('name', sorted(_NAMED_OWNERS))
+def test_a_facts_name_is_bound_by_one_module(name):
+  """The name a fact is read through is bound in one module; the others
+  import it."""
+  assert _definitions(name) == {_NAMED_OWNERS[name]}
+
+
+def test_the_output_folders_names_are_the_layouts_alone():
+  """The mechanism that removes what a run wrote (`system.manifest`)
+  spells none of the command's names, and holds no patterns of them:
+  `command.layout` gives it its patterns (which contain the split
+  folders' prefix through `data.statistics`, the data file's name through
+  `keys`)."""
+  from generic_trainer.command import layout  # pylint: disable=g-import-not-at-top
+  manifest_module = 'generic_trainer.system.manifest'
+  with open(MODULES[manifest_module]) as f:
+    strings = _code_strings(ast.parse(f.read()))
+  names = {layout.MODEL, layout.EVAL_MODEL, layout.RUN, layout.DATA,
+           layout.SCHEMA, layout.HYPERPARAMETERS, layout.PUBLISHING,
+           layout.BASE_MODEL, layout.RESUME_FOLDER_PREFIX, layout.MODELS}
+  assert not [s for s in strings
+              if names & set(s.replace('/', ' ').split())], strings
+  assert f'{layout.DATA}/Split-*/data.gz' in layout.RUN_NAMES
+  assert f'{layout.SCHEMA}/schema.pbtxt' in layout.LEGACY_NAMES
+
+
+def test_replacing_only_what_we_wrote_is_one_mechanism():
+  """The command's published model folders and the Estimator's exports
+  are listed and read back by `system.manifest` alone (`write_listing`,
+  `listing`); only it records what an entry was (`identity`)."""
+  users = {'generic_trainer.command.layout',
+           'generic_trainer.notebook.estimator'}
+  assert _calls('write_listing', on='manifest') == users
+  assert _calls('listing', on='manifest') == users
+  assert _calls('identities') <= {'generic_trainer.system.manifest'}
+  assert _calls('entries', on='manifest') >= users
+
+
+def test_the_restart_default_is_stated_by_its_owner(monkeypatch, capsys):
+  """The TFJob command's help states the restart default that
+  `plan.settings.restarts` gives, not a copy of it."""
+  from generic_trainer.kubeflow import tfjob  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import settings  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(settings, 'DEFAULT_MAX_RESTARTS', 7)
+  with pytest.raises(SystemExit):
+    tfjob.main(['--help'])
+  assert "the step's max_restarts, else 7;" in ' '.join(
+      capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize('literal', sorted(_LITERAL_OWNERS))
 def test_a_facts_literal_is_in_one_module(literal):
   """The stop file's name, the Model artifact's folders, the Keras claim's

@@ -7,7 +7,7 @@ test_a_killed_worker_restarts_the_group_from_the_checkpoint`.
 
 import pytest
 
-from generic_trainer.errors import RunFnError, TrainingProcessError
+from generic_trainer.errors import InvalidArgumentError, RunFnError, TrainingProcessError  # pylint: disable=g-multiple-import
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan import settings
 from generic_trainer.plan.entry_points import COMMAND
@@ -154,7 +154,9 @@ def test_the_plan_carries_the_range_and_is_where_the_count_is_set():
   member = LocalGroup([4001, 4002], '/group').member(1)
   assert two.for_member(member).role.num_workers == 2
   assert type(plan).from_json(two.to_json()) == two
-  with pytest.raises(ValueError):
+  with pytest.raises(InvalidArgumentError, match=(
+      r'4 workers is outside num_workers 2:3\. Expected a count from 2 to 3\. '
+      r'Received: count=4\. Pass')):
     plan.with_workers(4)
   fixed = _plan_with(2)
   assert fixed.worker_bounds() == (2, 2) and fixed.min_workers is None

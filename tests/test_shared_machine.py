@@ -19,7 +19,7 @@ from generic_trainer.system import paths
 from generic_trainer.system import scratch
 from generic_trainer.errors import (FolderInUseError, InvalidArgumentError,
                                     ModelFolderError, UnsafeFolderError)
-from generic_trainer.command import manifest
+from generic_trainer.system import manifest
 from generic_trainer.system import output_folder
 from generic_trainer.command.layout import Layout
 

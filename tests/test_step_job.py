@@ -114,6 +114,10 @@ def test_the_step_launches_and_its_pods_train(tmp_path):
       f'{STEP_JOB_ENV} is not what the compile writes.*Received: .*PyTorch')):
     cluster_environment.detect(
         {STEP_JOB_ENV: '{"kind": "PyTorchJob", "image": "x"}'})
+  with pytest.raises(InvalidArgumentError, match=(
+      "compile writes: its 'image' must be .*Received: image=''.*Received: ")):
+    cluster_environment.detect(
+        {STEP_JOB_ENV: '{"kind": "TrainJob", "image": ""}'})
 
 
 def _step_argv(job, output_file='/tmp/kfp_outputs/output_metadata.json'):

@@ -74,6 +74,7 @@ from generic_trainer.usercode import stray_threads
 from generic_trainer.command import holdout
 from generic_trainer.command.cli_args import Request
 from generic_trainer.command.layout import Layout
+from generic_trainer.command.layout import DATA, MODEL, RUN, SCHEMA  # pylint: disable=g-multiple-import
 from generic_trainer.system import keras_env
 from generic_trainer.command.cli_args import PROG
 from generic_trainer.launch import stall_watch
@@ -270,8 +271,8 @@ def _print_outcome(request: Request,
       {name: s['api'] for name, s in signatures.items()},
       sum(s['requests'] for s in signatures.values())))
   lines += [f'  {name + ":":7} {path}' for name, path in (
-      ('model', layout.model), ('run', layout.run), ('data', layout.data),
-      ('schema', layout.schema)) if os.path.exists(path)]  # What is there.
+      (MODEL, layout.model), (RUN, layout.run), (DATA, layout.data),
+      (SCHEMA, layout.schema)) if os.path.exists(path)]  # What is there.
   print('\n'.join(lines), flush=True)
 
 

@@ -28,9 +28,12 @@ from generic_trainer.data import csv_dialect
 from generic_trainer.data import local_files
 from generic_trainer.data import tfrecords
 from generic_trainer.command.layout import Layout
+from generic_trainer.command.layout import DATA, HYPERPARAMETERS, MODEL, RUN, SCHEMA  # pylint: disable=g-multiple-import
 from generic_trainer.system import output_folder
 from generic_trainer.data.kept import settings as kept_settings
 from generic_trainer.version import __version__
+from generic_trainer.keys import SAVED_MODEL_FILE
+from generic_trainer.keys import SCHEMA_FILE
 
 PROG = 'generic-trainer'
 EVAL_ON_TRAIN = 'train'  # `--eval-data train`: evaluate on the train data.
@@ -53,7 +56,7 @@ _EPILOG = f"""example:
       --output-dir out --steps 100
 
 exit status:
-  0    trained, validated and published to OUTPUT_DIR/model
+  0    trained, validated and published to OUTPUT_DIR/{MODEL}
   1    the run failed (module, data, spec, training or export); the message
        says what to do, and an earlier model stays as it was
   2    the command line is wrong
@@ -61,8 +64,8 @@ exit status:
   143  stopped by SIGTERM (a preemption); the last line says where, what
        was saved and the command that resumes
 
-OUTPUT_DIR gets model/ (only once validated), run/ (history.json,
-tensorboard/, train_result.json), data/ and schema/schema.pbtxt; a run
+OUTPUT_DIR gets {MODEL}/ (only once validated), {RUN}/ (history.json,
+tensorboard/, train_result.json), {DATA}/ and {SCHEMA}/{SCHEMA_FILE}; a run
 replaces what an earlier run wrote there. A training that did not finish
 resumes from its last checkpoint when the same command runs again (a run_fn
 only if it uses the resume helpers of generic_trainer.resume)."""
@@ -298,7 +301,7 @@ def parse(argv: Optional[Sequence[str]],
   eval_on_train = _eval_on_train(ns.eval_data)
   eval_data = (_data_files('--eval-data', ns.eval_data)
                if ns.eval_data and not eval_on_train else None)
-  schema = _existing('--schema', ns.schema, 'a schema.pbtxt (a TFMD Schema in '
+  schema = _existing('--schema', ns.schema, f'a {SCHEMA_FILE} (a TFMD Schema in '
                      'text format, as SchemaGen writes it)', ', or leave '
                      '--schema out to infer the schema from the train data'
                      ) if ns.schema else None
@@ -363,9 +366,9 @@ def _existing(flag: str, path: str, expected: str, todo: str) -> str:
 
 
 def _base_model(path: str) -> str:
-  if not os.path.isfile(os.path.join(path, 'saved_model.pb')):
+  if not os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
     what = ('does not exist' if not os.path.exists(path) else
-            'holds no saved_model.pb')
+            f'holds no {SAVED_MODEL_FILE}')
     raise InvalidArgumentError(
         f'--base-model {what}. Expected a SavedModel folder, such as the '
         f'model/ of an earlier run. Received: --base-model={path!r}'
@@ -487,8 +490,9 @@ def _check_outside_outputs(inputs: Dict[str, List[str]],
             os.path.realpath(folder)):
           raise InvalidArgumentError(
               f'{flag} {path} lies in {folder}, which a run clears first. '
-              'Expected inputs outside the folders the run writes (model/, '
-              'run/, data/, schema/, hyperparameters/). Received: '
+              'Expected inputs outside the folders the run writes '
+              f'({MODEL}/, {RUN}/, {DATA}/, {SCHEMA}/, {HYPERPARAMETERS}/). '
+              'Received: '
               f'{flag}={path!r}, --output-dir={output_dir!r}. Move the '
               'file, or choose another --output-dir.')
 

@@ -30,6 +30,7 @@ from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import tfrecords
 from generic_trainer.data import local_files
 from generic_trainer.system.lazy import tf
+from generic_trainer.keys import SPLIT_DATA_FILE
 
 # Keras's batch size when none is given (`Model.fit`, `Model.evaluate`):
 # the batches a run_fn's default eval steps are counted in.
@@ -67,8 +68,8 @@ def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
   Raises:
     InputArtifactError: one of the splits would be empty (too few rows).
   """
-  outs = [os.path.join(train_dir, 'data.gz'), os.path.join(eval_dir,
-                                                           'data.gz')]
+  outs = [os.path.join(train_dir, SPLIT_DATA_FILE),
+          os.path.join(eval_dir, SPLIT_DATA_FILE)]
   counts = [0, 0]
   for folder in (train_dir, eval_dir):
     os.makedirs(folder, exist_ok=True)

@@ -40,48 +40,120 @@ earlier model untouched.
 """
 
 import contextlib
-import json
+import fnmatch
 import os
 import shutil
 import time
 from typing import List, Optional
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import manifest
 from generic_trainer.system import progress
 from generic_trainer.errors import ModelFolderError, UnsafeFolderError
-from generic_trainer.command import manifest
+from generic_trainer.data import statistics
+from generic_trainer.data.local_files import MISSING_FILE
+from generic_trainer.keys import MODEL_RUN_FILES, MODEL_RUN_FOLDERS
+from generic_trainer.keys import SCHEMA_FILE, SPLIT_DATA_FILE
 
 from generic_trainer.system import paths
 from generic_trainer.errors import InvalidArgumentError
 
+# The output folder's names, spelled here alone (the manifest's patterns
+# below, `Layout`'s paths and what the command writes are made of them).
+MODEL = 'model'
+EVAL_MODEL = 'eval_model'
+RUN = 'run'
+DATA = 'data'
+WHOLE = '.whole'  # In data/: the data before the eval rows are held out.
+SCHEMA = 'schema'
+HYPERPARAMETERS = 'hyperparameters'
+HYPERPARAMETERS_FILE = 'hyperparameters.json'
+BASE_MODEL = '.base-model'
+PUBLISHING = '.publishing'
+PREVIOUS_MODEL = '.previous-model'
+PREVIOUS_EVAL_MODEL = '.previous-eval-model'
+# + resume_key: one training's checkpoint folder.
+RESUME_FOLDER_PREFIX = '.resume-'
 MODELS = '.models'  # A model before it is published, and after.
 LISTING = '.files.json'  # Beside a version a link pointed to (before 0.x).
 LISTING_PREFIX = 'listing-'  # + a published folder's inode + '.json'.
+
+_SPLITS = f'{DATA}/{statistics.split_folder("*")}'
+_TEMPORARY = f'{atomic_files.TEMP_PREFIX}*'
+_RESUMES = f'{RESUME_FOLDER_PREFIX}*'
+# What versions before the manifest wrote, as patterns of relative paths.
+LEGACY_NAMES = (RUN, f'{RUN}/*', DATA, _SPLITS, f'{_SPLITS}/*', SCHEMA,
+                f'{SCHEMA}/{SCHEMA_FILE}', HYPERPARAMETERS,
+                f'{HYPERPARAMETERS}/{HYPERPARAMETERS_FILE}', PUBLISHING,
+                f'{PUBLISHING}/*', BASE_MODEL, f'{BASE_MODEL}/*', _RESUMES,
+                f'{_RESUMES}/*')
+# What a run writes, as patterns: what a killed run's successor removes
+# (`manifest.named`: a `*` never spans a `/`; a last `/*`, all below). In
+# run/ and in split folders, only the names the package writes there (the
+# links to TFRecord files a split folder holds: `_a_runs_link`).
+RUN_NAMES = (
+    (RUN, f'{RUN}/{_TEMPORARY}') +
+    tuple(f'{RUN}/{name}' for name in MODEL_RUN_FILES) +
+    tuple(f'{RUN}/{name}{tail}' for name in MODEL_RUN_FOLDERS
+          for tail in ('', '/*')) +
+    (DATA, _SPLITS, f'{_SPLITS}/{SPLIT_DATA_FILE}', f'{_SPLITS}/{_TEMPORARY}',
+     f'{DATA}/{MISSING_FILE}', f'{DATA}/{WHOLE}', f'{DATA}/{WHOLE}/*',
+     f'{DATA}/{_TEMPORARY}', SCHEMA, f'{SCHEMA}/{SCHEMA_FILE}',
+     f'{SCHEMA}/{_TEMPORARY}', HYPERPARAMETERS,
+     f'{HYPERPARAMETERS}/{HYPERPARAMETERS_FILE}',
+     f'{HYPERPARAMETERS}/{_TEMPORARY}', PUBLISHING, f'{PUBLISHING}/*',
+     BASE_MODEL, f'{BASE_MODEL}/*', _RESUMES, f'{_RESUMES}/*'))
+
+
+def _named_as_a_run_names(root: str, rel: str) -> bool:
+  """Whether `rel`, left by a run killed before its end, is named as a run
+  names what it writes (`RUN_NAMES`), or is a link in a split folder, as
+  a run links TFRecord files there (removing a link never touches what it
+  points to)."""
+  if any(manifest.named(rel, p) for p in RUN_NAMES):
+    return True
+  return len(rel.split(os.sep)) == 3 and _under_split(rel) and (
+      os.path.islink(os.path.join(root, rel)))
+
+
+def _named_as_a_legacy_run_names(rel: str) -> bool:
+  """Whether `rel` is named as a version before the manifest named what it
+  wrote (`LEGACY_NAMES`, and all under its own folders)."""
+  return any(fnmatch.fnmatchcase(rel, p) for p in LEGACY_NAMES) or (
+      rel.startswith((f'{RUN}/', f'{PUBLISHING}/', f'{BASE_MODEL}/',
+                      RESUME_FOLDER_PREFIX))) or _under_split(rel)
+
+
+def _under_split(rel: str) -> bool:
+  parts = rel.split(os.sep)
+  return len(parts) >= 2 and parts[0] == DATA and (
+      statistics.is_split_folder(parts[1]))
 
 
 class Layout:
   """The paths of the output folder."""
 
   MARKER = manifest.FILE  # Says a run wrote the folders below, and what.
-  CHECKPOINT_PREFIX = '.resume-'  # + resume_key: one training's checkpoint.
+  CHECKPOINT_PREFIX = RESUME_FOLDER_PREFIX
 
   def __init__(self, output_dir: str):
     self.root = output_dir
     self.marker = os.path.join(output_dir, self.MARKER)
-    self.model = os.path.join(output_dir, 'model')
-    self.eval_model = os.path.join(output_dir, 'eval_model')
+    self.model = os.path.join(output_dir, MODEL)
+    self.eval_model = os.path.join(output_dir, EVAL_MODEL)
     self.models = os.path.join(output_dir, MODELS)
-    self.run = os.path.join(output_dir, 'run')
-    self.data = os.path.join(output_dir, 'data')
-    self.schema_dir = os.path.join(output_dir, 'schema')
-    self.schema = os.path.join(self.schema_dir, 'schema.pbtxt')
-    self.hparams_dir = os.path.join(output_dir, 'hyperparameters')
-    self.base_model = os.path.join(output_dir, '.base-model')
-    self.publishing = os.path.join(output_dir, '.publishing')
+    self.run = os.path.join(output_dir, RUN)
+    self.data = os.path.join(output_dir, DATA)
+    self.whole = os.path.join(self.data, WHOLE)
+    self.schema_dir = os.path.join(output_dir, SCHEMA)
+    self.schema = os.path.join(self.schema_dir, SCHEMA_FILE)
+    self.hparams_dir = os.path.join(output_dir, HYPERPARAMETERS)
+    self.hparams = os.path.join(self.hparams_dir, HYPERPARAMETERS_FILE)
+    self.base_model = os.path.join(output_dir, BASE_MODEL)
+    self.publishing = os.path.join(output_dir, PUBLISHING)
     # The earlier model, for the moment between two renames (take_model).
-    self.previous_model = os.path.join(output_dir, '.previous-model')
-    self.previous_eval_model = os.path.join(output_dir,
-                                            '.previous-eval-model')
+    self.previous_model = os.path.join(output_dir, PREVIOUS_MODEL)
+    self.previous_eval_model = os.path.join(output_dir, PREVIOUS_EVAL_MODEL)
     self.rejected = os.path.join(self.run, 'rejected_export')
     self._roots: List[str] = []
     self._foreign = set()
@@ -143,7 +215,8 @@ class Layout:
     self.recover()
     os.makedirs(self.root, exist_ok=True)
     record = manifest.read(self.root)
-    earlier = manifest.ours(self.root, record)
+    earlier = manifest.ours(self.root, record, _named_as_a_run_names,
+                            _named_as_a_legacy_run_names)
     records = self._records_of(keep, record)
     manifest.remove(self.root, {rel: ident for rel, ident in earlier.items()
                                 if rel not in records}, keep)
@@ -275,9 +348,7 @@ class Layout:
       new = os.path.join(self.models, f'{kind}-{version}')
       os.rename(staged, new)
       # What the folder holds now: only that is deleted with it, later.
-      atomic_files.write_json(
-          self._listing(new),
-          manifest.identities(new, manifest.entries(new, os.listdir(new))))
+      manifest.write_listing(self._listing(new), new)
       self._replace(final, new, kind, version)
     atomic_files.sync_folder(self.root)
     self._remove_unused_versions()
@@ -339,8 +410,7 @@ class Layout:
     if not os.path.isfile(listing):
       shutil.rmtree(old)
       return
-    with open(listing, encoding='utf-8') as f:
-      manifest.remove(old, json.load(f))
+    manifest.remove(old, manifest.listing(listing))
     with contextlib.suppress(OSError):
       os.rmdir(old)
     if not os.path.lexists(old):
@@ -362,7 +432,7 @@ class Layout:
     names = os.listdir(self.models)
     for name in names:
       path = os.path.join(self.models, name)
-      if name in used or not name.startswith(('model-', 'eval_model-')):
+      if name in used or not name.startswith((f'{MODEL}-', f'{EVAL_MODEL}-')):
         continue
       if name.endswith(LISTING):
         if not os.path.lexists(path[:-len(LISTING)]):
@@ -370,8 +440,7 @@ class Layout:
         continue
       legacy = path + LISTING
       if os.path.isfile(legacy):  # A version an earlier version linked to.
-        with open(legacy, encoding='utf-8') as f:
-          manifest.remove(self.models, json.load(f))
+        manifest.remove(self.models, manifest.listing(legacy))
         if not os.path.lexists(path):
           os.unlink(legacy)
         continue

@@ -63,6 +63,7 @@ from generic_trainer.system import progress
 from generic_trainer.system.lazy import standard_artifacts
 from generic_trainer.system.lazy import standard_component_specs as keys
 from generic_trainer.training import attempt
+from generic_trainer.keys import SAVED_MODEL_FILE
 
 
 def resume_at(request: Request) -> resume_folder.ResumeAt:
@@ -95,7 +96,7 @@ def resume_at(request: Request) -> resume_folder.ResumeAt:
               'train': files(request.train_data),
               'eval': files(request.eval_data),
               'base_model': files(
-                  [os.path.join(request.base_model, 'saved_model.pb')]
+                  [os.path.join(request.base_model, SAVED_MODEL_FILE)]
                   if request.base_model else [])},
       settings={RUN_FN_KEY: request.run_fn, 'steps': request.steps,
                 'eval_steps': request.eval_steps, 'hparams': request.hparams,
@@ -265,7 +266,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
   held_out = not request.eval_data and not request.eval_on_train
   # Held out: all of it first, in a folder named like the split it is
   # checked as, then split into the train and eval folders.
-  whole = os.path.join(layout.data, '.whole')
+  whole = layout.whole
   splits = {'train': local_files.to_split(
       request.train_data, os.path.join(whole, os.path.basename(train_dir))
       if held_out else train_dir, schema, source, **split_options)}
@@ -291,7 +292,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
     evaluation = holdout.evaluation(holdout.TRAIN)
   if request.hparams is not None:
     atomic_files.write_json(
-        os.path.join(layout.hparams_dir, 'hyperparameters.json'),
+        layout.hparams,
         request.hparams, mode=0o600, indent=1)
   return splits, evaluation
 

@@ -28,6 +28,7 @@ from generic_trainer.system.lazy import artifact_utils
 from generic_trainer.system.lazy import schema_pb2
 from generic_trainer.system.lazy import standard_artifacts
 from generic_trainer.system.lazy import tf
+from generic_trainer.keys import SPLIT_DATA_FILE
 
 
 def resolve_files(data) -> List[str]:
@@ -93,7 +94,7 @@ def to_split(data, split_dir: str, schema=None,
     csv_data.check_required(tables, required)
     _clear(split_dir)
     _record_missing(tables, split_dir)
-    out = os.path.join(split_dir, 'data.gz')
+    out = os.path.join(split_dir, SPLIT_DATA_FILE)
     # The rows keep the CSV files' permissions: a private file stays so.
     csv_data.write(tables, kinds, out, common_mode(files))
     stamp_like([out], files)
@@ -250,7 +251,7 @@ def _clear(folder: str) -> None:
   others = []
   for name in sorted(os.listdir(folder)):
     path = os.path.join(folder, name)
-    if os.path.islink(path) or (name == 'data.gz' and os.path.isfile(path)) \
+    if os.path.islink(path) or (name == SPLIT_DATA_FILE and os.path.isfile(path)) \
         or name.startswith(atomic_files.TEMP_PREFIX):
       os.unlink(path)
     else:

@@ -30,6 +30,7 @@ from generic_trainer.errors import ExportValidationError, summarize
 import tensorflow as tf
 from generic_trainer.data import schema_file
 from generic_trainer.system.lazy import tft
+from generic_trainer.keys import SAVED_MODEL_FILE
 
 SERVING_SIGNATURE = 'serving_default'
 _KERAS_FILE_SUFFIXES = ('.keras', '.h5', '.hdf5', '.weights.h5')
@@ -52,7 +53,7 @@ def load_export(serving_dir: str):
     return saved_models.load(serving_dir)
   except Exception as e:  # pylint: disable=broad-except
     raise ExportValidationError(
-        f'The export in {serving_dir} has saved_model.pb but does not load '
+        f'The export in {serving_dir} has {SAVED_MODEL_FILE} but does not load '
         f'with tf.saved_model.load: {type(e).__name__}: {summarize(e)}. '
         f'It may be half-written or corrupt. Expected a SavedModel that '
         f'loads. Received: the error above. {_HOW_TO_EXPORT}') from e
@@ -171,7 +172,7 @@ def _check_files(serving_dir: str) -> None:
         f'({serving_dir}) does not exist.{found} Expected a SavedModel there. '
         f'Received: no folder. {_HOW_TO_EXPORT}')
   names = sorted(tf.io.gfile.listdir(serving_dir))
-  if 'saved_model.pb' in names:
+  if SAVED_MODEL_FILE in names:
     return
   keras_files = [n for n in names if n.endswith(_KERAS_FILE_SUFFIXES)]
   if keras_files:
@@ -181,8 +182,8 @@ def _check_files(serving_dir: str) -> None:
         f'and TF Serving cannot load it. Received: {keras_files}. '
         f'{_HOW_TO_EXPORT}')
   raise ExportValidationError(
-      f'Expected a SavedModel (saved_model.pb) in {serving_dir}. Found: '
-      f'{names or "an empty directory"}. Received: no saved_model.pb. '
+      f'Expected a SavedModel ({SAVED_MODEL_FILE}) in {serving_dir}. Found: '
+      f'{names or "an empty directory"}. Received: no {SAVED_MODEL_FILE}. '
       f'{_HOW_TO_EXPORT}')
 
 

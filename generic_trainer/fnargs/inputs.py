@@ -22,6 +22,7 @@ from generic_trainer.data import schema_check
 from generic_trainer.errors import summarize
 from generic_trainer.data import spelled_missing
 from generic_trainer.data import glued_columns
+from generic_trainer.keys import SAVED_MODEL_FILE
 from tfx.utils import path_utils
 from tfx.dsl.io import fileio
 
@@ -120,11 +121,11 @@ def check_base_model(artifacts: List[types.Artifact]) -> None:
   path = base_model_path(artifacts)
   if path is None:
     return
-  if not os.path.isfile(os.path.join(path, 'saved_model.pb')) and (
+  if not os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)) and (
       '://' not in path):
     raise InputArtifactError(
         f'The base_model artifact ({artifacts[0].uri}) holds no SavedModel: '
-        f'{path}/saved_model.pb does not exist. Expected the `model` output '
+        f'{path}/{SAVED_MODEL_FILE} does not exist. Expected the `model` output '
         'of a trainer that finished; connect that channel, or drop '
         'base_model. Received: a Model artifact without a SavedModel.')
 
@@ -220,8 +221,9 @@ def _count(stats: types.Artifact) -> Dict[str, int]:
     if proto is None:
       raise InputArtifactError(
           f'The statistics artifact {stats.uri} lists split {split!r} but '
-          f'holds no statistics for it. Expected the FeatureStats.pb that '
-          'StatisticsGen writes for each split. Received: none for it. Re-run StatisticsGen, or '
-          'leave the statistics input out.')
+          'holds no statistics for it. Expected the '
+          f'{statistics.STATS_FILE} that StatisticsGen writes for each split. '
+          'Received: none for it. Re-run StatisticsGen, or leave the '
+          'statistics input out.')
     counts[split] = sum(d.num_examples for d in proto.datasets)
   return counts

@@ -17,6 +17,7 @@ from generic_trainer.heads.head import REGRESSION
 from generic_trainer.system import atomic_files
 from generic_trainer.system.lazy import saved_model_pb2
 from generic_trainer.system.lazy import tf
+from generic_trainer.keys import SAVED_MODEL_FILE
 
 CLASSIFY = 'tensorflow/serving/classify'
 REGRESS = 'tensorflow/serving/regress'
@@ -39,7 +40,7 @@ def set_method_names(export_dir: str,
     methods: {signature: CLASSIFY or REGRESS}; None for `named_method` of
       every signature.
   """
-  path = os.path.join(export_dir, 'saved_model.pb')
+  path = os.path.join(export_dir, SAVED_MODEL_FILE)
   with tf.io.gfile.GFile(path, 'rb') as f:
     saved_model = saved_model_pb2.SavedModel.FromString(f.read())
   for meta_graph in saved_model.meta_graphs:

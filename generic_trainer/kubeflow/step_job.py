@@ -78,6 +78,7 @@ from generic_trainer.system.lazy import k8s_client
 from generic_trainer.system.lazy import k8s_config
 from generic_trainer.system.lazy import k8s_watch
 from generic_trainer.system.lazy import tf
+from generic_trainer.keys import SAVED_MODEL_FILE
 
 TRAINJOB, TFJOB = 'TrainJob', 'TFJob'
 KINDS = (TRAINJOB, TFJOB)
@@ -671,10 +672,10 @@ def read_record(path: str, name: str, nonce: str,
         f'Received: {record.get("job")!r}. Nothing was taken; run the '
         'pipeline again.')
   serving = paths.model_dirs(model_uri)[0]
-  if not tf.io.gfile.exists(os.path.join(serving, 'saved_model.pb')):
+  if not tf.io.gfile.exists(os.path.join(serving, SAVED_MODEL_FILE)):
     raise StepJobError(
         f'The job {name} completed, but the step\'s Model artifact holds no '
-        f'SavedModel ({serving}/saved_model.pb). Expected the chief\'s '
+        f'SavedModel ({serving}/{SAVED_MODEL_FILE}). Expected the chief\'s '
         'validated export there. Received: none. Nothing was taken; run the '
         'pipeline again.')
   return record

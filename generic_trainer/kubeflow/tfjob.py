@@ -389,7 +389,8 @@ def main(argv=None) -> int:
   parser.add_argument('--max-restarts', type=int, default=None,
                       help="Restarts of all replicas from the checkpoint "
                       "after a pod died (default: the step's max_restarts, "
-                      'else 2; 0: a failed pod fails the job).')
+                      f'else {restarts(None)}; 0: a failed pod fails the '
+                      'job).')
   parser.add_argument('--active-deadline-seconds', type=int, default=None)
   parser.add_argument('--service-account', default=None)
   args = parser.parse_args(argv)

@@ -101,7 +101,10 @@ def _kubeflow_step(environ: Mapping[str, str]) -> Optional[KubeflowStep]:
     asked = json.loads(value)
     step_job.check_kind(asked.get('kind'))
     if not isinstance(asked.get('image'), str) or not asked['image']:
-      raise ValueError('no image')
+      # Read inside the message below, which says what to do.
+      raise InvalidArgumentError(
+          "its 'image' must be the image the job's pods run, a non-empty "
+          f"string (Received: image={asked.get('image')!r})")
   except (ValueError, AttributeError) as e:
     raise InvalidArgumentError(
         f'{STEP_JOB_ENV} is not what the compile writes: {e}. Expected '

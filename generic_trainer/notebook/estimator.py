@@ -19,7 +19,6 @@ validation and publication on the trained model:
 """
 
 import contextlib
-import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Union
 import shutil
@@ -39,11 +38,14 @@ from generic_trainer.plan.entry_points import NOTEBOOK
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import atomic_files
+from generic_trainer.system import manifest
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import scratch
 from generic_trainer.trainspec.spec import check_complete
 from generic_trainer.training import attempt
+from generic_trainer.keys import SAVED_MODEL_FILE
+from generic_trainer.keys import SCHEMA_FILE
 
 
 @attr.s(frozen=True)
@@ -73,7 +75,7 @@ class ModelDirLayout:
 
   @property
   def schema(self) -> str:
-    return os.path.join(self.root, 'schema.pbtxt')
+    return os.path.join(self.root, SCHEMA_FILE)
 
   @property
   def run(self) -> str:
@@ -88,22 +90,21 @@ class ModelDirLayout:
     return os.path.join(self.root, 'export')
 
 
-EXPORT_MARKER = '.generic-trainer-export.json'  # What an export held.
+# What an export held: its listing (`system.manifest.write_listing`, the
+# mechanism the command's output folder uses too), inside it. An export
+# is ours by the names listed: a listed file changed since stays ours.
+EXPORT_MARKER = '.generic-trainer-export.json'
 
 
 def _held(folder: str) -> List[str]:
-  """Every file and folder under `folder`, relative to it (links not
+  """Every file, link and folder under `folder`, relative to it (links not
   followed)."""
-  found = []
-  for root, dirs, files in os.walk(folder):
-    for name in dirs + files:
-      found.append(os.path.relpath(os.path.join(root, name), folder))
-  return found
+  return sorted(manifest.entries(folder, os.listdir(folder)))
 
 
 # What an export of a version before the marker held, by name: accepted in
 # the Estimator's own `model_dir/export` only.
-_SAVED_MODEL_TOPS = ('saved_model.pb', 'fingerprint.pb', 'keras_metadata.pb',
+_SAVED_MODEL_TOPS = (SAVED_MODEL_FILE, 'fingerprint.pb', 'keras_metadata.pb',
                      'variables', 'assets', 'assets.extra')
 
 
@@ -118,10 +119,8 @@ def _check_replaceable(export_dir: str, own: bool = False) -> None:
     what = ['it is a link' if os.path.islink(export_dir) else 'it is a file']
   else:
     try:
-      with open(os.path.join(export_dir, EXPORT_MARKER),
-                encoding='utf-8') as f:
-        listed = set(json.load(f))
-    except (OSError, ValueError, TypeError):
+      listed = set(manifest.listing(os.path.join(export_dir, EXPORT_MARKER)))
+    except (OSError, ValueError):
       listed = set()
       if own:  # An export of an earlier version, by the names it wrote.
         listed = {n for n in _held(export_dir)
@@ -276,8 +275,8 @@ class Estimator:
       os.makedirs(os.path.dirname(export_dir), exist_ok=True)
       new = f'{export_dir}.new-{os.getpid()}'
       shutil.move(published.serving_dir, new)  # Beside: one filesystem.
-      atomic_files.write_json(os.path.join(new, EXPORT_MARKER),
-                              sorted(_held(new)), indent=1)
+      manifest.write_listing(os.path.join(new, EXPORT_MARKER), new,
+                             indent=1)
       _check_replaceable(export_dir, own)  # Nothing of yours added since.
       atomic_files.replace_folder(new, export_dir)
       shutil.rmtree(staged.model_uri)

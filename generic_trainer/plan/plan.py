@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import attr
 
+from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import TrainingProcessError
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MAX_RESTARTS_KEY, NUM_WORKERS_KEY
@@ -157,8 +158,10 @@ class TrainingPlan:
     the count, this is where a run's count is set)."""
     low, high = self.worker_bounds()
     if not low <= count <= high:
-      raise ValueError(f'{count} workers is outside num_workers '
-                       f'{low}:{high}.')
+      raise InvalidArgumentError(
+          f'{count} workers is outside num_workers {low}:{high}. Expected a '
+          f'count from {low} to {high}. Received: count={count}. Pass a count '
+          'inside the range num_workers gives.')
     return attr.evolve(self, num_workers=count, min_workers=low,
                        max_workers=high)
 

@@ -19,6 +19,8 @@ from typing import Any, Tuple
 import tensorflow as tf
 from tensorflow.python.saved_model import loader_impl
 
+from generic_trainer.keys import SAVED_MODEL_FILE
+
 KEEP = 2
 _loaded = collections.OrderedDict()
 _parsed = collections.OrderedDict()
@@ -30,7 +32,7 @@ _parse = loader_impl.parse_saved_model
 
 def _state(folder: str) -> Tuple[Any, ...]:
   """What identifies `folder`'s SavedModel as it is now."""
-  path = os.path.join(folder, 'saved_model.pb')
+  path = os.path.join(folder, SAVED_MODEL_FILE)
   if '://' in folder:
     info = tf.io.gfile.stat(path)
     return folder, info.length, info.mtime_nsec

@@ -1,32 +1,35 @@
-"""What a run wrote in its output folder, so that the next run removes that
-and nothing else.
+"""What we wrote in a folder, so that the next writer removes that and
+nothing else: the one mechanism behind "replace only what we wrote", for
+the command's output folder (`command.layout`) and the notebook
+Estimator's exports (`notebook.estimator`).
 
-A run writes into folders of its own (`run/`, `data/`, `schema/`...), but a
-user may later put a file of theirs in one (`data/raw/labels.csv`). The
-manifest, `.generic-trainer` (JSON), names what the run wrote:
+Two records, one format of entries (`identity`: its kind and inode, and a
+file's size and modification time, keyed by the path relative to the
+folder):
 
-- as the run starts, after the earlier run's files are removed: the folders
-  it writes (`roots`) and what is already in them that is not its own
-  (`foreign`: files a user put there, which stay);
-- as the run ends, failed or not: every file, link and folder under the
-  roots that was not foreign (`written`), each with what it was
-  (`identity`: its kind and inode, and a file's size and modification
-  time).
+- a manifest, `.generic-trainer` (JSON) in the folder a run writes into,
+  names what the run wrote there: as the run starts, after the earlier
+  run's files are removed, the folders it writes (`roots`) and what is
+  already in them that is not its own (`foreign`: files a user put there,
+  which stay); as the run ends, failed or not, every file, link and folder
+  under the roots that was not foreign (`written`, with identities). The
+  next run removes the `written` entries that it still finds as the run
+  left them (a file the user put in place of one, or a link put in place
+  of a folder, stays), files first, then the folders that are left empty;
+  anything else stays. A run killed before its end recorded no `written`:
+  what is not foreign and is named as a run names what it writes (the
+  writer's `named`) is removed. A folder written by a version before the
+  manifest (a marker of plain text) is cleared by the names that version
+  wrote (the writer's `legacy`). What stays is named by `left`.
+- a listing (`write_listing`, `listing`) names what one folder held when
+  it was written whole: a model folder the command published (`.models/
+  listing-<inode>.json`), an Estimator's export (its marker file, inside
+  it). A listing of an earlier Estimator is a JSON list of names (no
+  identities): `listing` reads both, and a list reader reads the names of
+  the other, so the files stay readable both ways.
 
-The next run removes the `written` entries that it still finds as the run
-left them (a file the user put in place of one, or a link put in place of
-a folder, stays), files first, then the folders that are left empty;
-anything else stays. A run killed before its end recorded no `written`:
-the next run removes, under its roots, what is not foreign and is named as
-a run names what it writes (`RUN_NAMES`: the names the package gives its
-files, `data/Split-*/data.gz`, `run/history.json`, `run/checkpoints/...`;
-and the links a run makes to TFRecord files in a split folder), so
-`data/raw/labels.csv`, `data/Split-train/mine.csv` or `run/notes.txt`,
-added after the kill, stay. What a `run_fn` wrote in `run/` under names of
-its own is not provably the run's: it stays too. What stays is named once
-in the log (`left`). A folder written by a version before the manifest
-(a marker of plain text) is cleared by the names that version wrote
-(`LEGACY_NAMES`).
+The names a writer gives its files are the writer's (`command.layout`
+spells the output folder's), never this module's.
 
 Removal never passes through a link (`remove`): each folder on the way is
 opened with O_NOFOLLOW from the output folder down, and each entry is
@@ -39,35 +42,11 @@ import fnmatch
 import json
 import os
 import stat
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Callable, Dict, Iterable, List, Optional, Set
 
 from generic_trainer.system import atomic_files
-from generic_trainer.data import statistics
-from generic_trainer.data.local_files import MISSING_FILE
-from generic_trainer.keys import MODEL_RUN_FILES, MODEL_RUN_FOLDERS
 
 FILE = '.generic-trainer'
-# What versions before the manifest wrote, as patterns of relative paths.
-LEGACY_NAMES = ('run', 'run/*', 'data', 'data/Split-*', 'data/Split-*/*',
-                'schema', 'schema/schema.pbtxt', 'hyperparameters',
-                'hyperparameters/hyperparameters.json', '.publishing',
-                '.publishing/*', '.base-model', '.base-model/*', '.resume-*',
-                '.resume-*/*')
-# What a run writes, as patterns: what a killed run's successor removes
-# (`_named`: a `*` never spans a `/`; a last `/*`, all below). In run/
-# and in split folders, only the names the package writes there
-# (the links to TFRecord files a split folder holds: `_a_runs_link`).
-RUN_NAMES = (
-    ('run', 'run/.tmp-*') +
-    tuple(f'run/{name}' for name in MODEL_RUN_FILES) +
-    tuple(f'run/{name}{tail}' for name in MODEL_RUN_FOLDERS
-          for tail in ('', '/*')) +
-    ('data', 'data/Split-*', 'data/Split-*/data.gz', 'data/Split-*/.tmp-*',
-     f'data/{MISSING_FILE}', 'data/.whole', 'data/.whole/*', 'data/.tmp-*',
-     'schema', 'schema/schema.pbtxt', 'schema/.tmp-*', 'hyperparameters',
-     'hyperparameters/hyperparameters.json', 'hyperparameters/.tmp-*',
-     '.publishing', '.publishing/*', '.base-model', '.base-model/*',
-     '.resume-*', '.resume-*/*'))
 
 
 def read(root: str):
@@ -122,32 +101,37 @@ def identities(root: str, rels: Iterable[str]) -> Dict[str, List]:
   return found
 
 
-def ours(root: str, record) -> Dict[str, Optional[List]]:
+def ours(root: str, record, named: Callable[[str, str], bool],
+         legacy: Callable[[str], bool]) -> Dict[str, Optional[List]]:
   """What the run of `record` (see `read`) wrote in `root`: {rel: its
-  identity, or None where the record does not say}."""
+  identity, or None where the record does not say}.
+
+  Args:
+    root: The folder.
+    record: `read(root)`.
+    named: Whether the entry `rel` of `root` (`named(root, rel)`), left by
+      a run killed before its end, is named as a run names what it writes.
+    legacy: Whether the entry `rel`, in a folder a version before the
+      manifest wrote, is named as that version named what it wrote.
+  """
   if record is None:
     return {}
   if record == 'legacy':
-    names = [n for n in os.listdir(root)] if os.path.isdir(root) else []
-    tops = [n for n in names if any(
-        fnmatch.fnmatchcase(n, p) for p in LEGACY_NAMES if '/' not in p)]
-    return {e: None for e in entries(root, tops) if any(
-        fnmatch.fnmatchcase(e, p) for p in LEGACY_NAMES) or
-            e.startswith(('run/', '.publishing/', '.base-model/',
-                          '.resume-')) or _under_split(e)}
+    tops = [n for n in os.listdir(root) if legacy(n)] if os.path.isdir(
+        root) else []
+    return {e: None for e in entries(root, tops) if legacy(e)}
   if record.get('state') == 'done':
     written = record.get('written', [])
     if isinstance(written, dict):
       return {rel: list(ident) for rel, ident in written.items()}
     return {rel: None for rel in written}  # Format 1: no identities.
   # Killed before its end: what is not foreign and named as a run names it.
-  left = entries(root, record.get('roots', [])) - set(
+  left_there = entries(root, record.get('roots', [])) - set(
       record.get('foreign', []))
-  return {e: None for e in left
-          if any(_named(e, p) for p in RUN_NAMES) or _a_runs_link(root, e)}
+  return {e: None for e in left_there if named(root, e)}
 
 
-def _named(rel: str, pattern: str) -> bool:
+def named(rel: str, pattern: str) -> bool:
   """Whether `rel` is named as `pattern` says, one path part for one (a
   `*` never spans a `/`), and a last part `*` for all below."""
   parts, wanted = rel.split(os.sep), pattern.split('/')
@@ -158,14 +142,6 @@ def _named(rel: str, pattern: str) -> bool:
     parts = parts[:len(wanted)]
   return len(parts) == len(wanted) and all(
       fnmatch.fnmatchcase(part, want) for part, want in zip(parts, wanted))
-
-
-def _a_runs_link(root: str, rel: str) -> bool:
-  """Whether `rel` is a link in a split folder, as a run links TFRecord
-  files there (removing a link never touches what it points to)."""
-  parts = rel.split(os.sep)
-  return len(parts) == 3 and _under_split(rel) and os.path.islink(
-      os.path.join(root, rel))
 
 
 def left(root: str, record) -> List[str]:
@@ -261,7 +237,28 @@ def finish(root: str, roots: List[str], foreign: Set[str]) -> None:
       'foreign': sorted(foreign), 'written': written}, indent=1)
 
 
-def _under_split(rel: str) -> bool:
-  parts = rel.split(os.sep)
-  return len(parts) >= 2 and parts[0] == 'data' and (
-      statistics.is_split_folder(parts[1]))
+def write_listing(path: str, folder: str, **kwargs) -> None:
+  """Writes at `path` what `folder` holds now: {rel: identity} of every
+  file, link and folder under it (links not followed). `kwargs` go to
+  `atomic_files.write_json`."""
+  atomic_files.write_json(
+      path, identities(folder, entries(folder, os.listdir(folder))), **kwargs)
+
+
+def listing(path: str) -> Dict[str, Optional[List]]:
+  """The listing at `path` (`write_listing`): {rel: identity}, or
+  {rel: None} for a list of names (an Estimator's export before
+  identities).
+
+  Raises:
+    OSError: no file at `path`, or unreadable.
+    ValueError: not a listing (not JSON, or neither a dict nor a list).
+  """
+  with open(path, encoding='utf-8') as f:
+    record = json.load(f)
+  if isinstance(record, dict):
+    return {rel: list(ident) if isinstance(ident, list) else None
+            for rel, ident in record.items()}
+  if isinstance(record, list) and all(isinstance(r, str) for r in record):
+    return dict.fromkeys(record)
+  raise ValueError(f'{path} is not a listing')
