@@ -202,9 +202,8 @@ def _run_holding_folder(request: Request,
         entry, attempt.Publication(staged, lambda: attempt.ExportChecks(
             eval_files=splits['eval'], schema_path=layout.schema,
             base_model=request.base_model,
-            allow_signature_change=request.allow_signature_change)))
-    layout.take_model()
-    layout.drop_checkpoint(checkpoint)
+            allow_signature_change=request.allow_signature_change),
+            commit=layout.take_model))
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)
