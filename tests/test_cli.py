@@ -480,3 +480,39 @@ def test_module_that_does_not_parse_exits_1_before_tensorflow(tmp_path,
       f"generic-trainer: UserModuleError: The module file '{module}' has a "
       'syntax error at line 1')
 
+
+
+def test_keras_setup_and_the_folder_hold_happen_once(tmp_path, penguin_csvs,
+                                                     capsys, monkeypatch):
+  """On the command's path Keras's environment is chosen, TensorFlow
+  imported and the output folder held once each, and the checkpoint folder
+  the command names is the one its plan chose."""
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import keras_env  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import output_folder  # pylint: disable=g-import-not-at-top
+  calls = []
+
+  def counted(module, name):
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(name) or
+                        real(*a, **k))
+
+  counted(keras_env, 'choose_before_import')
+  counted(console, 'import_tensorflow')
+  counted(output_folder, 'hold')
+  plans = []
+  real_run = command_run.run
+  monkeypatch.setattr(command_run, 'run', lambda request, starting: real_run(
+      request, lambda plan: plans.append(plan) or starting(plan)))
+  out = tmp_path / 'out'
+  argv = ['--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
+          '--train-data', penguin_csvs[0], '--output-dir', str(out)]
+  assert cli.main(argv) == 0, capsys.readouterr().err[-3000:]
+  assert sorted(calls) == ['choose_before_import', 'hold', 'import_tensorflow']
+  [plan] = plans
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  assert plan.checkpoint_dir == os.path.join(
+      str(out), '.resume-' + command_run.resume_key(
+          cli_args.parse(argv, started=0.0)))
