@@ -52,7 +52,7 @@ from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan import resume_folder
 from generic_trainer.plan.entry_points import COMMAND
-from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.plan.request import LocalInputs, TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import atomic_files
 from generic_trainer.system import output_folder
@@ -294,11 +294,9 @@ def _training_request(request: Request, layout: Layout, splits, staged,
   point is a TrainSpec, as the component's artifacts under the folder too
   (a `run_fn` gets the component's FnArgs, its `eval_steps` those of
   `_eval_steps`)."""
-  local_inputs = dict(
-      train_files=[paths.as_pattern(f) for f in splits['train']],
-      eval_files=[paths.as_pattern(f) for f in splits['eval']],
-      train_steps=request.steps, eval_steps=request.eval_steps,
-      schema_path=layout.schema, model_run_dir=layout.run,
+  local_inputs = LocalInputs.of_splits(
+      splits, layout.run, train_steps=request.steps,
+      eval_steps=request.eval_steps, schema_path=layout.schema,
       hyperparameters=request.hparams, base_model=request.base_model,
       **(request.parsed_rows.fn_args_fields() if request.parsed_rows else {}))
   artifacts = ({}, {}, {}) if plan.spec_class else _artifacts(
