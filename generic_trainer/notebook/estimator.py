@@ -36,6 +36,7 @@ from generic_trainer.loop import datasets
 from generic_trainer.loop import export
 from generic_trainer.loop import runner
 from generic_trainer.plan.entry_points import NOTEBOOK
+from generic_trainer.plan import settings
 from generic_trainer.plan.request import LocalInputs, TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import atomic_files
@@ -192,8 +193,10 @@ class Estimator:
     Evaluates on `eval_data` (default: the train data) every epoch. Returns
     the result record: final train and eval metrics, steps, epochs, time.
     Holds `model_dir`'s lock meanwhile: one training per folder at a time
-    (`output_folder`).
+    (`output_folder`). `steps` 0 is unset, as everywhere
+    (`plan.settings.steps`).
     """
+    steps = settings.steps(steps, "'steps'", f'steps={steps!r}')
     inputs = [f for d in (train_data, eval_data) if d is not None
               for p in ([d] if isinstance(d, str) else d)
               for f in paths.user_files(p)] + [
