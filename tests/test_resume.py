@@ -194,3 +194,17 @@ def test_the_attempt_removes_the_checkpoint_last_once_published(
   with pytest.raises(RuntimeError, match='rejected'):
     attempt.run(request, None, publication)
   assert not steps
+
+
+def test_remove_on_an_object_store_leaves_nothing(tmp_path):
+  """On an object store (TensorFlow's ram://), where a rename copies, the
+  checkpoint and its pointer go, and nothing is left aside."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  base = f'ram://{tmp_path.name}/swd'
+  checkpoint = f'{base}/resume-abc'
+  tf.io.gfile.makedirs(f'{checkpoint}/checkpoint-000000010')
+  for name in ('checkpoint-000000010/model.weights.h5', 'latest.json'):
+    with tf.io.gfile.GFile(f'{checkpoint}/{name}', 'w') as f:
+      f.write('{}')
+  resume.remove(checkpoint)
+  assert tf.io.gfile.glob(f'{base}/*') == []
