@@ -45,14 +45,15 @@ makes a scratch folder if a SIGKILL left it).
 
 import json
 import os
+import shutil
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from absl import logging
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import paths
 from generic_trainer.system import scratch
 from generic_trainer.errors import CheckpointError
-from generic_trainer.system.lazy import fileio
 import tensorflow as tf
 
 LATEST_FILE = 'latest.json'
@@ -62,10 +63,60 @@ _TMP_PREFIX = '.tmp-'
 _KERAS_METADATA_FILE = 'training_metadata.json'
 
 
+# A resume folder being removed is first renamed to its name + this + the
+# process id: what has that name is a folder on its way out, which the next
+# removal of the same folder (or the command's next run) finishes.
+REMOVED_SUFFIX = '-published-'
+
+
 def remove(directory: Optional[str]) -> None:
-  """Deletes a resume directory once its model is published."""
-  if directory and fileio.exists(directory):
-    fileio.rmtree(directory)
+  """Deletes the resume folder `directory` (None: nothing to delete), so
+  that a kill at any moment leaves the checkpoint whole or no checkpoint,
+  never a `latest.json` naming files half gone: it is renamed aside first
+  (`directory` + `REMOVED_SUFFIX` + the process id, logged), then what was
+  renamed is deleted; a link is removed itself, never what it points to.
+  On an object store, where a rename copies every object, its pointers
+  (`latest.json`, Keras's metadata) are deleted first instead. Folders an
+  earlier removal left aside are deleted too.
+
+  The attempt's last step once its model is published
+  (`training.attempt.run`), for every entry point; also a diverged
+  training's checkpoint (`loop.fit_loop`).
+  """
+  if not directory:
+    return
+  directory = directory.rstrip('/')
+  aside = f'{directory}{REMOVED_SUFFIX}{os.getpid()}'
+  if paths.is_remote(directory):
+    gfile = tf.io.gfile
+    if gfile.exists(directory):
+      for pointer in (LATEST_FILE, _KERAS_METADATA_FILE):
+        if gfile.exists(os.path.join(directory, pointer)):
+          gfile.remove(os.path.join(directory, pointer))
+      gfile.rename(directory, aside, overwrite=True)
+    leftovers = gfile.glob(f'{directory}{REMOVED_SUFFIX}*')
+  else:
+    if os.path.lexists(directory):
+      os.rename(directory, aside)  # A link: the link itself.
+    parent, name = os.path.split(directory)
+    leftovers = [os.path.join(parent, n) for n in os.listdir(parent or '.')
+                 if n.startswith(name + REMOVED_SUFFIX)] if os.path.isdir(
+                     parent or '.') else []
+  for path in leftovers:
+    logging.info('Removing the resume checkpoint %s (renamed to %s).',
+                 directory, path)
+    _remove_aside(path)
+
+
+def _remove_aside(path: str) -> None:
+  """Deletes what `remove` renamed aside: a file or a link itself, a
+  folder with all it holds (links in it are not followed)."""
+  if paths.is_remote(path):
+    tf.io.gfile.rmtree(path)
+  elif os.path.islink(path) or not os.path.isdir(path):
+    os.unlink(path)
+  else:
+    shutil.rmtree(path)
 
 
 def keras_callback(fn_args, save_freq='epoch'):

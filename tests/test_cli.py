@@ -75,13 +75,13 @@ def _parse_fresh(argv, cwd):
      '--output-dir is a file. Expected a folder (created if missing). '
      "Received: --output-dir='{tmp}/notes.txt'. Choose another path."),
     ({'--steps': ['ten']},
-     '--steps must be a positive integer, the number of training steps. '
-     "Received: --steps='ten'. Leave --steps out to read the train data "
-     'once per epoch.'),
-    ({'--eval-steps': ['0']},
-     '--eval-steps must be a positive integer, the number of eval batches. '
-     "Received: --eval-steps='0'. Leave --eval-steps out to evaluate on all "
-     'the eval data (a run_fn: on the eval rows once in batches of 32).'),
+     '--steps must be positive, or unset to read the split once (0 is '
+     "unset, as TFX's Trainer reads it). Received: --steps='ten'. Set a "
+     'positive number, or leave it unset.'),
+    ({'--eval-steps': ['-1']},
+     '--eval-steps must be positive, or unset to read the split once (0 is '
+     "unset, as TFX's Trainer reads it). Received: --eval-steps='-1'. Set a "
+     'positive number, or leave it unset.'),
     ({'--hparams': ['{{learning_rate: 0.1}}']},
      '--hparams must be a JSON object such as \'{{"learning_rate": 0.01}}\'. '
      "Received: --hparams='{{learning_rate: 0.1}}', which is not JSON "
@@ -480,3 +480,56 @@ def test_module_that_does_not_parse_exits_1_before_tensorflow(tmp_path,
       f"generic-trainer: UserModuleError: The module file '{module}' has a "
       'syntax error at line 1')
 
+
+
+def test_keras_setup_and_the_folder_hold_happen_once(tmp_path, penguin_csvs,
+                                                     capsys, monkeypatch):
+  """On the command's path Keras's environment is chosen, TensorFlow
+  imported and the output folder held once each, and the checkpoint folder
+  the command names is the one its plan chose."""
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import keras_env  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import output_folder  # pylint: disable=g-import-not-at-top
+  calls = []
+
+  def counted(module, name):
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(name) or
+                        real(*a, **k))
+
+  counted(keras_env, 'choose_before_import')
+  counted(console, 'import_tensorflow')
+  counted(output_folder, 'hold')
+  plans = []
+  real_run = command_run.run
+  monkeypatch.setattr(command_run, 'run', lambda request, starting: real_run(
+      request, lambda plan: plans.append(plan) or starting(plan)))
+  out = tmp_path / 'out'
+  argv = ['--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
+          '--train-data', penguin_csvs[0], '--output-dir', str(out)]
+  assert cli.main(argv) == 0, capsys.readouterr().err[-3000:]
+  assert sorted(calls) == ['choose_before_import', 'hold', 'import_tensorflow']
+  [plan] = plans
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  assert plan.checkpoint_dir == os.path.join(
+      str(out), '.resume-' + command_run.resume_key(
+          cli_args.parse(argv, started=0.0)))
+
+
+def test_steps_0_is_unset_as_on_the_component(tmp_path, penguin_csvs):
+  """--steps 0 and --eval-steps 0 are unset, as num_steps=0 is on the
+  component; a negative one is refused with the component's message."""
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  base = ['--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+          '--output-dir', str(tmp_path / 'out')]
+  request = cli_args.parse(base + ['--steps', '0', '--eval-steps', '0'], 0.0)
+  assert (request.steps, request.eval_steps) == (None, None)
+  assert cli_args.parse(base + ['--steps', '5'], 0.0).steps == 5
+  with pytest.raises(InvalidArgumentError, match=re.escape(
+      "--steps must be positive, or unset to read the split once (0 is "
+      "unset, as TFX's Trainer reads it). Received: --steps='-3'. Set a "
+      'positive number, or leave it unset.')):
+    cli_args.parse(base + ['--steps=-3'], 0.0)

@@ -1,6 +1,7 @@
 """GenericTrainer's constructor and spec: parity with tfx Trainer, early errors."""
 
 import os
+import re
 
 import pytest
 
@@ -133,3 +134,19 @@ def test_errors_subclass_builtins():
   """Our errors can be caught as the built-in exception they refine."""
   assert issubclass(InvalidArgumentError, ValueError)
   assert issubclass(UserModuleError, ImportError)
+
+
+def test_zero_steps_are_unset_and_negative_ones_refused(examples):
+  """num_steps=0 is unset, as TFX's Trainer reads it (TrainArgs() is 0
+  too); a negative one is refused by the rule the command uses
+  (`settings.steps`), with its message."""
+  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
+  _trainer(examples=examples, module_file=PENGUIN_MODULE,
+           train_args=trainer_pb2.TrainArgs(num_steps=0),
+           eval_args=trainer_pb2.EvalArgs(num_steps=0))
+  with pytest.raises(InvalidArgumentError, match=re.escape(
+      "'train_args.num_steps' must be positive, or unset to read the split "
+      "once (0 is unset, as TFX's Trainer reads it). Received: "
+      'num_steps=-1. Set a positive number, or leave it unset.')):
+    _trainer(examples=examples, module_file=PENGUIN_MODULE,
+             train_args=trainer_pb2.TrainArgs(num_steps=-1))

@@ -623,7 +623,7 @@ def test_an_error_we_cannot_name_is_said_without_a_traceback(
   exit 1, its traceback in a file the message names."""
   from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
 
-  def fails(request, checkpoint=None):
+  def fails(request, starting=None):
     raise KeyError('boom')
 
   monkeypatch.setattr(command_run, 'run', fails)

@@ -134,3 +134,34 @@ def test_local_fn_args_has_the_fields_of_fn_args():
   fn_args = LocalFnArgs(schema_path='s.pbtxt')
   assert (fn_args.schema_file, fn_args.is_chief, fn_args.num_workers) == (
       's.pbtxt', True, 1)
+
+
+def test_local_inputs_are_one_typed_object_that_gives_local_fn_args(tmp_path):
+  """LocalInputs.of_splits makes the split folders' files patterns, is
+  frozen, every field is a LocalFnArgs field, and a request carries it to
+  the process that trains as JSON and back into the same LocalFnArgs."""
+  import attr  # pylint: disable=g-import-not-at-top
+  from generic_trainer.fnargs import local  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.plan import TrainingPlan  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.request import LocalInputs, TrainingRequest  # pylint: disable=g-import-not-at-top
+  inputs = LocalInputs.of_splits(
+      {'train': [str(tmp_path / 'Split-train' / 'data.gz')],
+       'eval': [str(tmp_path / 'Split-[eval]' / 'data.gz')]},
+      str(tmp_path / 'run'), train_steps=7, hyperparameters={'units': 4})
+  assert inputs.train_files == [str(tmp_path / 'Split-train' / 'data.gz')]
+  assert inputs.eval_files == [str(tmp_path / 'Split-[[]eval]' / 'data.gz')]
+  with pytest.raises(attr.exceptions.FrozenInstanceError):
+    inputs.train_steps = 8
+  assert {f.name for f in attr.fields(LocalInputs)} <= {
+      f.name for f in attr.fields(local.LocalFnArgs)}
+  request = TrainingRequest({}, {}, {}, str(tmp_path / 'serving'), '',
+                            TrainingPlan('run_fn', 'm.Spec'),
+                            local_inputs=inputs)
+  again = TrainingRequest.from_json(request.to_json())
+  assert again.local_inputs == inputs
+  fn_args = local.from_request(again)
+  assert (fn_args.train_steps, fn_args.hyperparameters, fn_args.model_run_dir,
+          fn_args.serving_model_dir) == (7, {'units': 4}, str(tmp_path / 'run'),
+                                         str(tmp_path / 'serving'))
+  assert request.with_scratch_outputs(str(tmp_path / 's')).local_inputs == (
+      attr.evolve(inputs, model_run_dir=str(tmp_path / 's' / 'model_run')))

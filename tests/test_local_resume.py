@@ -138,7 +138,8 @@ def test_run_fn_gets_the_checkpoint_of_its_key(tmp_path, penguin_csvs,
   out = tmp_path / 'out'
   argv = ['--module-file', RECORDS_FN_ARGS, '--train-data', penguin_csvs[0],
           '--output-dir', str(out)]
-  checkpoint = command_run.checkpoint_dir(cli_args.parse(argv, started=0.0))
+  checkpoint = os.path.join(str(out), '.resume-' + command_run.resume_key(
+      cli_args.parse(argv, started=0.0)))
   for flags, kept in (([], ['chkpt']), (['--no-resume'], None)):
     os.makedirs(os.path.join(checkpoint, 'chkpt'), exist_ok=True)
     os.makedirs(out / '.resume-0000', exist_ok=True)

@@ -149,12 +149,8 @@ def _entry_points(tmp_path, penguin_csvs, trainer_io):
   """{name: a call that reaches a training through its entry point}."""
   from tfx import types  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
-  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
   from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
-  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
-  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
-  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
   module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
   flags = ['--module-file', module, '--train-data', penguin_csvs[0],
            '--output-dir', str(tmp_path / 'out'), '--steps', '2']
@@ -162,12 +158,25 @@ def _entry_points(tmp_path, penguin_csvs, trainer_io):
       'component': lambda: GenericTrainer(
           examples=types.Channel(type=standard_artifacts.Examples),
           module_file=module),
-      'executor': lambda: GenericExecutor().Do(
-          *trainer_io(module_file=module)),
       'command arguments': lambda: cli_args.parse(flags, started=0.0),
+      **_trainings(tmp_path, penguin_csvs, trainer_io),
+  }
+
+
+def _trainings(tmp_path, penguin_csvs, trainer_io):
+  """{name: a call that trains to the end} of each entry point (the
+  steps a TrainSpec of 5 epochs accepts)."""
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  return {
+      'executor': lambda: GenericExecutor().Do(*trainer_io(
+          train_steps=5, module_file=module)),
       'command run': lambda: command_run.run(command_run.Request(
-          module_file=os.path.abspath(module), train_data=[penguin_csvs[0]],
-          output_dir=str(tmp_path / 'run'), started=0.0, steps=2)),
+          module_file=module, train_data=[penguin_csvs[0]],
+          output_dir=str(tmp_path / 'run'), started=0.0, steps=5)),
       'command run_fn': lambda: command_run.run(command_run.Request(
           module_file=os.path.join(REPO, 'module_files', 'penguin_keras.py'),
           train_data=[penguin_csvs[0]], output_dir=str(tmp_path / 'run_fn'),
@@ -262,22 +271,8 @@ def test_the_training_record_has_one_writer(
   """train_result.json is written once per training, by the TrainSpec's
   runner, whichever entry point asked; breaking that writer breaks all
   of them."""
-  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
-  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import train_result  # pylint: disable=g-import-not-at-top
-  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
-  module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
-  calls = {
-      'executor': lambda: GenericExecutor().Do(*trainer_io(
-          train_steps=5, module_file=module)),
-      'command run': lambda: command_run.run(command_run.Request(
-          module_file=module, train_data=[penguin_csvs[0]],
-          output_dir=str(tmp_path / 'run'), started=0.0, steps=5)),
-      'estimator train': lambda: Estimator(
-          PenguinSpec, str(tmp_path / 'nb'), parsed_rows_cache=False).train(
-              penguin_csvs[0], steps=2),
-  }
+  calls = _trainings(tmp_path, penguin_csvs, trainer_io)
   writes = []
   real = train_result.write
   monkeypatch.setattr(train_result, 'write',
@@ -299,6 +294,40 @@ def test_the_checkpoint_folder_is_decided_by_the_plan(
                       _broken('checkpoint'))
   _all_follow(_entry_points(tmp_path, penguin_csvs, trainer_io),
               ['executor', 'command run', 'command run_fn'])
+
+
+def test_the_steps_rule_has_one_owner(tmp_path, penguin_csvs, trainer_io,
+                                      monkeypatch):
+  """Breaking settings.steps breaks the component, the executor, the
+  command's flags and the notebook Estimator: one rule for a number of
+  steps (0 is unset, as in TFX)."""
+  from tfx import types  # pylint: disable=g-import-not-at-top
+  from tfx.proto import trainer_pb2  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component import GenericTrainer  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan import settings  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(settings, 'steps', _broken('steps'))
+  calls = _entry_points(tmp_path, penguin_csvs, trainer_io)
+  calls['component'] = lambda: GenericTrainer(
+      examples=types.Channel(type=standard_artifacts.Examples),
+      module_file=os.path.join(REPO, 'module_files', 'penguin_spec.py'),
+      train_args=trainer_pb2.TrainArgs(num_steps=2))
+  _all_follow(calls, ['component', 'executor', 'command arguments',
+                      'estimator train'])
+
+
+def test_the_resume_checkpoint_is_removed_by_the_attempt_alone(
+    tmp_path, penguin_csvs, trainer_io, monkeypatch):
+  """Breaking resume.remove breaks the executor and the command (a
+  TrainSpec and a run_fn) once they published: the attempt's last step
+  removes a published training's checkpoint, for every entry point."""
+  from generic_trainer import resume  # pylint: disable=g-import-not-at-top
+  calls = _trainings(tmp_path, penguin_csvs, trainer_io)
+  reached = []
+  monkeypatch.setattr(resume, 'remove', _broken('remove', reached))
+  _all_follow(calls, ['executor', 'command run', 'command run_fn'])
+  assert len(reached) == 3
+  assert os.path.isdir(tmp_path / 'run' / 'model')  # Published, then this.
 
 
 def test_the_model_folders_layout_has_one_owner(

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from generic_trainer import resume
 from generic_trainer.plan import resume_folder
 
@@ -117,3 +119,92 @@ def test_a_damaged_pointer_is_refused_with_what_to_do(tmp_path):
       rf'{directory} to start the training over \(with the generic-trainer '
       r'command: --no-resume\).$')):
     resume.latest(str(directory))
+
+
+def _checkpoint(folder):
+  os.makedirs(folder / 'checkpoint-000000010')
+  (folder / 'latest.json').write_text('{"checkpoint": "checkpoint-000000010"}')
+  return str(folder)
+
+
+def test_remove_renames_the_checkpoint_aside_before_deleting_it(
+    tmp_path, monkeypatch):
+  """A kill while the checkpoint is deleted leaves no checkpoint under its
+  name, only the renamed folder, which the next removal deletes."""
+  checkpoint = _checkpoint(tmp_path / 'resume-abc')
+
+  def killed(path):
+    raise KeyboardInterrupt(path)
+
+  monkeypatch.setattr(resume, '_remove_aside', killed)
+  with pytest.raises(KeyboardInterrupt) as killed_at:
+    resume.remove(checkpoint)
+  aside = f'{checkpoint}{resume.REMOVED_SUFFIX}{os.getpid()}'
+  assert str(killed_at.value) == aside
+  assert not os.path.lexists(checkpoint)
+  assert sorted(os.listdir(aside)) == ['checkpoint-000000010', 'latest.json']
+  monkeypatch.undo()
+  resume.remove(checkpoint)
+  assert os.listdir(tmp_path) == []
+
+
+def test_remove_never_follows_a_link(tmp_path):
+  """A checkpoint folder that is a link: the link goes, what it points to
+  stays."""
+  target = _checkpoint(tmp_path / 'elsewhere')
+  link = tmp_path / 'resume-abc'
+  os.symlink(target, link)
+  resume.remove(str(link))
+  assert not os.path.lexists(link)
+  assert sorted(os.listdir(target)) == ['checkpoint-000000010', 'latest.json']
+  resume.remove(None)  # No resume: nothing to do.
+
+
+def test_the_attempt_removes_the_checkpoint_last_once_published(
+    tmp_path, monkeypatch):
+  """The chief's attempt publishes, commits, then removes the checkpoint;
+  an attempt that fails before publication keeps it."""
+  from generic_trainer.plan import plan as plan_lib  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  from generic_trainer.training import attempt  # pylint: disable=g-import-not-at-top
+  checkpoint = _checkpoint(tmp_path / 'resume-abc')
+  steps = []
+  monkeypatch.setattr(resume, 'remove', lambda path: steps.append(
+      ('remove', path)))
+
+  def published(staged, train, checks):
+    steps.append(('publish', None))
+    return attempt.Published('serving')
+
+  monkeypatch.setattr(attempt, '_attempt', published)
+  plan = plan_lib.TrainingPlan('module_file', 'm.py',
+                               checkpoint_dir=checkpoint)
+  request = TrainingRequest({}, {}, {}, 'serving', 'eval', plan)
+  publication = attempt.Publication(
+      None, lambda: None, commit=lambda: steps.append(('commit', None)))
+  attempt.run(request, None, publication)
+  assert steps == [('publish', None), ('commit', None),
+                   ('remove', checkpoint)]
+
+  def fails(staged, train, checks):
+    raise RuntimeError('rejected')
+
+  steps.clear()
+  monkeypatch.setattr(attempt, '_attempt', fails)
+  with pytest.raises(RuntimeError, match='rejected'):
+    attempt.run(request, None, publication)
+  assert not steps
+
+
+def test_remove_on_an_object_store_leaves_nothing(tmp_path):
+  """On an object store (TensorFlow's ram://), where a rename copies, the
+  checkpoint and its pointer go, and nothing is left aside."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  base = f'ram://{tmp_path.name}/swd'
+  checkpoint = f'{base}/resume-abc'
+  tf.io.gfile.makedirs(f'{checkpoint}/checkpoint-000000010')
+  for name in ('checkpoint-000000010/model.weights.h5', 'latest.json'):
+    with tf.io.gfile.GFile(f'{checkpoint}/{name}', 'w') as f:
+      f.write('{}')
+  resume.remove(checkpoint)
+  assert tf.io.gfile.glob(f'{base}/*') == []

@@ -20,13 +20,13 @@ from generic_trainer.keys import STALL_LIMIT_ENV, WORKER_NETWORK_ENV
 
 def _request(tmp_path, num_workers, checkpoint_dir=None):
   from generic_trainer.plan.plan import TrainingPlan, Where  # pylint: disable=g-import-not-at-top
-  from generic_trainer.plan.request import TrainingRequest  # pylint: disable=g-import-not-at-top
+  from generic_trainer.plan.request import LocalInputs, TrainingRequest  # pylint: disable=g-import-not-at-top
   plan = TrainingPlan('module_file', '/m.py', num_workers=num_workers,
                       where=Where.LOCAL_WORKERS,
                       checkpoint_dir=checkpoint_dir or str(tmp_path / 'ckpt'))
   return TrainingRequest({}, {}, {}, str(tmp_path / 'serving'),
-                         str(tmp_path / 'eval'), plan, local_inputs={
-                             'model_run_dir': str(tmp_path / 'run')})
+                         str(tmp_path / 'eval'), plan,
+                         local_inputs=LocalInputs([], [], str(tmp_path / 'run')))
 
 
 @pytest.fixture

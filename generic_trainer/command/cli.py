@@ -107,6 +107,19 @@ def _main(argv: Optional[Sequence[str]]) -> int:
   # console.import_tensorflow.
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   checkpoint, resuming = None, False
+
+  def starting(plan) -> None:
+    """Once the folder is held and the plan chose the checkpoint folder
+    (`command.run.run`), before anything else is said: whether it resumes
+    (`checkpoint` and `resuming` then say it in the messages below)."""
+    nonlocal checkpoint, resuming
+    checkpoint = plan.checkpoint_dir
+    resuming = request.resume and Layout.holds_checkpoint(checkpoint)
+    if resuming:
+      print(f'Resuming from the checkpoint an earlier run left in '
+            f'{checkpoint} (--no-resume starts over).', flush=True)
+    print(holdout.plan(request.eval_data, request.eval_on_train), flush=True)
+
   try:
     with preemption.stopping_anywhere():  # SIGTERM anywhere: 143, said.
       if request.run_fn is None:
@@ -122,16 +135,9 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         console.import_tensorflow()
         # Inside: the training's modules, above, once the flags are checked.
         from generic_trainer.command import run as command_run
-      with command_run.holding_folder(request):  # Before saying anything.
-        checkpoint = command_run.checkpoint_dir(request)
-        resuming = request.resume and Layout.holds_checkpoint(checkpoint)
-        if resuming:
-          print(f'Resuming from the checkpoint an earlier run left in '
-                f'{checkpoint} (--no-resume starts over).', flush=True)
-        print(holdout.plan(request.eval_data, request.eval_on_train),
-              flush=True)
-        with console.command_lines(), console.quiet_warnings():
-          outcome = command_run.run(request, checkpoint)
+
+      with console.command_lines(), console.quiet_warnings():
+        outcome = command_run.run(request, starting)
   except PreemptedError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
     _say_earlier_model_kept(request)

@@ -153,10 +153,10 @@ def _parser() -> argparse.ArgumentParser:
   add('--run-fn', metavar='NAME', help='the entry point: a top-level '
       'function or TrainSpec class of the module (default: its run_fn or '
       'its TrainSpec)')
-  add('--steps', metavar='N', help='train steps (default: one pass over the '
-      'train data per epoch)')
-  add('--eval-steps', metavar='N', help='eval steps (default: all the eval '
-      "data for a TrainSpec; a run_fn's fn_args.eval_steps is the eval rows "
+  add('--steps', metavar='N', help='train steps (default, or 0 as in TFX: '
+      'one pass over the train data per epoch)')
+  add('--eval-steps', metavar='N', help='eval steps (default, or 0 as in '
+      "TFX: all the eval data for a TrainSpec; a run_fn's fn_args.eval_steps is the eval rows "
       "/ 32, Keras's default batch size, and the command says how many)")
   add('--hparams', metavar='JSON', help="hyperparameters, a JSON object: "
       "'{\"learning_rate\": 0.01}' (fn_args.hyperparameters, spec.hparams)")
@@ -325,12 +325,8 @@ def parse(argv: Optional[Sequence[str]],
   return Request(
       module_file=module_file, train_data=train_data, eval_data=eval_data,
       schema=schema, output_dir=output_dir,
-      steps=_positive_int('--steps', ns.steps, 'the number of training '
-                          'steps', 'read the train data once per epoch'),
-      eval_steps=_positive_int('--eval-steps', ns.eval_steps, 'the number '
-                               'of eval batches', 'evaluate on all the eval '
-                               'data (a run_fn: on the eval rows once in '
-                               'batches of 32)'),
+      steps=_steps('--steps', ns.steps),
+      eval_steps=_steps('--eval-steps', ns.eval_steps),
       hparams=_hparams(ns.hparams), run_fn=ns.run_fn,
       keras_version=ns.keras_version, backend=ns.backend,
       num_workers=num_workers, interactive=PROGRESS[ns.progress],
@@ -505,19 +501,14 @@ def _num_workers(value: Optional[str]):
   return value
 
 
-def _positive_int(flag: str, value: Optional[str], meaning: str,
-                  default: str) -> Optional[int]:
-  if value is None:
-    return None
+def _steps(flag: str, value: Optional[str]) -> Optional[int]:
+  """--steps or --eval-steps, by the component's rule (`settings.steps`:
+  0 is unset, as in TFX)."""
   try:
-    number = int(value)
+    number = int(value) if value is not None else None
   except ValueError:
-    number = 0
-  if number < 1:
-    raise InvalidArgumentError(
-        f'{flag} must be a positive integer, {meaning}. Received: '
-        f'{flag}={value!r}. Leave {flag} out to {default}.')
-  return number
+    number = value  # Not a number: refused by the rule, as typed.
+  return settings.steps(number, flag, f'{flag}={value!r}')
 
 
 def _hparams(value: Optional[str]) -> Optional[Dict[str, Any]]:

@@ -266,16 +266,6 @@ class Layout:
     return {e for e in manifest.entries(self.root, [name])
             if e not in set(record.get('foreign', []))}
 
-  def drop_checkpoint(self, checkpoint: str) -> None:
-    """Deletes the checkpoint of a published training: renamed first,
-    so that a kill while it is deleted never leaves a latest.json naming a
-    checkpoint half gone (the next run removes the renamed folder)."""
-    if not os.path.lexists(checkpoint):
-      return
-    gone = f'{checkpoint}-published-{os.getpid()}'
-    os.rename(checkpoint, gone)
-    _remove(gone)
-
   def record(self) -> None:
     """Records what this run wrote (after `clear`), for the next run."""
     if self._roots:

@@ -36,7 +36,7 @@ import hashlib
 import json
 import os
 import shutil
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import attr
 
@@ -49,14 +49,12 @@ from generic_trainer.data import statistics
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, NUM_WORKERS_KEY
 from generic_trainer.keys import RUN_FN_KEY
-from generic_trainer.system import keras_env
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan import resume_folder
 from generic_trainer.plan.entry_points import COMMAND
-from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.plan.request import LocalInputs, TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import atomic_files
-from generic_trainer.system import console
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import progress
@@ -113,12 +111,6 @@ def resume_key(request: Request) -> str:
   return resume_folder.resume_key(at.inputs, request.module_file, at.settings)
 
 
-def checkpoint_dir(request: Request) -> str:
-  """Where the training of `request` checkpoints, and resumes from."""
-  return resume_folder.checkpoint_folder(resume_at(request), MODULE_FILE_KEY,
-                                    request.module_file)
-
-
 @attr.s
 class Outcome:
   """What a finished run produced.
@@ -139,11 +131,17 @@ class Outcome:
   evaluation = attr.ib(type=Optional[Dict[str, Any]], default=None)
 
 
-def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
+def run(request: Request,
+        starting: Optional[Callable[[plan_lib.TrainingPlan], None]] = None
+        ) -> Outcome:
   """Trains, validates and publishes into `request.output_dir`, holding
-  the folder's lock throughout (`output_folder.hold`).
+  the folder's lock throughout (`holding_folder`): resolves the training
+  (its plan chooses the checkpoint folder, `resume_at`), calls
+  `starting(plan)` (the command says there whether it resumes), then runs
+  the attempt.
 
-  `checkpoint` is `checkpoint_dir(request)`, when the caller has it.
+  Keras's environment is chosen, and TensorFlow imported, once, before
+  this module is (`command.cli`): this module's imports import TensorFlow.
 
   Raises:
     FolderInUseError: another run holds the folder; nothing was changed.
@@ -151,35 +149,28 @@ def run(request: Request, checkpoint: Optional[str] = None) -> Outcome:
       failed; `model/` is as an earlier run left it (or absent).
   """
   with holding_folder(request):
-    return _run_holding_folder(request, checkpoint)
+    plan, entry = attempt.resolve(
+        _settings(request), COMMAND, resume=resume_at(request),
+        entry_name=None if request.run_fn in (None, RUN_FN_KEY)
+        else request.run_fn)
+    if starting is not None:
+      starting(plan)
+    return _run_holding_folder(request, plan, entry)
 
 
 def holding_folder(request: Request):
   """A context that holds the output folder of `request` (created as
   private as its inputs, the base model's files among them;
-  `output_folder.hold`), which a caller may take
-  before `run` (which then finds it held)."""
+  `output_folder.hold`)."""
   inputs = (list(request.train_data) + list(request.eval_data or []) +
             ([request.schema] if request.schema else []) +
             ([request.base_model] if request.base_model else []))
   return output_folder.hold(request.output_dir, inputs=inputs)
 
 
-def _run_holding_folder(request: Request,
-                        checkpoint: Optional[str]) -> Outcome:
-  # Before TensorFlow and Keras are imported (by the module, usually):
-  # tf.keras and Keras's backend are decided once per process.
-  keras_env.choose_before_import(request.keras_version, request.backend)
-  console.import_tensorflow()  # Without its start-up lines.
-  # The attempt's launcher imports TensorFlow: this module's other names
-  # (the request, the folder's lock, the checkpoint folder) stay light for
-  # the command's checks of its flags.
+def _run_holding_folder(request: Request, plan: plan_lib.TrainingPlan,
+                        entry) -> Outcome:
   layout = Layout(request.output_dir)
-  plan, entry = attempt.resolve(
-      _settings(request), COMMAND, checkpoint_dir=checkpoint,
-      resume=resume_at(request),
-      entry_name=None if request.run_fn in (None, RUN_FN_KEY)
-      else request.run_fn)
   checkpoint = plan.checkpoint_dir
   layout.clear(keep=checkpoint if request.resume else None,
                checkpoint=checkpoint)
@@ -203,9 +194,8 @@ def _run_holding_folder(request: Request,
         entry, attempt.Publication(staged, lambda: attempt.ExportChecks(
             eval_files=splits['eval'], schema_path=layout.schema,
             base_model=request.base_model,
-            allow_signature_change=request.allow_signature_change)))
-    layout.take_model()
-    layout.drop_checkpoint(checkpoint)
+            allow_signature_change=request.allow_signature_change),
+            commit=layout.take_model))
   finally:
     if os.path.lexists(layout.publishing):
       shutil.rmtree(layout.publishing)
@@ -305,11 +295,9 @@ def _training_request(request: Request, layout: Layout, splits, staged,
   point is a TrainSpec, as the component's artifacts under the folder too
   (a `run_fn` gets the component's FnArgs, its `eval_steps` those of
   `_eval_steps`)."""
-  local_inputs = dict(
-      train_files=[paths.as_pattern(f) for f in splits['train']],
-      eval_files=[paths.as_pattern(f) for f in splits['eval']],
-      train_steps=request.steps, eval_steps=request.eval_steps,
-      schema_path=layout.schema, model_run_dir=layout.run,
+  local_inputs = LocalInputs.of_splits(
+      splits, layout.run, train_steps=request.steps,
+      eval_steps=request.eval_steps, schema_path=layout.schema,
       hyperparameters=request.hparams, base_model=request.base_model,
       **(request.parsed_rows.fn_args_fields() if request.parsed_rows else {}))
   artifacts = ({}, {}, {}) if plan.spec_class else _artifacts(

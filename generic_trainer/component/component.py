@@ -260,7 +260,8 @@ def _checked_args(name: str, value, proto_class):
         f'trainer_pb2.{proto_class.__name__}(num_steps=100). Received: '
         f'{name} that is a {type(value).__name__}. Pass '
         f'trainer_pb2.{proto_class.__name__}(...) instead.')
-  settings.check_num_steps(name, value.num_steps)
+  settings.steps(value.num_steps, f"'{name}.num_steps'",
+                 f'num_steps={value.num_steps}')
   return value
 
 

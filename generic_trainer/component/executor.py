@@ -12,7 +12,6 @@ from tfx.types import standard_component_specs as keys
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
-from generic_trainer import resume
 from generic_trainer.data.kept import store as kept_store
 from generic_trainer.export_checks import serving_check
 from generic_trainer.fnargs import inputs
@@ -119,7 +118,6 @@ class GenericExecutor(base_executor.BaseExecutor):
                 exec_properties.get(ALLOW_SIGNATURE_CHANGE_KEY)))))
     if published.serving_dir is None:
       return  # A member that is not the chief: the chief publishes.
-    resume.remove(plan.checkpoint_dir)
     logging.info('Export validated (%s) and published to %s.',
                  published.report, published.serving_dir)
     if published.report:

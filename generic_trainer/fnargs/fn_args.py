@@ -69,7 +69,8 @@ def _parse_args(exec_properties: Dict[str, Any], key: str, proto):
         f'{key}={exec_properties.get(key)!r}. Pass '
         f'trainer_pb2.{type(proto).__name__}(num_steps=...) to the '
         'component.') from e
-  settings.check_num_steps(key, proto.num_steps)
+  settings.steps(proto.num_steps, f"'{key}.num_steps'",
+                 f'num_steps={proto.num_steps}')
   return proto
 
 

@@ -101,10 +101,12 @@ class LocalFnArgs(_TfxFnArgsFields, GenericFnArgsFields):
 
 def from_request(request) -> LocalFnArgs:
   """The LocalFnArgs of a `plan.request.TrainingRequest` whose inputs are
-  local files (`request.local_inputs`): those fields, the export folders
+  local files (`request.local_inputs`, a `plan.request.LocalInputs`): its
+  fields, the export folders
   and checkpoint folder of the request, and its plan's strategy and role
   (`strategies.fn_args_fields`)."""
   return LocalFnArgs(
-      **request.local_inputs, serving_model_dir=request.serving_dir,
+      **attr.asdict(request.local_inputs),
+      serving_model_dir=request.serving_dir,
       eval_model_dir=request.eval_dir, checkpoint_dir=request.checkpoint_dir,
       **strategies.fn_args_fields(request.plan))

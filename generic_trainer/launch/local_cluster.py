@@ -203,7 +203,8 @@ def _outside_paths(request: TrainingRequest) -> List[str]:
       for item in value:
         walk(item)
   walk([request.serving_dir, request.eval_dir, request.checkpoint_dir,
-        request.local_inputs, request.plan.source])
+        request.local_inputs.to_json() if request.local_inputs else None,
+        request.plan.source])
   for artifacts in (request.input_dict, request.output_dict):
     for items in artifacts.values():
       walk([artifact.uri for artifact in items])

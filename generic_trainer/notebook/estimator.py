@@ -35,7 +35,8 @@ from generic_trainer.loop import datasets
 from generic_trainer.loop import export
 from generic_trainer.loop import runner
 from generic_trainer.plan.entry_points import NOTEBOOK
-from generic_trainer.plan.request import TrainingRequest
+from generic_trainer.plan import settings
+from generic_trainer.plan.request import LocalInputs, TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
 from generic_trainer.system import atomic_files
 from generic_trainer.system import manifest
@@ -191,8 +192,10 @@ class Estimator:
     Evaluates on `eval_data` (default: the train data) every epoch. Returns
     the result record: final train and eval metrics, steps, epochs, time.
     Holds `model_dir`'s lock meanwhile: one training per folder at a time
-    (`output_folder`).
+    (`output_folder`). `steps` 0 is unset, as everywhere
+    (`plan.settings.steps`).
     """
+    steps = settings.steps(steps, "'steps'", f'steps={steps!r}')
     inputs = [f for d in (train_data, eval_data) if d is not None
               for p in ([d] if isinstance(d, str) else d)
               for f in paths.user_files(p)] + [
@@ -283,18 +286,16 @@ class Estimator:
     return export_dir
 
   def _local_inputs(self, splits, steps):
-    """The training's inputs as local files (`fnargs.local.LocalFnArgs`'s
-    fields), the schema inferred from the train data unless given."""
+    """The training's inputs as local files (`plan.request.LocalInputs`),
+    the schema inferred from the train data unless given."""
     schema_path = local_files.write_schema(
         local_files.infer_schema(splits['train']) if not self._schema_path
         else None, self.layout.schema,
         self._schema_path)
-    return dict(
-        train_files=[paths.as_pattern(f) for f in splits['train']],
-        eval_files=[paths.as_pattern(f) for f in splits['eval']],
-        train_steps=steps, schema_path=schema_path,
-        model_run_dir=self.run_dir, hyperparameters=self.spec.hparams,
-        base_model=self._base_model, parsed_rows_dir=self._parsed_rows_dir)
+    return LocalInputs.of_splits(
+        splits, self.run_dir, train_steps=steps, schema_path=schema_path,
+        hyperparameters=self.spec.hparams, base_model=self._base_model,
+        parsed_rows_dir=self._parsed_rows_dir)
 
   def _dataset(self, files, with_label=True):
     spec, fn_args = self.spec, self._fn_args

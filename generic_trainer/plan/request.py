@@ -3,7 +3,7 @@
 The executor, the command and the notebook `Estimator` build it around the
 `TrainingPlan`; its inputs are the component's artifacts, or (the command's
 and the notebook's TrainSpecs, which need no TFX) local files
-(`local_inputs`);
+(`LocalInputs`, which both build with `LocalInputs.of_splits`);
 whichever process trains receives it: this one (`launch.launcher`), a child
 under the other Keras or backend, or a local worker (`launch`), as JSON in
 between. Keeping it one object is what keeps every path passing the same
@@ -11,7 +11,7 @@ things, and the plan in it is what keeps them from deciding again.
 """
 
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import attr
 
@@ -25,6 +25,57 @@ from generic_trainer.system.lazy import standard_component_specs as keys
 # worker): its Model and ModelRun outputs, in folders of these names.
 SCRATCH_MODEL = 'model'
 SCRATCH_MODEL_RUN = 'model_run'
+
+
+@attr.s(frozen=True)
+class LocalInputs:
+  """A training's inputs as local files: what `fnargs.local.LocalFnArgs`
+  takes from them, without TFX (the command's and the notebook's
+  TrainSpecs). Built by `of_splits`; carried as JSON to the process that
+  trains.
+
+  Attributes:
+    train_files: File patterns of the train split's files.
+    eval_files: File patterns of the eval split's files.
+    model_run_dir: Where history, TensorBoard summaries and checkpoints go
+      (the ModelRun folder).
+    train_steps: Train steps; None reads the train data once per epoch.
+    eval_steps: Eval steps; None evaluates on all the eval data.
+    schema_path: The schema.pbtxt the data follows, or None.
+    hyperparameters: Hyperparameter values, or None.
+    base_model: The SavedModel folder to warm-start from, or None.
+    parsed_rows_dir: Where the parsed rows of each file are kept for the
+      next training, or None (`data.kept`).
+    parsed_rows_budget: The most bytes `parsed_rows_dir` keeps; None: the
+      default budget.
+  """
+  train_files = attr.ib(type=List[str])
+  eval_files = attr.ib(type=List[str])
+  model_run_dir = attr.ib(type=str)
+  train_steps = attr.ib(type=Optional[int], default=None)
+  eval_steps = attr.ib(type=Optional[int], default=None)
+  schema_path = attr.ib(type=Optional[str], default=None)
+  hyperparameters = attr.ib(type=Optional[Dict[str, Any]], default=None)
+  base_model = attr.ib(type=Optional[str], default=None)
+  parsed_rows_dir = attr.ib(type=Optional[str], default=None)
+  parsed_rows_budget = attr.ib(type=Optional[int], default=None)
+
+  @classmethod
+  def of_splits(cls, splits: Mapping[str, List[str]], model_run_dir: str,
+                **fields) -> 'LocalInputs':
+    """The inputs of a training on the split folders' files `splits`
+    ({'train': [...], 'eval': [...]}, read as patterns: `paths.as_pattern`)
+    writing its run records in `model_run_dir`; `fields`: the others."""
+    return cls(train_files=[paths.as_pattern(f) for f in splits['train']],
+               eval_files=[paths.as_pattern(f) for f in splits['eval']],
+               model_run_dir=model_run_dir, **fields)
+
+  def to_json(self) -> Dict[str, Any]:
+    return attr.asdict(self)
+
+  @classmethod
+  def from_json(cls, value: Dict[str, Any]) -> 'LocalInputs':
+    return cls(**value)
 
 
 @attr.s(frozen=True)
@@ -42,11 +93,10 @@ class TrainingRequest:
     plan: The resolved training (`plan.plan.TrainingPlan`): source,
       backend, Keras version, role, strategy, where it runs, checkpoint
       folder.
-    local_inputs: For a TrainSpec, its inputs as local files: the fields
-      of `fnargs.local.LocalFnArgs` (train and eval files, schema,
-      steps, model_run_dir, hyperparameters, base model, parsed rows), so
-      that the process that trains builds its FnArgs without TFX; None:
-      from the artifacts. A `run_fn` always gets FnArgs from the artifacts.
+    local_inputs: For a TrainSpec, its inputs as local files
+      (`LocalInputs`), so that the process that trains builds its FnArgs
+      without TFX; None: from the artifacts. A `run_fn` always gets FnArgs
+      from the artifacts.
     interactive: How the TrainSpec's progress shows: True a bar, False log
       lines, None a bar on a terminal.
     started: `time.monotonic()` when the process that asked for the
@@ -62,7 +112,7 @@ class TrainingRequest:
   serving_dir = attr.ib(type=str)
   eval_dir = attr.ib(type=str)
   plan = attr.ib(type=TrainingPlan)
-  local_inputs = attr.ib(type=Optional[Dict[str, Any]], default=None)
+  local_inputs = attr.ib(type=Optional[LocalInputs], default=None)
   interactive = attr.ib(type=Optional[bool], default=None)
   started = attr.ib(type=Optional[float], default=None)
   record = attr.ib(type=Dict[str, Any], factory=dict)
@@ -104,7 +154,7 @@ class TrainingRequest:
       outputs = _artifact_copies(outputs, root, model, model_run)
     local = self.local_inputs
     if local is not None:
-      local = {**local, 'model_run_dir': model_run}
+      local = attr.evolve(local, model_run_dir=model_run)
     return attr.evolve(self, output_dict=outputs, serving_dir=serving_dir,
                        eval_dir=eval_dir, local_inputs=local)
 
@@ -115,7 +165,8 @@ class TrainingRequest:
         'serving_dir': self.serving_dir,
         'eval_dir': self.eval_dir,
         'plan': self.plan.to_json(),
-        'local_inputs': self.local_inputs,
+        'local_inputs': (self.local_inputs.to_json()
+                         if self.local_inputs is not None else None),
         'interactive': self.interactive,
         'started': self.started,
         'record': self.record,
@@ -139,7 +190,8 @@ class TrainingRequest:
     return cls(
         *artifacts, serving_dir=value['serving_dir'],
         eval_dir=value['eval_dir'], plan=TrainingPlan.from_json(value['plan']),
-        local_inputs=value.get('local_inputs'),
+        local_inputs=(LocalInputs.from_json(value['local_inputs'])
+                      if value.get('local_inputs') is not None else None),
         interactive=value.get('interactive'), started=value.get('started'),
         record=value.get('record') or {})
 
@@ -150,7 +202,7 @@ class TrainingRequest:
   def model_run_dir(self) -> str:
     """The ModelRun artifact's URI (logs, history, workers.json)."""
     if self.local_inputs is not None:
-      return self.local_inputs['model_run_dir']
+      return self.local_inputs.model_run_dir
     return artifact_utils.get_single_uri(self.output_dict[keys.MODEL_RUN_KEY])
 
 

@@ -176,12 +176,31 @@ def check_flag(name: str, value: Any) -> None:
         f'that is a {type(value).__name__}. Pass True or False.')
 
 
-def check_num_steps(name: str, num_steps: int) -> None:
-  if num_steps < 0:
-    raise InvalidArgumentError(
-        f"'{name}.num_steps' must be positive, or unset to read the split "
-        f'once. Received: num_steps={num_steps}. Set a positive number, or '
-        'leave it unset.')
+def steps(value: Any, setting: str, received: str) -> Optional[int]:
+  """The one rule of a number of train or eval steps, for every entry point
+  (the component's `train_args`/`eval_args` at construction and at run
+  time, the command's --steps and --eval-steps): a positive int is that
+  many steps; 0 or None is unset (None: the split is read once), as TFX's
+  Trainer reads `num_steps=0` (`fn_args_utils.get_common_fn_args`: its
+  proto3 field cannot tell 0 from unset, so `TrainArgs()` is 0).
+
+  Args:
+    value: The setting's value (an int; the command's flag, as typed).
+    setting: The setting as its entry point spells it:
+      "'train_args.num_steps'" or '--steps'.
+    received: It with its value: 'num_steps=-1' or "--steps='ten'".
+
+  Raises:
+    InvalidArgumentError: neither a positive int nor 0 (negative, not a
+      number).
+  """
+  if value is None or (isinstance(value, int) and not isinstance(value, bool)
+                       and value >= 0):
+    return value or None
+  raise InvalidArgumentError(
+      f'{setting} must be positive, or unset to read the split once (0 is '
+      "unset, as TFX's Trainer reads it). Received: "
+      f'{received}. Set a positive number, or leave it unset.')
 
 
 def check_custom_config(custom_config: Any) -> None:

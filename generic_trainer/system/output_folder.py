@@ -38,7 +38,6 @@ from generic_trainer.system import trust
 from generic_trainer.errors import FolderInUseError, UnsafeFolderError
 
 LOCK_FILE = '.generic-trainer.lock'
-_HELD = set()  # The real paths of the folders this process holds.
 
 
 def check(path: str, name: str = '--output-dir') -> None:
@@ -195,10 +194,6 @@ def hold(path: str, name: str = '--output-dir',
     FolderInUseError: another process holds the lock; the message says
       which.
   """
-  real = os.path.realpath(path)
-  if real in _HELD:  # This process holds it already (the command, then run).
-    yield
-    return
   inputs = list(inputs)
   mode = mode_for(inputs)
   create(path, mode)
@@ -211,11 +206,9 @@ def hold(path: str, name: str = '--output-dir',
         'one run per output folder at a time: this run would delete what '
         f'that one is writing. Received: {name}={path!r}. Wait for that run '
         'to end, or choose another output folder. Nothing was changed.')
-  _HELD.add(real)
   try:
     with _umask_of(mode):
       yield
   finally:
-    _HELD.discard(real)
     lock.release()
 

@@ -24,10 +24,15 @@ child process and each local worker run it, in these steps:
     gate      with a base model, its clients' signatures still hold
               (`export_checks.signature_gate`), unless
               `allow_signature_change`
-    publish   `StagedExport.publish`: the commit point
+    publish   `StagedExport.publish`: the commit point (then the command
+              puts the model in `model/`: `Publication.commit`)
+    resume    the published training's resume checkpoint is removed
+              (`resume.remove`: renamed aside, then deleted), by the chief
+              of a training that published, whatever the entry point
 
 A failure at any step raises before `publish`, so no model reaches a place
-a Pusher (or the command's `model/`) reads.
+a Pusher (or the command's `model/`) reads, and the checkpoint stays for
+the next attempt.
 """
 
 import functools
@@ -37,6 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from absl import logging
 import attr
 
+from generic_trainer import resume
 from generic_trainer.export_checks import export_validation
 from generic_trainer.export_checks import signature_gate
 from generic_trainer.launch import cluster_environment
@@ -79,9 +85,13 @@ class Publication:
       `serving_dir` is `staged.serving_dir`.
     checks: Gives the `ExportChecks`; called once training is done, so
       that the inputs' own errors come from the training's checks first.
+    commit: Called once the export is published, to put it where its
+      readers look (the command's `model/`: `command.layout.Layout.
+      take_model`); None: `staged`'s final place is that.
   """
   staged = attr.ib(type=StagedExport)
   checks = attr.ib(type=Callable[[], ExportChecks])
+  commit = attr.ib(type=Optional[Callable[[], None]], default=None)
 
 
 @attr.s(frozen=True)
@@ -121,7 +131,8 @@ def run(request: TrainingRequest,
   """Runs the attempt (see the module docstring): trains `request` with
   `entry` (None: the process that trains loads it) through the one
   launcher and, for the chief of a training with a `publication`,
-  validates, gates and publishes its export.
+  validates, gates and publishes its export, then removes its resume
+  checkpoint (the last step).
 
   Raises:
     What the training raises; ExportValidationError or SignatureChangeError
@@ -135,9 +146,13 @@ def run(request: TrainingRequest,
     return _taken_from_job(request, publication)
   if publication is None:
     return Published(None, {}, launcher.train(request, entry))
-  return _attempt(publication.staged,
-                  functools.partial(launcher.train, request, entry),
-                  publication.checks)
+  published = _attempt(publication.staged,
+                       functools.partial(launcher.train, request, entry),
+                       publication.checks)
+  if publication.commit is not None:
+    publication.commit()
+  resume.remove(request.plan.checkpoint_dir)  # The training is done.
+  return published
 
 
 def export(staged: StagedExport, write: Callable[[], None],
