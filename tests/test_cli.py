@@ -1,6 +1,7 @@
 """The generic-trainer command: arguments, the TrainSpec and run_fn paths."""
 
 import ast
+import io
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import pytest
 
 from conftest import PENGUIN_MODULE, REPO, TESTDATA
 from conftest import command_env as _env
+from message_parts import assert_four_parts
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 FIRST_STEP = re.compile(r'^first training step after (\d+\.\d\d) s$', re.M)
@@ -480,3 +482,111 @@ def test_module_that_does_not_parse_exits_1_before_tensorflow(tmp_path,
       f"generic-trainer: UserModuleError: The module file '{module}' has a "
       'syntax error at line 1')
 
+
+def _main(*argv):
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  return cli.main(list(argv))
+
+
+def _error_line(err: str) -> str:
+  return [l for l in err.splitlines() if l.startswith('generic-trainer: ')][0]
+
+
+def _csv(path, text):
+  path.write_text(text)
+  return str(path)
+
+
+@pytest.mark.parametrize('typed, meant', [('--trian-data', '--train-data'),
+                                          ('--output_dir', '--output-dir'),
+                                          ('--step', '--steps')])
+def test_an_unknown_flag_is_named_with_the_nearest_known_one(
+    tmp_path, capsys, typed, meant):
+  """A misspelt flag (or an abbreviation, which is not taken) is named with
+  the flag meant, not answered with "required: --train-data"."""
+  argv = {'--module-file': SPEC_MODULE, '--train-data': 'x.csv',
+          '--output-dir': str(tmp_path / 'out'), '--steps': '6'}
+  argv[typed] = argv.pop(meant)
+  assert _main(*[w for kv in argv.items() for w in kv]) == 2
+  message = _error_line(capsys.readouterr().err)
+  assert message.startswith(f'generic-trainer: error: {typed} is not a flag '
+                            f'of generic-trainer; did you mean {meant}?')
+  assert_four_parts(message)
+
+
+def test_a_glob_the_shell_expanded_says_to_quote_it(tmp_path, capsys):
+  """`--train-data data/*.csv` unquoted reaches the command as several
+  paths: the error says so, and how to quote it."""
+  files = [_csv(tmp_path / f'{n}.csv', 'a,b\n1,2\n') for n in 'abc']
+  assert _main('--module-file', SPEC_MODULE, '--train-data', *files,
+               '--output-dir', str(tmp_path / 'out')) == 2
+  message = _error_line(capsys.readouterr().err)
+  assert 'The shell expands an unquoted glob' in message
+  assert "Quote the glob (--train-data 'data/*.csv')" in message
+  assert_four_parts(message)
+
+
+def test_a_folder_as_data_means_its_csv_files(tmp_path, capsys):
+  """A folder as --train-data is its CSV files (else its TFRecord files),
+  and the command says which it took."""
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  data = tmp_path / 'data'
+  data.mkdir()
+  files = [_csv(data / f'{n}.csv', 'a,b\n1,2\n') for n in 'ab']
+  (data / 'notes.txt').write_text('not data')
+  request = cli_args.parse(['--module-file', SPEC_MODULE, '--train-data',
+                            str(data), '--output-dir', str(tmp_path / 'out')],
+                           started=0.0)
+  assert request.train_data == files
+  assert (f'--train-data {data}: taking its 2 CSV file(s): a.csv, b.csv'
+          in capsys.readouterr().err)
+
+
+def test_help_is_grouped_with_an_example_and_every_exit_status(capsys):
+  """--help: the flags by group, one example, every exit status, and where
+  the cache lives and how big it may grow."""
+  with pytest.raises(SystemExit):
+    _main('--help')
+  text = capsys.readouterr().out
+  titles = re.findall(r'^(\w+):$', text, re.M)
+  assert titles[1:6] == ['data', 'training', 'outputs', 'workers', 'cache']
+  assert re.search(r"^example:\n  generic-trainer --module-file .*\n", text,
+                   re.M)
+  for status in ('0', '1', '2', '130', '143'):
+    assert re.search(rf'^  {status} +\w', text, re.M), status
+  cache = text.split('\ncache:\n')[1]
+  assert '$XDG_CACHE_HOME' in cache and 'most gigabytes' in cache
+
+
+def test_off_a_terminal_the_export_dump_and_ansi_codes_are_dropped(
+    monkeypatch):
+  """When stdout is a file or a pipe, Keras's "Saved artifact at ..." dump
+  and ANSI codes do not reach it; other lines do."""
+  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
+  out = io.StringIO()
+  monkeypatch.setattr(sys, 'stdout', out)
+  with console.command_lines(io.StringIO()):
+    sys.stdout.write("Saved artifact at '/tmp/m'. The following endpoints "
+                     "are available:\n\n* Endpoint 'serve'\n  args_0: ...\n")
+    print('\x1b[1m4/4\x1b[0m \x1b[32m━━━━\x1b[0m loss: 0.5')
+  assert out.getvalue() == '4/4 ━━━━ loss: 0.5\n'
+
+
+def test_the_summary_names_only_what_exists_and_no_source_file(
+    tmp_path, capsys):
+  """The last lines name the folders that exist, and a run_fn without a
+  record is pointed to the docs, not to the package's source."""
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command.layout import Layout  # pylint: disable=g-import-not-at-top
+  layout = Layout(str(tmp_path))
+  os.makedirs(layout.model)
+  request = type('R', (), {'module_file': 'm.py'})()
+  cli._print_outcome(request, run.Outcome('`run_fn`', None, {}, layout, None))  # pylint: disable=protected-access
+  out = capsys.readouterr().out
+  assert f'model:  {layout.model}' in out
+  assert 'run:' not in out and 'data:' not in out and 'schema:' not in out
+  assert 'generic_trainer/' not in out
+  assert 'docs/guides/run-fn-modules.md' in out
+  guide = open(os.path.join(REPO, 'docs', 'guides', 'run-fn-modules.md')).read()
+  assert '## The training record' in guide
