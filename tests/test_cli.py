@@ -12,10 +12,12 @@ import textwrap
 import pytest
 
 from conftest import PENGUIN_MODULE, REPO, TESTDATA
+from conftest import command_env
 from conftest import command_env as _env
 from message_parts import assert_four_parts
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+CANNED_MODULE = os.path.join(REPO, 'module_files', 'penguin_canned.py')
 FIRST_STEP = re.compile(r'^first training step after (\d+\.\d\d) s$', re.M)
 # Imported by `tfx.components.trainer.fn_args_utils`, `tfx.v1`, TFXIO's
 # TFExampleRecord, TFT's schema_utils: seconds a TrainSpec run (without a
@@ -590,3 +592,45 @@ def test_the_summary_names_only_what_exists_and_no_source_file(
   assert 'docs/guides/run-fn-modules.md' in out
   guide = open(os.path.join(REPO, 'docs', 'guides', 'run-fn-modules.md')).read()
   assert '## The training record' in guide
+
+
+@pytest.fixture(scope='module')
+def species_csv(tmp_path_factory):
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  return write_penguin_csv(str(tmp_path_factory.mktemp('species')),
+                           string_labels=True)
+
+
+@pytest.mark.slow
+def test_the_command_stderr_has_no_tensorflow_start_up_lines_nor_warnings(
+    tmp_path, species_csv):
+  """A canned spec trained by the command: stderr holds the progress log
+  only (no C++ start-up lines, no FutureWarning), and 200 steps of a
+  one-epoch spec read as such, not as "1 epochs"."""
+  env = command_env()
+  env.pop('TF_CPP_MIN_LOG_LEVEL', None)
+  env.pop('PYTHONWARNINGS', None)
+  proc = subprocess.run(
+      [sys.executable, '-m', 'generic_trainer', '--module-file',
+       CANNED_MODULE, '--train-data', species_csv, '--output-dir',
+       str(tmp_path / 'out'), '--steps', '200', '--progress', 'lines'],
+      capture_output=True, text=True, env=env, cwd=str(tmp_path),
+      timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'Warning' not in proc.stderr, proc.stderr
+  assert not re.search(r'^\d{4}-\d\d-\d\d [\d:.]+: [IWEF] ', proc.stderr,
+                       re.M), proc.stderr
+  assert [l for l in proc.stderr.splitlines() if not l.startswith(
+      ('cache: ', 'epoch 1 '))] == [], proc.stderr
+  assert ': 200 steps in one epoch (evaluated once, at the end), ' in (
+      proc.stdout)
+  assert '1 epochs' not in proc.stdout
+
+
+def test_the_schedule_reads_as_steps_and_epochs():
+  """Steps and epochs in words: one epoch says so; several say their size."""
+  from generic_trainer.command.cli import schedule_text  # pylint: disable=g-import-not-at-top
+  assert schedule_text(20000, 1) == (
+      '20000 steps in one epoch (evaluated once, at the end)')
+  assert schedule_text(20, 5) == '20 steps in 5 epochs of 4 steps'
+  assert schedule_text(21, 5) == '21 steps in 5 epochs'
