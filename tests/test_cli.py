@@ -634,3 +634,58 @@ def test_the_schedule_reads_as_steps_and_epochs():
       '20000 steps in one epoch (evaluated once, at the end)')
   assert schedule_text(20, 5) == '20 steps in 5 epochs of 4 steps'
   assert schedule_text(21, 5) == '21 steps in 5 epochs'
+
+
+@pytest.mark.parametrize('argv, said, todo', [
+    (['--train-steps', '100'], 'the train steps are --steps here',
+     'Write --steps 100.'),
+    (['--num-steps=7'], 'the train steps are --steps here',
+     'Write --steps 7.'),
+    (['--num-eval-steps', '3'], 'the eval steps are --eval-steps here',
+     'Write --eval-steps 3.'),
+    (['--epochs', '5'], "A TrainSpec sets its class attribute `epochs = 5`",
+     'Write epochs = 5 in the TrainSpec, or --hparams \'{"epochs": 5}\' for '
+     'a run_fn that reads it.'),
+], ids=['train-steps', 'num-steps', 'num-eval-steps', 'epochs'])
+def test_flags_a_tfx_user_brings_say_where_each_is_set(tmp_path, capsys, argv,
+                                                       said, todo):
+  """`--train-steps` is not answered with "did you mean --train-data?": it
+  is told that the steps are --steps; --epochs that epochs belong to the
+  TrainSpec or the run_fn's own code."""
+  spec = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  assert _main('--module-file', spec, '--train-data', 'x.csv',
+               '--output-dir', str(tmp_path / 'out'), *argv) == 2
+  message = _error_line(capsys.readouterr().err)
+  name = argv[0].split('=')[0]
+  assert message.startswith(
+      f'generic-trainer: error: {name} is not a flag of generic-trainer: ')
+  assert said in message and message.endswith(todo), message
+  assert 'did you mean' not in message
+  assert_four_parts(message)
+
+
+def test_a_learning_rate_written_as_a_json_string_is_named(
+    tmp_path, capsys, penguin_csvs):
+  """--hparams '{"learning_rate": "0.01"}': a note when the flags are read,
+  and Keras's refusal said as a string from --hparams, with the number
+  written without quotes."""
+  spec = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  assert _main('--module-file', spec, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '5',
+               '--hparams', '{"learning_rate": "0.01"}') == 1
+  err = capsys.readouterr().err
+  assert ('--hparams: learning_rate given as text ("learning_rate": "0.01")'
+          ', which the code receives as a str') in err
+  message = _error_line(err)
+  assert message.startswith(
+      "generic-trainer: RunFnError: TrainSpec PenguinSpec (module_file='"
+      f"{spec}') raised ValueError: Argument `learning_rate` should be float")
+  reason = message.split('Received instead: learning_rate=0.01. ')[1]
+  assert reason == (
+      "learning_rate is the string '0.01' from --hparams, not a number: JSON "
+      'keeps a quoted value as text, and the code passed it on as it was. '
+      'Expected a JSON number for learning_rate: 0.01, without quotes. '
+      'Received: "learning_rate": "0.01" (a string) in --hparams. Write the '
+      'number without quotes: --hparams \'{"learning_rate": 0.01}\'. Nothing '
+      'was published.')
+  assert_four_parts(reason)
