@@ -689,3 +689,70 @@ def test_a_learning_rate_written_as_a_json_string_is_named(
       'number without quotes: --hparams \'{"learning_rate": 0.01}\'. Nothing '
       'was published.')
   assert_four_parts(reason)
+
+
+@pytest.mark.parametrize('value, delimiter', [
+    (';', ';'), ('tab', '\t'), ('|', '|'), (',', ',')])
+def test_csv_delimiter_flag_names_the_delimiter(value, delimiter):
+  """--csv-delimiter takes the character or the word tab."""
+  from generic_trainer.data import csv_dialect  # pylint: disable=g-import-not-at-top
+  assert csv_dialect.parse_delimiter(value) == delimiter
+
+
+def test_unknown_csv_delimiter_flag_exits_2(tmp_path, penguin_csvs, capsys):
+  """--csv-delimiter of more than one character: exit 2, four parts."""
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'),
+               '--csv-delimiter', ';;') == 2
+  err = capsys.readouterr().err
+  assert err == (
+      'generic-trainer: error: --csv-delimiter must be one character of , ; '
+      '| or the word tab. Expected the character between the fields. '
+      "Received: --csv-delimiter=';;'. Pass one of those, or leave it out "
+      'for commas.\n')
+
+
+def test_an_error_we_cannot_name_is_said_without_a_traceback(
+    tmp_path, penguin_csvs, capsys, monkeypatch):
+  """Whatever escapes every check still reaches the user in four parts,
+  exit 1, its traceback in a file the message names."""
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+
+  def fails(request, checkpoint=None):
+    raise KeyError('boom')
+
+  monkeypatch.setattr(command_run, 'run', fails)
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out')) == 1
+  err = capsys.readouterr().err
+  assert 'Traceback' not in err
+  message = _error_line(err)
+  assert message.startswith(
+      "generic-trainer: KeyError: 'boom'. This error has no message of ours. "
+      'Expected the run to train, or to stop with an error that says what to '
+      'do. Received: KeyError. Its traceback is in ')
+  path = message.split('Its traceback is in ')[1].split('. Check')[0]
+  with open(path) as f:
+    assert 'KeyError' in f.read()
+  os.remove(path)
+  assert_four_parts(message)
+
+
+@pytest.mark.parametrize('output_dir, message', [
+    ('', "--output-dir is empty. Expected a folder for the model and the run "
+         "outputs (created if missing). Received: --output-dir=''."),
+    ('{tmp}/locked/out', '--output-dir cannot be written: {tmp}/locked, '
+     'where it would be created, is not writable by this user.'),
+])
+def test_output_dir_that_cannot_be_used_is_refused(tmp_path, penguin_csvs,
+                                                   capsys, monkeypatch,
+                                                   output_dir, message):
+  """An empty or unwritable output folder: exit 2 before any work."""
+  locked = str(tmp_path / 'locked')
+  os.makedirs(locked)
+  real_access = os.access
+  monkeypatch.setattr(os, 'access', lambda p, m: False if p == locked
+                      else real_access(p, m))
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', output_dir.format(tmp=tmp_path)) == 2
+  assert message.format(tmp=tmp_path) in capsys.readouterr().err

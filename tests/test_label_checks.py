@@ -1,12 +1,17 @@
 """A label checked against the loss before training (`loop.label_checks`,
 the heads): a regression label of prices written as text is told to be
-parsed, and class names stay classes."""
+parsed, and class names stay classes; class names, fractions or negative
+numbers in a label of class indices are named."""
 
+import os
 import textwrap
 
 import pytest
 
+from conftest import REPO
 from message_parts import assert_four_parts
+
+SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
 
 def _main(*argv):
@@ -90,3 +95,61 @@ def test_a_regression_head_says_the_same_and_class_names_stay_classes():
   assert regression.numbers_as_text(['1,5', '2,25']) is None
   assert regression.numbers_as_text(['€ 3.40', '-€1,200']) == {'€', ','}
   assert regression.numbers_as_text(['647.5', '']) == set()
+
+
+# A label of the wrong kind is named before training.
+def test_class_names_in_a_label_of_class_indices_are_named(
+    tmp_path, capsys):
+  """'Adelie' in the label a SparseCategoricalCrossentropy spec reads:
+  the column, what it takes, and how to map names to indices."""
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  path = write_penguin_csv(str(tmp_path / 'named'), string_labels=True)
+  assert _main('--module-file', SPEC_MODULE, '--train-data', path,
+               '--output-dir', str(tmp_path / 'out'), '--steps', '5') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      "generic-trainer: SpecError: The label column 'species' holds names "
+      "('Adelie', 'Chinstrap', 'Gentoo'), but the loss "
+      'SparseCategoricalCrossentropy takes numbers: class indices 0..N-1 for '
+      'a classifier. Expected class indices (0, 1, 2...) or a vocabulary that '
+      "maps the names to them. Received: strings in 'species' ('Adelie', "
+      "'Chinstrap', 'Gentoo'). Map the names to indices: declare a head with "
+      "the vocabulary (head = heads.MultiClassHead(label_vocabulary=['Adelie'"
+      ", 'Chinstrap', 'Gentoo']), with build_model returning the body), use a "
+      'canned spec (canned.DNNClassifierSpec reads the classes from the '
+      'data), or write the indices into the data (a keras.layers.StringLookup '
+      'in a Transform preprocessing_fn).')
+  assert_four_parts(message)
+
+
+def test_fractions_in_a_label_of_class_indices_are_named():
+  """0.5 for a loss of class indices: use a regression loss."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import label_checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError) as e:
+    label_checks.check_kind('mass', np.array([0.5, 1.0]),
+                            'sparse_categorical_crossentropy', 3)
+  assert str(e.value) == (
+      "The label column 'mass' holds fractions ([0.5]), but the loss "
+      'sparse_categorical_crossentropy takes class indices. Expected whole '
+      'numbers 0..N-1 for a classifier. Received: floats such as 0.5. Use a '
+      'regression loss (e.g. keras.losses.MeanSquaredError with one output '
+      'unit) for a number to predict, or write class indices into the label '
+      'column.')
+
+
+def test_negative_labels_for_a_loss_of_class_indices_are_named():
+  """-1/1 labels for SparseCategoricalCrossentropy: write 0..N-1."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop import label_checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError) as e:
+    label_checks.check_kind('churned', np.array([-1, 1]),
+                            'sparse_categorical_crossentropy', 2)
+  assert str(e.value) == (
+      "The label column 'churned' holds negative values ([-1.0]), but the "
+      'loss sparse_categorical_crossentropy takes class indices from 0. '
+      'Expected whole numbers 0..N-1. Received: -1. Write the classes as '
+      '0..N-1 (e.g. -1/1 as 0/1), or use a loss for numbers.')
+  assert_four_parts(str(e.value))

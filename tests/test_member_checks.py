@@ -1,6 +1,8 @@
 """A TrainSpec's members checked before training (`trainspec.member_checks`):
-a name Keras does not know is refused with the name meant, and a member that
-cannot fit the data is named before the first step."""
+a loss, metric or optimizer name Keras does not know is refused with the
+name meant; a member returning the wrong kind of value (handlers() a plain
+function, preprocess() nothing) and a model that cannot take the features
+are named before the first step."""
 
 import textwrap
 
@@ -85,4 +87,111 @@ def test_spec_mistakes_are_named_before_training(tmp_path, capsys,
   assert message.startswith(f'generic-trainer: SpecError: {starts}'), message
   assert also in message
   assert 'Could not interpret' not in message
+  assert_four_parts(message)
+
+
+def _module(tmp_path, name, source):
+  path = tmp_path / f'{name}.py'
+  path.write_text(textwrap.dedent(source))
+  return str(path)
+
+
+# No raw error from a cause we can name.
+def test_handlers_returning_a_plain_function_is_named(tmp_path, penguin_csvs,
+                                                      capsys):
+  """handlers() returning [a function]: a SpecError naming the member and
+  LambdaCallback, not Keras's AttributeError."""
+  module = _module(tmp_path, 'plain_handler', '''
+      from spec_fixtures import PenguinSpec
+
+      def log_epoch(epoch, logs=None):
+        print(epoch, logs)
+
+      class Logged(PenguinSpec):
+        def handlers(self):
+          return [log_epoch]
+      ''')
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '4') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      'generic-trainer: SpecError: Logged.handlers() returned, at index 0, '
+      'the function log_epoch, which is not a Keras callback. Expected '
+      'keras.callbacks.Callback instances (objects with on_epoch_end, '
+      'set_model...). Received: the function log_epoch. Return instances '
+      'only: wrap a plain function in keras.callbacks.LambdaCallback('
+      'on_epoch_end=fn), or subclass keras.callbacks.Callback.')
+  assert_four_parts(message)
+
+
+class _Spec:
+  """A stand-in TrainSpec for the member checks."""
+
+
+@pytest.mark.parametrize('member, value, message', [
+    ('handlers', lambda: None, r'^_Spec.handlers\(\) returned the function '
+     r'.*<lambda>\. Expected a list of Keras callbacks'),
+    ('handlers', [dict], r'at index 0, the class dict \(not an instance of '
+     r'it\).*Return instances only: call the class'),
+    ('model', None, r'^_Spec.build_model\(\) returned None\. Expected a Keras '
+     r'model.*Return the model, e\.g\.'),
+    ('optimizer', None, r'^_Spec.build_optimizer\(\) returned None\.'),
+    ('loss', None, r'^_Spec.build_loss\(\) returned None\.'),
+    ('metrics', 'accuracy', r"^_Spec.build_metrics\(\) returned a str "
+     r"\('accuracy'\)\..*Return a list, e\.g\. `return \['accuracy'\]`"),
+])
+def test_spec_members_of_the_wrong_kind_are_named(member, value, message):
+  """Each build_* member and handlers() returning the wrong kind of value:
+  the member, what it takes and what it got."""
+  from generic_trainer.errors import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.trainspec import member_checks  # pylint: disable=g-import-not-at-top
+  with pytest.raises(SpecError, match=message) as e:
+    getattr(member_checks, member)(_Spec(), value)
+  assert_four_parts(str(e.value))
+
+
+def test_preprocess_that_returns_none_is_named(tmp_path, penguin_csvs,
+                                               capsys):
+  """preprocess() without its return: the member and the fix, not a
+  TypeError from inside tf.data."""
+  module = _module(tmp_path, 'no_return', '''
+      from spec_fixtures import PenguinSpec
+
+      class Forgot(PenguinSpec):
+        def preprocess(self, features):
+          features = dict(features)
+      ''')
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '4') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message == (
+      'generic-trainer: SpecError: Forgot.preprocess() returned None. '
+      'Expected the features the model reads: a dict of tensors by name. '
+      'Received: None. Return the dict (`return features`) at the end of '
+      'preprocess().')
+
+
+def test_an_optimizer_keras_does_not_know_is_named(tmp_path, penguin_csvs,
+                                                   capsys):
+  """build_optimizer() returning 'adamm': a SpecError naming the members,
+  not a RunFnError around Keras's ValueError."""
+  module = _module(tmp_path, 'typo', '''
+      from spec_fixtures import PenguinSpec
+
+      class Typo(PenguinSpec):
+        def build_optimizer(self):
+          return 'adamm'
+      ''')
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '4') == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message.startswith(
+      "generic-trainer: SpecError: Keras cannot compile Typo's model: "
+      'ValueError: ')
+  assert "Could not interpret optimizer identifier: 'adamm'" in message or (
+      'Could not interpret optimizer identifier: adamm' in message)
+  assert "Received: optimizer=a str ('adamm'), loss=a " in message
+  assert message.endswith(
+      'Fix the name or object in build_optimizer(), build_loss() or '
+      'build_metrics().')
   assert_four_parts(message)
