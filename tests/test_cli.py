@@ -11,6 +11,8 @@ import textwrap
 
 import pytest
 
+from command_line import error_line as _error_line
+from command_line import main as _main
 from conftest import PENGUIN_MODULE, REPO, TESTDATA
 from conftest import command_env
 from conftest import command_env as _env
@@ -483,15 +485,6 @@ def test_module_that_does_not_parse_exits_1_before_tensorflow(tmp_path,
   assert stderr.startswith(
       f"generic-trainer: UserModuleError: The module file '{module}' has a "
       'syntax error at line 1')
-
-
-def _main(*argv):
-  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
-  return cli.main(list(argv))
-
-
-def _error_line(err: str) -> str:
-  return [l for l in err.splitlines() if l.startswith('generic-trainer: ')][0]
 
 
 def _csv(path, text):

@@ -2,17 +2,11 @@
 whatever raised it."""
 
 import os
-import textwrap
 
 import pytest
 
+from command_line import module_file as _module
 from message_parts import assert_four_parts
-
-
-def _module(tmp_path, name, source):
-  path = tmp_path / f'{name}.py'
-  path.write_text(textwrap.dedent(source))
-  return str(path)
 
 
 _FULL_DISK_RUN_FNS = {

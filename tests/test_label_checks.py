@@ -8,19 +8,12 @@ import textwrap
 
 import pytest
 
+from command_line import error_line as _error_line
+from command_line import main as _main
 from conftest import REPO
 from message_parts import assert_four_parts
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
-
-
-def _main(*argv):
-  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
-  return cli.main(list(argv))
-
-
-def _error_line(err: str) -> str:
-  return [l for l in err.splitlines() if l.startswith('generic-trainer: ')][0]
 
 
 def _module(tmp_path, source: str) -> str:

@@ -8,6 +8,9 @@ import textwrap
 
 import pytest
 
+from command_line import error_line as _error_line
+from command_line import main as _main
+from command_line import module_file as _module
 from message_parts import assert_four_parts
 
 
@@ -28,15 +31,6 @@ def test_a_misspelt_loss_name_is_named_before_training():
       "'sparse_categorical_crossentropy'?")
   assert_four_parts(str(e.value))
   assert member_checks.loss(PenguinSpec(), {'y': 'mse'}) == {'y': 'mse'}
-
-
-def _main(*argv):
-  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
-  return cli.main(list(argv))
-
-
-def _error_line(err: str) -> str:
-  return [l for l in err.splitlines() if l.startswith('generic-trainer: ')][0]
 
 
 _SPEC = '''
@@ -88,12 +82,6 @@ def test_spec_mistakes_are_named_before_training(tmp_path, capsys,
   assert also in message
   assert 'Could not interpret' not in message
   assert_four_parts(message)
-
-
-def _module(tmp_path, name, source):
-  path = tmp_path / f'{name}.py'
-  path.write_text(textwrap.dedent(source))
-  return str(path)
 
 
 # No raw error from a cause we can name.

@@ -4,24 +4,14 @@ replaces it; a kill between the two renames puts the earlier one back."""
 
 import hashlib
 import os
-import textwrap
 
 import pytest
 
+from command_line import main as _main
+from command_line import module_file as _module
 from conftest import REPO, TESTDATA
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
-
-
-def _main(*argv):
-  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
-  return cli.main(list(argv))
-
-
-def _module(tmp_path, name, source):
-  path = tmp_path / f'{name}.py'
-  path.write_text(textwrap.dedent(source))
-  return str(path)
 
 
 def _digest(folder) -> str:

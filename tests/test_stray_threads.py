@@ -5,11 +5,11 @@ them."""
 import os
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
 
+from command_line import module_file as _module
 from conftest import REPO, TESTDATA, command_env
 
 
@@ -88,12 +88,6 @@ def test_stray_threads_become_daemons_and_are_named(caplog):
     thread.join()
   assert 'run_fn left 1 non-daemon thread(s) running (uploader)' in (
       caplog.text)
-
-
-def _module(tmp_path, name, source):
-  path = tmp_path / f'{name}.py'
-  path.write_text(textwrap.dedent(source))
-  return str(path)
 
 
 def _command(*args, timeout=600):

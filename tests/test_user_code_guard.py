@@ -6,10 +6,11 @@ pipeline script are said plainly, with what to do."""
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
+from command_line import main as _main
+from command_line import module_file as _module
 from conftest import REPO, command_env
 from message_parts import assert_four_parts
 
@@ -75,17 +76,6 @@ def test_a_failed_pipeline_script_prints_the_reason_then_the_log(
                               body) is False
   err = capfd.readouterr().err
   assert 'Its traceback:' in err and 'in load_vocabulary' in err
-
-
-def _main(*argv):
-  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
-  return cli.main(list(argv))
-
-
-def _module(tmp_path, name, source):
-  path = tmp_path / f'{name}.py'
-  path.write_text(textwrap.dedent(source))
-  return str(path)
 
 
 def _command(*args, timeout=600):
