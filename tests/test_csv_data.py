@@ -14,6 +14,7 @@ import pytest
 from command_line import error_line as _error_line
 from command_line import main as _main
 from conftest import REPO
+from conftest import penguin_text as _penguin_text
 from message_parts import assert_four_parts
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
@@ -97,12 +98,6 @@ def test_an_empty_csv_says_what_its_first_line_must_hold(tmp_path):
 # CSV data is read as meant, or refused naming what was found.
 _PENGUIN_HEADER = ('species,bill_length_mm,bill_depth_mm,flipper_length_mm,'
                    'body_mass_g')
-
-
-def _penguin_text(penguin_csvs, rows=None):
-  with open(penguin_csvs[0]) as f:
-    lines = [','.join(l.rstrip('\n').split(',')[:5]) for l in f]
-  return '\n'.join(lines[:rows] if rows else lines) + '\n'
 
 
 def test_csv_separated_by_semicolons_is_refused_naming_the_delimiter(

@@ -9,15 +9,10 @@ import pytest
 
 from command_line import main as _main
 from conftest import REPO
+from conftest import penguin_text as _penguin_text
 from message_parts import assert_four_parts
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
-
-
-def _penguin_text(penguin_csvs, rows=None):
-  with open(penguin_csvs[0]) as f:
-    lines = [','.join(l.rstrip('\n').split(',')[:5]) for l in f]
-  return '\n'.join(lines[:rows] if rows else lines) + '\n'
 
 
 def test_schema_types_that_disagree_with_the_data_are_named(
