@@ -4,7 +4,7 @@ Between `<!-- generated: command-flags -->` and its end marker a page holds
 the tables of the `generic-trainer` command's flags, read from its argparse
 parser (`generic_trainer.command.cli_args`): committed, so that the page
 reads whole on GitHub, made fresh when the site is built, and checked equal
-to the parser's by tests/test_first_hour.py, so the reference cannot drift
+to the parser's by tests/test_docs.py, so the reference cannot drift
 from the command. Importing the parser loads no TensorFlow.
 """
 

@@ -1,7 +1,9 @@
-"""A compiled pipeline with one GenericTrainer step, written by hand as
-KFP's pipeline spec 2.1 writes it (every number a double, `pod_settings` a
-JSON string), for the tests that render a TFJob or a TrainJob from a step
-without compiling a pipeline."""
+"""The step that TFJob and TrainJob tests render: the step's container
+(`IMAGE`, `COMMAND`, `ARGS`), a team's pod settings (`SETTINGS`), and a
+compiled pipeline with one GenericTrainer step, written by hand as KFP's
+pipeline spec 2.1 writes it (every number a double, `pod_settings` a JSON
+string), for rendering a job from a step without compiling a pipeline.
+tests/test_tfjob.py and tests/test_trainjob.py share these."""
 
 from typing import Any, Dict
 
@@ -9,6 +11,17 @@ from generic_trainer.kubeflow import kfp_step
 from generic_trainer.kubeflow import tfjob
 
 IMAGE = 'example.com/trainer:1'
+COMMAND = list(tfjob.KFP_ENTRYPOINT)
+ARGS = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
+        '--json_serialized_invocation_args', '{"inputs": {}}']
+SETTINGS = {'service_account': 'pipeline-runner',
+            'annotations': {'example.com/team': 'penguins'},
+            'labels': {'team': 'penguins'},
+            'env': {'GOOGLE_CLOUD_PROJECT': 'p'},
+            'volumes': [{'name': 'data', 'persistentVolumeClaim': {
+                'claimName': 'penguin'}}],
+            'volume_mounts': [{'name': 'data', 'mountPath': '/data'}],
+            'security_context': {'fsGroup': 0, 'runAsNonRoot': True}}
 _DECLARED = {'num_workers': 'NUMBER_INTEGER',
              'max_restarts': 'NUMBER_INTEGER', 'pod_settings': 'STRING'}
 

@@ -180,6 +180,14 @@ def penguin_csvs(tmp_path_factory):
   return tuple(paths)
 
 
+def penguin_text(penguin_csvs, rows=None) -> str:
+  """The train CSV of `penguin_csvs` as text, its first five columns (the
+  species and four numbers), the header and `rows` rows (all if None)."""
+  with open(penguin_csvs[0]) as f:
+    lines = [','.join(l.rstrip('\n').split(',')[:5]) for l in f]
+  return '\n'.join(lines[:rows] if rows else lines) + '\n'
+
+
 @pytest.fixture(autouse=True, scope='session')
 def _own_user_cache(tmp_path_factory):
   """The user's cache folder (XDG_CACHE_HOME: the command's and the

@@ -4,7 +4,7 @@ The suite runs as root; the other user is uid 65534 (`nobody`), whose
 files, links and moves are made by a real process of that user
 (`setpriv`), in a folder that user can reach (pytest's base folder is
 0700). tests/test_trust_by_descriptor.py and
-tests/test_attacks_round_three.py share these.
+tests/test_other_users_files.py share these.
 """
 
 import contextlib

@@ -1,6 +1,7 @@
 """The generic-trainer command: arguments, the TrainSpec and run_fn paths."""
 
 import ast
+import io
 import json
 import os
 import re
@@ -10,10 +11,15 @@ import textwrap
 
 import pytest
 
+from command_line import error_line as _error_line
+from command_line import main as _main
 from conftest import PENGUIN_MODULE, REPO, TESTDATA
+from conftest import command_env
 from conftest import command_env as _env
+from message_parts import assert_four_parts
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+CANNED_MODULE = os.path.join(REPO, 'module_files', 'penguin_canned.py')
 FIRST_STEP = re.compile(r'^first training step after (\d+\.\d\d) s$', re.M)
 # Imported by `tfx.components.trainer.fn_args_utils`, `tfx.v1`, TFXIO's
 # TFExampleRecord, TFT's schema_utils: seconds a TrainSpec run (without a
@@ -533,3 +539,266 @@ def test_steps_0_is_unset_as_on_the_component(tmp_path, penguin_csvs):
       "unset, as TFX's Trainer reads it). Received: --steps='-3'. Set a "
       'positive number, or leave it unset.')):
     cli_args.parse(base + ['--steps=-3'], 0.0)
+
+def _csv(path, text):
+  path.write_text(text)
+  return str(path)
+
+
+@pytest.mark.parametrize('typed, meant', [('--trian-data', '--train-data'),
+                                          ('--output_dir', '--output-dir'),
+                                          ('--step', '--steps')])
+def test_an_unknown_flag_is_named_with_the_nearest_known_one(
+    tmp_path, capsys, typed, meant):
+  """A misspelt flag (or an abbreviation, which is not taken) is named with
+  the flag meant, not answered with "required: --train-data"."""
+  argv = {'--module-file': SPEC_MODULE, '--train-data': 'x.csv',
+          '--output-dir': str(tmp_path / 'out'), '--steps': '6'}
+  argv[typed] = argv.pop(meant)
+  assert _main(*[w for kv in argv.items() for w in kv]) == 2
+  message = _error_line(capsys.readouterr().err)
+  assert message.startswith(f'generic-trainer: error: {typed} is not a flag '
+                            f'of generic-trainer; did you mean {meant}?')
+  assert_four_parts(message)
+
+
+def test_a_glob_the_shell_expanded_says_to_quote_it(tmp_path, capsys):
+  """`--train-data data/*.csv` unquoted reaches the command as several
+  paths: the error says so, and how to quote it."""
+  files = [_csv(tmp_path / f'{n}.csv', 'a,b\n1,2\n') for n in 'abc']
+  assert _main('--module-file', SPEC_MODULE, '--train-data', *files,
+               '--output-dir', str(tmp_path / 'out')) == 2
+  message = _error_line(capsys.readouterr().err)
+  assert 'The shell expands an unquoted glob' in message
+  assert "Quote the glob (--train-data 'data/*.csv')" in message
+  assert_four_parts(message)
+
+
+def test_a_folder_as_data_means_its_csv_files(tmp_path, capsys):
+  """A folder as --train-data is its CSV files (else its TFRecord files),
+  and the command says which it took."""
+  from generic_trainer.command import cli_args  # pylint: disable=g-import-not-at-top
+  data = tmp_path / 'data'
+  data.mkdir()
+  files = [_csv(data / f'{n}.csv', 'a,b\n1,2\n') for n in 'ab']
+  (data / 'notes.txt').write_text('not data')
+  request = cli_args.parse(['--module-file', SPEC_MODULE, '--train-data',
+                            str(data), '--output-dir', str(tmp_path / 'out')],
+                           started=0.0)
+  assert request.train_data == files
+  assert (f'--train-data {data}: taking its 2 CSV file(s): a.csv, b.csv'
+          in capsys.readouterr().err)
+
+
+def test_help_is_grouped_with_an_example_and_every_exit_status(capsys):
+  """--help: the flags by group, one example, every exit status, and where
+  the cache lives and how big it may grow."""
+  with pytest.raises(SystemExit):
+    _main('--help')
+  text = capsys.readouterr().out
+  titles = re.findall(r'^(\w+):$', text, re.M)
+  assert titles[1:6] == ['data', 'training', 'outputs', 'workers', 'cache']
+  assert re.search(r"^example:\n  generic-trainer --module-file .*\n", text,
+                   re.M)
+  for status in ('0', '1', '2', '130', '143'):
+    assert re.search(rf'^  {status} +\w', text, re.M), status
+  cache = text.split('\ncache:\n')[1]
+  assert '$XDG_CACHE_HOME' in cache and 'most gigabytes' in cache
+
+
+def test_off_a_terminal_the_export_dump_and_ansi_codes_are_dropped(
+    monkeypatch):
+  """When stdout is a file or a pipe, Keras's "Saved artifact at ..." dump
+  and ANSI codes do not reach it; other lines do."""
+  from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
+  out = io.StringIO()
+  monkeypatch.setattr(sys, 'stdout', out)
+  with console.command_lines(io.StringIO()):
+    sys.stdout.write("Saved artifact at '/tmp/m'. The following endpoints "
+                     "are available:\n\n* Endpoint 'serve'\n  args_0: ...\n")
+    print('\x1b[1m4/4\x1b[0m \x1b[32m━━━━\x1b[0m loss: 0.5')
+  assert out.getvalue() == '4/4 ━━━━ loss: 0.5\n'
+
+
+def test_the_summary_names_only_what_exists_and_no_source_file(
+    tmp_path, capsys):
+  """The last lines name the folders that exist, and a run_fn without a
+  record is pointed to the docs, not to the package's source."""
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import run  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command.layout import Layout  # pylint: disable=g-import-not-at-top
+  layout = Layout(str(tmp_path))
+  os.makedirs(layout.model)
+  request = type('R', (), {'module_file': 'm.py'})()
+  cli._print_outcome(request, run.Outcome('`run_fn`', None, {}, layout, None))  # pylint: disable=protected-access
+  out = capsys.readouterr().out
+  assert f'model:  {layout.model}' in out
+  assert 'run:' not in out and 'data:' not in out and 'schema:' not in out
+  assert 'generic_trainer/' not in out
+  assert 'docs/guides/run-fn-modules.md' in out
+  guide = open(os.path.join(REPO, 'docs', 'guides', 'run-fn-modules.md')).read()
+  assert '## The training record' in guide
+
+
+@pytest.fixture(scope='module')
+def species_csv(tmp_path_factory):
+  from pipelines.penguin_data import write_penguin_csv  # pylint: disable=g-import-not-at-top
+  return write_penguin_csv(str(tmp_path_factory.mktemp('species')),
+                           string_labels=True)
+
+
+@pytest.mark.slow
+def test_the_command_stderr_has_no_tensorflow_start_up_lines_nor_warnings(
+    tmp_path, species_csv):
+  """A canned spec trained by the command: stderr holds the progress log
+  only (no C++ start-up lines, no FutureWarning), and 200 steps of a
+  one-epoch spec read as such, not as "1 epochs"."""
+  env = command_env()
+  env.pop('TF_CPP_MIN_LOG_LEVEL', None)
+  env.pop('PYTHONWARNINGS', None)
+  proc = subprocess.run(
+      [sys.executable, '-m', 'generic_trainer', '--module-file',
+       CANNED_MODULE, '--train-data', species_csv, '--output-dir',
+       str(tmp_path / 'out'), '--steps', '200', '--progress', 'lines'],
+      capture_output=True, text=True, env=env, cwd=str(tmp_path),
+      timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert 'Warning' not in proc.stderr, proc.stderr
+  assert not re.search(r'^\d{4}-\d\d-\d\d [\d:.]+: [IWEF] ', proc.stderr,
+                       re.M), proc.stderr
+  assert [l for l in proc.stderr.splitlines() if not l.startswith(
+      ('cache: ', 'epoch 1 '))] == [], proc.stderr
+  assert ': 200 steps in one epoch (evaluated once, at the end), ' in (
+      proc.stdout)
+  assert '1 epochs' not in proc.stdout
+
+
+def test_the_schedule_reads_as_steps_and_epochs():
+  """Steps and epochs in words: one epoch says so; several say their size."""
+  from generic_trainer.command.cli import schedule_text  # pylint: disable=g-import-not-at-top
+  assert schedule_text(20000, 1) == (
+      '20000 steps in one epoch (evaluated once, at the end)')
+  assert schedule_text(20, 5) == '20 steps in 5 epochs of 4 steps'
+  assert schedule_text(21, 5) == '21 steps in 5 epochs'
+
+
+@pytest.mark.parametrize('argv, said, todo', [
+    (['--train-steps', '100'], 'the train steps are --steps here',
+     'Write --steps 100.'),
+    (['--num-steps=7'], 'the train steps are --steps here',
+     'Write --steps 7.'),
+    (['--num-eval-steps', '3'], 'the eval steps are --eval-steps here',
+     'Write --eval-steps 3.'),
+    (['--epochs', '5'], "A TrainSpec sets its class attribute `epochs = 5`",
+     'Write epochs = 5 in the TrainSpec, or --hparams \'{"epochs": 5}\' for '
+     'a run_fn that reads it.'),
+], ids=['train-steps', 'num-steps', 'num-eval-steps', 'epochs'])
+def test_flags_a_tfx_user_brings_say_where_each_is_set(tmp_path, capsys, argv,
+                                                       said, todo):
+  """`--train-steps` is not answered with "did you mean --train-data?": it
+  is told that the steps are --steps; --epochs that epochs belong to the
+  TrainSpec or the run_fn's own code."""
+  spec = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  assert _main('--module-file', spec, '--train-data', 'x.csv',
+               '--output-dir', str(tmp_path / 'out'), *argv) == 2
+  message = _error_line(capsys.readouterr().err)
+  name = argv[0].split('=')[0]
+  assert message.startswith(
+      f'generic-trainer: error: {name} is not a flag of generic-trainer: ')
+  assert said in message and message.endswith(todo), message
+  assert 'did you mean' not in message
+  assert_four_parts(message)
+
+
+def test_a_learning_rate_written_as_a_json_string_is_named(
+    tmp_path, capsys, penguin_csvs):
+  """--hparams '{"learning_rate": "0.01"}': a note when the flags are read,
+  and Keras's refusal said as a string from --hparams, with the number
+  written without quotes."""
+  spec = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+  assert _main('--module-file', spec, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '5',
+               '--hparams', '{"learning_rate": "0.01"}') == 1
+  err = capsys.readouterr().err
+  assert ('--hparams: learning_rate given as text ("learning_rate": "0.01")'
+          ', which the code receives as a str') in err
+  message = _error_line(err)
+  assert message.startswith(
+      "generic-trainer: RunFnError: TrainSpec PenguinSpec (module_file='"
+      f"{spec}') raised ValueError: Argument `learning_rate` should be float")
+  reason = message.split('Received instead: learning_rate=0.01. ')[1]
+  assert reason == (
+      "learning_rate is the string '0.01' from --hparams, not a number: JSON "
+      'keeps a quoted value as text, and the code passed it on as it was. '
+      'Expected a JSON number for learning_rate: 0.01, without quotes. '
+      'Received: "learning_rate": "0.01" (a string) in --hparams. Write the '
+      'number without quotes: --hparams \'{"learning_rate": 0.01}\'. Nothing '
+      'was published.')
+  assert_four_parts(reason)
+
+
+@pytest.mark.parametrize('value, delimiter', [
+    (';', ';'), ('tab', '\t'), ('|', '|'), (',', ',')])
+def test_csv_delimiter_flag_names_the_delimiter(value, delimiter):
+  """--csv-delimiter takes the character or the word tab."""
+  from generic_trainer.data import csv_dialect  # pylint: disable=g-import-not-at-top
+  assert csv_dialect.parse_delimiter(value) == delimiter
+
+
+def test_unknown_csv_delimiter_flag_exits_2(tmp_path, penguin_csvs, capsys):
+  """--csv-delimiter of more than one character: exit 2, four parts."""
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'),
+               '--csv-delimiter', ';;') == 2
+  err = capsys.readouterr().err
+  assert err == (
+      'generic-trainer: error: --csv-delimiter must be one character of , ; '
+      '| or the word tab. Expected the character between the fields. '
+      "Received: --csv-delimiter=';;'. Pass one of those, or leave it out "
+      'for commas.\n')
+
+
+def test_an_error_we_cannot_name_is_said_without_a_traceback(
+    tmp_path, penguin_csvs, capsys, monkeypatch):
+  """Whatever escapes every check still reaches the user in four parts,
+  exit 1, its traceback in a file the message names."""
+  from generic_trainer.command import run as command_run  # pylint: disable=g-import-not-at-top
+
+  def fails(request, starting=None):
+    raise KeyError('boom')
+
+  monkeypatch.setattr(command_run, 'run', fails)
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out')) == 1
+  err = capsys.readouterr().err
+  assert 'Traceback' not in err
+  message = _error_line(err)
+  assert message.startswith(
+      "generic-trainer: KeyError: 'boom'. This error has no message of ours. "
+      'Expected the run to train, or to stop with an error that says what to '
+      'do. Received: KeyError. Its traceback is in ')
+  path = message.split('Its traceback is in ')[1].split('. Check')[0]
+  with open(path) as f:
+    assert 'KeyError' in f.read()
+  os.remove(path)
+  assert_four_parts(message)
+
+
+@pytest.mark.parametrize('output_dir, message', [
+    ('', "--output-dir is empty. Expected a folder for the model and the run "
+         "outputs (created if missing). Received: --output-dir=''."),
+    ('{tmp}/locked/out', '--output-dir cannot be written: {tmp}/locked, '
+     'where it would be created, is not writable by this user.'),
+])
+def test_output_dir_that_cannot_be_used_is_refused(tmp_path, penguin_csvs,
+                                                   capsys, monkeypatch,
+                                                   output_dir, message):
+  """An empty or unwritable output folder: exit 2 before any work."""
+  locked = str(tmp_path / 'locked')
+  os.makedirs(locked)
+  real_access = os.access
+  monkeypatch.setattr(os, 'access', lambda p, m: False if p == locked
+                      else real_access(p, m))
+  assert _main('--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', output_dir.format(tmp=tmp_path)) == 2
+  assert message.format(tmp=tmp_path) in capsys.readouterr().err

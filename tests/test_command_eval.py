@@ -7,14 +7,10 @@ import os
 
 import pytest
 
+from command_line import main as _main
 from conftest import REPO
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
-
-
-def _main(*argv):
-  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
-  return cli.main(list(argv))
 
 
 def _records(folder):

@@ -16,6 +16,7 @@ import shutil
 import pytest
 
 import containers
+import worker_pair
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +69,6 @@ def test_chief_and_worker_train_as_two_containers(
   """Two containers of the image, TF_CONFIG as the Training Operator sets
   it (loopback ports, host network): the chief trains, validates and
   publishes; the worker trains and publishes nothing."""
-  import json  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from conftest import penguin_statistics  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
@@ -93,23 +93,13 @@ def test_chief_and_worker_train_as_two_containers(
   outputs = {key: value['artifacts'] for key, value in
              invocation['outputs']['artifacts'].items()}
   ports = free_ports(2)
-  cluster = {'chief': [f'localhost:{ports[0]}'],
-             'worker': [f'localhost:{ports[1]}']}
   processes = {}
-  for task_type in ('chief', 'worker'):
-    tf_config = json.dumps({'cluster': cluster,
-                            'task': {'type': task_type, 'index': 0}})
+  for task_type, tf_config in worker_pair.tf_configs(ports).items():
     processes[task_type] = containers.run_step(
         job, 'GenericTrainer', image, root, inputs,
         env={'TF_CONFIG': tf_config}, extra=['--network', 'host'],
         outputs=outputs, detach_name=f'gt-{task_type}-{ports[0]}')
-  logs = {}
-  try:
-    for task_type, process in processes.items():
-      logs[task_type] = process.communicate(timeout=600)[0]
-  finally:
-    for process in processes.values():
-      process.kill()
+  logs = worker_pair.ended(processes, timeout_s=600)
   for task_type, process in processes.items():
     assert process.returncode == 0, logs[task_type][-5000:]
   assert 'training as worker 1 of 2 (worker 0); the chief publishes' in logs[
@@ -160,25 +150,16 @@ def test_sigterm_to_the_worker_container_saves_the_step_and_the_rerun_resumes(
 
   def start(tag):
     ports = free_ports(2)
-    cluster = {'chief': [f'localhost:{ports[0]}'],
-               'worker': [f'localhost:{ports[1]}']}
     return {task_type: containers.run_step(
         job, 'GenericTrainer', image, root, inputs,
-        env={'TF_CONFIG': json.dumps({'cluster': cluster, 'task': {
-            'type': task_type, 'index': 0}})},
+        env={'TF_CONFIG': tf_config},
         extra=['--network', 'host', '-v', f'{REPO}:{REPO}:ro'],
         outputs=outputs, detach_name=f'gt-{task_type}-{tag}-{ports[0]}',
-        parameters=parameters) for task_type in ('chief', 'worker')}
+        parameters=parameters)
+            for task_type, tf_config in worker_pair.tf_configs(ports).items()}
 
   def finish(processes):
-    logs = {}
-    try:
-      for task_type, process in processes.items():
-        logs[task_type] = process.communicate(timeout=600)[0]
-    finally:
-      for process in processes.values():
-        process.kill()
-    return logs
+    return worker_pair.ended(processes, timeout_s=600)
 
   def saved_step():
     for path in glob.glob(os.path.join(model_run.uri, 'resume-*',

@@ -1,11 +1,13 @@
 """Cluster environments, distribution settings and TF_CONFIG roles: found
-once, checked early, parsed exactly."""
+once, checked early, parsed exactly; more local workers than the machine
+runs refused before any starts."""
 
 import json
 import os
 
 import pytest
 
+from conftest import TESTDATA
 from generic_trainer.launch import cluster_environment
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan import settings
@@ -277,3 +279,38 @@ def test_alone_enters_nothing(monkeypatch):
   with cluster_environment.entered(plan_lib.from_settings(
       {'module_file': 'unused.py'})):
     assert dict(os.environ) == before
+
+
+def test_too_many_local_workers_are_refused_before_any_start(monkeypatch):
+  """num_workers far above what the machine runs: refused, nothing started."""
+  from generic_trainer.system import machine  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
+  assert local_cluster.capacity(2, 24 << 30) == 4
+  assert local_cluster.capacity(16, 4 << 30) == 4
+  assert local_cluster.capacity(1, None) == 2
+  monkeypatch.setattr(machine, 'cores', lambda: 2)
+  monkeypatch.setattr(machine, 'available_memory', lambda: 24 << 30)
+  with pytest.raises(InvalidArgumentError, match=(
+      r'num_workers=64 would start 64 TensorFlow processes on this machine, '
+      r'which can run about 4: 2 core\(s\) and 24.0 GiB of free memory')):
+    local_cluster.check_capacity(64)
+  local_cluster.check_capacity(4)
+
+
+def test_executor_refuses_too_many_workers(trainer_io, monkeypatch, tmp_path):
+  """The executor checks the machine before it starts a worker."""
+  from generic_trainer.system import machine  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InvalidArgumentError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import child_process  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(machine, 'cores', lambda: 1)
+  monkeypatch.setattr(machine, 'available_memory', lambda: 1 << 30)
+  started = []
+  monkeypatch.setattr(child_process, 'start',
+                      lambda *a, **k: started.append(a))
+  io = trainer_io(module_file=os.path.join(TESTDATA, 'records_fn_args.py'),
+                  num_workers=2)
+  with pytest.raises(InvalidArgumentError, match=r'which can run about 1'):
+    GenericExecutor().Do(*io)
+  assert not started

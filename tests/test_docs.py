@@ -353,3 +353,103 @@ def test_architecture_page_names_the_room_of_each_stage_in_run_order():
   order = [label.split('<br/>')[0] for label in
            re.findall(r'^\s*\w+\["([^"]*)"\]', flow, flags=re.M)]
   assert order == ['entry point'] + _ROOMS
+
+
+_INCLUDE = re.compile(r'^\s*--8<--\s', re.M)
+
+
+def _doc_pages():
+  for folder, _, names in os.walk(os.path.join(REPO, 'docs')):
+    for name in sorted(names):
+      if name.endswith('.md'):
+        yield os.path.join(folder, name)
+
+
+def test_no_page_shows_an_include_line_on_github():
+  """A page read on GitHub shows its own Markdown: no `--8<--` include
+  line is left in its text, outside code that explains them. A page that
+  is only an include of a file of the repository (the benchmarks' details)
+  is the site's copy of that file, which GitHub shows in its place."""
+  shown = []
+  for path in _doc_pages():
+    text = open(path).read()
+    prose = re.sub(r'```.*?```', '', re.sub(r'`[^`\n]*`', '', text),
+                   flags=re.S)
+    if _INCLUDE.fullmatch(text.strip() + '\n') or re.fullmatch(
+        r'--8<-- "[^"]+"', text.strip()):
+      continue
+    if _INCLUDE.search(prose) or re.search(r'^--8<-- "', text, re.M):
+      shown.append(os.path.relpath(path, REPO))
+  assert not shown
+
+
+def test_copied_sections_match_the_readme_and_the_flags_match_the_parser():
+  """The README's pitch and example, copied into the site's pages, are the
+  README's; the flags reference is the parser's, group by group."""
+  sys.path.insert(0, os.path.join(REPO, 'scripts'))
+  try:
+    import mkdocs_hooks  # pylint: disable=g-import-not-at-top
+  finally:
+    sys.path.pop(0)
+  readme = open(os.path.join(REPO, 'README.md')).read()
+
+  def section(name):
+    return readme.split(f'<!-- --8<-- [start:{name}] -->\n')[1].split(
+        f'<!-- --8<-- [end:{name}] -->')[0]
+
+  docs = os.path.join(REPO, 'docs')
+  assert section('pitch') in open(os.path.join(docs, 'index.md')).read()
+  assert section('example') in open(
+      os.path.join(docs, 'getting-started', 'index.md')).read()
+  flags = open(os.path.join(docs, 'reference', 'command-flags.md')).read()
+  assert mkdocs_hooks.generated_region(flags) == mkdocs_hooks.flags_table()
+  spec = open(os.path.join(REPO, 'module_files', 'penguin_spec.py')).read()
+  assert spec in open(os.path.join(docs, 'guides', 'train-spec.md')).read()
+
+
+def test_the_guides_index_lists_every_guide_in_the_nav():
+  """Every guide of mkdocs.yml's nav has its row in docs/guides/index.md."""
+  nav = re.findall(r'guides/([\w-]+\.md)',
+                   open(os.path.join(REPO, 'mkdocs.yml')).read())
+  index = open(os.path.join(REPO, 'docs', 'guides', 'index.md')).read()
+  assert [n for n in nav if n != 'index.md' and f']({n})' not in index] == []
+
+
+def test_documented_errors_import_from_the_package():
+  """Every error class docs/errors.md names imports from generic_trainer."""
+  import generic_trainer  # pylint: disable=g-import-not-at-top
+  named = set(re.findall(r'`(\w+Error)`', open(
+      os.path.join(REPO, 'docs', 'errors.md')).read()))
+  from generic_trainer import errors  # pylint: disable=g-import-not-at-top
+  ours = {n for n in named if hasattr(errors, n)}
+  assert {'ServingCheckError', 'PreemptedError'} <= ours
+  assert [n for n in sorted(ours) if not hasattr(generic_trainer, n)] == []
+
+
+def test_install_lists_every_extra_and_the_component_names_a_trainspec():
+  """install.md names every extra of pyproject.toml; the component's
+  module_file argument says it may hold a TrainSpec."""
+  pyproject = open(os.path.join(REPO, 'pyproject.toml')).read()
+  extras = re.findall(r'^(\w+) = \[', pyproject.split(
+      '[project.optional-dependencies]')[1].split('\n[')[0], re.M)
+  install = open(os.path.join(REPO, 'docs', 'getting-started',
+                              'install.md')).read()
+  assert [e for e in extras if f'`[{e}]`' not in install] == []
+  component = open(os.path.join(REPO, 'generic_trainer', 'component',
+                                'component.py')).read()
+  doc = component.split('      module_file: Path')[1].split('      module_path:')[0]
+  assert 'TrainSpec' in doc
+
+
+def test_user_pages_carry_no_test_counts_or_benchmark_medians():
+  """Pages for users say what to do; counts of tests and medians of runs
+  go stale and belong to the benchmarks and the architecture pages."""
+  found = []
+  for path in _doc_pages():
+    rel = os.path.relpath(path, REPO)
+    if rel.startswith(('docs/benchmarks', 'docs/architecture')):
+      continue
+    for n, line in enumerate(open(path), 1):
+      if re.search(r'\b\d+ tests\b|\bmedians?\b', line):
+        found.append(f'{rel}:{n}')
+  assert found == []

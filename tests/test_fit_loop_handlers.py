@@ -1,4 +1,6 @@
-"""The fit loop's handlers: each one's behaviour, and the order of the hooks."""
+"""The fit loop's handlers: each one's behaviour, and the order of the hooks;
+a monitored metric the model does not log, and a train_step that returns no
+logs, refused."""
 
 import csv
 import json
@@ -287,3 +289,57 @@ def test_spec_handlers_are_built_once_and_those_run(tmp_path, penguin_csvs):
   Estimator(Spec, str(tmp_path)).train(penguin_csvs[0], steps=8)
   assert len(made) == 1
   assert made[0].batches == 8  # One step per execution: every batch seen.
+
+
+# Settings that cannot work are refused before training.
+@pytest.mark.parametrize('setting, message', [
+    ({'early_stopping': {'monitor': 'val_auc', 'patience': 1}},
+     "TrainSpec.early_stopping monitors 'val_auc', which the training does "
+     'not log. Expected one of: loss, sparse_categorical_accuracy, val_loss, '
+     'val_sparse_categorical_accuracy'),
+    ({'checkpoint': {'best_only': True, 'monitor': 'val_acc'}},
+     "TrainSpec.checkpoint monitors 'val_acc', which the training does not "
+     'log.'),
+])
+def test_monitored_metric_must_exist(tmp_path, penguin_csvs, setting,
+                                     message):
+  """Early stopping or a best-only checkpoint on a metric the model does not
+  log is refused before the first step (Keras would only warn)."""
+  import re  # pylint: disable=g-import-not-at-top
+  from generic_trainer import Estimator, SpecError  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  spec = type('Watching', (PenguinSpec,), dict(setting))
+  est = Estimator(spec, str(tmp_path))
+  with pytest.raises(SpecError, match=re.escape(message)):
+    est.train(penguin_csvs[0], eval_data=penguin_csvs[1], steps=4)
+  assert est.spec.optimizer.iterations.numpy() == 0
+
+
+def test_monitor_check_after_the_first_epoch():
+  """For models whose log names are not known before training, the first
+  epoch's logs decide."""
+  from generic_trainer import SpecError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.monitor_check import MonitorCheck  # pylint: disable=g-import-not-at-top
+  check = MonitorCheck({'early_stopping': 'val_auc'})
+  check.on_train_begin()
+  with pytest.raises(SpecError, match=(
+      r"TrainSpec.early_stopping monitors 'val_auc', which the training does "
+      r'not log. Expected one of: loss, val_loss')):
+    check.on_epoch_end(0, {'loss': 1.0, 'val_loss': 1.0})
+  check.on_epoch_end(1, {})  # Checked once.
+
+
+def test_train_step_that_returns_no_logs(tmp_path, penguin_csvs):
+  """A custom train_step that forgets to return the logs: our message, not
+  Keras's internals."""
+  from generic_trainer import Estimator, SpecError  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+
+  class NoLogs(PenguinSpec):
+    def train_step(self, model, data):
+      model.optimizer.iterations.assign_add(1)
+
+  with pytest.raises(SpecError, match=(
+      r"TrainSpec.train_step must return the logs dict, e.g. \{'loss': loss\}"
+      r'.* Received: NoneType None')):
+    Estimator(NoLogs, str(tmp_path)).train(penguin_csvs[0], steps=2)

@@ -11,9 +11,13 @@ how to run it so.
 import glob
 import os
 import re
+import shutil
 import subprocess
 
+import pytest
+
 from conftest import REPO
+from message_parts import assert_four_parts
 
 from generic_trainer.version import __version__
 
@@ -110,3 +114,34 @@ def test_bytecode_is_compiled_at_build():
   assert re.search(r'compileall .*generic_trainer pipelines module_files',
                    instructions)
   assert 'sysconfig.get_path("stdlib")' in instructions
+
+
+def test_make_image_without_a_pullable_base_says_how_to_build_one(tmp_path):
+  """`make image` with a BASE this machine cannot pull (a registry that
+  does not resolve, as docker.io does not here) stops before the build
+  with the way that works (make image-base, then make image BASE=...),
+  not with podman's "no such host" and make's Error 125 alone."""
+  engine = os.path.join(REPO, 'scripts', 'container.sh')
+  if not shutil.which('make'):
+    pytest.skip('no make on this machine')
+  installed = subprocess.run([engine, '--install'], capture_output=True,
+                             text=True, timeout=900, check=False)
+  if installed.returncode != 0:
+    pytest.skip('no container engine here and none could be installed '
+                f'(scripts/container.sh --install): {installed.stderr}')
+  base = 'registry.invalid/python:3.10-slim'  # .invalid never resolves.
+  done = subprocess.run(
+      ['make', '-C', REPO, 'image', f'BASE={base}',
+       'IMAGE=localhost/tfx-generic-trainer:never-built'],
+      capture_output=True, text=True, timeout=120, check=False)
+  assert done.returncode != 0
+  lines = done.stderr.splitlines()
+  (said,) = [l for l in lines if l.startswith("container.sh: the image's ")]
+  assert said.startswith(
+      f"container.sh: the image's base {base} is not on this machine and "
+      'cannot be pulled from here (')
+  assert_four_parts(said)
+  assert lines[lines.index(said) + 1:lines.index(said) + 3] == [
+      '  make image-base',
+      '  make image BASE=localhost/tfx-generic-trainer-base:bookworm-py3.10']
+  assert 'STEP 1/' not in done.stdout + done.stderr  # No build started.

@@ -816,3 +816,19 @@ def test_a_block_of_more_columns_than_one_writev_takes_is_written_whole(
   finally:
     os.close(fd)
   assert path.read_bytes() == b''.join(bytes(v) for v in views)
+
+
+def test_the_cache_lines_read_as_information(tmp_path, caplog):
+  """A first run's kept-rows line says the rows are parsed this run, with
+  none kept yet, not "miss ... (no entry)", which reads like an error."""
+  from generic_trainer.data.kept import cache  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
+  spans = cache.SpanCache(str(tmp_path))
+  spans.decisions['/out/data/Split-train/data.gz'] = {
+      'decision': 'miss', 'why': 'no entry', 'key': 'k'}
+  with caplog.at_level('INFO', logger=progress.log().name):
+    spans.log_decisions()
+  (line,) = [r.getMessage() for r in caplog.records]
+  assert 'miss' not in line and 'no entry' not in line
+  assert line.startswith('parsed rows: parsing ') and (
+      'data.gz: none kept yet' in line)

@@ -4,6 +4,7 @@ TensorFlow is imported. The inputs are TFX's own Estimator-era modules
 (tests/testdata/taxi_utils_estimator.py, iris_utils_model_to_estimator.py,
 run_fn_train_and_evaluate.py)."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -256,3 +257,25 @@ def test_the_migrated_taxi_module_trains_serves_and_is_blessed(tmp_path):
   assert properties['serving_requests_checked'].int_value == 8
   assert '"classification": "Classify"' in (
       properties['serving_check'].string_value)
+
+
+def test_the_migration_reader_never_crashes_on_a_module():
+  """TFX's Estimator-era template (a run_fn calling train_and_evaluate,
+  columns from another module) gets its advice; so does every function of
+  it alone, each read without the rest: the reader says what it could
+  read, it never raises."""
+  from generic_trainer.migration import advice  # pylint: disable=g-import-not-at-top
+  path = os.path.join(TESTDATA, 'tfx_template_estimator_model.py')
+  source = open(path).read()
+  text = advice.advice(source, [(6, 'from tensorflow import estimator')])
+  assert 'DNNLinearCombinedClassifierSpec' in text
+  assert 'dnn_hidden_units = [100, 70, 48, 34]' in text
+  tree = ast.parse(source)
+  for node in tree.body:  # Each part alone: names it cannot follow.
+    advice.advice(ast.get_source_segment(source, node) or '')
+  odd = ('from tensorflow import estimator as e\nimport m\n'
+         'def f():\n  for a, b in m.pairs():\n    x = a\n'
+         '  (c, d) = m.two()\n  while m.more():\n    pass\n'
+         '  return e.DNNClassifier(hidden_units=[x, c], '
+         'feature_columns=[y for y in 3])\n')
+  assert 'DNNClassifierSpec' in advice.advice(odd)

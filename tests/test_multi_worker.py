@@ -17,6 +17,8 @@ import time
 import pytest
 
 from conftest import REPO, TESTDATA, penguin_statistics
+from executor_thread import executing
+import worker_pair
 
 pytestmark = pytest.mark.slow
 
@@ -139,7 +141,6 @@ def test_tf_config_from_the_cluster_makes_chief_and_worker(
   """As a TFJob runs it: the chief publishes, the worker trains and writes nothing."""
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
-  from generic_trainer.launch.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
   examples, schema = penguin_artifacts
   compiled_kubeflow, _ = compiled_kubeflow
   model, model_run = standard_artifacts.Model(), standard_artifacts.ModelRun()
@@ -153,27 +154,17 @@ def test_tf_config_from_the_cluster_makes_chief_and_worker(
       str(tmp_path / 'executor_output.json'))
   command = kfp_step.command_line(compiled_kubeflow, 'GenericTrainer',
                                   invocation, python=sys.executable)
-  chief_port, worker_port = free_ports(2)
-  cluster = {'chief': [f'localhost:{chief_port}'],
-             'worker': [f'localhost:{worker_port}']}
   processes = {}
-  for task_type in ('chief', 'worker'):
+  for task_type, tf_config in worker_pair.tf_configs().items():
     scratch = tmp_path / f'tmp-{task_type}'
     scratch.mkdir()
-    env = dict(os.environ, TMPDIR=str(scratch), TF_CONFIG=json.dumps(
-        {'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
+    env = dict(os.environ, TMPDIR=str(scratch), TF_CONFIG=tf_config)
     env['PYTHONPATH'] = os.pathsep.join(
         [os.path.join(REPO, 'module_files'), REPO, env.get('PYTHONPATH', '')])
     processes[task_type] = subprocess.Popen(
         command, env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
-  logs = {}
-  try:
-    for task_type, process in processes.items():
-      logs[task_type] = process.communicate(timeout=420)[0]
-  finally:
-    for process in processes.values():
-      process.kill()
+  logs = worker_pair.ended(processes, timeout_s=420)
   for task_type, process in processes.items():
     assert process.returncode == 0, logs[task_type][-5000:]
   assert 'training as worker 1 of 2 (worker 0); the chief publishes' in logs[
@@ -203,23 +194,6 @@ def test_two_workers_train_a_train_spec_unchanged(trainer_io, scratch_tmp):
   assert _ours(scratch_tmp) == []
 
 
-def _executing(io):
-  """GenericExecutor().Do(*io), started in a thread: (the thread, a dict
-  that gets its 'error')."""
-  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
-  outcome = {}
-
-  def execute():
-    try:
-      GenericExecutor().Do(*io)
-    except Exception as e:  # pylint: disable=broad-except
-      outcome['error'] = e
-
-  execution = threading.Thread(target=execute)
-  execution.start()
-  return execution, outcome
-
-
 def _two_slow_workers_at_10(trainer_io, tmp_path):
   """Two workers of slow_worker_spec.py training 40 steps, once the resume
   checkpoint is at step 10: (record folder, Model, ModelRun, the
@@ -229,7 +203,7 @@ def _two_slow_workers_at_10(trainer_io, tmp_path):
                   module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),
                   custom_config=json.dumps({'record_dir': str(record)}))
   model, model_run = io[1]['model'][0], io[1]['model_run'][0]
-  execution, outcome = _executing(io)
+  execution, outcome = executing(io)
   _wait_for_checkpoint(model_run, execution, outcome, step=10)
   return record, model, model_run, execution, outcome
 

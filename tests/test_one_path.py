@@ -20,6 +20,7 @@ import textwrap
 import pytest
 
 from conftest import REPO, command_env
+import worker_pair
 
 PACKAGE_DIR = os.path.join(REPO, 'generic_trainer')
 STACK_ENV = 'GENERIC_TRAINER_TEST_STACK_FILE'
@@ -256,7 +257,6 @@ def test_a_tf_config_member_reaches_run_fn_through_the_same_attempt(
   worker replica) runs the executor's same attempt, its role switching
   publication off: no second path to `run_fn`."""
   from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
-  from generic_trainer.launch.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
   inputs, outputs, properties = trainer_io(module_file=run_fn_module,
                                            train_steps=4)
   request = tmp_path / 'request.json'
@@ -266,26 +266,19 @@ def test_a_tf_config_member_reaches_run_fn_through_the_same_attempt(
       'properties': properties}))
   script = tmp_path / 'member.py'
   script.write_text(_MEMBER)
-  ports = free_ports(2)
-  cluster = {'chief': [f'localhost:{ports[0]}'],
-             'worker': [f'localhost:{ports[1]}']}
-  processes = []
-  for task_type in ('chief', 'worker'):
-    env = dict(command_env(), TF_CONFIG=json.dumps(
-        {'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
+  processes = {}
+  for task_type, tf_config in worker_pair.tf_configs().items():
+    env = dict(command_env(), TF_CONFIG=tf_config)
     env[STACK_ENV] = str(tmp_path / f'stacks-{task_type}.jsonl')
-    processes.append(subprocess.Popen(
+    processes[task_type] = subprocess.Popen(
         [sys.executable, str(script), str(request)], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-  try:
-    logs = [p.communicate(timeout=420)[0] for p in processes]
-  finally:
-    for process in processes:
-      process.kill()
-  for process, log in zip(processes, logs):
-    assert process.returncode == 0, log[-4000:]
-  assert 'training as worker 1 of 2' in logs[1]
-  assert 'Export validated' in logs[0] and 'Export validated' not in logs[1]
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  logs = worker_pair.ended(processes, timeout_s=420)
+  for task_type, process in processes.items():
+    assert process.returncode == 0, logs[task_type][-4000:]
+  assert 'training as worker 1 of 2' in logs['worker']
+  assert 'Export validated' in logs['chief'] and (
+      'Export validated' not in logs['worker'])
   for task_type in ('chief', 'worker'):
     with open(tmp_path / f'stacks-{task_type}.jsonl') as f:
       found = [package_modules(json.loads(line)) for line in f

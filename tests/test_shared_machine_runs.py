@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import REPO, TESTDATA, command_env
+from executor_thread import executing
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
@@ -222,8 +223,6 @@ def test_two_local_workers_listen_in_their_own_network_only(trainer_io,
   """During a two-worker training, each worker's TensorFlow port listens
   in the workers' network, and no worker port listens in this machine's."""
   import json  # pylint: disable=g-import-not-at-top
-  import threading  # pylint: disable=g-import-not-at-top
-  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import private_network  # pylint: disable=g-import-not-at-top
   if private_network.available():
@@ -232,16 +231,7 @@ def test_two_local_workers_listen_in_their_own_network_only(trainer_io,
   io = trainer_io(train_steps=40, eval_steps=0, num_workers=2,
                   module_file=os.path.join(TESTDATA, 'slow_worker_spec.py'),
                   custom_config=json.dumps({'record_dir': str(record)}))
-  outcome = {}
-
-  def execute():
-    try:
-      GenericExecutor().Do(*io)
-    except Exception as e:  # pylint: disable=broad-except
-      outcome['error'] = e
-
-  execution = threading.Thread(target=execute)
-  execution.start()
+  execution, outcome = executing(io)
   ports = [local_cluster.PRIVATE_PORT, local_cluster.PRIVATE_PORT + 1]
   deadline = time.monotonic() + 240
   while not (record / 'worker-1.pid').exists():

@@ -1,11 +1,16 @@
 """String columns of numbers whose missing values were spelled out
 (`data.spelled_missing`), found in the first records of a real TFRecord
-file, whether its features keep one kind in every record or not."""
+file, whether its features keep one kind in every record or not; such a
+column ExampleGen read as strings is refused before a pipeline's run_fn."""
 
+import os
+
+import pytest
 import tensorflow as tf
 
 from generic_trainer.data import spelled_missing
 from generic_trainer.data import tfrecords
+from message_parts import assert_four_parts
 
 
 def _example(**features):
@@ -86,3 +91,50 @@ def test_a_file_of_numbers_only_or_no_records_has_no_problem(tmp_path):
   assert spelled_missing.problem(_file(tmp_path, [
       _example(x=1.0, y=2.0)] * 50)) is None
   assert spelled_missing.problem(_file(tmp_path, [])) is None
+
+
+def _bytes_examples(tmp_path, rows):
+  """An Examples artifact whose train and eval splits hold `rows` ({name:
+  text}) as bytes features, as CsvExampleGen writes a column of words."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  examples = standard_artifacts.Examples()
+  examples.uri = str(tmp_path / 'examples')
+  examples.split_names = '["train", "eval"]'
+  for split in ('train', 'eval'):
+    os.makedirs(os.path.join(examples.uri, f'Split-{split}'))
+    path = os.path.join(examples.uri, f'Split-{split}', 'data.gz')
+    with tf.io.TFRecordWriter(path, options='GZIP') as writer:
+      for row in rows:
+        writer.write(tf.train.Example(features=tf.train.Features(feature={
+            name: tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[value.encode()])) for name, value in row.items()}
+        )).SerializeToString())
+  return examples
+
+
+def test_numbers_with_na_read_as_strings_by_example_gen_are_refused(
+    trainer_io, tmp_path):
+  """In a pipeline, CsvExampleGen read a column of numbers with 'NA' as
+  strings: refused before run_fn, naming the column and the spelling."""
+  from conftest import TESTDATA  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  examples = _bytes_examples(tmp_path, [
+      {'island': 'Biscoe', 'bill_length_mm': '39.1'},
+      {'island': 'Dream', 'bill_length_mm': 'NA'}])
+  io = trainer_io(module_file=os.path.join(TESTDATA, 'records_fn_args.py'))
+  io[0]['examples'] = [examples]
+  del io[0]['schema']
+  with pytest.raises(InputArtifactError) as e:
+    GenericExecutor().Do(*io)
+  message = str(e.value)
+  assert message.endswith(
+      "the column(s) ['bill_length_mm'] hold numbers, and missing values "
+      "spelled out as words: 'bill_length_mm' ('NA'); CsvExampleGen read "
+      'those columns as strings, so a model would take the numbers as names '
+      'or fail to cast them. Expected numbers, with a missing value left '
+      "empty. Received: string features ['bill_length_mm']. Leave missing "
+      'values empty in the CSV (pandas: pd.read_csv(path).to_csv(new_path, '
+      'index=False) writes NA as an empty cell) and run ExampleGen again.')
+  assert_four_parts(message)

@@ -7,34 +7,22 @@ import pytest
 
 import compiled_steps
 import crd_schema
+from compiled_steps import ARGS, COMMAND, IMAGE, SETTINGS
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import tfjob
 from generic_trainer.kubeflow.pod_settings import PodSettings
 
-_COMMAND = list(tfjob.KFP_ENTRYPOINT)
-_ARGS = ['--executor_class_path', 'generic_trainer.component.executor.GenericExecutor',
-         '--json_serialized_invocation_args', '{"inputs": {}}']
-
-
-_SETTINGS = {'service_account': 'pipeline-runner',
-             'annotations': {'example.com/team': 'penguins'},
-             'labels': {'team': 'penguins'},
-             'env': {'GOOGLE_CLOUD_PROJECT': 'p'},
-             'volumes': [{'name': 'data', 'persistentVolumeClaim': {
-                 'claimName': 'penguin'}}],
-             'volume_mounts': [{'name': 'data', 'mountPath': '/data'}],
-             'security_context': {'fsGroup': 0, 'runAsNonRoot': True}}
 _ISTIO_OFF = {'annotations': {'sidecar.istio.io/inject': 'false'}}
 
 
 def _container():
-  return {'name': 'tensorflow', 'image': 'example.com/trainer:1',
-          'command': _COMMAND, 'args': _ARGS}
+  return {'name': 'tensorflow', 'image': IMAGE,
+          'command': COMMAND, 'args': ARGS}
 
 
 def _render(name='penguin-train', num_workers=2, **kwargs):
   """A TFJob that has passed the pinned CRD as the API server checks it."""
-  manifest = tfjob.render(name, 'example.com/trainer:1', _COMMAND, _ARGS,
+  manifest = tfjob.render(name, IMAGE, COMMAND, ARGS,
                           num_workers=num_workers, **kwargs)
   crd_schema.check(manifest, crd_schema.TFJOB_CRD)
   return manifest
@@ -42,8 +30,8 @@ def _render(name='penguin-train', num_workers=2, **kwargs):
 
 def test_three_workers_are_a_chief_and_two_workers():
   """num_workers=3 renders one Chief and two Workers running the entrypoint."""
-  manifest = tfjob.render('penguin-train', 'example.com/trainer:1', _COMMAND,
-                          _ARGS, num_workers=3, namespace='kubeflow',
+  manifest = tfjob.render('penguin-train', 'example.com/trainer:1', COMMAND,
+                          ARGS, num_workers=3, namespace='kubeflow',
                           active_deadline_seconds=3600)
   replica = {'replicas': 1, 'restartPolicy': 'Never',
              'template': {'metadata': _ISTIO_OFF,
@@ -67,7 +55,7 @@ def test_pods_get_a_grace_period_for_the_preemption_checkpoint():
   for given, expected in ((None, 60), (120, 120)):
     extra = {} if given is None else {'termination_grace_period_s': given}
     manifest = tfjob.render('penguin-train', 'example.com/trainer:1',
-                            _COMMAND, _ARGS, num_workers=2, **extra)
+                            COMMAND, ARGS, num_workers=2, **extra)
     for replica in manifest['spec']['tfReplicaSpecs'].values():
       assert replica['template']['spec'][
           'terminationGracePeriodSeconds'] == expected
@@ -75,8 +63,8 @@ def test_pods_get_a_grace_period_for_the_preemption_checkpoint():
 
 def test_one_worker_is_a_chief_alone():
   """num_workers=1 renders only the Chief."""
-  manifest = tfjob.render('penguin-train', 'example.com/trainer:1', _COMMAND,
-                          _ARGS, num_workers=1)
+  manifest = tfjob.render('penguin-train', 'example.com/trainer:1', COMMAND,
+                          ARGS, num_workers=1)
   assert list(manifest['spec']['tfReplicaSpecs']) == ['Chief']
   assert 'namespace' not in manifest['metadata']
 
@@ -84,7 +72,7 @@ def test_one_worker_is_a_chief_alone():
 def test_env_resources_and_service_account_reach_every_replica():
   """Extra pod settings are in the Chief's and the Workers' pods."""
   manifest = tfjob.render(
-      'penguin-train', 'example.com/trainer:1', _COMMAND, _ARGS, 2,
+      'penguin-train', 'example.com/trainer:1', COMMAND, ARGS, 2,
       env={'GOOGLE_CLOUD_PROJECT': 'p'},
       resources={'limits': {'cpu': '2', 'memory': '4Gi'}},
       service_account='trainer')
@@ -125,7 +113,7 @@ def test_the_sdk_builds_the_same_manifest():
 def test_render_errors(kwargs, message):
   """A wrong argument is named, with the schema path when the schema fails."""
   arguments = {'name': 'penguin-train', 'image': 'example.com/trainer:1',
-               'command': _COMMAND, 'args': _ARGS, 'num_workers': 2}
+               'command': COMMAND, 'args': ARGS, 'num_workers': 2}
   arguments.update(kwargs)
   with pytest.raises(InvalidArgumentError, match=message):
     tfjob.render(**arguments)
@@ -167,7 +155,7 @@ def test_the_schema_refuses_a_name_the_webhook_refuses():
     {'num_workers': 3, 'namespace': 'kubeflow', 'active_deadline_seconds': 60,
      'env': {'A': '1'}, 'resources': {'limits': {'cpu': '2'}},
      'restart_policy': 'OnFailure', 'backoff_limit': 4,
-     'pod_settings': _SETTINGS},
+     'pod_settings': SETTINGS},
 ])
 def test_every_render_passes_the_pinned_crd(kwargs):
   """What render writes, settings and all, is what the API server takes."""
@@ -213,7 +201,7 @@ def test_pod_settings_reach_the_chief_and_every_worker():
   """Service account, annotations, labels, env, volumes, mounts and the
   security context are in every replica's pod template."""
   manifest = _render(num_workers=3, env={'A': '1'},
-                     pod_settings=PodSettings(**_SETTINGS))
+                     pod_settings=PodSettings(**SETTINGS))
   specs = manifest['spec']['tfReplicaSpecs']
   assert sorted(specs) == ['Chief', 'Worker']
   for replica in specs.values():
@@ -224,12 +212,12 @@ def test_pod_settings_reach_the_chief_and_every_worker():
         'labels': {'team': 'penguins'}}
     pod = template['spec']
     assert pod['serviceAccountName'] == 'pipeline-runner'
-    assert pod['volumes'] == _SETTINGS['volumes']
+    assert pod['volumes'] == SETTINGS['volumes']
     assert pod['securityContext'] == {'fsGroup': 0, 'runAsNonRoot': True}
     (container,) = pod['containers']
     assert container['env'] == [{'name': 'A', 'value': '1'},
                                 {'name': 'GOOGLE_CLOUD_PROJECT', 'value': 'p'}]
-    assert container['volumeMounts'] == _SETTINGS['volume_mounts']
+    assert container['volumeMounts'] == SETTINGS['volume_mounts']
 
 
 @pytest.mark.parametrize('pod_settings, expected', [
@@ -256,14 +244,14 @@ def test_service_account_argument_and_pod_settings_agree():
                      r"service_account must not name two accounts.*Received: "
                      r"service_account='trainer', pod_settings service_account"
                      r"='pipeline-runner'"):
-    _render(service_account='trainer', pod_settings=_SETTINGS)
+    _render(service_account='trainer', pod_settings=SETTINGS)
 
 
 def test_a_compiled_step_gives_its_replicas_restarts_and_pod_settings():
   """A 2.1 step's num_workers 3.0, max_restarts 1.0 and pod_settings JSON
   reach the TFJob."""
   job = compiled_steps.job({'num_workers': 3.0, 'max_restarts': 1.0,
-                            'pod_settings': PodSettings(**_SETTINGS).to_json()})
+                            'pod_settings': PodSettings(**SETTINGS).to_json()})
   manifest = tfjob.render_for_step(job, {'inputs': {}}, 'penguin-train')
   crd_schema.check(manifest, crd_schema.TFJOB_CRD)
   specs = manifest['spec']['tfReplicaSpecs']
@@ -280,7 +268,7 @@ def test_the_sdk_path_keeps_every_pod_field():
   """The Kubernetes client's V1PodTemplateSpec, which the SDK path builds,
   gives back the pod template with its settings, field for field."""
   k8s = pytest.importorskip('kubernetes.client')
-  template = _render(pod_settings=_SETTINGS, resources={'limits': {
+  template = _render(pod_settings=SETTINGS, resources={'limits': {
       'cpu': '2'}})['spec']['tfReplicaSpecs']['Chief']['template']
   model = tfjob._pod_template(template)  # pylint: disable=protected-access
   assert k8s.ApiClient().sanitize_for_serialization(model) == template
@@ -298,8 +286,8 @@ def test_component_renders_its_tfjob():
   specs = manifest['spec']['tfReplicaSpecs']
   assert (specs['Chief']['replicas'], specs['Worker']['replicas']) == (1, 1)
   container = specs['Worker']['template']['spec']['containers'][0]
-  assert container['command'] == _COMMAND
-  assert container['args'][:2] == _ARGS[:2]
+  assert container['command'] == COMMAND
+  assert container['args'][:2] == ARGS[:2]
   # max_restarts unset: 2 restarts of both replicas, from the checkpoint.
   assert [r['restartPolicy'] for r in specs.values()] == ['OnFailure'] * 2
   assert manifest['spec']['runPolicy']['backoffLimit'] == 4
@@ -313,7 +301,7 @@ def test_component_gives_every_pod_its_pod_settings():
   from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
   trainer = GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
                            module_file=PENGUIN_MODULE, num_workers=2,
-                           pod_settings=_SETTINGS)
+                           pod_settings=SETTINGS)
   manifest = trainer.to_tfjob('penguin-train', 'example.com/trainer:1',
                               {'inputs': {}, 'outputs': {}})
   crd_schema.check(manifest, crd_schema.TFJOB_CRD)

@@ -12,6 +12,7 @@ import pytest
 
 import compiled_steps
 import crd_schema
+from compiled_steps import ARGS, COMMAND, IMAGE, SETTINGS
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.kubeflow import resources as resources_lib
@@ -19,9 +20,6 @@ from generic_trainer.kubeflow import tfjob
 from generic_trainer.kubeflow import trainjob
 from generic_trainer.kubeflow.pod_settings import PodSettings
 
-_COMMAND = list(tfjob.KFP_ENTRYPOINT)
-_ARGS = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
-         '--json_serialized_invocation_args', '{"inputs": {}}']
 _RESOURCES = {'cpu': 4, 'memory': '16G', 'accelerator_type': 'NVIDIA_TESLA_T4',
               'accelerator_count': 2,
               'node_selector': {'cloud.google.com/gke-accelerator':
@@ -32,16 +30,6 @@ _K8S = {'limits': {'cpu': '4', 'memory': '16G', 'nvidia.com/gpu': '2'},
         'requests': {'cpu': '4', 'memory': '16G'}}
 
 
-_SETTINGS = {'service_account': 'pipeline-runner',
-             'annotations': {'example.com/team': 'penguins'},
-             'labels': {'team': 'penguins'},
-             'env': {'GOOGLE_CLOUD_PROJECT': 'p'},
-             'volumes': [{'name': 'data', 'persistentVolumeClaim': {
-                 'claimName': 'penguin'}}],
-             'volume_mounts': [{'name': 'data', 'mountPath': '/data'}],
-             'security_context': {'fsGroup': 0, 'runAsNonRoot': True}}
-
-
 def _valid(rendered):
   """Both manifests pass the pinned CRDs as the API server checks them."""
   crd_schema.check(rendered['trainjob'], crd_schema.TRAINJOB_CRD)
@@ -49,7 +37,7 @@ def _valid(rendered):
 
 
 def _render(name='penguin-train', num_nodes=2, **kwargs):
-  return trainjob.render(name, 'example.com/trainer:1', _COMMAND, _ARGS,
+  return trainjob.render(name, IMAGE, COMMAND, ARGS,
                          num_nodes=num_nodes, **kwargs)
 
 
@@ -63,10 +51,10 @@ def test_trainjob_and_runtime_validate_against_the_pinned_crds():
   """Both manifests pass the Trainer project's CRDs, resources, restarts
   and pod settings and all."""
   rendered = trainjob.render(
-      'penguin-train', 'example.com/trainer:1', _COMMAND, _ARGS, num_nodes=2,
+      'penguin-train', 'example.com/trainer:1', COMMAND, ARGS, num_nodes=2,
       namespace='kubeflow', env={'EXTRA': '1'}, max_restarts=3,
       resources=resources_lib.from_value(_RESOURCES),
-      pod_settings=PodSettings(**_SETTINGS))
+      pod_settings=PodSettings(**SETTINGS))
   _valid(rendered)
   assert rendered['trainjob']['spec']['runtimeRef'] == {
       'apiGroup': 'trainer.kubeflow.org', 'kind': 'TrainingRuntime',
@@ -221,22 +209,22 @@ def test_num_nodes_must_be_positive():
   with pytest.raises(InvalidArgumentError,
                      match=r"'num_nodes' must be a positive int.*"
                      r'Received: num_nodes=0'):
-    trainjob.render('p', 'i', _COMMAND, _ARGS, num_nodes=0)
+    trainjob.render('p', 'i', COMMAND, ARGS, num_nodes=0)
 
 
 def test_resources_reach_every_pod_of_the_tfjob_and_the_trainjob():
   """Requests, limits, node selector and tolerations: every TFJob replica,
   the TrainJob's resourcesPerNode and the runtime's pod template."""
   resources = resources_lib.from_value(_RESOURCES)
-  manifest = tfjob.render('penguin-train', 'example.com/trainer:1', _COMMAND,
-                          _ARGS, num_workers=3, resources=resources)
+  manifest = tfjob.render('penguin-train', 'example.com/trainer:1', COMMAND,
+                          ARGS, num_workers=3, resources=resources)
   for replica in manifest['spec']['tfReplicaSpecs'].values():
     pod = replica['template']['spec']
     assert pod['containers'][0]['resources'] == _K8S
     assert pod['nodeSelector'] == _RESOURCES['node_selector']
     assert pod['tolerations'] == _RESOURCES['tolerations']
   rendered = trainjob.render('penguin-train', 'example.com/trainer:1',
-                             _COMMAND, _ARGS, num_nodes=3,
+                             COMMAND, ARGS, num_nodes=3,
                              resources=resources)
   assert rendered['trainjob']['spec']['trainer']['resourcesPerNode'] == _K8S
   pod = rendered['runtime']['spec']['template']['spec']['replicatedJobs'][0][
@@ -370,7 +358,7 @@ def test_pod_settings_reach_every_pod():
   """Service account, annotations, labels, env, volumes, mounts and the
   security context are in the runtime's pod template, which every node's
   pod is made from; the JobSet's own variables stay."""
-  rendered = _render(pod_settings=PodSettings(**_SETTINGS))
+  rendered = _render(pod_settings=PodSettings(**SETTINGS))
   _valid(rendered)
   pod = _pod(rendered)
   assert pod['metadata'] == {
@@ -378,11 +366,11 @@ def test_pod_settings_reach_every_pod():
                       'example.com/team': 'penguins'},
       'labels': {'team': 'penguins'}}
   assert pod['spec']['serviceAccountName'] == 'pipeline-runner'
-  assert pod['spec']['volumes'] == _SETTINGS['volumes']
+  assert pod['spec']['volumes'] == SETTINGS['volumes']
   assert pod['spec']['securityContext'] == {'fsGroup': 0,
                                             'runAsNonRoot': True}
   (container,) = pod['spec']['containers']
-  assert container['volumeMounts'] == _SETTINGS['volume_mounts']
+  assert container['volumeMounts'] == SETTINGS['volume_mounts']
   assert [e['name'] for e in container['env']] == [
       'JOBSET_NAME', 'REPLICATED_JOB_NAME', 'JOB_INDEX',
       'GOOGLE_CLOUD_PROJECT']
@@ -403,7 +391,7 @@ def test_a_compiled_step_gives_its_nodes_restarts_and_pod_settings():
   """A 2.1 step's num_workers 3.0, max_restarts 4.0 and pod_settings JSON
   reach the TrainJob and its runtime; an argument overrides the step's."""
   job = compiled_steps.job({'num_workers': 3.0, 'max_restarts': 4.0,
-                       'pod_settings': PodSettings(**_SETTINGS).to_json()})
+                       'pod_settings': PodSettings(**SETTINGS).to_json()})
   rendered = trainjob.render_for_step(job, {'inputs': {}}, 'penguin-train')
   _valid(rendered)
   assert rendered['trainjob']['spec']['trainer']['numNodes'] == 3
@@ -425,7 +413,7 @@ def test_component_gives_its_trainjob_restarts_and_pod_settings():
   from conftest import PENGUIN_MODULE  # pylint: disable=g-import-not-at-top
   trainer = GenericTrainer(examples=Channel(type=standard_artifacts.Examples),
                            module_file=PENGUIN_MODULE, num_workers=2,
-                           max_restarts=1, pod_settings=_SETTINGS)
+                           max_restarts=1, pod_settings=SETTINGS)
   rendered = trainer.to_trainjob('penguin-train', 'example.com/trainer:1',
                                  {'inputs': {}})
   _valid(rendered)

@@ -1,7 +1,7 @@
 """TFX's taxi template (models/estimator_model/model.py) of the Estimator era,
 abridged: a run_fn that calls tf_estimator.train_and_evaluate on a canned
 Estimator whose columns come from another module (`features`). Read, never
-imported, by tests/test_first_hour.py."""
+imported, by tests/test_migration.py."""
 import tensorflow as tf
 from tensorflow import estimator as tf_estimator
 import tensorflow_model_analysis as tfma

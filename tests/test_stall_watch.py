@@ -203,7 +203,7 @@ def test_the_watch_ends_a_training_that_waits_on_the_main_thread(
   assert re.match(
       r"The run_fn made no progress for [12] s, outside Keras's fit and "
       r'evaluate: its thread waits at test_the_watch_ends_a_training_that_'
-      r'waits_on_the_main_thread \(.*test_nothing_hangs\.py:\d+: '
+      r'waits_on_the_main_thread \(.*test_stall_watch\.py:\d+: '
       r'`time\.sleep\(20\)`\)', message), message
   assert not missing_parts(message), message
   assert signal.getsignal(signal.SIGALRM) == before

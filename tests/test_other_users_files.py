@@ -1,5 +1,7 @@
-"""Issue 49's rules attacked as another user on the same machine, and as a
-new user would get them wrong (scope 5): each attack is a test.
+"""Another user's files on the same machine, kept off by our own rule: a
+sweep of scratch folders, the cache folder and its entries, each attacked
+as another user would (issue 49, scope 5); and a new user's wrong TMPDIR,
+named before any scratch folder is made.
 
 The suite runs as root, which may remove anything, even in a sticky
 folder another user owns files in: what keeps a sweep or an eviction off
