@@ -307,7 +307,7 @@ class TrainJobKind(JobKind):
   job_key = 'trainjob'
   companions = (Companion('runtime', 'trainingruntimes', RUNTIME_SUFFIX),)
   # Its pods carry the JobSet's name, which is the TrainJob's.
-  pod_selector = 'jobset.sigs.k8s.io/jobset-name'
+  pod_selector = _POD_LABELS[JOBSET_NAME_ENV]
   container = CONTAINER_NAME
   # pkg/apis/trainer/v1alpha1/trainjob_types.go (Trainer v2).
   complete, failed = 'Complete', 'Failed'
