@@ -4,6 +4,7 @@ by its name. Quick: no cluster."""
 
 import pytest
 
+from message_parts import missing_parts
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import kinds
 from generic_trainer.kubeflow.job_kind import JobKind
@@ -78,3 +79,14 @@ def test_the_calls_a_kind_needs_are_its_own_and_its_pods(kind):
   assert {resource for _, resource, _ in calls} == {
       kind.plural, 'pods', 'pods/log'} | {c.plural for c in kind.companions}
   assert {group for group, _, _ in calls} == {kind.group, ''}
+
+
+def test_a_kind_that_leaves_a_question_unanswered_is_refused():
+  """A new kind without its plural fails when its class is defined."""
+  with pytest.raises(TypeError, match=r"must set \['plural'\]") as raised:
+
+    class _Half(JobKind):  # pylint: disable=unused-variable
+      name, api_version, job_key = 'HalfJob', 'example.org/v1', 'halfjob'
+      pod_selector, container, complete = 'example.org/job', 'main', 'Done'
+      operator = 'nothing'
+  assert not missing_parts(str(raised.value))

@@ -61,6 +61,16 @@ class JobKind:
   failed: str = 'Failed'
   operator: str
 
+  def __init_subclass__(cls, **kwargs):
+    """A kind that leaves a question unanswered is refused when defined."""
+    super().__init_subclass__(**kwargs)
+    missing = [name for name in JobKind.__annotations__
+               if not hasattr(cls, name)]
+    if missing:
+      raise TypeError(
+          f'{cls.__name__} must set {missing}, as every JobKind does. '
+          'Received: a class without them. Set them in the class body.')
+
   @property
   def group(self) -> str:
     return self.api_version.split('/')[0]
