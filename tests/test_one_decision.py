@@ -111,6 +111,21 @@ def test_which_cluster_is_found_in_one_module():
   assert set(_constants('TF_CONFIG')) == {'generic_trainer.keys'}
 
 
+@pytest.mark.parametrize('module, facts', [
+    ('generic_trainer.kubeflow.trainjob',
+     ['trainjobs', 'trainingruntimes', 'trainer.kubeflow.org/v1alpha1',
+      'jobset.sigs.k8s.io/jobset-name', 'Complete']),
+    ('generic_trainer.kubeflow.tfjob',
+     ['tfjobs', 'training.kubeflow.org/job-name', 'Succeeded']),
+])
+def test_a_job_kinds_facts_are_spelt_in_its_module(module, facts):
+  """A kind's resources, its pods' label and the condition that ends it
+  are its module's answers to `job_kind.JobKind`; the step asks the kind,
+  and keeps no table keyed by kind."""
+  for fact in facts:
+    assert set(_constants(fact)) == {module}, fact
+
+
 def test_estimator_trains_through_the_runners_sequence(tmp_path, penguin_csvs,
                                                       monkeypatch):
   """The notebook Estimator prepares and checks the spec with the same

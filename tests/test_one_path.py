@@ -322,7 +322,7 @@ def test_a_kubeflow_steps_job_trains_and_is_launched_through_the_attempt(
   path = package_modules(
       [frame.filename for frame in traceback.extract_tb(raised.tb)])
   assert path[:4] == _EXECUTOR + _ATTEMPT + ['generic_trainer.kubeflow.'
-                                             'step_job'], path
+                                             'step_job.step'], path
   assert stacks() == [EXPECTED[('step job chief', 'run_fn')]]  # No training.
 
 

@@ -15,7 +15,10 @@ from generic_trainer.keys import STEP_JOB_ENV
 from generic_trainer.keys import STEP_JOB_RECORD_ENV
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.launch import cluster_environment
-from generic_trainer.kubeflow import step_job
+from generic_trainer.kubeflow.step_job import record as step_record
+from generic_trainer.kubeflow.step_job import render as step_render
+from generic_trainer.kubeflow.step_job import step as step_lib
+from generic_trainer.kubeflow.step_job.rbac import rbac
 import crd_schema
 
 
@@ -93,7 +96,7 @@ def test_the_step_launches_and_its_pods_train(tmp_path):
   launches; a damaged variable is refused, saying what the compile
   writes."""
   from generic_trainer.plan.plan import Where  # pylint: disable=g-import-not-at-top
-  value = step_job.to_env('TrainJob', 'img', None)['value']
+  value = step_render.to_env('TrainJob', 'img', None)['value']
   two = {'num_workers': 2}
   step = cluster_environment.detect({STEP_JOB_ENV: value})
   assert (step.kind, step.image) == ('TrainJob', 'img')
@@ -135,7 +138,7 @@ def test_the_pods_run_the_steps_arguments_with_their_own_output_file(
     tmp_path):
   job = _compiled(tmp_path)
   argv, invocation = _step_argv(job)
-  args = step_job.pod_args(argv[1:])
+  args = step_render.pod_args(argv[1:])
   at = args.index('--json_serialized_invocation_args') + 1
   theirs = json.loads(args[at])
   assert theirs['outputs']['outputFile'] == (
@@ -146,7 +149,7 @@ def test_the_pods_run_the_steps_arguments_with_their_own_output_file(
   with pytest.raises(StepJobError, match=(
       "not started by TFX's KFP v2 entrypoint.*Expected the arguments "
       '--executor_class_path')):
-    step_job.pod_args(['--json_serialized_invocation_args', '{}'])
+    step_render.pod_args(['--json_serialized_invocation_args', '{}'])
 
 
 @pytest.mark.parametrize('kind', ['TrainJob', 'TFJob'])
@@ -160,10 +163,10 @@ def test_the_rendered_job_passes_the_pinned_crds_and_is_labelled_ours(
   properties = {'num_workers': 3, 'max_restarts': 1, 'pod_settings': None}
 
   def render(nonce):
-    return step_job.render(kind, step_job.job_name('gs://b/r/model'),
-                           KUBEFLOW_IMAGE, step_job.pod_args(argv[1:]),
-                           'team-a', properties, {'cpu': 2}, nonce,
-                           'gs://b/r/model_run/' + step_job.RECORD_NAME)
+    return step_render.render(
+        kind, step_render.job_name('gs://b/r/model'), KUBEFLOW_IMAGE,
+        step_render.pod_args(argv[1:]), 'team-a', properties, {'cpu': 2},
+        nonce, 'gs://b/r/model_run/' + step_record.RECORD_NAME)
   first, second = render('a' * 32), render('b' * 32)
   for objects in (first, second):
     for key, manifest in objects.items():
@@ -172,9 +175,10 @@ def test_the_rendered_job_passes_the_pinned_crds_and_is_labelled_ours(
              'tfjob': crd_schema.TFJOB_CRD}[key]
       assert crd_schema.errors(manifest, crd) == []
       metadata = manifest['metadata']
-      assert metadata['labels'][step_job.MANAGED_BY_LABEL] == 'generic-trainer'
+      assert metadata['labels'][
+          step_render.MANAGED_BY_LABEL] == 'generic-trainer'
       assert metadata['namespace'] == 'team-a'
-  digests = {m['metadata']['annotations'][step_job.SPEC_ANNOTATION]
+  digests = {m['metadata']['annotations'][step_render.SPEC_ANNOTATION]
              for objects in (first, second) for m in objects.values()}
   assert len(digests) == 1
   text = json.dumps(first)
@@ -193,9 +197,9 @@ def test_the_rendered_job_passes_the_pinned_crds_and_is_labelled_ours(
 
 def test_the_job_name_is_one_per_step_and_fits_the_longest_pod_names():
   from generic_trainer.kubeflow import trainjob  # pylint: disable=g-import-not-at-top
-  name = step_job.job_name('gs://b/root/run-1/GenericTrainer/model')
-  assert name == step_job.job_name('gs://b/root/run-1/GenericTrainer/model')
-  assert name != step_job.job_name('gs://b/root/run-2/GenericTrainer/model')
+  name = step_render.job_name('gs://b/root/run-1/GenericTrainer/model')
+  assert name == step_render.job_name('gs://b/root/run-1/GenericTrainer/model')
+  assert name != step_render.job_name('gs://b/root/run-2/GenericTrainer/model')
   assert len(name) <= trainjob.longest_name(10)
 
 
@@ -211,7 +215,7 @@ STEP_POD = 'penguin-x7k2q-system-container-impl-2280339813'
 @pytest.fixture
 def cluster(tmp_path):
   import kube_api  # pylint: disable=g-import-not-at-top
-  (role, _) = step_job.rbac('pipeline-runner', NAMESPACE)
+  (role, _) = rbac('pipeline-runner', NAMESPACE)
   with kube_api.KubeAPI(str(tmp_path / 'api'), role['rules'],
                         namespace=NAMESPACE) as api:
     # The step's own pod, which KFP made: the job's owner.
@@ -223,7 +227,7 @@ def cluster(tmp_path):
 
 
 class Step:
-  """`step_job.run` as the step runs it, in a thread of the test."""
+  """`step_job.step.run` as the step runs it, in a thread of the test."""
 
   def __init__(self, api, tmp_path, argv, num_workers=2, kind='TrainJob'):
     import threading  # pylint: disable=g-import-not-at-top
@@ -231,7 +235,7 @@ class Step:
     self.kind, self.plural = kind, kind.lower() + 's'
     self.model = str(tmp_path / 'model')
     self.model_run = str(tmp_path / 'model_run')
-    self.name = step_job.job_name(self.model)
+    self.name = step_render.job_name(self.model)
     self.properties = {'num_workers': num_workers, 'max_restarts': None,
                        'pod_settings': None}
     self.owner = {'apiVersion': 'v1', 'kind': 'Pod', 'name': STEP_POD,
@@ -246,7 +250,7 @@ class Step:
       self.error = e
 
   def run(self):
-    return step_job.run(
+    return step_lib.run(
         {'kind': self.kind, 'image': KUBEFLOW_IMAGE, 'resources': None},
         self.properties, self.model, self.model_run, self.argv,
         self.owner, api_client=self.api.api_client(),
@@ -300,7 +304,7 @@ class Step:
     open(os.path.join(serving, 'saved_model.pb'), 'wb').close()
     model = standard_artifacts.Model()
     model.set_int_custom_property('trained_steps', 40)
-    step_job.write_record(record, {'model': [model]})
+    step_record.write_record(record, {'model': [model]})
 
 
 def _complete(api, name, kind_type='Complete'):
@@ -345,7 +349,7 @@ def test_the_step_launches_follows_and_takes_the_chiefs_model(cluster,
   step.end()
   assert step.error is None, step.error
   model = standard_artifacts.Model()
-  step_job.apply_record(step.record, {'model': [model]})
+  step_record.apply_record(step.record, {'model': [model]})
   assert model.get_int_custom_property('trained_steps') == 40
   assert _gone(cluster, 'trainjobs', step.name)
   assert _gone(cluster, 'trainingruntimes', f'{step.name}-runtime')
@@ -389,16 +393,16 @@ def test_a_failed_job_fails_the_step_with_its_reason_and_the_pods_log(
 
 def _earlier_attempt(cluster, step, status=None, ours=True):
   """The objects an earlier attempt of the step made (as it renders them)."""
-  objects = step_job.render(
-      'TrainJob', step.name, KUBEFLOW_IMAGE, step_job.pod_args(step.argv[1:]),
-      NAMESPACE, step.properties, None, 'e' * 32,
-      os.path.join(step.model_run, step_job.RECORD_NAME))
+  objects = step_render.render(
+      'TrainJob', step.name, KUBEFLOW_IMAGE,
+      step_render.pod_args(step.argv[1:]), NAMESPACE, step.properties, None, 'e' * 32,
+      os.path.join(step.model_run, step_record.RECORD_NAME))
   for manifest in objects.values():
     if ours:
       manifest['metadata']['annotations'][
-          step_job.MODEL_URI_ANNOTATION] = step.model
+          step_render.MODEL_URI_ANNOTATION] = step.model
     else:
-      del manifest['metadata']['labels'][step_job.MANAGED_BY_LABEL]
+      del manifest['metadata']['labels'][step_render.MANAGED_BY_LABEL]
   cluster.store.create('trainingruntimes', NAMESPACE, objects['runtime'])
   job = cluster.store.create('trainjobs', NAMESPACE, objects['trainjob'])
   if status:
@@ -532,7 +536,7 @@ def test_a_tfjob_on_request_is_launched_and_followed_the_same_way(tmp_path):
   """`--step-job TFJob`: the Training Operator's TFJob, granted its own
   Role; Succeeded is its end."""
   import kube_api  # pylint: disable=g-import-not-at-top
-  (role, _) = step_job.rbac('pipeline-runner', NAMESPACE, 'TFJob')
+  (role, _) = rbac('pipeline-runner', NAMESPACE, 'TFJob')
   with kube_api.KubeAPI(str(tmp_path / 'api'), role['rules'],
                         namespace=NAMESPACE) as api:
     pod = api.store.create('pods', NAMESPACE, {

@@ -14,6 +14,7 @@ there and trains no step twice."""
 import glob
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -21,6 +22,8 @@ import uuid
 import pytest
 
 from conftest import REPO, TESTDATA, penguin_statistics
+from generic_trainer.keys import KFP_POD_NAME_ENV
+from generic_trainer.keys import KFP_POD_UID_ENV
 import containers
 import kube_api
 import kube_controller
@@ -33,6 +36,12 @@ SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount'
 # Recorded for docs/guides/scaling-out.md: the TrainJob as `kubectl get
 # trainjob` shows it while it trains, and its status.
 RECORDED = os.path.join(REPO, 'build', 'trainjob-recorded.txt')
+# What the step logged of its job: absl names the module that logged, one
+# of the step_job package's.
+_STEP_JOB_LOGS = re.compile(r' (%s)\.py:\d+\] ' % '|'.join(
+    name[:-3] for name in os.listdir(os.path.join(
+        REPO, 'generic_trainer', 'kubeflow', 'step_job'))
+    if name.endswith('.py')))
 
 
 @pytest.fixture(scope='module')
@@ -60,7 +69,8 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
     image, penguin_artifacts, tmp_path):
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
-  from generic_trainer.kubeflow import step_job  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow.step_job import render as step_render  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow.step_job.rbac import rbac  # pylint: disable=g-import-not-at-top
   from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
   root = str(tmp_path / 'root')
   os.makedirs(root)
@@ -91,8 +101,8 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
       'module_path': None,
       'module_file': os.path.join(TESTDATA, 'slow_worker_spec.py'),
       'custom_config': json.dumps({'record_dir': record})}
-  name = step_job.job_name(model_uri)
-  (role, _) = step_job.rbac('pipeline-runner', NAMESPACE)
+  name = step_render.job_name(model_uri)
+  (role, _) = rbac('pipeline-runner', NAMESPACE)
 
   def chief_steps():
     try:
@@ -126,8 +136,8 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
       return containers.run_step(
           job, 'GenericTrainer', image, root, inputs,
           env={**api.environ,
-               step_job.KFP_POD_NAME_ENV: pod['metadata']['name'],
-               step_job.KFP_POD_UID_ENV: pod['metadata']['uid']},
+               KFP_POD_NAME_ENV: pod['metadata']['name'],
+               KFP_POD_UID_ENV: pod['metadata']['uid']},
           extra=['--network', 'host', '-v',
                  f'{api.service_account_dir}:{SERVICE_ACCOUNT_MOUNT}:ro',
                  '-v', f'{REPO}:{REPO}:ro', *kube_controller.HARDENED],
@@ -169,7 +179,7 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
       f.write('$ kubectl logs <the step\'s pod> (its lines of the job)\n' +
               ''.join(line.split('] ', 1)[-1] + '\n'
                       for line in log.splitlines()
-                      if 'step_job.py' in line and '] ' in line))
+                      if _STEP_JOB_LOGS.search(line)))
     assert f'the TrainJob {name} it launched was deleted' in log, log[-5000:]
     for plural in ('trainjobs', 'trainingruntimes'):
       assert not api.store.list(plural, NAMESPACE)['items'], plural

@@ -1,15 +1,14 @@
 """The Role and RoleBinding `step_job.rbac` renders for the step's service
 account: Kubernetes accepts them (tests/k8s_schema.py, against Kubernetes'
 published OpenAPI document pinned in tests/schemas/), and they grant the
-account exactly the calls the step makes (`step_job.API_CALLS`), which are
-in turn exactly the HTTP requests `step_job.Cluster` sends. Quick: no
-cluster, no container.
+account exactly the calls the step makes (each kind's `api_calls`), which
+are in turn exactly the HTTP requests `step_job.client.Cluster` sends.
+Quick: no cluster, no container.
 """
 
 import ast
 import copy
 import hashlib
-import inspect
 import json
 import os
 import re
@@ -20,7 +19,9 @@ import pytest
 
 import k8s_schema
 from generic_trainer.errors import InvalidArgumentError
-from generic_trainer.kubeflow import step_job
+from generic_trainer.kubeflow import kinds
+from generic_trainer.kubeflow.step_job import client as step_client
+from generic_trainer.kubeflow.step_job.rbac import rbac
 
 RBAC_V1 = 'rbac.authorization.k8s.io/v1'
 # Kubernetes' IsDNS1123Subdomain
@@ -28,7 +29,7 @@ RBAC_V1 = 'rbac.authorization.k8s.io/v1'
 DNS1123_SUBDOMAIN = re.compile(
     r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
 
-# The calls the step is meant to make (its design; step_job.API_CALLS
+# The calls the step is meant to make (its design; each kind's api_calls
 # must say the same, so that a new call is a decision, not a drift):
 # create, read, follow (watch), delete and take over (patch its owner
 # reference) its job; create, read and delete a TrainJob's
@@ -68,14 +69,14 @@ def _grants(role: Dict[str, Any]) -> Set[Tuple[str, str, str]]:
 
 @pytest.mark.parametrize('kind', KINDS)
 def test_the_step_makes_exactly_the_designed_calls(kind):
-  assert set(step_job.API_CALLS[kind]) == EXPECTED[kind]
-  assert len(step_job.API_CALLS[kind]) == len(EXPECTED[kind])  # No repeats.
+  assert set(kinds.named(kind).api_calls) == EXPECTED[kind]
+  assert len(kinds.named(kind).api_calls) == len(EXPECTED[kind])  # No repeats.
 
 
 @pytest.mark.parametrize('kind', KINDS)
 @pytest.mark.parametrize('service_account', SERVICE_ACCOUNTS, ids=_id)
 def test_kubernetes_accepts_the_role_and_binding(kind, service_account):
-  objects = step_job.rbac(service_account, 'kubeflow-user', kind)
+  objects = rbac(service_account, 'kubeflow-user', kind)
   assert [(o['apiVersion'], o['kind']) for o in objects] == [
       (RBAC_V1, 'Role'), (RBAC_V1, 'RoleBinding')]
   for obj in objects:
@@ -84,8 +85,8 @@ def test_kubernetes_accepts_the_role_and_binding(kind, service_account):
 
 @pytest.mark.parametrize('kind', KINDS)
 def test_the_role_grants_exactly_the_steps_calls(kind):
-  role, _ = step_job.rbac('pipeline-runner', 'kubeflow-user', kind)
-  assert _grants(role) == set(step_job.API_CALLS[kind])
+  role, _ = rbac('pipeline-runner', 'kubeflow-user', kind)
+  assert _grants(role) == set(kinds.named(kind).api_calls)
   for rule in role['rules']:
     # Nothing beyond the triples: no wildcard, no URL outside the API, and
     # every key of the rule is one the expansion above reads (so no key
@@ -98,7 +99,7 @@ def test_the_role_grants_exactly_the_steps_calls(kind):
 @pytest.mark.parametrize('kind', KINDS)
 @pytest.mark.parametrize('service_account', SERVICE_ACCOUNTS, ids=_id)
 def test_the_binding_binds_the_account_to_the_role(kind, service_account):
-  role, binding = step_job.rbac(service_account, 'team-a', kind)
+  role, binding = rbac(service_account, 'team-a', kind)
   assert binding['metadata']['namespace'] == 'team-a'
   # A RoleBinding's roleRef names a Role in its own namespace
   # (https://kubernetes.io/docs/reference/access-authn-authz/rbac/).
@@ -123,7 +124,7 @@ def test_the_names_are_dns_1123_subdomains(kind):
       for at in range(180, 252) for separator in '-.']
   bad = []
   for account in accounts:
-    for obj in step_job.rbac(account, 'kubeflow', kind):
+    for obj in rbac(account, 'kubeflow', kind):
       name = obj['metadata']['name']
       if len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
         bad.append(f"{obj['kind']} {_id(name)} (account {_id(account)})")
@@ -137,7 +138,7 @@ def test_two_accounts_get_two_bindings(kind):
   subjects), however long the names."""
   accounts = ['pipeline-runner', 'pipeline-runner-2', 'a' * 240 + '1',
               'a' * 240 + '2', 'a' * 252 + '1', 'a' * 252 + '2']
-  names = {step_job.rbac(sa, 'kubeflow', kind)[1]['metadata']['name']
+  names = {rbac(sa, 'kubeflow', kind)[1]['metadata']['name']
            for sa in accounts}
   assert len(names) == len(accounts), sorted(names)
 
@@ -149,7 +150,7 @@ def test_a_name_kubernetes_refuses_is_refused(service_account):
   """ValidateServiceAccountName: a DNS-1123 subdomain
   (pkg/apis/core/validation/validation.go)."""
   with pytest.raises(InvalidArgumentError, match='service_account'):
-    step_job.rbac(service_account, 'kubeflow')
+    rbac(service_account, 'kubeflow')
 
 
 @pytest.mark.parametrize('namespace', ['Kubeflow', '', 'a.b', 'a' * 64,
@@ -157,12 +158,12 @@ def test_a_name_kubernetes_refuses_is_refused(service_account):
 def test_a_namespace_kubernetes_refuses_is_refused(namespace):
   """A namespace's name is a DNS-1123 label (ValidateNamespaceName)."""
   with pytest.raises(InvalidArgumentError, match='namespace'):
-    step_job.rbac('pipeline-runner', namespace)
+    rbac('pipeline-runner', namespace)
 
 
 def test_an_unknown_kind_is_refused():
   with pytest.raises(InvalidArgumentError, match='PyTorchJob'):
-    step_job.rbac('pipeline-runner', 'kubeflow', 'PyTorchJob')
+    rbac('pipeline-runner', 'kubeflow', 'PyTorchJob')
 
 
 # The validator itself refuses what the API server refuses, so the tests
@@ -170,11 +171,11 @@ def test_an_unknown_kind_is_refused():
 
 
 def _binding() -> Dict[str, Any]:
-  return step_job.rbac('pipeline-runner', 'kubeflow')[1]
+  return rbac('pipeline-runner', 'kubeflow')[1]
 
 
 def _role() -> Dict[str, Any]:
-  return step_job.rbac('pipeline-runner', 'kubeflow')[0]
+  return rbac('pipeline-runner', 'kubeflow')[0]
 
 
 def _without(obj, *path):
@@ -278,7 +279,8 @@ def test_the_validator_reads_kubernetes_published_document():
     assert (RBAC_V1, kind) in k8s_schema.kinds()
 
 
-# The calls `step_job.Cluster` sends, as the API server authorizes them.
+# The calls `step_job.client.Cluster` sends, as the API server authorizes
+# them.
 
 
 class _Response:
@@ -379,7 +381,7 @@ def _cluster(kind: str):
   api_client = client.ApiClient(client.Configuration(host='http://k8s.test'))
   rest = _RecordingRest()
   api_client.rest_client = rest
-  return step_job.Cluster(api_client, 'kubeflow', kind), rest
+  return step_client.Cluster(api_client, 'kubeflow', kinds.named(kind)), rest
 
 
 def _sent(kind: str, method: str, plural: str) -> Set[Tuple[str, str, str]]:
@@ -406,37 +408,47 @@ def _sent(kind: str, method: str, plural: str) -> Set[Tuple[str, str, str]]:
   return set(rest.calls)
 
 
-def _cluster_calls_in_step_job() -> Set[Tuple[str, Any]]:
-  """Every `cluster.<method>(...)` of step_job's source, with its first
-  argument when that is a string literal (a fixed plural such as
-  'trainingruntimes'), else None (the job's own plural or no plural)."""
-  tree = ast.parse(inspect.getsource(step_job))
+def _cluster_calls_in_step_job() -> Set[Tuple[str, bool]]:
+  """Every `cluster.<method>(...)` of the step_job package's modules, with
+  whether it is called on a companion's plural (`companion.plural`: an
+  object beside the job, such as a TrainJob's TrainingRuntime) rather than
+  on the job's own plural (or on none)."""
+  folder = os.path.dirname(step_client.__file__)
   found = set()
-  for node in ast.walk(tree):
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == 'cluster'):
-      first = node.args[0] if node.args else None
-      literal = first.value if isinstance(first, ast.Constant) else None
-      found.add((node.func.attr, literal))
+  for name in sorted(os.listdir(folder)):
+    if not name.endswith('.py'):
+      continue
+    with open(os.path.join(folder, name)) as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+          and isinstance(node.func.value, ast.Name)
+          and node.func.value.id == 'cluster'):
+        first = node.args[0] if node.args else None
+        assert not isinstance(first, ast.Constant), (
+            f'{name}:{node.lineno}: a plural spelt out; ask the kind')
+        found.add((node.func.attr, isinstance(first, ast.Attribute) and
+                   getattr(first.value, 'id', None) == 'companion'))
   return found
 
 
 @pytest.mark.parametrize('kind', KINDS)
 def test_api_calls_are_the_requests_the_step_sends(kind):
-  """`API_CALLS[kind]` is what the step's `Cluster` sends, by the method
-  each place in step_job.py calls and the resource it calls it on; so the
-  Role grants no more than the step uses, and no less."""
+  """The kind's `api_calls` are what the step's `Cluster` sends, by the
+  method each place in the step_job package calls and the resource it
+  calls it on (the job's, or each of its companions'); so the Role grants
+  no more than the step uses, and no less."""
   calls = _cluster_calls_in_step_job()
-  assert calls, 'step_job.py calls no cluster method?'
+  assert calls, 'step_job calls no cluster method?'
+  job_kind = kinds.named(kind)
   sent = set()
-  for method, literal in calls:
-    if literal is not None and kind != 'TrainJob':
-      continue  # Only a TrainJob has a TrainingRuntime beside it.
-    plural = literal or {'TrainJob': 'trainjobs', 'TFJob': 'tfjobs'}[kind]
-    sent |= _sent(kind, method, plural)
-  assert sent == set(step_job.API_CALLS[kind])
-  role, _ = step_job.rbac('pipeline-runner', 'kubeflow', kind)
+  for method, on_companion in calls:
+    plurals = ([c.plural for c in job_kind.companions] if on_companion
+               else [job_kind.plural])
+    for plural in plurals:
+      sent |= _sent(kind, method, plural)
+  assert sent == set(job_kind.api_calls)
+  role, _ = rbac('pipeline-runner', 'kubeflow', kind)
   assert sent == _grants(role)
 
 
@@ -459,6 +471,6 @@ def test_a_namespace_kubernetes_accepts_is_accepted(namespace):
   """A namespace's name is a DNS-1123 label, which may start with a digit
   (ValidateNamespaceName, pkg/apis/core/validation/validation.go, is
   apimachinery's ValidateNamespaceName: IsDNS1123Label)."""
-  for obj in step_job.rbac('pipeline-runner', namespace):
+  for obj in rbac('pipeline-runner', namespace):
     assert obj['metadata']['namespace'] == namespace
     assert k8s_schema.errors(obj) == []

@@ -15,7 +15,7 @@ from tfx.utils import proto_utils
 from generic_trainer.data.kept import store as kept_store
 from generic_trainer.export_checks import serving_check
 from generic_trainer.fnargs import inputs
-from generic_trainer.kubeflow import step_job
+from generic_trainer.kubeflow.step_job import record as step_job_record
 from generic_trainer.keys import ALLOW_SIGNATURE_CHANGE_KEY
 from generic_trainer.keys import PARSED_ROWS_DECISIONS
 from generic_trainer.keys import PARSED_ROWS_HITS
@@ -126,7 +126,7 @@ class GenericExecutor(base_executor.BaseExecutor):
       train_result.attach(output_dict[keys.MODEL_KEY] +
                           output_dict[keys.MODEL_RUN_KEY], published.trained)
     _attach_parsed_rows(output_dict.get(UPDATED_PARSED_ROWS_KEY))
-    step_job.write_record(plan.cluster.step_record, output_dict)
+    step_job_record.write_record(plan.cluster.step_record, output_dict)
 
   def _stateful_working_dir(self):
     """The node's dir that survives a failed execution (None outside TFX)."""

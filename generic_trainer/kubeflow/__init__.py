@@ -5,8 +5,9 @@ else a cluster needs on it (`pod_settings`), the names a rendered job may
 have (`names`), the TFJob that runs the trainer step on several pods
 (`tfjob`, `tfjob_schema`), and the Kubeflow
 Trainer v2 TrainJob and TrainingRuntime that do the same on a JobSet
-(`trainjob`), and the step that launches one of them for its workers,
-follows it and takes its model (`step_job`).
+(`trainjob`): each a kind of job (`job_kind.JobKind`), listed in `kinds`;
+and the step that launches one of them for its workers, follows it and
+takes its model (`step_job/`).
 
 May import: `plan` (the worker range) and the base; it reads compiled
 pipelines and launches jobs, it does not train.

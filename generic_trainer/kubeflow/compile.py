@@ -46,8 +46,10 @@ from typing import Any, Dict, Optional
 import yaml
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.kubeflow import kinds
 from generic_trainer.kubeflow import resources
-from generic_trainer.kubeflow import step_job as step_job_lib
+from generic_trainer.kubeflow.step_job.render import to_env
+from generic_trainer.plan.settings import most_workers
 from generic_trainer.system import atomic_files
 from generic_trainer.system.lazy import kubeflow_v2_dag_runner
 
@@ -145,7 +147,7 @@ def compile_pipeline(pipeline, output_path: str, image: str,
     image: The image every step runs in (`make image`).
     target: 'kubeflow', 'vertex' or 'kfp-local' (see the module).
     step_job: What a GenericTrainer step with several workers launches
-      for them on 'kubeflow' (`step_job.run`): 'TrainJob' (Kubeflow
+      for them on 'kubeflow' (`step_job.step.run`): 'TrainJob' (Kubeflow
       Trainer v2, the default), 'TFJob' (Training Operator v1), or None:
       the step trains in its own pod alone. On 'kfp-local' none by default
       (a step there reaches no cluster unless it is given one); refused on
@@ -183,10 +185,10 @@ def compile_pipeline(pipeline, output_path: str, image: str,
         'componentRef']['name']]['executorLabel']
     container = spec['deploymentSpec']['executors'][label]['container']
     env = []
-    if step_job and step_job_lib.most_workers(component.exec_properties) > 1:
+    if step_job and most_workers(component.exec_properties) > 1:
       # The job's pods train and ask for the trainer's resources; the step
       # only waits for them, and asks for none (no GPU held idle).
-      env.append(step_job_lib.to_env(step_job, image, component.resources))
+      env.append(to_env(step_job, image, component.resources))
       container.pop('resources', None)
     settings = component.pod_settings
     if settings is not None and settings.env:
@@ -218,10 +220,10 @@ def compile_pipeline(pipeline, output_path: str, image: str,
 
 def _check_step_job(target: str, step_job: Optional[str]) -> Optional[str]:
   if step_job is DEFAULT_STEP_JOB:
-    return step_job_lib.TRAINJOB if target == 'kubeflow' else None
+    return kinds.DEFAULT.name if target == 'kubeflow' else None
   if step_job is None:
     return None
-  step_job_lib.check_kind(step_job)
+  kinds.check_kind(step_job)
   if target == 'vertex':
     raise InvalidArgumentError(
         f'step_job={step_job!r} cannot be launched from a Vertex AI step: '

@@ -92,7 +92,7 @@ class Resources:
 
   def value(self) -> Dict[str, Any]:
     """The `resources=` dict that `from_value` turns into this again (the
-    compile hands it to a step that launches a job, `step_job.to_env`)."""
+    compile hands it to a step that launches a job, `step_job.render.to_env`)."""
     value = {'cpu': self.cpu, 'memory': self.memory_gb,
              'accelerator_type': self.accelerator_type,
              'accelerator_count': self.accelerator_count or None,

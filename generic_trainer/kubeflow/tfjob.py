@@ -48,6 +48,10 @@ From a compiled pipeline and the artifacts of one run:
 
 (docs/guides/scaling-out.md, "On several pods: a TFJob", says how to
 write `executor_input.json`.)
+
+`JOB_KIND` is the TFJob as a `job_kind.JobKind`: what the step that
+launches one asks of it (its API, its pods' label, the conditions that end
+it).
 """
 
 import argparse
@@ -57,14 +61,14 @@ from typing import Any, Dict, List, Optional, Union
 
 import yaml
 
-from generic_trainer.plan.settings import restarts, worker_range
+from generic_trainer.plan.settings import most_workers, restarts
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import MAX_RESTARTS_KEY
-from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import POD_SETTINGS_KEY
 from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.kubeflow import names
+from generic_trainer.kubeflow.job_kind import JobKind
 from generic_trainer.kubeflow import pod_settings as pod_settings_lib
 from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow.pod_settings import PodSettings
@@ -263,7 +267,7 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
   container = kfp_step.container(job, task)
   parameters = kfp_step.parameters(job, task)
   if num_workers is None:
-    num_workers = _most_workers(parameters.get(NUM_WORKERS_KEY))
+    num_workers = most_workers(parameters)
   if max_restarts is None:
     max_restarts = parameters.get(MAX_RESTARTS_KEY)
   kwargs = {**restart_settings(max_restarts, num_workers),
@@ -274,13 +278,6 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
                 kfp_step.command_line(job, task, executor_input)[
                     len(container.get('command', [])):],
                 num_workers, **kwargs)
-
-
-def _most_workers(setting: Any) -> int:
-  """The replicas a TFJob runs for a `num_workers` setting: N, or a range's
-  MAX (the operator restarts pods at the job's size; only a local group
-  shrinks and grows, `launch.restarts`)."""
-  return (worker_range(setting) or (1, 1))[1]
 
 
 def render_for_component(component, name: str, image: str,
@@ -297,8 +294,7 @@ def render_for_component(component, name: str, image: str,
   """
   args = ['--executor_class_path', kfp_step.TRAINER_EXECUTOR,
           '--json_serialized_invocation_args', json.dumps(executor_input)]
-  num_workers = _most_workers(
-      component.exec_properties.get(NUM_WORKERS_KEY))
+  num_workers = most_workers(component.exec_properties)
   kwargs = {**restart_settings(
       component.exec_properties.get(MAX_RESTARTS_KEY), num_workers),
             'resources': component.resources,
@@ -368,6 +364,48 @@ def _pod_template(template: Dict[str, Any]):
     data = json.dumps(template)
 
   return k8s.ApiClient().deserialize(_Response(), 'V1PodTemplateSpec')
+
+
+class TFJobKind(JobKind):
+  """A Training Operator v1 TFJob."""
+  name = KIND
+  api_version = API_VERSION
+  plural = 'tfjobs'
+  job_key = 'tfjob'
+  # The operator's `training.kubeflow.org/job-name` on each replica's pod.
+  pod_selector = 'training.kubeflow.org/job-name'
+  container = CONTAINER_NAME
+  # pkg/apis/kubeflow.org/v1/common_types.go: JobSucceeded, JobFailed.
+  complete, failed = 'Succeeded', 'Failed'
+  operator = 'the Kubeflow Training Operator v1'
+
+  def render(self, name, num_workers, max_restarts, env, **kwargs):
+    return {self.job_key: render(
+        name, num_workers=num_workers, env=env,
+        **restart_settings(max_restarts, num_workers), **kwargs)}
+
+  def render_for_step(self, job, executor_input, name, task=None,
+                      num_workers=None, max_restarts=None, **kwargs):
+    return render_for_step(job, executor_input, name, task=task,
+                           num_workers=num_workers,
+                           max_restarts=max_restarts, **kwargs)
+
+  def render_for_component(self, component, name, image, executor_input,
+                           **kwargs):
+    return render_for_component(component, name, image, executor_input,
+                                **kwargs)
+
+  def longest_name(self, num_workers):
+    return longest_name(num_workers)
+
+  def check_name(self, name, num_workers):
+    _check_name(name, num_workers)
+
+  def sdk_available(self):
+    return sdk_available()
+
+
+JOB_KIND = TFJobKind()
 
 
 def main(argv=None) -> int:

@@ -40,6 +40,10 @@ pydantic 2) is installed, each is rebuilt through its model
 refuses a field of the wrong type. tests/test_trainjob.py validates both
 against the Trainer project's CRDs (v2.3.0), pinned in tests/schemas/, as
 the API server does.
+
+`JOB_KIND` is the TrainJob as a `job_kind.JobKind`: what the step that
+launches one asks of it (its API, its pods' label, the conditions that end
+it, its runtime beside it).
 """
 
 import json
@@ -51,19 +55,20 @@ from generic_trainer.keys import JOBSET_NAME_ENV
 from generic_trainer.keys import JOBSET_NUM_NODES_ENV
 from generic_trainer.keys import JOBSET_REPLICATED_JOB_ENV
 from generic_trainer.keys import MAX_RESTARTS_KEY
-from generic_trainer.keys import NUM_WORKERS_KEY
 from generic_trainer.keys import POD_SETTINGS_KEY
 from generic_trainer.keys import TERMINATION_GRACE_PERIOD_S
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.kubeflow import names
+from generic_trainer.kubeflow.job_kind import Companion
+from generic_trainer.kubeflow.job_kind import JobKind
 from generic_trainer.kubeflow import pod_settings as pod_settings_lib
 from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow.pod_settings import PodSettings
 from generic_trainer.kubeflow.resources import Resources
 from generic_trainer.kubeflow.tfjob import KFP_ENTRYPOINT
 from generic_trainer.plan.settings import check_max_restarts
+from generic_trainer.plan.settings import most_workers
 from generic_trainer.plan.settings import restarts
-from generic_trainer.plan.settings import worker_range
 from generic_trainer.system import lazy
 from generic_trainer.system.lazy import kubeflow_trainer_api
 from generic_trainer.system.lazy import kubeflow_trainer_api_models
@@ -74,6 +79,8 @@ API_VERSION = 'trainer.kubeflow.org/v1alpha1'
 ANCESTOR_LABEL = 'trainer.kubeflow.org/trainjob-ancestor-step'
 REPLICATED_JOB = 'node'
 CONTAINER_NAME = 'node'
+# A TrainJob's runtime is its own: named after it.
+RUNTIME_SUFFIX = '-runtime'
 # JobSet labels every pod with these (jobset.sigs.k8s.io/...).
 _POD_LABELS = {JOBSET_NAME_ENV: 'jobset.sigs.k8s.io/jobset-name',
                JOBSET_REPLICATED_JOB_ENV: 'jobset.sigs.k8s.io/replicatedjob-name',
@@ -102,7 +109,8 @@ def render(name: str, image: str, command: List[str], args: List[str],
     command: The container command, e.g. the KFP v2 entrypoint.
     args: Its arguments (executor class, serialized ExecutorInput).
     num_nodes: Pods that train together; pod 0 is the chief.
-    runtime_name: The TrainingRuntime's name; default `<name>-runtime`.
+    runtime_name: The TrainingRuntime's name; default `<name>-runtime`
+      (`RUNTIME_SUFFIX`).
     namespace: Both objects' namespace (a TrainingRuntime is namespaced and
       must share the TrainJob's), or None for `kubectl`'s.
     resources: Every node's `Resources` (`GenericTrainer(resources=...)`).
@@ -130,7 +138,7 @@ def render(name: str, image: str, command: List[str], args: List[str],
         f'num_nodes={num_nodes!r}. Pass the number of nodes.')
   check_max_restarts(max_restarts)
   max_restarts = restarts(max_restarts)
-  runtime_name = runtime_name or f'{name}-runtime'
+  runtime_name = runtime_name or name + RUNTIME_SUFFIX
   _check_names(name, runtime_name, num_nodes)
   metadata = {'name': name, **({'namespace': namespace} if namespace else {})}
   trainer = {'image': image, 'command': list(command), 'args': list(args),
@@ -242,7 +250,7 @@ def render_for_step(job: Dict[str, Any], executor_input: Dict[str, Any],
   container = kfp_step.container(job, task)
   parameters = kfp_step.parameters(job, task)
   if num_nodes is None:
-    num_nodes = _most_workers(parameters.get(NUM_WORKERS_KEY))
+    num_nodes = most_workers(parameters)
   kwargs.setdefault('resources', resources_lib.from_step(container))
   if max_restarts is None:
     max_restarts = parameters.get(MAX_RESTARTS_KEY)
@@ -269,12 +277,7 @@ def render_for_component(component, name: str, image: str,
                     component.exec_properties.get(MAX_RESTARTS_KEY))
   kwargs.setdefault('pod_settings', component.pod_settings)
   return render(name, image, list(KFP_ENTRYPOINT), args,
-                _most_workers(component.exec_properties.get(NUM_WORKERS_KEY)),
-                **kwargs)
-
-
-def _most_workers(setting: Any) -> int:
-  return (worker_range(setting) or (1, 1))[1]
+                most_workers(component.exec_properties), **kwargs)
 
 
 def sdk_available() -> bool:
@@ -294,3 +297,45 @@ def _through_sdk(model: str, manifest: Dict[str, Any]) -> Dict[str, Any]:
         f'{model}: {e}. Received: {json.dumps(manifest)[:2000]}. Fix the '
         'arguments named above.') from e
   return built.to_dict()
+
+
+class TrainJobKind(JobKind):
+  """A Kubeflow Trainer v2 TrainJob, on its own TrainingRuntime."""
+  name = 'TrainJob'
+  api_version = API_VERSION
+  plural = 'trainjobs'
+  job_key = 'trainjob'
+  companions = (Companion('runtime', 'trainingruntimes', RUNTIME_SUFFIX),)
+  # Its pods carry the JobSet's name, which is the TrainJob's.
+  pod_selector = _POD_LABELS[JOBSET_NAME_ENV]
+  container = CONTAINER_NAME
+  # pkg/apis/trainer/v1alpha1/trainjob_types.go (Trainer v2).
+  complete, failed = 'Complete', 'Failed'
+  operator = 'Kubeflow Trainer v2 (2.2 or later; its JobSet comes with it)'
+
+  def render(self, name, num_workers, max_restarts, env, **kwargs):
+    return render(name, num_nodes=num_workers, max_restarts=max_restarts,
+                  env=env, **kwargs)
+
+  def render_for_step(self, job, executor_input, name, task=None,
+                      num_workers=None, max_restarts=None, **kwargs):
+    return render_for_step(job, executor_input, name, task=task,
+                           num_nodes=num_workers, max_restarts=max_restarts,
+                           **kwargs)
+
+  def render_for_component(self, component, name, image, executor_input,
+                           **kwargs):
+    return render_for_component(component, name, image, executor_input,
+                                **kwargs)
+
+  def longest_name(self, num_workers):
+    return longest_name(num_workers)
+
+  def check_name(self, name, num_workers):
+    _check_names(name, name + RUNTIME_SUFFIX, num_workers)
+
+  def sdk_available(self):
+    return sdk_available()
+
+
+JOB_KIND = TrainJobKind()

@@ -58,7 +58,7 @@ from generic_trainer.keys import STEP_JOB_RECORD_ENV
 from generic_trainer.keys import STOP_FILE_ENV
 from generic_trainer.keys import TF_CONFIG_ENV
 from generic_trainer.keys import TRAINER_STATUS_ENV
-from generic_trainer.kubeflow import step_job
+from generic_trainer.kubeflow.kinds import check_kind
 from generic_trainer.loop.handlers.preemption_stop import request_file
 from generic_trainer.plan.cluster import Alone
 from generic_trainer.plan.cluster import ClusterEnvironment
@@ -99,7 +99,7 @@ def _kubeflow_step(environ: Mapping[str, str]) -> Optional[KubeflowStep]:
     return None
   try:
     asked = json.loads(value)
-    step_job.check_kind(asked.get('kind'))
+    check_kind(asked.get('kind'))
     if not isinstance(asked.get('image'), str) or not asked['image']:
       # Read inside the message below, which says what to do.
       raise InvalidArgumentError(

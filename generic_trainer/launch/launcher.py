@@ -44,7 +44,8 @@ from generic_trainer.data.kept import factory as kept_factory
 from generic_trainer.data.kept import store as kept_store
 from generic_trainer.fnargs import local
 from generic_trainer.keys import RUN_FN_KEY
-from generic_trainer.kubeflow import step_job
+from generic_trainer.kubeflow.step_job import record as step_job_record
+from generic_trainer.kubeflow.step_job import step as step_job
 from generic_trainer.launch import child_process
 from generic_trainer.launch import cluster_environment
 from generic_trainer.launch import local_cluster
@@ -183,7 +184,7 @@ def _kubeflow_job(request: TrainingRequest, entry) -> None:
        'resources': cluster.resources}, request.exec_properties,
       request.model_uri(),
       request.model_run_dir(), sys.argv, cluster.owner)
-  step_job.apply_record(record, request.output_dict)
+  step_job_record.apply_record(record, request.output_dict)
 
 
 def _local_workers(request: TrainingRequest, entry) -> None:

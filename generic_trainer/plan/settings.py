@@ -10,7 +10,7 @@ settings leave a choice, the function that makes it (`choose_strategy`,
 them in order and decide nothing themselves.
 """
 
-from typing import Any, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from generic_trainer.errors import InvalidArgumentError, SpecError
 from generic_trainer.keys import BACKENDS, BACKEND_KEY, DEFAULT_MAX_RESTARTS
@@ -265,6 +265,15 @@ def worker_range(num_workers: Any, names: EntryPoint = COMPONENT
       'back to MAX). Expected e.g. 2 or "2:3", with 1 <= MIN <= MAX. '
       f'Received: {shown}. Set a positive int, a range such as "2:3", or '
       'leave it unset.')
+
+
+def most_workers(exec_properties: Mapping[str, Any]) -> int:
+  """The workers a job of pods runs for the `num_workers` of
+  `exec_properties` (or of a compiled step's parameters): N, or a range's
+  MAX; 1 when unset. A TFJob's operator and a TrainJob's JobSet restart
+  pods at the job's size; only a local group shrinks and grows
+  (`launch.restarts`)."""
+  return (worker_range(exec_properties.get(NUM_WORKERS_KEY)) or (1, 1))[1]
 
 
 def worker_range_text(bounds: Tuple[int, int]) -> Any:
