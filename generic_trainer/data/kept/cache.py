@@ -404,11 +404,10 @@ class SpanCache:
         others.append(name)
         continue
       path = os.path.join(self.folder, name)
-      try:
-        used = os.stat(os.path.join(name, MANIFEST), dir_fd=fd,
-                       follow_symlinks=False).st_mtime
-      except OSError:
-        used = None  # Half removed: nobody reads it.
+      used = kept_folder.entry_used(fd, name)
+      if used is None:  # No manifest of ours: a name is no proof.
+        others.append(name)
+        continue
       try:
         size = os.stat(os.path.join(name, BLOCKS), dir_fd=fd,
                        follow_symlinks=False).st_size

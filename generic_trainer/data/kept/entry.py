@@ -40,9 +40,10 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import owner_lock
 from generic_trainer.system import trust
 from generic_trainer.system import scratch
+from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.data.kept import key as kept_key
 
-MANIFEST = 'manifest.json'
+MANIFEST = kept_folder.ENTRY_MANIFEST
 BLOCKS = 'blocks.bin'
 TEMP = atomic_files.TEMP_PREFIX + 'entry-'
 OWNER = scratch.LOCK_FILE  # In an unfinished write: its writer's lock.
