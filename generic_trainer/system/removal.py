@@ -17,22 +17,30 @@ import stat
 from typing import Optional
 
 from generic_trainer.system import paths
+from generic_trainer.system.lazy import tf
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def remove_tree(path: str, dir_fd: Optional[int] = None,
-                missing_ok: bool = True) -> None:
+                missing_ok: bool = True, ignore_errors: bool = False) -> None:
   """Removes `path` (relative to the folder `dir_fd` when given): a file or
   a link itself, a folder with all it holds, no link followed at any
   level. An object-store path is removed with `tf.io.gfile.rmtree`.
+  `ignore_errors`: what cannot be removed stays, without an error (as
+  `shutil.rmtree(ignore_errors=True)`).
 
   Raises:
     FileNotFoundError: nothing at `path`, unless `missing_ok`.
     OSError: an entry could not be removed.
   """
+  if ignore_errors:
+    try:
+      remove_tree(path, dir_fd)
+    except (OSError, tf.errors.OpError if paths.is_remote(path) else OSError):
+      pass
+    return
   if dir_fd is None and paths.is_remote(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     if tf.io.gfile.exists(path):
       tf.io.gfile.rmtree(path)
     elif not missing_ok:
