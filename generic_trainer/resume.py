@@ -45,13 +45,13 @@ makes a scratch folder if a SIGKILL left it).
 
 import json
 import os
-import shutil
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from absl import logging
 
 from generic_trainer.system import atomic_files
 from generic_trainer.system import paths
+from generic_trainer.system import removal
 from generic_trainer.system import scratch
 from generic_trainer.errors import CheckpointError
 import tensorflow as tf
@@ -111,12 +111,7 @@ def remove(directory: Optional[str]) -> None:
 def _remove_aside(path: str) -> None:
   """Deletes what `remove` renamed aside: a file or a link itself, a
   folder with all it holds (links in it are not followed)."""
-  if paths.is_remote(path):
-    tf.io.gfile.rmtree(path)
-  elif os.path.islink(path) or not os.path.isdir(path):
-    os.unlink(path)
-  else:
-    shutil.rmtree(path)
+  removal.remove_tree(path)
 
 
 def keras_callback(fn_args, save_freq='epoch'):
@@ -219,7 +214,7 @@ def write_checkpoint(directory: str, step: int,
   gfile.makedirs(directory)
   for stale in (tmp, final):
     if gfile.exists(stale):
-      gfile.rmtree(stale)
+      removal.remove_tree(stale)
   if '://' in directory:  # Remote: write locally, then copy.
     with scratch.folder('checkpoint') as local:
       write_files(local)
@@ -244,5 +239,5 @@ def write_checkpoint(directory: str, step: int,
   for entry in gfile.listdir(directory):
     entry = entry.rstrip('/')
     if entry != name and entry.startswith((CHECKPOINT_PREFIX, _TMP_PREFIX)):
-      gfile.rmtree(os.path.join(directory, entry))
+      removal.remove_tree(os.path.join(directory, entry))
   return final

@@ -94,27 +94,32 @@ def test_a_cache_that_holds_or_lies_in_an_output_or_input_is_refused(
 def test_eviction_removes_only_entries_and_names_the_rest_once(
     tmp_path, caplog):
   """What appears in a marked cache folder during a training (a user's
-  file, a folder, a link where an entry would be) is left by eviction
-  and named in one log line; entries, ours by their name, go."""
+  file, a folder, a link where an entry would be, a 40-hex folder
+  without our manifest: a name is no proof) is left by eviction and
+  named in one log line; entries with our manifest go."""
   caplog.set_level(logging.INFO, logger=progress.LOGGER)
   cache = tmp_path / 'rows'
   with kept_cache.SpanCache(str(cache), budget_bytes=0):
-    (cache / _ENTRY).mkdir()  # Half removed (no manifest): always evicted.
+    (cache / _ENTRY).mkdir()  # Our name, no manifest: not provably ours.
     (cache / _ENTRY / 'blocks.bin').write_bytes(b'0' * 10)
+    (cache / ('ef' * 20)).mkdir()  # An entry: our name and a manifest.
+    (cache / ('ef' * 20) / kept_folder.ENTRY_MANIFEST).write_text('{}')
+    (cache / ('ef' * 20) / 'blocks.bin').write_bytes(b'0' * 10)
     (cache / 'notes.txt').write_text('mine')
     (cache / 'thesis').mkdir()
     (cache / 'thesis' / 'chapter1.tex').write_text('mine')
     os.symlink(tmp_path, cache / ('cd' * 20))
   assert sorted(os.listdir(cache)) == sorted(
-      ['cd' * 20, kept_folder.MARKER, kept_folder.DECISIONS, 'notes.txt',
-       'thesis'])
+      [_ENTRY, 'cd' * 20, kept_folder.MARKER, kept_folder.DECISIONS,
+       'notes.txt', 'thesis'])
+  assert (cache / _ENTRY / 'blocks.bin').read_bytes() == b'0' * 10
   assert (cache / 'thesis' / 'chapter1.tex').read_text() == 'mine'
   lines = [r.getMessage() for r in caplog.records
            if 'not an entry of ours' in r.getMessage()]
   assert lines == [
-      f'parsed rows: {"cd" * 20}, notes.txt, thesis in {cache} are not an '
-      'entry of ours, so eviction left them; keep other files out of the '
-      'cache folder']
+      f'parsed rows: {_ENTRY}, {"cd" * 20}, notes.txt, thesis in {cache} are '
+      'not an entry of ours, so eviction left them; keep other files out of '
+      'the cache folder']
 
 
 def test_a_cache_folder_that_lost_its_marker_is_not_evicted(tmp_path,

@@ -124,7 +124,7 @@ def test_a_killed_runs_files_are_removed_but_not_what_was_there_before(
   """A run killed before recording what it wrote: the next run removes
   everything under its folders except what a user had put there."""
   layout = Layout(str(tmp_path))
-  _run_once(layout, {'run/a': ''})
+  _run_once(layout, {'run/history.json': ''})
   (tmp_path / 'run' / 'mine.txt').write_text('mine')
   Layout(str(tmp_path)).clear()  # Killed: no record().
   (tmp_path / 'run' / 'tensorboard').mkdir(parents=True)

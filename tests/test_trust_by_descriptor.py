@@ -98,7 +98,9 @@ def test_the_cache_is_used_through_the_folder_it_opened(tmp_path):
   (victim / entry).mkdir(parents=True)  # Entry-like, not ours to remove.
   (victim / entry / 'blocks.bin').write_text('mine')
   with kept_cache.SpanCache(str(cache), budget_bytes=0):
-    (cache / ('cd' * 20)).mkdir()  # Half removed: evicted on leaving.
+    (cache / ('cd' * 20)).mkdir()  # An entry of ours: evicted on leaving.
+    (cache / ('cd' * 20) / kept_folder.ENTRY_MANIFEST).write_text('{}')
+    (cache / ('cd' * 20) / 'blocks.bin').write_bytes(b'0' * 10)
     os.rename(cache, tmp_path / 'moved')
     os.symlink(victim, cache)
   assert (victim / entry / 'blocks.bin').read_text() == 'mine'

@@ -354,7 +354,12 @@ def _eval_on_train(values: Optional[List[str]]) -> bool:
 
 def _existing(flag: str, path: str, expected: str, todo: str) -> str:
   if not os.path.isfile(path):
-    what = 'is a folder' if os.path.isdir(path) else 'does not exist'
+    if os.path.isdir(path):
+      what = 'is a folder'
+    elif os.path.exists(path):  # A FIFO, a device, a socket.
+      what = 'is not a regular file (a FIFO, a device or a socket)'
+    else:
+      what = 'does not exist'
     raise InvalidArgumentError(
         f'{flag} {what}. Expected {expected}. Received: '
         f'{flag}={path!r}{paths.cwd_note(path)}. Check the path{todo}.')

@@ -42,13 +42,13 @@ earlier model untouched.
 import contextlib
 import fnmatch
 import os
-import shutil
 import time
 from typing import List, Optional
 
 from generic_trainer.system import atomic_files
 from generic_trainer.system import manifest
 from generic_trainer.system import progress
+from generic_trainer.system import removal
 from generic_trainer.errors import ModelFolderError, UnsafeFolderError
 from generic_trainer.data import statistics
 from generic_trainer.data.local_files import MISSING_FILE
@@ -79,6 +79,10 @@ LISTING = '.files.json'  # Beside a version a link pointed to (before 0.x).
 LISTING_PREFIX = 'listing-'  # + a published folder's inode + '.json'.
 
 _SPLITS = f'{DATA}/{statistics.split_folder("*")}'
+# The split folders the command writes: only those, never another
+# `data/Split-*` (a user's `Split-mine/data.gz` is not the run's).
+_RUN_SPLITS = tuple(f'{DATA}/{statistics.split_folder(split)}'
+                    for split in ('train', 'eval'))
 _TEMPORARY = f'{atomic_files.TEMP_PREFIX}*'
 _RESUMES = f'{RESUME_FOLDER_PREFIX}*'
 # What versions before the manifest wrote, as patterns of relative paths.
@@ -96,8 +100,9 @@ RUN_NAMES = (
     tuple(f'{RUN}/{name}' for name in MODEL_RUN_FILES) +
     tuple(f'{RUN}/{name}{tail}' for name in MODEL_RUN_FOLDERS
           for tail in ('', '/*')) +
-    (DATA, _SPLITS, f'{_SPLITS}/{SPLIT_DATA_FILE}', f'{_SPLITS}/{_TEMPORARY}',
-     f'{DATA}/{MISSING_FILE}', f'{DATA}/{WHOLE}', f'{DATA}/{WHOLE}/*',
+    (DATA,) + tuple(f'{split}{tail}' for split in _RUN_SPLITS for tail in (
+        '', f'/{SPLIT_DATA_FILE}', f'/{_TEMPORARY}')) +
+    (f'{DATA}/{MISSING_FILE}', f'{DATA}/{WHOLE}', f'{DATA}/{WHOLE}/*',
      f'{DATA}/{_TEMPORARY}', SCHEMA, f'{SCHEMA}/{SCHEMA_FILE}',
      f'{SCHEMA}/{_TEMPORARY}', HYPERPARAMETERS,
      f'{HYPERPARAMETERS}/{HYPERPARAMETERS_FILE}',
@@ -112,8 +117,9 @@ def _named_as_a_run_names(root: str, rel: str) -> bool:
   points to)."""
   if any(manifest.named(rel, p) for p in RUN_NAMES):
     return True
-  return len(rel.split(os.sep)) == 3 and _under_split(rel) and (
-      os.path.islink(os.path.join(root, rel)))
+  return len(rel.split(os.sep)) == 3 and (
+      os.sep.join(rel.split(os.sep)[:2]) in _RUN_SPLITS) and (
+          os.path.islink(os.path.join(root, rel)))
 
 
 def _named_as_a_legacy_run_names(rel: str) -> bool:
@@ -270,7 +276,8 @@ class Layout:
     """Records what this run wrote (after `clear`), for the next run."""
     if self._roots:
       try:
-        manifest.finish(self.root, self._roots, self._foreign)
+        manifest.finish(self.root, self._roots, self._foreign,
+                        _named_as_a_run_names)
       except OSError:
         pass  # A full disk: the start record still says what to remove.
 
@@ -333,7 +340,7 @@ class Layout:
         if os.path.lexists(final):  # This run wrote no eval model.
           old = os.path.join(self.models, f'{kind}-old-{version}')
           os.rename(final, old)
-          self._discard(old)
+          self._discard_earlier(old, final)
         continue
       new = os.path.join(self.models, f'{kind}-{version}')
       os.rename(staged, new)
@@ -370,7 +377,7 @@ class Layout:
       os.rename(new, final)
       return
     if atomic_files.exchange(new, final):
-      self._discard(new)  # `new` names the earlier model now.
+      self._discard_earlier(new, final)  # `new` names it now.
       return
     # No exchange here: model/ is absent between these two renames; a kill
     # then leaves the earlier model in `previous`, which `recover` puts
@@ -381,6 +388,24 @@ class Layout:
     os.rename(new, final)
     old = os.path.join(self.models, f'{kind}-old-{version}')
     os.rename(previous, old)
+    self._discard_earlier(old, final)
+
+  def _discard_earlier(self, old: str, final: str) -> None:
+    """Deletes the earlier model `old`, which was at `final`, when a run
+    published it (`_discard`). A real folder without its listing is none
+    a run published: a user put it in `final`'s place (a copy, with their
+    notes), so it is kept, whole, beside `final`, and named once."""
+    if os.path.isdir(old) and not os.path.islink(old) and (
+        not os.path.isfile(self._listing(old))):
+      kept = f'{final}.kept-{time.time_ns():x}'
+      os.rename(old, kept)
+      progress.log().warning(
+          '%s: the folder in place of %s/ was not one a run published (a '
+          'copy you put there: a new folder, without the listing of what a '
+          'run published), so it was kept, with its files, in %s. Delete it '
+          'yourself if you do not need it.', self.root,
+          os.path.basename(final), kept)
+      return
     self._discard(old)
 
   def _listing(self, folder: str) -> str:
@@ -398,7 +423,7 @@ class Layout:
       return
     listing = self._listing(old)
     if not os.path.isfile(listing):
-      shutil.rmtree(old)
+      removal.remove_tree(old)
       return
     manifest.remove(old, manifest.listing(listing))
     with contextlib.suppress(OSError):
@@ -446,8 +471,5 @@ class Layout:
 
 def _remove(path: str) -> None:
   """Removes a file, a link (not what it points to) or a folder."""
-  if os.path.islink(path) or not os.path.isdir(path):
-    os.unlink(path)
-  else:
-    shutil.rmtree(path)
+  removal.remove_tree(path)
 

@@ -35,7 +35,6 @@ or with `resume=False`, removes it; a published model removes its own.
 import hashlib
 import json
 import os
-import shutil
 from typing import Any, Callable, Dict, Optional
 
 import attr
@@ -58,6 +57,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import progress
+from generic_trainer.system import removal
 from generic_trainer.system.lazy import standard_artifacts
 from generic_trainer.system.lazy import standard_component_specs as keys
 from generic_trainer.training import attempt
@@ -198,7 +198,7 @@ def _run_holding_folder(request: Request, plan: plan_lib.TrainingPlan,
             commit=layout.take_model))
   finally:
     if os.path.lexists(layout.publishing):
-      shutil.rmtree(layout.publishing)
+      removal.remove_tree(layout.publishing)
     layout.record()
   name = (f'TrainSpec {plan.spec_class}' if plan.spec_class else
           f'`{request.run_fn or RUN_FN_KEY}`')
@@ -268,7 +268,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
   eval_dir = os.path.join(layout.data, statistics.split_folder('eval'))
   if held_out:
     parts = holdout.split(splits['train'], train_dir, eval_dir)
-    shutil.rmtree(whole)
+    removal.remove_tree(whole)
     splits = {'train': parts.train_files, 'eval': parts.eval_files}
     evaluation = holdout.evaluation(holdout.HELD_OUT,
                                     train_rows=parts.train_rows,

@@ -12,9 +12,9 @@ taken for a dead one's (another PID namespace sharing TMPDIR included).
 import contextlib
 import errno
 import os
-import shutil
 from typing import List, Optional
 
+from generic_trainer.system import removal
 from generic_trainer.system import scratch
 
 KIND = 'cache'
@@ -52,7 +52,7 @@ class CacheFolder:
     """Removes what the datasets wrote (the folder stays)."""
     for name in os.listdir(self.path) if self.path else ():
       if name != scratch.LOCK_FILE:
-        shutil.rmtree(os.path.join(self.path, name), ignore_errors=True)
+        removal.remove_tree(os.path.join(self.path, name), ignore_errors=True)
     self.on_disk = []
     self.claimed = 0
 

@@ -45,6 +45,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer import errors
 from generic_trainer.system import machine
 from generic_trainer.system import preemption
+from generic_trainer.system import removal
 from generic_trainer import resume
 from generic_trainer.system import scratch
 from generic_trainer.plan.cluster import LocalGroup
@@ -452,8 +453,8 @@ def _keep_logs(workers: List[worker_process.Worker], logs_dir: str) -> None:
 
 def _clear(directory: str) -> None:
   """Empties the chief's export folder before its group starts again."""
-  if directory and tf.io.gfile.exists(directory):
-    tf.io.gfile.rmtree(directory)
+  if directory:
+    removal.remove_tree(directory)
 
 
 def _write_summary(model_run: str, entries: List[Dict[str, Any]],

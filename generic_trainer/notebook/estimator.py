@@ -42,6 +42,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import manifest
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
+from generic_trainer.system import removal
 from generic_trainer.system import scratch
 from generic_trainer.trainspec.spec import check_complete
 from generic_trainer.training import attempt
@@ -282,7 +283,7 @@ class Estimator:
                              indent=1)
       _check_replaceable(export_dir, own)  # Nothing of yours added since.
       atomic_files.replace_folder(new, export_dir)
-      shutil.rmtree(staged.model_uri)
+      removal.remove_tree(staged.model_uri)
     return export_dir
 
   def _local_inputs(self, splits, steps):

@@ -10,7 +10,8 @@ output artifact folders of a failed execution, but keeps that one.
 
 File operations use `tf.io.gfile` (what TFX's `fileio` uses when TensorFlow
 is installed), so local and remote (gs://...) URIs work, and the local
-command does not import TFX.
+command does not import TFX; removals go through `system.removal`, which
+never follows a local link (gfile's rmtree does).
 """
 
 import contextlib
@@ -18,6 +19,7 @@ import os
 
 from generic_trainer.errors import ExportValidationError
 from generic_trainer.system import paths
+from generic_trainer.system import removal
 from generic_trainer.errors import InvalidArgumentError
 import tensorflow as tf
 from absl import logging
@@ -47,7 +49,7 @@ class StagedExport:
     try:
       for path in (self.root, self.final_serving_dir, self.final_eval_dir):
         if gfile.exists(path):
-          gfile.rmtree(path)
+          removal.remove_tree(path)
       gfile.makedirs(self.root)
       probe = os.path.join(self.root, '.writable')
       with gfile.GFile(probe, 'w') as f:
@@ -92,7 +94,7 @@ class StagedExport:
                           (self.serving_dir, self.final_serving_dir)):
       if gfile.exists(staged):
         gfile.rename(staged, final)
-    gfile.rmtree(self.root)
+    removal.remove_tree(self.root)
     return self.final_serving_dir
 
   def reject(self) -> str:
@@ -101,11 +103,11 @@ class StagedExport:
     if not gfile.exists(self.root):
       return ''
     if not gfile.listdir(self.root):
-      gfile.rmtree(self.root)
+      removal.remove_tree(self.root)
       return ''
     target = os.path.join(self.keep_dir, REJECTED_DIR_NAME)
     if gfile.exists(target):
-      gfile.rmtree(target)
+      removal.remove_tree(target)
     gfile.makedirs(self.keep_dir)
     gfile.rename(self.root, target)
     return target

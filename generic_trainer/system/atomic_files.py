@@ -25,6 +25,7 @@ import tempfile
 from typing import Any, Iterator, Optional
 import errno
 
+from generic_trainer.system import removal
 from generic_trainer.system.lazy import ctypes
 from generic_trainer.system.lazy import tf
 
@@ -85,9 +86,11 @@ def replacing_path(path: str, mode: Optional[int] = None,
   os.makedirs(folder, exist_ok=True)
   fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX + os.path.basename(path)[:64]
                               + '-', suffix=suffix, dir=folder)
-  os.close(fd)
   try:
-    os.chmod(temp, _umasked(0o666 if mode is None else mode))
+    try:  # Through the descriptor made: a link put at `temp` is not followed.
+      os.fchmod(fd, _umasked(0o666 if mode is None else mode))
+    finally:
+      os.close(fd)
     yield temp
     put_in_place(temp, path)
   except BaseException:
@@ -119,10 +122,7 @@ def replace_folder(new: str, target: str) -> None:
     old = f'{new}.old'
     os.rename(target, old)
     os.rename(new, target)
-  if os.path.islink(old):
-    os.unlink(old)
-  else:
-    shutil.rmtree(old)
+  removal.remove_tree(old)
 
 
 def exchange(first: str, second: str) -> bool:

@@ -228,10 +228,17 @@ def start(root: str, roots: List[str], foreign: Set[str]) -> None:
       'roots': sorted(roots), 'foreign': sorted(foreign)}, indent=1)
 
 
-def finish(root: str, roots: List[str], foreign: Set[str]) -> None:
-  """Records what the run wrote: all under its roots that is not foreign,
-  with each entry's identity."""
-  written = identities(root, sorted(entries(root, roots) - foreign))
+def finish(root: str, roots: List[str], foreign: Set[str],
+           named: Optional[Callable[[str, str], bool]] = None) -> None:
+  """Records what the run wrote: all under its roots that is not foreign
+  and, with `named` (see `ours`), is named as a run names what it writes
+  (a file a user added to run/ or a split folder while the run trained is
+  not the run's: it stays, and is named once by the next run), with each
+  entry's identity."""
+  found = sorted(entries(root, roots) - foreign)
+  if named is not None:
+    found = [rel for rel in found if named(root, rel)]
+  written = identities(root, found)
   atomic_files.write_json(os.path.join(root, FILE), {
       'format': 2, 'state': 'done', 'roots': sorted(roots),
       'foreign': sorted(foreign), 'written': written}, indent=1)

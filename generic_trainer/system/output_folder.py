@@ -9,7 +9,11 @@
 - This user's alone: a folder owned by another user, or writable by group
   or others without the sticky bit, is refused (`check`): whoever else can
   write it could swap the validated export before it is published, or put
-  links where the run writes. A folder the run creates is created 0755,
+  links where the run writes. So is one in a folder that others can write
+  without the sticky bit, at any level above (`trust.check_ancestors`):
+  whoever can write it could rename the checked folder aside after the
+  lock and put theirs in its place, and the run, which TensorFlow makes
+  write by path, would publish there. A folder the run creates is created 0755,
   or 0700 when an input is private (`mode_for`).
 - As private as its inputs, whatever the umask: while a run holds the
   folder, the process's umask is set from the inputs (022, or 077 when an
@@ -48,6 +52,8 @@ def check(path: str, name: str = '--output-dir') -> None:
   trust.check_folder(path, name, 'could replace the model between its '
                      'validation and its publication, or put links where the '
                      'run writes')
+  trust.check_ancestors(path, name)
+
 
 def check_literal(path: str, name: str = '--output-dir') -> None:
   """Raises UnsafeFolderError when `path` holds `*`, `?` or `[`.
@@ -196,6 +202,7 @@ def hold(path: str, name: str = '--output-dir',
   """
   inputs = list(inputs)
   mode = mode_for(inputs)
+  trust.check_ancestors(path, name)  # Before anything is made there.
   create(path, mode)
   check(path, name)
   check_private(path, inputs, name)

@@ -30,13 +30,13 @@ pods on one volume) another training has the same PID, often 1.
 
 import contextlib
 import os
-import shutil
 import stat
 import tempfile
 import time
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from generic_trainer.system import owner_lock
+from generic_trainer.system import removal
 from generic_trainer.system import trust
 from generic_trainer.errors import FolderInUseError, InvalidArgumentError
 from generic_trainer.errors import UnsafeFolderError
@@ -103,13 +103,13 @@ def folder(kind: str) -> Iterator[str]:
   try:
     lock = locked(path)
   except OSError:
-    shutil.rmtree(path, ignore_errors=True)
+    removal.remove_tree(path, ignore_errors=True)
     raise
   _MADE[path] = (lock, os.getpid())
   try:
     yield path
   finally:
-    shutil.rmtree(path, ignore_errors=True)
+    removal.remove_tree(path, ignore_errors=True)
     _MADE.pop(path, None)
     lock.release()
 
@@ -125,7 +125,7 @@ def remove_made() -> None:
   """Removes the folders of `made` (the SIGTERM last resort: the process
   ends at once after); nothing else of TMPDIR."""
   for path in made():
-    shutil.rmtree(path, ignore_errors=True)
+    removal.remove_tree(path, ignore_errors=True)
 
 
 def locked(path: str) -> owner_lock.OwnerLock:
@@ -189,6 +189,6 @@ def remove_unused(path: str) -> None:
   except OSError:
     return
   try:
-    shutil.rmtree(path, ignore_errors=True)
+    removal.remove_tree(path, ignore_errors=True)
   finally:
     lock.release()

@@ -88,6 +88,44 @@ def parent_problems(info: os.stat_result) -> List[str]:
   return found
 
 
+def check_ancestors(path: str, name: str) -> None:
+  """Raises UnsafeFolderError when a folder above `path` (as written, and
+  where its links lead) lets someone else rename `path`, or a folder on
+  the way to it, aside and put one of theirs in its place: writable by
+  group or others without the sticky bit (a team's 2775 folder). A
+  folder of this user's is then still used by its path for the whole run
+  (TensorFlow writes there by path) and would be hers after the swap.
+  Folders not made yet are not checked (the run makes them, private)."""
+  path = os.path.abspath(path)
+  above = []
+  for start in (path, os.path.realpath(path)):
+    folder = os.path.dirname(start)
+    while True:
+      if folder not in above:
+        above.append(folder)
+      if folder == os.path.dirname(folder):
+        break
+      folder = os.path.dirname(folder)
+  for folder in above:
+    try:
+      info = os.stat(folder)
+    except OSError:
+      continue
+    _, writable = _faults(info)
+    if writable:
+      raise UnsafeFolderError(
+          f'{name} {path} is in {folder}, which {" and ".join(writable)} can '
+          f'write (mode {stat.S_IMODE(info.st_mode):04o}, no sticky bit): '
+          f'whoever else can write {folder} can rename your folder aside '
+          'after this run checked it and put one of theirs in its place, '
+          'and the run would write, publish and delete there. Expected an '
+          'output folder whose every parent only its owner can write, or has '
+          f'the sticky bit (as /tmp). Received: {name}={path!r}. Choose a '
+          'folder under one of your own, or have the owner of '
+          f'{folder} ({user(info.st_uid)}) run `chmod +t {folder}` (members '
+          'then cannot rename what is not theirs). Nothing was changed.')
+
+
 def check_folder(path: str, name: str, harm: str) -> None:
   """Raises UnsafeFolderError when the folder `path` exists and is not this
   user's alone (`open_folder`, whose descriptor is closed again)."""

@@ -39,7 +39,6 @@ import fcntl
 import itertools
 import json
 import os
-import shutil
 import stat
 import tempfile
 import threading
@@ -51,6 +50,7 @@ from generic_trainer.system import scratch
 from generic_trainer.system import trust
 from generic_trainer.system import paths
 from generic_trainer.system import progress
+from generic_trainer.system import removal
 from generic_trainer.data.kept import read_before
 from generic_trainer.data.kept import remote as kept_remote
 from generic_trainer.data.kept import key as kept_key
@@ -154,7 +154,7 @@ class SpanCache:
     self._writers.clear()
     self.wait_for_writes()
     for temp in list(self.temps):
-      shutil.rmtree(temp, ignore_errors=True)
+      removal.remove_tree(temp, ignore_errors=True)
     self.temps.clear()
     for entry in self._entries:
       entry.close()
@@ -228,7 +228,7 @@ class SpanCache:
     except OSError as e:
       return None, f'the earlier entry could not be carried over ({e})'
     finally:
-      shutil.rmtree(temp, ignore_errors=True)
+      removal.remove_tree(temp, ignore_errors=True)
       self.temps.discard(temp)
     return self._checked(path, key, linked=earlier)  # No CRC if linked.
 
@@ -293,11 +293,11 @@ class SpanCache:
       return True
     fd = lock(os.path.join(final, MANIFEST), fcntl.LOCK_EX | fcntl.LOCK_NB)
     if fd is None:  # In use: it stays, ours goes.
-      shutil.rmtree(temp, ignore_errors=True)
+      removal.remove_tree(temp, ignore_errors=True)
       return False
     try:
       if not _why_not(final, key):
-        shutil.rmtree(temp, ignore_errors=True)
+        removal.remove_tree(temp, ignore_errors=True)
         return False
       atomic_files.replace_folder(temp, final)  # Damaged, foreign, other key.
       return True
@@ -404,11 +404,10 @@ class SpanCache:
         others.append(name)
         continue
       path = os.path.join(self.folder, name)
-      try:
-        used = os.stat(os.path.join(name, MANIFEST), dir_fd=fd,
-                       follow_symlinks=False).st_mtime
-      except OSError:
-        used = None  # Half removed: nobody reads it.
+      used = kept_folder.entry_used(fd, name)
+      if used is None:  # No manifest of ours: a name is no proof.
+        others.append(name)
+        continue
       try:
         size = os.stat(os.path.join(name, BLOCKS), dir_fd=fd,
                        follow_symlinks=False).st_size
@@ -440,12 +439,12 @@ class SpanCache:
                   src_dir_fd=fd, dst_dir_fd=fd)  # Whole, or out of place.
       except OSError:
         if out:
-          shutil.rmtree(out, ignore_errors=True)
+          removal.remove_tree(out, ignore_errors=True)
         continue
       finally:
         if lock_fd is not None:
           os.close(lock_fd)
-      shutil.rmtree(out, ignore_errors=True)
+      removal.remove_tree(out, ignore_errors=True)
       total -= size
       removed.append(name)
     if removed:
@@ -464,7 +463,7 @@ class SpanCache:
         with contextlib.suppress(OSError):  # Another store removed it.
           info = os.stat(name, dir_fd=self._fd, follow_symlinks=False)
           if stat.S_ISDIR(info.st_mode) and not trust.why_not(info):
-            shutil.rmtree(path, ignore_errors=True)
+            removal.remove_tree(path, ignore_errors=True)
       elif name.startswith(TEMP) and scratch.is_stale(path):
         scratch.remove_unused(path)
 

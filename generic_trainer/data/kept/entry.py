@@ -27,7 +27,6 @@ import fcntl
 import functools
 import json
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -40,9 +39,11 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import owner_lock
 from generic_trainer.system import trust
 from generic_trainer.system import scratch
+from generic_trainer.system import removal
+from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.data.kept import key as kept_key
 
-MANIFEST = 'manifest.json'
+MANIFEST = kept_folder.ENTRY_MANIFEST
 BLOCKS = 'blocks.bin'
 TEMP = atomic_files.TEMP_PREFIX + 'entry-'
 OWNER = scratch.LOCK_FILE  # In an unfinished write: its writer's lock.
@@ -400,7 +401,7 @@ class _Write:
       os.close(self.fd)
       self.fd = None
     if self.temp:
-      shutil.rmtree(self.temp, ignore_errors=True)
+      removal.remove_tree(self.temp, ignore_errors=True)
       store.temps.discard(self.temp)
       self.temp = None
     if self.owner is not None:

@@ -14,7 +14,10 @@ took every subfolder without a manifest for a half-removed entry):
   earlier version, before the marker);
 - what may be removed has our name format (`is_entry`: a 40-hex entry
   folder; `atomic_files.TEMP_PREFIX` for unfinished writes and entries
-  out of place), and is a real folder (a link there is not ours);
+  out of place), is a real folder (a link there is not ours), and an
+  entry holds our manifest (`entry_used`: a folder of 40-hex-named
+  folders, a model hub's `snapshots/` or a git object store, is not a
+  cache; issue 55);
 - a folder that holds anything else (`foreign`), or that holds or is held
   by the output folder or an input (`in_the_way`), is refused with a
   message naming what is in the way; what appears there later is left,
@@ -44,6 +47,7 @@ MARKER_TEXT = (
     '# This file is a cache directory tag created by tfx-generic-trainer:\n'
     '# parsed rows kept across trainings. The trainer removes from this\n'
     '# folder only the entries it made; do not keep other files here.\n')
+ENTRY_MANIFEST = 'manifest.json'  # In each entry (`kept_entry.MANIFEST`).
 DECISIONS = 'decisions.json'  # A store's: what each file got (kept_cache).
 _ENTRY = re.compile(r'[0-9a-f]{40}')  # `kept_key.entry_name`.
 # Why a cache folder must be this user's alone (`trust.open_folder`).
@@ -66,8 +70,13 @@ def is_temporary(name: str) -> bool:
 def foreign(fd: int) -> List[str]:
   """What the cache folder open as `fd` holds that no store of ours made,
   by name and kind, sorted: a folder of another name, a file or link
-  where an entry would be, a marker of another program."""
+  where an entry would be, a marker of another program; in a folder not
+  marked yet, an entry-named folder without our manifest (`entry_used`).
+  """
   found = []
+  # Marked, a cache already: its entries are checked when read, and
+  # evicted only with their manifest.
+  proven = _our_marker(fd)
   for name in sorted(os.listdir(fd)):
     try:
       info = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -78,7 +87,8 @@ def foreign(fd: int) -> List[str]:
         found.append(f'{name} (not ours)')
       continue
     folder = stat.S_ISDIR(info.st_mode)
-    if is_entry(name) and folder:
+    if is_entry(name) and folder and (
+        proven or entry_used(fd, name) is not None):
       continue
     if is_temporary(name) and not stat.S_ISLNK(info.st_mode):
       continue
@@ -86,6 +96,20 @@ def foreign(fd: int) -> List[str]:
       continue  # The lock: a scratch folder's (an object store's cache).
     found.append(name + ('/' if folder else ''))
   return found
+
+
+def entry_used(fd: int, name: str) -> Optional[float]:
+  """When the entry `name` of the cache folder open as `fd` was last
+  used (its manifest's mtime), or None when it holds no manifest, a plain
+  file, which every entry a store of ours made holds: a folder of 40 hex
+  digits alone (a model hub's `snapshots/<sha>`, a git object store) is no
+  proof that it is ours."""
+  try:
+    info = os.stat(os.path.join(name, ENTRY_MANIFEST), dir_fd=fd,
+                   follow_symlinks=False)
+  except OSError:
+    return None
+  return info.st_mtime if stat.S_ISREG(info.st_mode) else None
 
 
 def marked(fd: int) -> bool:
@@ -147,8 +171,7 @@ def open_marked(path: str, name: str, outputs=(), inputs=()) -> int:
   what = in_the_way(path, outputs, inputs)
   if what:
     raise refuse(name, path, what)
-  trust.make_private(path)
-  fd = trust.open_folder(path, name, UNSAFE_FOLDER_HARM)
+  fd = _opened(path, name, make=True)
   if fd is None:
     raise refuse(name, path, ['it is a file'])
   try:
@@ -171,7 +194,7 @@ def check(path: str, name: str, outputs=(), inputs=()) -> None:
   what = in_the_way(path, outputs, inputs)
   if what:
     raise refuse(name, path, what)
-  fd = trust.open_folder(path, name, UNSAFE_FOLDER_HARM)
+  fd = _opened(path, name)
   if fd is None:
     return
   try:
@@ -180,3 +203,21 @@ def check(path: str, name: str, outputs=(), inputs=()) -> None:
     os.close(fd)
   if what:
     raise refuse(name, path, what)
+
+
+def _opened(path: str, name: str, make: bool = False) -> Optional[int]:
+  """`trust.open_folder` of the cache folder `path` (made first when
+  `make`), with a folder this user may not enter or make (another user's
+  cache, 0700) said as our error, not a PermissionError's traceback."""
+  try:
+    if make:
+      trust.make_private(path)
+    return trust.open_folder(path, name, UNSAFE_FOLDER_HARM)
+  except PermissionError as e:
+    raise UnsafeFolderError(
+        f'{name} {path} cannot be used: {e.strerror} ({e.filename}), '
+        'so it is another user\'s, or in a folder of theirs. A cache folder '
+        'must be yours alone: another user\'s could hold rows of their '
+        'choosing. Expected a folder that you own and only you can write. '
+        f'Received: {name}={path!r}. Choose a folder of your own (leave the '
+        'option out for the default one, in your home).') from e

@@ -16,7 +16,6 @@ resumed training repeats no step.
 
 import json
 import os
-import shutil
 from typing import Any, Dict, List, Optional, Tuple
 
 import keras
@@ -24,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import removal
 from generic_trainer.system import scratch
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
@@ -152,7 +152,7 @@ class ResumeCheckpoint(keras.callbacks.Callback):
     if self.is_chief:
       resume.write_checkpoint(self.directory, self._step, write_files, point)
       return
-    shutil.rmtree(self.scratch_dir, ignore_errors=True)
+    removal.remove_tree(self.scratch_dir, ignore_errors=True)
     os.makedirs(self.scratch_dir)
     write_files(self.scratch_dir)
 

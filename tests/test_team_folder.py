@@ -1,0 +1,370 @@
+"""Attacked as its users (issue 55, scopes 2, 3 and 6): a victim's run as
+an ordinary uid, a teammate as a second uid of the same group, in a
+team's shared 2775 folder (`other_user.team_folder`). Each step of the
+victim's run is driven in-process as that uid (`other_user.started_as`,
+a forked child), so that the teammate's move, made by a real process of
+hers, is timed at the step (after the lock, during staging, while data is
+written) by a flag file polled as inotify would tell.
+
+Each of these ran as a test on main before issue 55 and failed there
+(the run published into the teammate's folder; the staging cleanup
+emptied `~/thesis` through a link; ...): see the threat model's rows."""
+
+import logging
+import os
+import pathlib
+import stat
+import subprocess
+
+import pytest
+
+from message_parts import assert_four_parts
+from other_user import (TEAMMATE, VICTIM, as_user, home, started_as,
+                        team_folder, wait_for)
+from generic_trainer.command import cli_args
+from generic_trainer.command import layout as command_layout
+from generic_trainer.data.kept import cache as kept_cache
+from generic_trainer.errors import InvalidArgumentError, UnsafeFolderError
+from generic_trainer.system import atomic_files
+from generic_trainer.system import output_folder
+from generic_trainer.system import paths
+from generic_trainer.system import progress
+from generic_trainer.publication.staged_export import StagedExport
+
+_HEX = '0123456789abcdef' * 2 + '01234567'  # 40 hex digits: a git sha.
+
+
+@pytest.fixture
+def team():
+  with team_folder() as path:
+    yield path
+
+
+def _mode(path):
+  return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def _run_holding(out: str, flags: pathlib.Path) -> str:
+  """The victim's run, as far as it goes: holds its output folder, says
+  so (`locked`), waits for the teammate (`swapped`), then publishes."""
+  try:
+    with output_folder.hold(out):
+      (flags / 'locked').touch()
+      wait_for(flags / 'swapped')
+      atomic_files.write_text(os.path.join(out, 'model.txt'), 'weights')
+    return 'published'
+  finally:
+    (flags / 'done').touch()
+
+
+def _swap_aside(out: str) -> None:
+  """The teammate: the victim's folder renamed aside, one of hers (0777)
+  in its place."""
+  os.rename(out, out + '.aside')
+  os.mkdir(out)
+  os.chmod(out, 0o777)
+
+
+def test_an_output_folder_in_a_team_folder_cannot_be_swapped_after_the_lock(
+    team):
+  """A teammate renames the victim's output folder aside just after the
+  lock and puts a 0777 folder of hers in its place: the run never
+  publishes there. It is refused before anything is made, naming the
+  team folder and the fix (`chmod +t`) (on main: exit 0, published into
+  her folder)."""
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _run_holding, out, flags)
+  while not (wait_for(flags / 'locked', 0.05) or os.path.exists(
+      flags / 'done')):
+    pass
+  if os.path.exists(flags / 'locked'):
+    as_user(TEAMMATE, _swap_aside, out)
+    (flags / 'swapped').touch()
+  with pytest.raises(UnsafeFolderError) as info:
+    wait()
+  message = str(info.value)
+  assert message.startswith(
+      f'--output-dir {out} is in {team}, which group can write (mode 2775, '
+      'no sticky bit)')
+  assert f'`chmod +t {team}`' in message
+  assert_four_parts(message)
+  assert sorted(os.listdir(team)) == []  # Nothing made, nothing hers used.
+
+
+def test_a_sticky_team_folder_is_accepted(team):
+  """With the sticky bit (`chmod +t`), members cannot rename what is not
+  theirs: the same run holds its folder."""
+  os.chmod(team, 0o3775)
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  (flags / 'swapped').touch()  # No swap: she cannot.
+  assert as_user(VICTIM, _run_holding, str(team / 'out'), flags) == (
+      'published')
+  with pytest.raises(PermissionError):
+    as_user(TEAMMATE, _swap_aside, str(team / 'out'))
+
+
+def _prepare_staging(out: str) -> None:
+  StagedExport(os.path.join(out, '.publishing'), keep_dir=out).prepare()
+
+
+def test_the_staging_cleanup_never_follows_a_link(team):
+  """A link at `.publishing/Format-Serving` to the victim's thesis: the
+  cleanup before staging removes the link, never what it points to (on
+  main, `tf.io.gfile.rmtree` emptied the thesis)."""
+  own = home(team, VICTIM)
+  thesis, out = own / 'thesis', own / 'out'
+  for folder in (thesis, out, out / '.publishing'):
+    folder.mkdir()
+  (thesis / 'chapter1.tex').write_text('mine')
+  serving, _ = paths.model_dirs(str(out / '.publishing'))
+  os.symlink(thesis, serving)
+  subprocess.run(['chown', '-R', '-h', f'{VICTIM}:{VICTIM}', str(own)],
+                 check=True)
+  try:
+    as_user(VICTIM, _prepare_staging, str(out))
+    failed = None
+  except Exception as e:  # pylint: disable=broad-except
+    failed = e  # On main: the thesis emptied, then 'Not a directory'.
+  assert os.listdir(thesis) == ['chapter1.tex']
+  assert failed is None
+  assert not os.path.lexists(serving)
+
+
+def _replace_swapping(path: str, secret: str) -> int:
+  """Writes `path` through `replacing_path` while its temporary file is
+  swapped for a link to `secret` (0600) as soon as it is made; the mode
+  of `secret` after."""
+  real = atomic_files.tempfile.mkstemp
+
+  def made_then_swapped(*args, **kwargs):
+    fd, temp = real(*args, **kwargs)
+    os.unlink(temp)
+    os.symlink(secret, temp)
+    return fd, temp
+
+  atomic_files.tempfile.mkstemp = made_then_swapped
+  try:
+    with atomic_files.replacing_path(path, 0o644):
+      pass
+  except OSError:
+    pass  # Its fsync opens the temporary file without following a link.
+  finally:
+    atomic_files.tempfile.mkstemp = real
+  return _mode(secret)
+
+
+def test_a_temporary_file_is_chmodded_through_its_descriptor(team):
+  """The temporary file of a write swapped for a link to the victim's
+  0600 file as it is made: the chmod is the file's made, through its
+  descriptor; the victim's file stays 0600 (on main: 0644, by path)."""
+  own = home(team, VICTIM)
+  secret = own / 'secret.txt'
+  as_user(VICTIM, _write_private, str(secret))
+  assert as_user(VICTIM, _replace_swapping, str(own / 'out.json'),
+                 str(secret)) == 0o600
+
+
+def _write_private(path: str) -> None:
+  fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+  os.write(fd, b'private')
+  os.close(fd)
+
+
+def _parse_with_cache(folder: str, workdir: str):
+  module = os.path.join(workdir, 'mod.py')
+  data = os.path.join(workdir, 'train.csv')
+  with open(module, 'w') as f:
+    f.write('def run_fn(fn_args):\n  pass\n')
+  with open(data, 'w') as f:
+    f.write('a,b\n1,2\n')
+  cli_args.parse(['--module-file', module, '--train-data', data,
+                  '--output-dir', os.path.join(workdir, 'run'),
+                  '--parsed-rows-cache', folder], 0.0)
+
+
+def _make_snapshots(folder: str) -> None:
+  os.makedirs(os.path.join(folder, _HEX))
+  with open(os.path.join(folder, _HEX, 'config.json'), 'w') as f:
+    f.write('{"hub": true}')
+
+
+def _open_cache(folder: str) -> None:
+  with kept_cache.SpanCache(folder, budget_bytes=0):
+    pass
+
+
+def test_a_folder_of_hex_named_folders_is_not_taken_for_a_cache(team):
+  """A model hub's `snapshots/` (folders named by 40 hex digits, no
+  manifest of ours) named as the cache: refused by the arguments and by
+  the store, nothing marked, nothing emptied (on main: marked and
+  emptied)."""
+  own = home(team, VICTIM)
+  snapshots = str(own / 'hub' / 'snapshots')
+  as_user(VICTIM, _make_snapshots, snapshots)
+  for step in (lambda: as_user(VICTIM, _parse_with_cache, snapshots,
+                               str(own)),
+               lambda: as_user(VICTIM, _open_cache, snapshots)):
+    with pytest.raises(UnsafeFolderError) as info:
+      step()
+    assert (f'is not a folder of parsed rows alone: {_HEX}/.' in
+            str(info.value))
+  assert os.listdir(snapshots) == [_HEX]
+  assert os.listdir(os.path.join(snapshots, _HEX)) == ['config.json']
+
+
+def _make_private_cache(folder: str) -> None:
+  os.makedirs(folder)
+  os.chmod(folder, 0o700)
+
+
+def test_another_users_cache_is_our_error_not_a_traceback(team):
+  """The victim names the teammate's cache (0700): our error, which says
+  what to do (on main: a raw PermissionError)."""
+  theirs = str(home(team, TEAMMATE) / 'rows')
+  as_user(TEAMMATE, _make_private_cache, theirs)
+  with pytest.raises(UnsafeFolderError) as info:
+    as_user(VICTIM, _parse_with_cache, theirs, str(home(team, VICTIM)))
+  assert 'Permission denied' in str(info.value)
+  assert_four_parts(str(info.value))
+
+
+def _parse_fifo_schema(workdir: str) -> None:
+  fifo = os.path.join(workdir, 'schema.pbtxt')
+  os.mkfifo(fifo)
+  module = os.path.join(workdir, 'mod.py')
+  data = os.path.join(workdir, 'train.csv')
+  for path, text in ((module, 'def run_fn(fn_args):\n  pass\n'),
+                     (data, 'a,b\n1,2\n')):
+    with open(path, 'w') as f:
+      f.write(text)
+  cli_args.parse(['--module-file', module, '--train-data', data,
+                  '--output-dir', os.path.join(workdir, 'run'),
+                  '--schema', fifo], 0.0)
+
+
+def test_a_fifo_given_as_the_schema_is_said_to_be_no_regular_file(team):
+  """`--schema` naming a FIFO: 'is not a regular file', not 'does not
+  exist'."""
+  with pytest.raises(InvalidArgumentError,
+                     match='--schema is not a regular file'):
+    as_user(VICTIM, _parse_fifo_schema, str(home(team, VICTIM)))
+
+
+def _warnings_of(fn, *args):
+  """(what `fn(*args)` returned, the warnings it logged)."""
+  found = []
+
+  class Kept(logging.Handler):
+
+    def emit(self, record):
+      found.append(record.getMessage())
+
+  handler = Kept(logging.WARNING)
+  progress.log().addHandler(handler)
+  try:
+    return fn(*args), found
+  finally:
+    progress.log().removeHandler(handler)
+
+
+def _killed_then_mine(out: str):
+  """A run that writes its split and is killed (no record); the user then
+  adds `data/Split-mine/data.gz`; the next run's clean-up."""
+  first = command_layout.Layout(out)
+  first.clear()
+  atomic_files.write_text(os.path.join(first.data, 'Split-train', 'data.gz'),
+                          'rows')
+  mine = os.path.join(first.data, 'Split-mine', 'data.gz')
+  atomic_files.write_text(mine, 'my rows')
+  _, said = _warnings_of(command_layout.Layout(out).clear)
+  return (os.path.exists(mine), os.path.exists(
+      os.path.join(first.data, 'Split-train', 'data.gz')), said)
+
+
+def test_a_killed_runs_clean_up_keeps_a_users_file_of_a_runs_name(team):
+  """After a kill, `data/Split-mine/data.gz` (a run's file name, in a
+  split folder the run does not write) stays, named once (on main:
+  removed for its name)."""
+  out = str(home(team, VICTIM) / 'out')
+  mine_kept, runs_kept, said = as_user(VICTIM, _killed_then_mine, out)
+  assert (mine_kept, runs_kept) == (True, False)
+  assert [line for line in said if 'Split-mine' in line] == [
+      f'{out}: kept data/Split-mine/data.gz, which the earlier run did not '
+      'provably write (not a name a run gives its files, or changed since); '
+      'a run removes only its own files. Delete it yourself if you do not '
+      'need it.']
+
+
+def _added_while_training(out: str):
+  """A run that ends well; while it trained the user added run/notes.txt;
+  the next run's clean-up."""
+  first = command_layout.Layout(out)
+  first.clear()
+  atomic_files.write_text(os.path.join(first.run, 'history.json'), '{}')
+  notes = os.path.join(first.run, 'notes.txt')
+  atomic_files.write_text(notes, 'mine')  # While it trains.
+  first.record()
+  _, said = _warnings_of(command_layout.Layout(out).clear)
+  return os.path.exists(notes), os.path.exists(
+      os.path.join(first.run, 'history.json')), said
+
+
+def test_a_file_the_user_adds_while_a_run_trains_is_not_the_runs(team):
+  """`run/notes.txt`, added while a run trained: not recorded as the
+  run's, so the next run keeps it and names it once (on main: recorded,
+  then removed without a word)."""
+  out = str(home(team, VICTIM) / 'out')
+  notes_kept, history_kept, said = as_user(VICTIM, _added_while_training,
+                                           out)
+  assert (notes_kept, history_kept) == (True, False)
+  assert [line for line in said if 'notes.txt' in line] == [
+      f'{out}: kept run/notes.txt, which the earlier run did not provably '
+      'write (not a name a run gives its files, or changed since); a run '
+      'removes only its own files. Delete it yourself if you do not need '
+      'it.']
+
+
+def _publish(layout) -> None:
+  serving, _ = paths.model_dirs(layout.publishing)
+  atomic_files.write_text(os.path.join(serving, 'saved_model.pb'), 'model')
+  layout.take_model()
+
+
+def _model_replaced_by_a_copy(out: str):
+  """Publishes a model; the user replaces model/ with a copy holding
+  their NOTES.md (a new folder); the next run publishes."""
+  first = command_layout.Layout(out)
+  first.clear()
+  _publish(first)
+  first.record()
+  copy = out + '/model.copy'
+  os.mkdir(copy)
+  atomic_files.copy(os.path.join(first.model, 'saved_model.pb'),
+                    os.path.join(copy, 'saved_model.pb'))
+  atomic_files.write_text(os.path.join(copy, 'NOTES.md'), 'my notes')
+  os.unlink(os.path.join(first.model, 'saved_model.pb'))
+  os.rmdir(first.model)
+  os.rename(copy, first.model)
+  second = command_layout.Layout(out)
+  second.clear()
+  _, said = _warnings_of(_publish, second)
+  kept = [n for n in os.listdir(out) if n.startswith('model.kept-')]
+  notes = [sorted(os.listdir(os.path.join(out, n))) for n in kept]
+  return kept, notes, said
+
+
+def test_a_model_folder_the_user_replaced_with_a_copy_is_kept_aside(team):
+  """model/ replaced by the user's copy (a new inode, with NOTES.md): the
+  next publication keeps it aside, whole, named once (on main: removed
+  whole)."""
+  out = str(home(team, VICTIM) / 'out')
+  kept, notes, said = as_user(VICTIM, _model_replaced_by_a_copy, out)
+  assert len(kept) == 1 and notes == [['NOTES.md', 'saved_model.pb']]
+  assert [line for line in said if 'kept, with its files' in line] == [
+      f'{out}: the folder in place of model/ was not one a run published (a '
+      'copy you put there: a new folder, without the listing of what a run '
+      f'published), so it was kept, with its files, in {out}/{kept[0]}. '
+      'Delete it yourself if you do not need it.']
