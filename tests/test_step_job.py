@@ -16,6 +16,7 @@ from generic_trainer.keys import STEP_JOB_ENV
 from generic_trainer.keys import STEP_JOB_RECORD_ENV
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.launch import cluster_environment
+from generic_trainer.kubeflow.step_job import client as step_client
 from generic_trainer.kubeflow.step_job import follow as step_follow
 from generic_trainer.kubeflow.step_job import record as step_record
 from generic_trainer.kubeflow.step_job import render as step_render
@@ -730,6 +731,25 @@ def test_a_step_without_the_role_is_told_to_apply_it(cluster, tmp_path):
   assert ("the run's service account: default-editor in a profile's "
           'namespace of multi-user Kubeflow, pipeline-runner in standalone '
           'KFP') in str(e.value)
+
+
+def test_a_refusal_of_the_job_object_does_not_blame_the_pods():
+  """A webhook's 403 on the TrainJob's create names the job object; a
+  quota on resources and Pod Security act on pods (named when they do not
+  start), and the message says so."""
+  from kubernetes.client.exceptions import ApiException  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kinds  # pylint: disable=g-import-not-at-top
+  error = ApiException(status=403, reason='Forbidden')
+  error.body = json.dumps({'message': 'admission webhook "validator.'
+                           'trainjob.trainer.kubeflow.org" denied the '
+                           'request: spec.runtimeRef: Invalid value'})
+  message = str(step_client.refused(error, kinds.named('TrainJob'),
+                                    NAMESPACE))
+  assert "The Kubernetes API refused the step's TrainJob (403 Forbidden): " \
+      'admission webhook' in message
+  assert 'the refusal above, of the job object itself' in message
+  assert 'Pod Security act on its pods, which the step names when they do ' \
+      'not start' in message
 
 
 def test_a_tfjob_on_request_is_launched_and_followed_the_same_way(tmp_path):

@@ -221,9 +221,11 @@ def refused(e, kind: JobKind, namespace: str) -> Exception:
     return StepJobError(
         f'The Kubernetes API refused the step\'s {kind.name} ({e.status} '
         f'{e.reason}): {message}. Expected it to accept the job the step '
-        'renders. Received: the refusal above (an admission webhook, a '
-        'quota or a policy of the cluster). Fix what it names (a quota: '
-        'fewer workers or smaller resources) and run the pipeline again.')
+        'renders. Received: the refusal above, of the job object itself (an '
+        'admission webhook or a policy on it, or a quota on the number of '
+        'such objects; a quota on cpu, memory or GPUs and Pod Security act '
+        'on its pods, which the step names when they do not start). Fix '
+        'what it names and run the pipeline again.')
   return e
 
 
