@@ -165,6 +165,10 @@ STEP_JOB_RECORD_ENV = 'GENERIC_TRAINER_STEP_JOB_RECORD'
 # the job the step launches is owned by that pod.
 KFP_POD_NAME_ENV = 'KFP_POD_NAME'
 KFP_POD_UID_ENV = 'KFP_POD_UID'
+# Where Kubernetes mounts a pod's service account (token, CA, namespace);
+# the step's own account, whose the job's pods run as unless pod_settings
+# names one, is read from its token in `launch.cluster_environment`.
+SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount'
 # Kubeflow Trainer v2.2+ (the controller's `TrainJobStatus` feature gate)
 # gives every trainer container its status endpoint: the URL, the CA file
 # and the token file, in that order (`pkg/runtime/framework/plugins/

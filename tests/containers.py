@@ -11,9 +11,10 @@ launcher does, for a container step, what KFP's do, file by file (KFP
     v2_template.go`), no resolver step (`backend/src/v2/compiler/
     argocompiler/dag.go`);
   - the ExecutorInput as the driver builds it (`backend/src/v2/driver/
-    resolve.go`, through `kfp_step.executor_input`): `parameterValues`
-    resolved from 2.1 constants only (a 2.0 `constantValue` refused with
-    the driver's reason), numbers as doubles, types checked, a
+    driver.go` in KFP 2.4 and 2.5, `resolve.go` from 2.14, through
+    `kfp_step.executor_input`): `parameterValues` resolved from 2.1
+    constants only (a 2.0 `constantValue` refused with the driver's
+    reason), numbers as doubles, types checked, a
     non-optional parameter without a value refused; each input artifact
     from its producer's outputs, a missing one refused; artifacts with
     their metadata as a Struct;
@@ -112,7 +113,8 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
                    if not spec.get('isOptional') and key not in inputs)
   assert not missing, (
       f'failed to resolve inputs: task {task}: non-optional input artifacts '
-      f'{missing} have no producer (KFP\'s driver, resolve.go)')
+      f'{missing} have no producer (KFP\'s driver: driver.go, resolve.go '
+      'from 2.14)')
   os.makedirs(step_dir, exist_ok=True)
   invocation['inputs']['artifacts'] = {
       key: {'artifacts': [dict(a, type=declared_in[key]['artifactType'])
@@ -231,7 +233,8 @@ def inputs_of(job, task, produced):
   for key, ref in spec.get('inputs', {}).get('artifacts', {}).items():
     output = ref.get('taskOutputArtifact')
     assert output, (f'failed to resolve input artifact {key}: artifact spec '
-                    f'of type {sorted(ref)} not implemented yet (resolve.go)')
+                    f'of type {sorted(ref)} not implemented yet (driver.go; '
+                    'resolve.go from 2.14)')
     artifacts = produced.get(output['producerTask'], {}).get(
         output['outputArtifactKey'])
     assert artifacts, (f'failed to resolve input artifact {key}: producer '

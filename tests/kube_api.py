@@ -59,8 +59,10 @@ The store (`Store`, also the controller's in-process API)
     the status subresource (apiextensions customresource strategy
     PrepareForCreate); uid, creationTimestamp, generation 1 and the
     resourceVersion (one counter for all objects, as etcd's revision) set.
-    TrainJobs pass Trainer's validating webhook (kubeflow/trainer v2.3.0
-    pkg/webhooks/trainjob_webhook.go `ValidateCreate` → pkg/runtime/core/
+    TrainJobs pass Trainer's validating webhook, on create and on every
+    update of the object, a merge patch included (kubeflow/trainer v2.3.0
+    pkg/webhooks/trainjob_webhook.go, `verbs=create;update`:
+    `ValidateCreate` and `ValidateUpdate` → pkg/runtime/core/
     trainingruntime.go `ValidateObjects`): a TrainJob whose TrainingRuntime
     is absent is 403 `admission webhook "validator.trainjob.trainer.
     kubeflow.org" denied the request: ...` (apiserver pkg/admission/plugin/
@@ -162,6 +164,7 @@ RESOURCES = {
     'tfjobs': Resource('kubeflow.org', 'v1', 'TFJob', 'tfjobs',
                        crd_schema.TFJOB_CRD, True),
     'pods': Resource('', 'v1', 'Pod', 'pods', None, True),
+    'events': Resource('', 'v1', 'Event', 'events', None, False),
 }
 FOREGROUND = 'foregroundDeletion'  # metav1.FinalizerDeleteDependents
 ORPHAN = 'orphan'  # metav1.FinalizerOrphanDependents
@@ -557,6 +560,8 @@ class Store:
       checked = {k: v for k, v in new.items() if k != 'status'} if (
           res.status_subresource) else new
       self._validate(res, checked)
+      if self.webhooks and plural == 'trainjobs':
+        self._trainjob_webhook(new)  # ValidateUpdate.
       if new.get('spec') != current.get('spec'):
         meta['generation'] = current['metadata']['generation'] + 1
 
@@ -624,6 +629,21 @@ class Store:
       self._collect()
       return result
 
+  def remove_finalizer(self, plural: str, namespace: str, name: str,
+                       finalizer: str) -> None:
+    """A controller's update that drops its `finalizer` (Kubeflow Trainer
+    2.0-2.2's `trainer.kubeflow.org/resource-in-use` on a TrainingRuntime
+    once no TrainJob refers to it, pkg/controller/
+    trainingruntime_controller.go); a deleted object with no finalizer
+    left is gone (apiserver registry/generic/registry/store.go,
+    `Update` -> `deleteWithoutFinalizers`)."""
+    with self._cond:
+      key = (plural, namespace, name)
+      if key not in self._objects:
+        raise not_found(RESOURCES[plural], name)
+      self._remove_finalizer(key, finalizer)
+      self._collect()
+
   def _remove_finalizer(self, key, finalizer):
     obj = self._objects[key]
     old = copy.deepcopy(obj)
@@ -682,6 +702,54 @@ class Store:
         self.delete(*key, propagation='Background')
         return True
     return False
+
+  # What the controllers and the kubelet say of pods that do not start.
+
+  def failed_create(self, namespace: str, kind: str, name: str,
+                    refusal: str) -> Dict[str, Any]:
+    """The Warning event a controller records on its object (`kind`
+    `name`: a JobSet's Job, a TFJob) when the API server refuses a pod
+    it creates (Pod Security admission, a quota, a missing service
+    account): kubernetes pkg/controller/controller_utils.go,
+    `RealPodControl.createPods`: `Eventf(object, Warning,
+    FailedCreatePodReason ("FailedCreate"), "Error creating: %v", err)`,
+    which pkg/controller/job/job_controller.go's pod control calls; the
+    source is the controller's (`job-controller`)."""
+    return self.create('events', namespace, {
+        'apiVersion': 'v1', 'kind': 'Event',
+        'metadata': {'generateName': name + '.'},
+        'involvedObject': {'kind': kind, 'name': name,
+                           'namespace': namespace},
+        'reason': 'FailedCreate', 'type': 'Warning', 'count': 1,
+        'message': f'Error creating: {refusal}',
+        'source': {'component': 'job-controller'},
+        'firstTimestamp': now_rfc3339(), 'lastTimestamp': now_rfc3339()})
+
+  def image_pull_failure(self, namespace: str, pod: str, container: str,
+                         image: str) -> Dict[str, Any]:
+    """A pod whose image cannot be pulled, as the kubelet leaves it:
+    Pending, the container waiting with `ImagePullBackOff` (after
+    `ErrImagePull`; pkg/kubelet/images/types.go, and image_manager.go's
+    message "Back-off pulling image ..."), and the kubelet's Warning
+    event `Failed` on the pod (pkg/kubelet/events/event.go,
+    FailedToPullImage)."""
+    self.update_status('pods', namespace, pod, {
+        'phase': 'Pending', 'containerStatuses': [{
+            'name': container, 'ready': False, 'restartCount': 0,
+            'image': image, 'imageID': '', 'started': False,
+            'state': {'waiting': {
+                'reason': 'ImagePullBackOff',
+                'message': f'Back-off pulling image "{image}"'}}}]})
+    return self.create('events', namespace, {
+        'apiVersion': 'v1', 'kind': 'Event',
+        'metadata': {'generateName': pod + '.'},
+        'involvedObject': {'kind': 'Pod', 'name': pod,
+                           'namespace': namespace},
+        'reason': 'Failed', 'type': 'Warning', 'count': 1,
+        'message': f'Failed to pull image "{image}": rpc error: code = '
+                   'NotFound desc = not found',
+        'source': {'component': 'kubelet'},
+        'firstTimestamp': now_rfc3339(), 'lastTimestamp': now_rfc3339()})
 
   # Logs.
 

@@ -168,6 +168,34 @@ def test_a_kubeflow_step_is_an_environment_whose_job_trains():
   assert one.where == Where.HERE
 
 
+def _jwt(claims):
+  import base64  # pylint: disable=g-import-not-at-top
+
+  def part(value):
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode(
+        ).rstrip('=')
+  return f'{part({"alg": "RS256"})}.{part(claims)}.c2ln'
+
+
+@pytest.mark.parametrize('token,expected', [
+    (_jwt({'sub': 'system:serviceaccount:team-a:default-editor',
+           'kubernetes.io': {'namespace': 'team-a'}}), 'default-editor'),
+    (_jwt({'sub': 'system:serviceaccount:kubeflow:pipeline-runner'}),
+     'pipeline-runner'),
+    (_jwt({'sub': 'someone'}), None),
+    ('not a token', None),
+    (None, None)])
+def test_the_steps_service_account_is_read_from_its_token(tmp_path, token,
+                                                           expected):
+  """The subject the API server writes into a service account's token
+  (serviceaccount/claims.go); None without a token or another subject."""
+  token_file = tmp_path / 'token'
+  if token is not None:
+    token_file.write_text(token + '\n')
+  assert cluster_environment.step_service_account(str(token_file)) == \
+      expected
+
+
 def test_a_pod_of_the_steps_job_carries_its_record_and_status_endpoint():
   """A pod the job placed trains (the step's variable does not make it
   launch again), and its environment names where its chief records what

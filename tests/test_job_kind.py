@@ -73,11 +73,12 @@ def test_a_kind_reads_a_jobs_end_from_its_conditions(kind):
 @KINDS
 def test_the_calls_a_kind_needs_are_its_own_and_its_pods(kind):
   """`api_calls`: the job's resource in its API group, each companion's,
-  and the pods'; none twice."""
+  the pods' and the events'; none twice."""
   calls = kind.api_calls
   assert len(calls) == len(set(calls))
   assert {resource for _, resource, _ in calls} == {
-      kind.plural, 'pods', 'pods/log'} | {c.plural for c in kind.companions}
+      kind.plural, 'pods', 'pods/log', 'events'} | {
+          c.plural for c in kind.companions}
   assert {group for group, _, _ in calls} == {kind.group, ''}
 
 

@@ -310,6 +310,7 @@ def test_a_kubeflow_steps_job_trains_and_is_launched_through_the_attempt(
   _executor_with(run_fn_module, trainer_io, train_steps=3)
   assert stacks() == [EXPECTED[('step job chief', 'run_fn')]]
   assert json.loads(record.read_text())['job'] == 'gt-1'
+  assert json.loads(record.read_text())['model_digest'].startswith('sha256:')
   for name in ('JOBSET_NAME', 'REPLICATED_JOB_NAME', 'JOB_INDEX',
                'JOB_COMPLETION_INDEX', 'GENERIC_TRAINER_NUM_NODES',
                keys.STEP_JOB_RECORD_ENV):

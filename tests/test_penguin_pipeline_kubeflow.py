@@ -181,9 +181,10 @@ def _tasks(job):
 def test_open_source_package_holds_only_what_kfp_driver_resolves(
     compiled_kubeflow):
   """Schema 2.1.0 (the only one KFP's API server takes); every constant of
-  every step as `runtimeValue.constant` (the only form its driver's
-  resolve.go resolves); the gs:// root in the package itself (else KFP
-  writes to its minio:// default, which TFX cannot open); and the driver's
+  every step as `runtimeValue.constant` (the only form its driver
+  resolves: driver.go in 2.4/2.5, resolve.go from 2.14); the gs:// root
+  in the package itself (else KFP writes to its minio:// default, which
+  TFX cannot open); and the driver's
   rules resolve every container step."""
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
   job, path = compiled_kubeflow

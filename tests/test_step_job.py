@@ -5,6 +5,7 @@ how it launches, follows, reuses, removes and cancels it."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -15,6 +16,8 @@ from generic_trainer.keys import STEP_JOB_ENV
 from generic_trainer.keys import STEP_JOB_RECORD_ENV
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.launch import cluster_environment
+from generic_trainer.kubeflow.step_job import client as step_client
+from generic_trainer.kubeflow.step_job import follow as step_follow
 from generic_trainer.kubeflow.step_job import record as step_record
 from generic_trainer.kubeflow.step_job import render as step_render
 from generic_trainer.kubeflow.step_job import step as step_lib
@@ -195,6 +198,26 @@ def test_the_rendered_job_passes_the_pinned_crds_and_is_labelled_ours(
     assert specs['Worker']['restartPolicy'] == 'OnFailure'
 
 
+@pytest.mark.parametrize('kind', ['TrainJob', 'TFJob'])
+@pytest.mark.parametrize('settings,expected', [
+    (None, 'default-editor'),
+    ({'service_account': 'trainer-sa'}, 'trainer-sa')])
+def test_the_jobs_pods_run_as_the_steps_service_account(kind, settings,
+                                                        expected):
+  """Unless pod_settings names one, the pods run as the step's account
+  (the bucket's credentials), not the namespace's `default`."""
+  from generic_trainer.kubeflow import pod_settings  # pylint: disable=g-import-not-at-top
+  properties = {'num_workers': 2, 'max_restarts': None, 'pod_settings':
+                settings and pod_settings.from_value(settings).to_json()}
+  objects = step_render.render(
+      kind, 'gt-x', KUBEFLOW_IMAGE, [], 'team-a', properties, None,
+      'n' * 32, 'gs://b/r/model_run/' + step_record.RECORD_NAME,
+      'default-editor')
+  accounts = set(re.findall(r'"serviceAccountName": "([^"]*)"',
+                            json.dumps(objects)))
+  assert accounts == {expected}
+
+
 def test_the_job_name_is_one_per_step_and_fits_the_longest_pod_names():
   from generic_trainer.kubeflow import trainjob  # pylint: disable=g-import-not-at-top
   name = step_render.job_name('gs://b/root/run-1/GenericTrainer/model')
@@ -300,9 +323,14 @@ class Step:
             'cluster': {'worker': ['a:1']},
             'task': {'type': 'worker', 'index': 0}})}).step_record
     serving = os.path.join(self.model, 'Format-Serving')
-    os.makedirs(serving)
-    open(os.path.join(serving, 'saved_model.pb'), 'wb').close()
+    os.makedirs(os.path.join(serving, 'variables'))
+    with open(os.path.join(serving, 'saved_model.pb'), 'wb') as f:
+      f.write(b'the graph')
+    with open(os.path.join(serving, 'variables',
+                           'variables.data-00000-of-00001'), 'wb') as f:
+      f.write(b'the weights')
     model = standard_artifacts.Model()
+    model.uri = self.model
     model.set_int_custom_property('trained_steps', 40)
     step_record.write_record(record, {'model': [model]})
 
@@ -360,6 +388,146 @@ def test_the_step_launches_follows_and_takes_the_chiefs_model(cluster,
                                 ('get', 'trainingruntimes', 404)]
 
 
+@pytest.mark.parametrize('forge', ['model replaced', 'record forged'])
+def test_the_step_takes_only_the_model_its_chief_published(cluster,
+                                                           tmp_path, forge):
+  """A SavedModel changed after the chief published (a 0-byte
+  saved_model.pb), or a record with this job's name and nonce (no secret)
+  but no digest of the model: refused before anything is attached."""
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  job = step.job()
+  step.publish_as_the_chief(job)
+  record_path = os.path.join(step.model_run, step_record.RECORD_NAME)
+  pb = os.path.join(step.model, 'Format-Serving', 'saved_model.pb')
+  if forge == 'model replaced':
+    open(pb, 'wb').close()
+  else:
+    with open(record_path, encoding='utf-8') as f:
+      record = json.load(f)
+    del record['model_digest']
+    with open(record_path, 'w', encoding='utf-8') as f:
+      json.dump(record, f)
+  _complete(cluster, step.name)
+  step.end()
+  assert isinstance(step.error, StepJobError), step.error
+  message = str(step.error)
+  assert f'The job {step.name} completed, but the SavedModel in the ' \
+      "step's Model artifact" in message
+  assert 'is not the one its chief published: its digest is sha256:' \
+      in message
+  assert ('Received: another model' in message and
+          'Nothing was taken' in message)
+  assert step.record is None
+
+
+def test_pods_the_job_controller_may_not_create_fail_the_step(
+    cluster, tmp_path, monkeypatch):
+  """A quota refuses the pods (the Job controller's FailedCreate event):
+  no pod starts within the deadline, the step fails naming the refusal,
+  not the TrainJob's create, and deletes its job."""
+  monkeypatch.setattr(step_follow, 'START_WITHIN_S', 2)
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  step.job()
+  quota = ('pods "%s-node-0-0-x" is forbidden: exceeded quota: '
+           'compute, requested: limits.cpu=4, used: limits.cpu=8, limited: '
+           'limits.cpu=8' % step.name)
+  cluster.store.failed_create(NAMESPACE, 'Job', f'{step.name}-node-0',
+                              quota)
+  step.end()
+  assert isinstance(step.error, StepJobError), step.error
+  message = str(step.error)
+  assert f'No pod of the TrainJob {step.name} started within 2 s: ' \
+      f'Job {step.name}-node-0: FailedCreate: Error creating: {quota}' \
+      in message
+  assert 'quota and Pod Security admission act on pods' in message
+  assert f'The step deleted the TrainJob' in message
+  assert _gone(cluster, 'trainjobs', step.name)
+  assert _gone(cluster, 'trainingruntimes', f'{step.name}-runtime')
+
+
+def test_a_pod_whose_image_cannot_be_pulled_fails_the_step(
+    cluster, tmp_path, monkeypatch):
+  """ImagePullBackOff on the job's pod until the deadline: the step's
+  error names the pod, the kubelet's reason and its event."""
+  monkeypatch.setattr(step_follow, 'START_WITHIN_S', 2)
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  step.job()
+  pod = f'{step.name}-node-0-0-abcde'
+  cluster.store.create('pods', NAMESPACE, {
+      'apiVersion': 'v1', 'kind': 'Pod',
+      'metadata': {'name': pod, 'labels': {
+          'jobset.sigs.k8s.io/jobset-name': step.name}},
+      'spec': {'containers': [{'name': 'node', 'image': KUBEFLOW_IMAGE}]}})
+  cluster.store.image_pull_failure(NAMESPACE, pod, 'node', KUBEFLOW_IMAGE)
+  step.end()
+  assert isinstance(step.error, StepJobError), step.error
+  message = str(step.error)
+  assert f'pod {pod}: ImagePullBackOff: Back-off pulling image ' \
+      f'"{KUBEFLOW_IMAGE}"' in message
+  assert f'Pod {pod}: Failed: Failed to pull image' in message
+  assert _gone(cluster, 'trainjobs', step.name)
+
+
+def test_a_pod_that_started_is_not_held_to_the_deadline(cluster, tmp_path,
+                                                        monkeypatch):
+  """Once a container of the job ran, the deadline no longer applies."""
+  monkeypatch.setattr(step_follow, 'START_WITHIN_S', 2)
+  step = Step(cluster, tmp_path, _argv(tmp_path)).start()
+  job = step.job()
+  pod = f'{step.name}-node-0-0-abcde'
+  cluster.store.create('pods', NAMESPACE, {
+      'apiVersion': 'v1', 'kind': 'Pod',
+      'metadata': {'name': pod, 'labels': {
+          'jobset.sigs.k8s.io/jobset-name': step.name}},
+      'spec': {'containers': [{'name': 'node', 'image': KUBEFLOW_IMAGE}]}})
+  cluster.store.update_status('pods', NAMESPACE, pod, {
+      'phase': 'Running', 'containerStatuses': [{
+          'name': 'node', 'ready': True, 'restartCount': 0,
+          'image': KUBEFLOW_IMAGE, 'imageID': '',
+          'state': {'running': {'startedAt': '2026-11-28T16:00:00Z'}}}]})
+  import time  # pylint: disable=g-import-not-at-top
+  time.sleep(4)
+  assert step.thread.is_alive(), step.error
+  step.publish_as_the_chief(job)
+  _complete(cluster, step.name)
+  step.end()
+  assert step.error is None, step.error
+
+
+def test_a_runtime_kept_by_trainer_22s_finalizer_is_waited_for(
+    cluster, tmp_path, monkeypatch):
+  """Trainer 2.0-2.2: the earlier attempt's TrainingRuntime, deleted with
+  its failed TrainJob, stays terminating with `resource-in-use` until the
+  controller drops it; the step waits for it to go before making its own
+  (no 409), and the new job runs."""
+  from generic_trainer.kubeflow.step_job import takeover  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(takeover, 'GONE_POLL_S', 0.1)
+  in_use = 'trainer.kubeflow.org/resource-in-use'
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  runtime = f'{step.name}-runtime'
+  _earlier_attempt(cluster, step, 'Failed')
+  cluster.store.modify('trainingruntimes', NAMESPACE, runtime,
+                       lambda o: o['metadata'].__setitem__('finalizers',
+                                                           [in_use]))
+  step.start()
+  step.until(lambda: 'deletionTimestamp' in cluster.store.get(
+      'trainingruntimes', NAMESPACE, runtime)['metadata'])
+  import time  # pylint: disable=g-import-not-at-top
+  time.sleep(0.5)
+  assert step.thread.is_alive(), step.error
+  cluster.store.remove_finalizer('trainingruntimes', NAMESPACE, runtime,
+                                 in_use)
+  job = step.until(lambda: not _gone(cluster, 'trainjobs', step.name) and
+                   step.job())
+  made = cluster.store.get('trainingruntimes', NAMESPACE, runtime)
+  assert 'deletionTimestamp' not in made['metadata']
+  step.publish_as_the_chief(job)
+  _complete(cluster, step.name)
+  step.end()
+  assert step.error is None, step.error
+  assert not [c for c in cluster.calls if c.code == 409]
+
+
 def test_a_failed_job_fails_the_step_with_its_reason_and_the_pods_log(
     cluster, tmp_path):
   step = Step(cluster, tmp_path, _argv(tmp_path)).start()
@@ -412,11 +580,16 @@ def _earlier_attempt(cluster, step, status=None, ours=True):
 
 def test_a_running_job_of_an_earlier_attempt_is_taken_over(cluster,
                                                            tmp_path):
-  """Not made again: the step owns it now and follows it to its end."""
+  """Not made again: the step owns it now, and its runtime (which the
+  garbage collector would otherwise delete with the earlier step's pod),
+  and follows it to its end."""
   step = Step(cluster, tmp_path, _argv(tmp_path))
   earlier = _earlier_attempt(cluster, step)
   step.start()
   step.until(lambda: step.job()['metadata'].get('ownerReferences'))
+  step.until(lambda: cluster.store.get(
+      'trainingruntimes', NAMESPACE, f'{step.name}-runtime')['metadata'].get(
+          'ownerReferences') == [step.owner])
   step.publish_as_the_chief(earlier)
   _complete(cluster, step.name)
   step.end()
@@ -426,6 +599,31 @@ def test_a_running_job_of_an_earlier_attempt_is_taken_over(cluster,
   made = [c for c in cluster.calls
           if c.verb == 'create' and c.resource == 'trainjobs']
   assert not made
+
+
+def test_a_job_whose_runtime_is_gone_is_made_again(cluster, tmp_path):
+  """An earlier attempt's running TrainJob whose TrainingRuntime is gone
+  (the garbage collector took it with that attempt's pod): Trainer's
+  webhook refuses every update of it, the owner's patch included, so it
+  is deleted and made again with its runtime."""
+  import kube_api  # pylint: disable=g-import-not-at-top
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  _earlier_attempt(cluster, step)
+  cluster.store.delete('trainingruntimes', NAMESPACE, f'{step.name}-runtime')
+  with pytest.raises(kube_api.StatusError, match='specified trainingRuntime '
+                     'must be created before the TrainJob is created'):
+    cluster.store.patch('trainjobs', NAMESPACE, step.name, {
+        'metadata': {'ownerReferences': [step.owner]}})
+  step.start()
+  step.until(lambda: any('its runtime is gone' in line
+                         for line in step.logs))
+  job = step.until(lambda: not _gone(cluster, 'trainjobs', step.name) and
+                   step.job()['metadata'].get('ownerReferences') and
+                   step.job())
+  step.publish_as_the_chief(job)
+  _complete(cluster, step.name)
+  step.end()
+  assert step.error is None, step.error
 
 
 def test_a_failed_job_of_an_earlier_attempt_is_removed_and_made_again(
@@ -528,8 +726,30 @@ def test_a_step_without_the_role_is_told_to_apply_it(cluster, tmp_path):
       r'Forbidden\): trainjobs.trainer.kubeflow.org is forbidden: User '
       rf'"system:serviceaccount:{NAMESPACE}:pipeline-runner" cannot create '
       r'resource "trainjobs".*python -m generic_trainer.kubeflow.step_job '
-      rf'rbac SERVICE_ACCOUNT {NAMESPACE} TrainJob \| kubectl apply')):
+      rf'rbac SERVICE_ACCOUNT {NAMESPACE} TrainJob \| kubectl apply')) as e:
     step.run()
+  assert ("the run's service account: default-editor in a profile's "
+          'namespace of multi-user Kubeflow, pipeline-runner in standalone '
+          'KFP') in str(e.value)
+
+
+def test_a_refusal_of_the_job_object_does_not_blame_the_pods():
+  """A webhook's 403 on the TrainJob's create names the job object; a
+  quota on resources and Pod Security act on pods (named when they do not
+  start), and the message says so."""
+  from kubernetes.client.exceptions import ApiException  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kinds  # pylint: disable=g-import-not-at-top
+  error = ApiException(status=403, reason='Forbidden')
+  error.body = json.dumps({'message': 'admission webhook "validator.'
+                           'trainjob.trainer.kubeflow.org" denied the '
+                           'request: spec.runtimeRef: Invalid value'})
+  message = str(step_client.refused(error, kinds.named('TrainJob'),
+                                    NAMESPACE))
+  assert "The Kubernetes API refused the step's TrainJob (403 Forbidden): " \
+      'admission webhook' in message
+  assert 'the refusal above, of the job object itself' in message
+  assert 'Pod Security act on its pods, which the step names when they do ' \
+      'not start' in message
 
 
 def test_a_tfjob_on_request_is_launched_and_followed_the_same_way(tmp_path):

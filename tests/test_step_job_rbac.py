@@ -32,14 +32,16 @@ DNS1123_SUBDOMAIN = re.compile(
 # The calls the step is meant to make (its design; each kind's api_calls
 # must say the same, so that a new call is a decision, not a drift):
 # create, read, follow (watch), delete and take over (patch its owner
-# reference) its job; create, read and delete a TrainJob's
-# TrainingRuntime; list the job's pods and read the failing one's log.
-_PODS = {('', 'pods', 'list'), ('', 'pods/log', 'get')}
+# reference) its job; create, read, take over and delete a TrainJob's
+# TrainingRuntime; list the job's pods and read the failing one's log;
+# list the namespace's events (why pods never started).
+_PODS = {('', 'pods', 'list'), ('', 'pods/log', 'get'),
+         ('', 'events', 'list')}
 EXPECTED = {
     'TrainJob': {('trainer.kubeflow.org', 'trainjobs', verb) for verb in (
         'create', 'get', 'watch', 'delete', 'patch')} | {
             ('trainer.kubeflow.org', 'trainingruntimes', verb)
-            for verb in ('create', 'get', 'delete')} | _PODS,
+            for verb in ('create', 'get', 'delete', 'patch')} | _PODS,
     'TFJob': {('kubeflow.org', 'tfjobs', verb) for verb in (
         'create', 'get', 'watch', 'delete', 'patch')} | _PODS,
 }
@@ -365,6 +367,8 @@ class _RecordingRest:
     self.calls.append((group, resource + (f'/{sub}' if sub else ''), verb))
     if resource == 'pods' and sub == 'log':
       return _Response(b'the last lines\n')
+    if resource == 'events':
+      return _Response({'items': []})
     if resource == 'pods':
       return _Response({'items': [{'metadata': {'name': 'job-worker-0'},
                                    'status': {'phase': 'Failed'}}]})
@@ -398,6 +402,10 @@ def _sent(kind: str, method: str, plural: str) -> Set[Tuple[str, str, str]]:
                                 'name': 'step', 'uid': 'u'})
   elif method == 'watch':
     list(cluster.watch(plural, 'job', '1'))
+  elif method == 'pods_started':
+    assert cluster.pods_started('job') == (False, [])
+  elif method == 'warnings':
+    assert cluster.warnings('job') == []
   elif method == 'failing_pod_log':
     assert cluster.failing_pod_log('job') == ('job-worker-0',
                                               'the last lines\n')

@@ -97,6 +97,13 @@ class StatusServer:
       def do_POST(self):  # pylint: disable=invalid-name
         body = self.rfile.read(int(self.headers['Content-Length']))
         outer.received.set()
+        if isinstance(outer.answer, str) and outer.answer.startswith(
+            'redirect '):
+          self.send_response(302)
+          self.send_header('Location', outer.answer.split(' ', 1)[1])
+          self.send_header('Content-Length', '0')
+          self.end_headers()
+          return None
         if outer.answer == 'hang':
           time.sleep(outer.hang_s)
           return self._status(500, 'InternalError', 'hung')
@@ -365,6 +372,48 @@ def test_a_refusal_is_one_warning_and_training_goes_on(server, caplog, answer,
   assert shown in warnings[0].getMessage()
   assert 'training goes on' in warnings[0].getMessage()
   assert len(debug) >= 1
+  assert handler.sent == 0
+
+
+def test_the_token_is_never_sent_after_a_redirect(server, caplog):
+  """A 302 to a plain http URL: not followed (urllib's default opener
+  sends the token there again), one warning naming the redirect."""
+  seen = []
+
+  class Catcher(http.server.BaseHTTPRequestHandler):
+
+    def log_message(self, *args):  # pylint: disable=arguments-differ
+      pass
+
+    def do_GET(self):  # pylint: disable=invalid-name
+      seen.append(self.headers.get('Authorization'))
+      self.send_response(200)
+      self.send_header('Content-Length', '0')
+      self.end_headers()
+
+    do_POST = do_GET
+
+  catcher = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Catcher)
+  thread = threading.Thread(target=catcher.serve_forever,
+                            kwargs={'poll_interval': 0.05}, daemon=True)
+  thread.start()
+  try:
+    server.answer = ('redirect http://127.0.0.1:'
+                     f'{catcher.server_address[1]}/stolen')
+    clock = Clock()
+    handler = _handler(server.environ, clock)
+    with caplog.at_level(logging.DEBUG, logger=LOGGER):
+      _train(handler, clock, on_step=_pause_at_updates)
+  finally:
+    catcher.shutdown()
+    catcher.server_close()
+  assert seen == []
+  warnings, _ = _failures(caplog)
+  assert len(warnings) == 1, caplog.text
+  assert ("HTTP 302, a redirect to 'http://127.0.0.1:" in
+          warnings[0].getMessage())
+  assert 'not followed: the token is sent only to the URL the controller ' \
+      'gave' in warnings[0].getMessage()
   assert handler.sent == 0
 
 

@@ -8,7 +8,8 @@ what can be known at compile time, and writes what that backend reads:
   - 'kubeflow': open-source Kubeflow Pipelines 2.x (read against KFP 2.17's
     source). Its API server accepts only pipeline spec schema 2.1.0
     (`backend/src/apiserver/template/v2_template.go`) and its driver
-    resolves only 2.1 constants (`backend/src/v2/driver/resolve.go`), so the
+    resolves only 2.1 constants (`backend/src/v2/driver/driver.go` in 2.4
+    and 2.5, `resolve.go` from 2.14), so the
     spec is 2.1. Its Argo compiler refuses a resolver node
     (`backend/src/v2/compiler/argocompiler/dag.go`: "resolver executors
     not implemented"), so a pipeline with one (a latest-blessed-model

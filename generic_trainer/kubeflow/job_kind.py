@@ -12,11 +12,13 @@ them. Adding a kind is one module and one line of `kinds.KINDS`.
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple
 
 # What the step does with its job (create, read, follow, delete, take over)
-# and with an object beside it (create, read, delete); and its pods: list
-# them, read the failing one's log.
+# and with an object beside it (create, read, take over, delete); and its
+# pods: list them, read the failing one's log, and the namespace's events,
+# which say why pods that never started did not (`step_job.follow`).
 JOB_VERBS = ('create', 'get', 'watch', 'delete', 'patch')
-COMPANION_VERBS = ('create', 'get', 'delete')
-POD_CALLS = (('', 'pods', 'list'), ('', 'pods/log', 'get'))
+COMPANION_VERBS = ('create', 'get', 'delete', 'patch')
+POD_CALLS = (('', 'pods', 'list'), ('', 'pods/log', 'get'),
+             ('', 'events', 'list'))
 
 
 class Companion(NamedTuple):

@@ -123,8 +123,9 @@ def check_schema(job: Dict[str, Any]) -> None:
 
 def resolve_parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
   """The step's `parameterValues` as KFP's driver resolves them
-  (`backend/src/v2/driver/resolve.go`, `resolveInputParameter` and
-  `handleParamTypeValidationAndConversion`): 2.1 constants only, numbers
+  (`resolveInputParameter` in `backend/src/v2/driver/driver.go` of KFP
+  2.4 and 2.5, moved with `handleParamTypeValidationAndConversion` to
+  `backend/src/v2/driver/resolve.go` in 2.14): 2.1 constants only, numbers
   as JSON doubles, a STRING parameter's other values as their JSON text,
   a non-optional parameter without a value or a default refused. What
   the driver refuses raises InvalidArgumentError with the driver's reason.
@@ -144,7 +145,7 @@ def resolve_parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
       raise InvalidArgumentError(
           f'Step {task!r}: resolving input parameter {key!r}: param runtime '
           f'value spec of type *pipelinespec.{what} not implemented (KFP\'s '
-          'driver, resolve.go). Expected a 2.1 constant '
+          'driver: driver.go, resolve.go from 2.14). Expected a 2.1 constant '
           '(`runtimeValue.constant`). Received: '
           f'{json.dumps(spec)[:300]}. Rerun the compile with '
           'generic_trainer.kubeflow.compile.compile_pipeline.')
@@ -157,7 +158,7 @@ def resolve_parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
       if 'defaultValue' not in spec:
         raise InvalidArgumentError(
             f'Step {task!r}: neither value nor default value provided for '
-            f'non-optional parameter "{key}" (KFP\'s driver, resolve.go). '
+            f'non-optional parameter "{key}" (KFP\'s driver: driver.go, resolve.go from 2.14). '
             f'Expected a value for every parameter the step declares. '
             f'Received: the values {sorted(values)}. Rerun the compile from '
             'the component that declares it.')
@@ -177,7 +178,7 @@ def resolve_parameters(job: Dict[str, Any], task: str) -> Dict[str, Any]:
     if kind not in allowed.get(actual, ()):
       raise InvalidArgumentError(
           f'Step {task!r}: input parameter "{key}" type mismatch: expect '
-          f'{kind}, got {actual} (KFP\'s driver, resolve.go). Expected a '
+          f'{kind}, got {actual} (KFP\'s driver: driver.go, resolve.go from 2.14). Expected a '
           f'{kind} value. Received: {key}={value!r}. Rerun the compile from '
           'the component that declares it.')
     if actual == 'number':

@@ -33,6 +33,7 @@ every child read, and the stop file its members share
 (`loop.handlers.preemption_stop`).
 """
 
+import base64
 import contextlib
 import json
 import os
@@ -53,6 +54,7 @@ from generic_trainer.keys import JOBSET_REQUIRED_ENV
 from generic_trainer.keys import JOBSET_SUBDOMAIN_ENV
 from generic_trainer.keys import KFP_POD_NAME_ENV
 from generic_trainer.keys import KFP_POD_UID_ENV
+from generic_trainer.keys import SERVICE_ACCOUNT_DIR
 from generic_trainer.keys import STEP_JOB_ENV
 from generic_trainer.keys import STEP_JOB_RECORD_ENV
 from generic_trainer.keys import STOP_FILE_ENV
@@ -116,7 +118,27 @@ def _kubeflow_step(environ: Mapping[str, str]) -> Optional[KubeflowStep]:
   owner = ({'apiVersion': 'v1', 'kind': 'Pod', 'name': pod, 'uid': uid}
            if pod and uid else None)
   return KubeflowStep(asked['kind'], asked['image'], asked.get('resources'),
-                      owner)
+                      owner, step_service_account())
+
+
+def step_service_account(
+    token_file: str = os.path.join(SERVICE_ACCOUNT_DIR, 'token')
+) -> Optional[str]:
+  """The service account of this pod, from the subject of the token
+  Kubernetes mounts (`system:serviceaccount:NAMESPACE:NAME`, the claim the
+  API server's serviceaccount/claims.go writes); None without a readable
+  token. Not a check of the token: the API server checks it."""
+  try:
+    with open(token_file, encoding='utf-8') as f:
+      payload = f.read().strip().split('.')[1]
+    claims = json.loads(base64.urlsafe_b64decode(
+        payload + '=' * (-len(payload) % 4)))
+  except (OSError, IndexError, ValueError):
+    return None
+  parts = str(claims.get('sub', '')).split(':')
+  if len(parts) == 4 and parts[:2] == ['system', 'serviceaccount']:
+    return parts[3]
+  return None
 
 
 def _job_pod(environ: Mapping[str, str]):

@@ -183,7 +183,8 @@ def _kubeflow_job(request: TrainingRequest, entry) -> None:
       {'kind': cluster.kind, 'image': cluster.image,
        'resources': cluster.resources}, request.exec_properties,
       request.model_uri(),
-      request.model_run_dir(), sys.argv, cluster.owner)
+      request.model_run_dir(), sys.argv, cluster.owner,
+      service_account=cluster.service_account)
   step_job_record.apply_record(record, request.output_dict)
 
 

@@ -271,6 +271,9 @@ class KubeflowStep(ClusterEnvironment):
       None.
     owner: The owner reference to the step's pod (KFP's `KFP_POD_NAME`
       and `KFP_POD_UID`), or None where KFP named none.
+    service_account: The step pod's service account (from its token), which
+      the job's pods run as unless `pod_settings` names one; None where
+      the pod has no token.
   """
 
   name = 'kubeflow_step'
@@ -279,6 +282,7 @@ class KubeflowStep(ClusterEnvironment):
   image = attr.ib(type=str)
   resources = attr.ib(type=Optional[Dict[str, Any]], default=None)
   owner = attr.ib(type=Optional[Dict[str, str]], default=None)
+  service_account = attr.ib(type=Optional[str], default=None)
 
 
 # Every environment, by name: what a child process rebuilds its plan's with.

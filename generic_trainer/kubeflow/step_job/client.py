@@ -5,16 +5,15 @@ of a call the API server refuses (`refused`)."""
 
 import json
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from generic_trainer.errors import StepJobError
+from generic_trainer.keys import SERVICE_ACCOUNT_DIR
 from generic_trainer.kubeflow.job_kind import JobKind
 from generic_trainer.system.lazy import k8s_client
 from generic_trainer.system.lazy import k8s_config
 from generic_trainer.system.lazy import k8s_watch
 
-# Where Kubernetes mounts a pod's service account (token, CA, namespace).
-SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount'
 WATCH_TIMEOUT_S = 60
 LOG_LINES = 30
 # The 404 of a path the API server does not serve (a CRD not installed),
@@ -62,15 +61,63 @@ class Cluster:
           self.group, self.version, self.namespace, plural, name,
           {'metadata': {'ownerReferences': [owner]}})
 
-  def watch(self, plural: str, name: str, resource_version: str):
+  def watch(self, plural: str, name: str, resource_version: str,
+            timeout_s: int = WATCH_TIMEOUT_S):
     """The job's events from `resource_version` until the watch times
-    out: (type, object)."""
+    out (`timeout_s`): (type, object)."""
     stream = k8s_watch.Watch().stream(
         self.custom.list_namespaced_custom_object, self.group, self.version,
         self.namespace, plural, field_selector=f'metadata.name={name}',
-        resource_version=resource_version, timeout_seconds=WATCH_TIMEOUT_S)
+        resource_version=resource_version, timeout_seconds=timeout_s)
     for event in stream:
       yield event['type'], event['object']
+
+  def pods_started(self, name: str) -> Tuple[bool, List[str]]:
+    """Whether a container of a pod of job `name` has started (is running
+    or has run), and, if none has, why each pod waits: its container's
+    waiting reason and message as the kubelet writes them (ErrImagePull,
+    ImagePullBackOff, CreateContainerConfigError, ...) or the scheduler's
+    Unschedulable condition."""
+    pods = self.core.list_namespaced_pod(
+        self.namespace, label_selector=f'{self.kind.pod_selector}={name}'
+    ).items
+    why = []
+    for pod in pods:
+      status = pod.status
+      statuses = (status.container_statuses or ()) if status else ()
+      if any(s.state and (s.state.running or s.state.terminated) or (
+          s.last_state and s.last_state.terminated) for s in statuses):
+        return True, []
+      for s in statuses:
+        waiting = s.state and s.state.waiting
+        if waiting and waiting.reason not in _STARTING:
+          why.append(f'pod {pod.metadata.name}: {waiting.reason}: '
+                     f'{waiting.message or ""}'.rstrip(': '))
+      for c in (status.conditions or ()) if status else ():
+        if c.type == 'PodScheduled' and c.status == 'False' and c.reason:
+          why.append(f'pod {pod.metadata.name}: {c.reason}: '
+                     f'{c.message or ""}'.rstrip(': '))
+    return False, why
+
+  def warnings(self, name: str) -> List[str]:
+    """The Warning events of job `name` and of the objects its operator
+    made for it (named `name-...`: the JobSet's Jobs, the pods), the
+    latest of each reason and object first: the Job controller's
+    FailedCreate ("Error creating: ..." when Pod Security, a quota or a
+    missing service account refuses a pod), the kubelet's Failed pulls."""
+    events = self.core.list_namespaced_event(self.namespace).items
+    seen, found = set(), []
+    for event in sorted(events, key=_event_time, reverse=True):
+      obj = event.involved_object
+      if event.type != 'Warning' or not obj or not (
+          obj.name == name or (obj.name or '').startswith(name + '-')):
+        continue
+      key = (obj.kind, obj.name, event.reason)
+      if key not in seen:
+        seen.add(key)
+        found.append(f'{obj.kind} {obj.name}: {event.reason}: '
+                     f'{event.message}')
+    return found
 
   def failing_pod_log(self, name: str) -> Tuple[str, str]:
     """The pod of job `name` that failed last, and its log's last lines;
@@ -103,6 +150,16 @@ def _failed(pod) -> bool:
     return True
   return any(s.state and s.state.terminated and s.state.terminated.exit_code
              for s in pod.status.container_statuses or ())
+
+
+# The kubelet's waiting reasons of a container on its way to start
+# (pkg/kubelet/kubelet_pods.go, kuberuntime): not a failure.
+_STARTING = ('ContainerCreating', 'PodInitializing')
+
+
+def _event_time(event) -> str:
+  return str(event.last_timestamp or event.event_time or
+             event.metadata.creation_timestamp or '')
 
 
 def _finished_at(pod) -> str:
@@ -158,14 +215,17 @@ def refused(e, kind: JobKind, namespace: str) -> Exception:
         'and read their logs). Received: the refusal above. Apply it: '
         'python -m generic_trainer.kubeflow.step_job rbac SERVICE_ACCOUNT '
         f'{namespace} {kind.name} | kubectl apply -f - (the run\'s service '
-        "account, KFP's pipeline-runner by default).")
+        'account: default-editor in a profile\'s namespace of multi-user '
+        'Kubeflow, pipeline-runner in standalone KFP).')
   if e.status in (400, 403, 409, 422):
     return StepJobError(
         f'The Kubernetes API refused the step\'s {kind.name} ({e.status} '
         f'{e.reason}): {message}. Expected it to accept the job the step '
-        'renders. Received: the refusal above (an admission webhook, a '
-        'quota or a policy of the cluster). Fix what it names (a quota: '
-        'fewer workers or smaller resources) and run the pipeline again.')
+        'renders. Received: the refusal above, of the job object itself (an '
+        'admission webhook or a policy on it, or a quota on the number of '
+        'such objects; a quota on cpu, memory or GPUs and Pod Security act '
+        'on its pods, which the step names when they do not start). Fix '
+        'what it names and run the pipeline again.')
   return e
 
 

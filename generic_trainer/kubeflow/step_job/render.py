@@ -8,6 +8,8 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional
 
+import attr
+
 from generic_trainer.errors import StepJobError
 from generic_trainer.keys import MAX_RESTARTS_KEY
 from generic_trainer.keys import POD_SETTINGS_KEY
@@ -78,12 +80,19 @@ def pod_args(argv: List[str]) -> List[str]:
 def render(kind: str, name: str, image: str, args: List[str],
            namespace: str, exec_properties: Mapping[str, Any],
            resources: Optional[Dict[str, Any]], nonce: str,
-           record_path: str) -> Dict[str, Dict[str, Any]]:
+           record_path: str, service_account: Optional[str] = None
+           ) -> Dict[str, Dict[str, Any]]:
   """The objects of a job of `kind` (its `job_kind.JobKind.render`'s:
   {'trainjob': ..., 'runtime': ...} or {'tfjob': ...}), labelled ours, with
-  the spec's digest and the record's nonce in their annotations."""
+  the spec's digest and the record's nonce in their annotations. The pods
+  run as `pod_settings`' service account, else as `service_account` (the
+  step's, which holds the bucket's credentials), else as the namespace's
+  `default`."""
   job_kind = named(kind)
   settings = pod_settings_lib.from_json(exec_properties.get(POD_SETTINGS_KEY))
+  if service_account and not (settings and settings.service_account):
+    settings = attr.evolve(settings or pod_settings_lib.PodSettings(),
+                           service_account=service_account)
   env = {STEP_JOB_RECORD_ENV: json.dumps({'path': record_path,
                                           'job': name, 'nonce': nonce})}
   common = dict(image=image, command=list(KFP_ENTRYPOINT), args=args,

@@ -30,11 +30,14 @@ def run(asked: Mapping[str, Any], exec_properties: Mapping[str, Any],
         model_uri: str, model_run_uri: str, argv: List[str],
         owner: Optional[Dict[str, str]], api_client=None,
         namespace: Optional[str] = None,
-        log: Callable[[str], None] = logging.info) -> Dict[str, Any]:
+        log: Callable[[str], None] = logging.info,
+        service_account: Optional[str] = None) -> Dict[str, Any]:
   """Launches (or takes over) the step's job, follows it to its end and
   returns the chief's record (see the package). `owner` is the owner
   reference to the step's pod (`plan.cluster.KubeflowStep.owner`), or
-  None.
+  None; `service_account` the step pod's
+  (`plan.cluster.KubeflowStep.service_account`), which the job's pods run
+  as unless `pod_settings` names one, or None.
 
   Raises:
     StepJobError: the job failed (its reason and the failing pod's log),
@@ -47,26 +50,30 @@ def run(asked: Mapping[str, Any], exec_properties: Mapping[str, Any],
     api_client, namespace = client.in_cluster()
   try:
     return _run(kind, asked, exec_properties, model_uri, model_run_uri,
-                argv, owner, api_client, namespace, log)
+                argv, owner, api_client, namespace, log, service_account)
   except k8s_client.exceptions.ApiException as e:
     raise client.refused(e, kind, namespace) from e
 
 
 def _run(kind: JobKind, asked, exec_properties, model_uri, model_run_uri,
-         argv, owner, api_client, namespace, log) -> Dict[str, Any]:
+         argv, owner, api_client, namespace, log,
+         service_account) -> Dict[str, Any]:
   cluster = client.Cluster(api_client, namespace, kind)
   name = job_name(model_uri)
   record_path = os.path.join(model_run_uri, RECORD_NAME)
   nonce = secrets.token_hex(16)
   objects = render(kind.name, name, asked['image'], pod_args(argv[1:]),
                    namespace, exec_properties, asked.get('resources'), nonce,
-                   record_path)
+                   record_path, service_account)
   job = takeover.reuse_or_clear(cluster, name, model_uri, objects, owner,
                                 log)
   try:
     if job is None:
       job = takeover.create(cluster, objects, model_uri, owner, log)
     final = follow(cluster, name, job, log)
+  except StepJobError:
+    takeover.remove(cluster, name)  # Pods that never came, a lost watch.
+    raise
   except PreemptedError as e:
     takeover.remove(cluster, name)
     raise PreemptedError(

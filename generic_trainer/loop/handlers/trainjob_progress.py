@@ -29,6 +29,13 @@ answer, a timeout) is a warning that says what to check; later ones are
 debug lines. Without the variables (not a TrainJob, or the feature gate
 off) nothing happens.
 
+The token goes to the URL the controller gave, and nowhere else: the
+opener is built without urllib's `HTTPRedirectHandler` (which
+`urllib.request.build_opener` always adds, and which would send the
+`Authorization` header again to wherever a 3xx points, plain http
+included), so a redirect is a failure that says where it pointed (issue
+55). The controller's server never redirects.
+
 We do not call the Kubeflow SDK's `kubeflow.trainer.update_trainjob_status`
 (option B): it is not installed beside TFX, and it drops any call within 5 s
 of the last one (so the final 100% of a short training), keeps the token for
@@ -337,17 +344,33 @@ class _Sender:
           handler.url, data=json.dumps(body).encode('utf-8'), method='POST',
           headers={'Authorization': f'Bearer {token}',
                    'Content-Type': 'application/json'})
-      # No proxy: the endpoint is a Service of the cluster.
-      opener = urllib.request.build_opener(
-          urllib.request.ProxyHandler({}),
-          urllib.request.HTTPSHandler(context=context))
-      with opener.open(request, timeout=handler.timeout_s) as response:
+      with _opener(context).open(request,
+                                 timeout=handler.timeout_s) as response:
         response.read()
       handler.sent += 1
     except urllib.error.HTTPError as e:
-      self.failed(f'HTTP {e.code} {_status_message(e)}')
+      if 300 <= e.code < 400:
+        self.failed(f'HTTP {e.code}, a redirect to '
+                    f'{e.headers.get("Location")!r}, not followed: the '
+                    'token is sent only to the URL the controller gave')
+      else:
+        self.failed(f'HTTP {e.code} {_status_message(e)}')
     except Exception as e:  # pylint: disable=broad-except
       self.failed(repr(e))  # OSError, ssl.SSLError, a timeout, bad token...
+
+
+def _opener(context: ssl.SSLContext) -> urllib.request.OpenerDirector:
+  """An opener that speaks HTTPS with `context`, through no proxy (the
+  endpoint is a Service of the cluster), and follows no redirect: every
+  answer that is not 2xx, a 3xx included, is an `HTTPError`. Built by hand,
+  as `urllib.request.build_opener` always adds an `HTTPRedirectHandler`."""
+  opener = urllib.request.OpenerDirector()
+  for handler in (urllib.request.ProxyHandler({}),
+                  urllib.request.HTTPSHandler(context=context),
+                  urllib.request.HTTPDefaultErrorHandler(),
+                  urllib.request.HTTPErrorProcessor()):
+    opener.add_handler(handler)
+  return opener
 
 
 def _status_message(error: urllib.error.HTTPError) -> str:
