@@ -633,3 +633,22 @@ def test_a_quota_on_pods_refuses_the_pod_past_it(api):
   api.store.modify('pods', NS, 'a', lambda p: p.__setitem__(
       'status', {'phase': 'Succeeded'}))
   pod(api, 'c', containers=cpu('500m'))
+
+
+def test_the_kubelet_runs_a_pod_as_its_spec_declares_and_adds_nothing():
+  """The stand-in kubelet's container arguments come from the pod spec
+  alone: a bare pod gets none (no /tmp of its own); the TrainJob's pod its
+  restricted securityContext and its /tmp emptyDir."""
+  import kube_controller  # pylint: disable=g-import-not-at-top
+  from compiled_steps import ARGS, COMMAND, IMAGE  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import trainjob  # pylint: disable=g-import-not-at-top
+  bare = {'containers': [{'name': 'node', 'image': 'busybox'}]}
+  assert kube_controller.pod_run_args(bare, bare['containers'][0]) == []
+  rendered = trainjob.render('tj', IMAGE, COMMAND, ARGS, 2, pod_settings={
+      'security_context': {'runAsUser': 1000680000, 'runAsGroup': 0}})
+  (rjob,) = rendered['runtime']['spec']['template']['spec']['replicatedJobs']
+  spec = rjob['template']['spec']['template']['spec']
+  assert kube_controller.pod_run_args(spec, spec['containers'][0]) == [
+      '--user', '1000680000:0', '--read-only', '--read-only-tmpfs=false',
+      '--security-opt', 'no-new-privileges', '--cap-drop', 'ALL',
+      '--tmpfs', '/tmp:rw,exec,mode=1777']
