@@ -343,3 +343,20 @@ def test_restart_settings_follow_max_restarts(max_restarts, replicas,
                                               expected):
   """Failed pods restart (and resume) max_restarts times per replica."""
   assert tfjob.restart_settings(max_restarts, replicas) == expected
+
+
+def test_every_replica_is_restricted_by_default_and_declares_its_tmp():
+  """With no pod settings, Chief and Workers meet Pod Security
+  "restricted" and write only to an emptyDir at /tmp; the CRD takes both."""
+  manifest = _render(num_workers=2)
+  for replica in manifest['spec']['tfReplicaSpecs'].values():
+    spec = replica['template']['spec']
+    (container,) = spec['containers']
+    assert container['securityContext'] == {
+        'allowPrivilegeEscalation': False, 'capabilities': {'drop': ['ALL']},
+        'runAsNonRoot': True, 'seccompProfile': {'type': 'RuntimeDefault'},
+        'readOnlyRootFilesystem': True}
+    assert container['volumeMounts'] == [
+        {'name': 'generic-trainer-tmp', 'mountPath': '/tmp'}]
+    assert spec['volumes'] == [{'name': 'generic-trainer-tmp',
+                                'emptyDir': {}}]

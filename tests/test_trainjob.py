@@ -425,3 +425,19 @@ def test_component_gives_its_trainjob_restarts_and_pod_settings():
   assert _pod(rendered)['spec']['securityContext'] == {'fsGroup': 0}
   (container,) = _pod(rendered)['spec']['containers']
   assert container['securityContext']['runAsNonRoot'] is True
+
+
+def test_every_node_is_restricted_by_default_and_declares_its_tmp():
+  """With no pod settings, the node container meets Pod Security
+  "restricted" and writes only to an emptyDir at /tmp; the CRD takes both."""
+  rendered = _render()
+  _valid(rendered)
+  spec = _pod(rendered)['spec']
+  (container,) = spec['containers']
+  assert container['securityContext'] == {
+      'allowPrivilegeEscalation': False, 'capabilities': {'drop': ['ALL']},
+      'runAsNonRoot': True, 'seccompProfile': {'type': 'RuntimeDefault'},
+      'readOnlyRootFilesystem': True}
+  assert container['volumeMounts'] == [
+      {'name': 'generic-trainer-tmp', 'mountPath': '/tmp'}]
+  assert spec['volumes'] == [{'name': 'generic-trainer-tmp', 'emptyDir': {}}]
