@@ -74,7 +74,7 @@ The store (`Store`, also the controller's in-process API)
       checks, 403 `pods "<name>" is forbidden: violates PodSecurity
       "<level>:latest": <reason> (<detail>), ...` (admission/admission.go,
       `errors.NewForbidden` and policy/checks.go's aggregate, the checks in
-      the order of their IDs). Checks, each from its policy/check_*.go:
+      policy/registry.go's order). Checks, each from its policy/check_*.go:
       baseline: privileged, hostNamespaces, hostPorts, hostPathVolumes,
       capabilities_baseline, procMount; restricted adds
       allowPrivilegeEscalation, capabilities_restricted, runAsNonRoot,
@@ -536,33 +536,42 @@ def _check_restricted_volumes(spec):
               f'"{k}"' for k in sorted(bad)))
 
 
-# By check ID, as policy/registry.go orders them; the level each starts at.
-POD_SECURITY_CHECKS = (
-    ('allowPrivilegeEscalation', 'restricted', _check_allow_privilege_escalation),
-    ('capabilities_baseline', 'baseline', _check_capabilities_baseline),
-    ('capabilities_restricted', 'restricted', _check_capabilities_restricted),
-    ('hostNamespaces', 'baseline', _check_host_namespaces),
-    ('hostPathVolumes', 'baseline', _check_host_path),
-    ('hostPorts', 'baseline', _check_host_ports),
-    ('privileged', 'baseline', _check_privileged),
-    ('procMount', 'baseline', _check_proc_mount),
-    ('restrictedVolumes', 'restricted', _check_restricted_volumes),
-    ('runAsNonRoot', 'restricted', _check_run_as_non_root),
-    ('runAsUser', 'restricted', _check_run_as_user),
-    ('seccompProfile_restricted', 'restricted', _check_seccomp_restricted),
+# In the order policy/registry.go evaluates them: the baseline checks,
+# then (for "restricted") the restricted ones, each group in the order its
+# files register (checks.go `DefaultChecks`: by file name); a restricted
+# check replaces the baseline one it overrides (`OverrideCheckIDs`:
+# capabilities_restricted replaces capabilities_baseline,
+# restrictedVolumes hostPathVolumes).
+BASELINE_CHECKS = (
+    ('capabilities_baseline', _check_capabilities_baseline),
+    ('hostNamespaces', _check_host_namespaces),
+    ('hostPathVolumes', _check_host_path),
+    ('hostPorts', _check_host_ports),
+    ('privileged', _check_privileged),
+    ('procMount', _check_proc_mount),
 )
+RESTRICTED_CHECKS = (
+    ('allowPrivilegeEscalation', _check_allow_privilege_escalation),
+    ('capabilities_restricted', _check_capabilities_restricted),
+    ('restrictedVolumes', _check_restricted_volumes),
+    ('runAsNonRoot', _check_run_as_non_root),
+    ('runAsUser', _check_run_as_user),
+    ('seccompProfile_restricted', _check_seccomp_restricted),
+)
+_OVERRIDDEN = ('capabilities_baseline', 'hostPathVolumes')
 
 
 def pod_security_violations(spec: Dict[str, Any], level: str
                             ) -> List[Tuple[str, str]]:
   """(reason, detail) of each check of `level` the pod spec fails."""
-  levels = ('baseline',) if level == 'baseline' else ('baseline', 'restricted')
+  checks = BASELINE_CHECKS if level == 'baseline' else tuple(
+      c for c in BASELINE_CHECKS if c[0] not in _OVERRIDDEN) + (
+          RESTRICTED_CHECKS)
   failed = []
-  for _, at, check in POD_SECURITY_CHECKS:
-    if at in levels:
-      result = check(spec)
-      if result:
-        failed.append(result)
+  for _, check in checks:
+    result = check(spec)
+    if result:
+      failed.append(result)
   return failed
 
 

@@ -652,3 +652,21 @@ def test_the_kubelet_runs_a_pod_as_its_spec_declares_and_adds_nothing():
       '--user', '1000680000:0', '--read-only', '--read-only-tmpfs=false',
       '--security-opt', 'no-new-privileges', '--cap-drop', 'ALL',
       '--tmpfs', '/tmp:rw,exec,mode=1777']
+
+
+def test_in_a_restricted_namespace_restricted_checks_replace_baseline_ones(
+    api):
+  """restrictedVolumes overrides hostPathVolumes (registry.go): a hostPath
+  volume is named once, as a restricted volume type."""
+  from generic_trainer.kubeflow import pod_settings as settings_lib  # pylint: disable=g-import-not-at-top
+  api.store.label_namespace(NS, RESTRICTED)
+  restricted = [{'name': 'node', 'image': 'busybox',
+                 'securityContext': settings_lib.RESTRICTED_CONTAINER}]
+  with pytest.raises(kube_api.StatusError) as refused:
+    pod(api, 'h', containers=restricted,
+        volumes=[{'name': 'h', 'hostPath': {'path': '/'}}])
+  assert refused.value.status['message'] == (
+      'pods "h" is forbidden: violates PodSecurity "restricted:latest": '
+      'restricted volume types (volume "h" uses restricted volume type '
+      '"hostPath")')
+  pod(api, 'ok', containers=restricted)
