@@ -68,6 +68,28 @@ The store (`Store`, also the controller's in-process API)
     kubeflow.org" denied the request: ...` (apiserver pkg/admission/plugin/
     webhook/errors/statuserror.go `ToStatusErr`; controller-runtime's
     `Denied` is 403 Forbidden).
+  - admission on pods (kubernetes/kubernetes, the order of the API
+    server's plugins: PodSecurity, then ResourceQuota), `admit_pod`:
+    * Pod Security (staging/src/k8s.io/pod-security-admission): a
+      namespace labelled `pod-security.kubernetes.io/enforce` (`restricted`
+      or `baseline`; `label_namespace`) refuses a pod that fails its level's
+      checks, 403 `pods "<name>" is forbidden: violates PodSecurity
+      "<level>:latest": <reason> (<detail>), ...` (admission/admission.go,
+      `errors.NewForbidden` and policy/checks.go's aggregate, the checks in
+      policy/registry.go's order). Checks, each from its policy/check_*.go:
+      baseline: privileged, hostNamespaces, hostPorts, hostPathVolumes,
+      capabilities_baseline, procMount; restricted adds
+      allowPrivilegeEscalation, capabilities_restricted, runAsNonRoot,
+      runAsUser, seccompProfile_restricted, restrictedVolumes. Init
+      containers are checked as containers (visitContainers).
+    * ResourceQuota (plugin/pkg/admission/resourcequota/controller.go and
+      pkg/quota/v1/evaluator/core/pods.go): quotas set with `set_quota`
+      (`pods`/`count/pods`, `requests.cpu`, `requests.memory`,
+      `limits.cpu`, `limits.memory`, `requests.nvidia.com/gpu`) count the
+      pods not Succeeded or Failed; a pod without a request or limit a
+      quota tracks is 403 `failed quota: <quota>: must specify <resource>`,
+      one past a quota 403 `exceeded quota: <quota>, requested: <r>=<n>,
+      used: <r>=<n>, limited: <r>=<n>`.
   - get: 404 NotFound, `<plural>.<group> "<name>" not found`, details
     {name, group, kind: <plural>} (errors.go `NewNotFound`).
   - list: equality-based label selectors (`a=b`, `a==b`, `a!=b`, `a`, `!a`)
@@ -124,7 +146,10 @@ The store (`Store`, also the controller's in-process API)
 
 Not modelled: update (PUT) and deletecollection (405), resourceVersion
 preconditions other than a patch's, dry runs, server-side apply, chunked
-lists (limit/continue), admission other than Trainer's runtime check, and
+lists (limit/continue), admission other than Trainer's runtime check,
+Pod Security and ResourceQuota on pods (namespaces and quotas are set by
+the test, not served), Pod Security's exemptions, versions other than
+`latest` and audit/warn modes, and
 the pinned CRDs' defaults (`crd_schema` lets defaulted fields be absent, but
 they are not filled in the stored object).
 """
@@ -326,6 +351,278 @@ def merge_patch(target: Any, patch: Any) -> Any:
   return result
 
 
+def forbidden(plural: str, name: str, why: str) -> StatusError:
+  """`NewForbidden` (errors.go): `<resource> "<name>" is forbidden: ...`."""
+  return StatusError(403, 'Forbidden', f'{plural} "{name}" is forbidden: {why}',
+                     {'name': name, 'kind': plural})
+
+
+# Pod Security admission: kubernetes/kubernetes staging/src/k8s.io/
+# pod-security-admission/policy/, one function per check file, each
+# returning (ForbiddenReason, ForbiddenDetail) or None.
+
+PSA_ENFORCE = 'pod-security.kubernetes.io/enforce'
+
+
+def _containers(spec):
+  """visitContainers (policy/visitor.go): init containers, containers."""
+  return list(spec.get('initContainers') or []) + list(
+      spec.get('containers') or [])
+
+
+def _named(kind, names):
+  """pluralize + joinQuote (policy/helpers.go)."""
+  return (f'{kind} ' if len(names) == 1 else f'{kind}s ') + ', '.join(
+      f'"{n}"' for n in names)
+
+
+def _sc(container):
+  return container.get('securityContext') or {}
+
+
+def _check_privileged(spec):  # check_privileged.go
+  bad = [c['name'] for c in _containers(spec) if _sc(c).get('privileged')]
+  return bad and ('privileged', f'{_named("container", bad)} must not set '
+                  'securityContext.privileged=true')
+
+
+def _check_host_namespaces(spec):  # check_hostNamespaces.go
+  bad = [f'{f}=true' for f in ('hostNetwork', 'hostPID', 'hostIPC')
+         if spec.get(f)]
+  return bad and ('host namespaces', ', '.join(bad))
+
+
+def _check_host_ports(spec):  # check_hostPorts.go
+  ports = [str(p['hostPort']) for c in _containers(spec)
+           for p in c.get('ports') or [] if p.get('hostPort')]
+  bad = [c['name'] for c in _containers(spec)
+         if any(p.get('hostPort') for p in c.get('ports') or [])]
+  return bad and ('hostPort', f'{_named("container", bad)} uses '
+                  f'{"hostPort" if len(ports) == 1 else "hostPorts"} '
+                  + ', '.join(ports))
+
+
+def _check_host_path(spec):  # check_hostPathVolumes.go
+  bad = [v['name'] for v in spec.get('volumes') or [] if 'hostPath' in v]
+  return bad and ('hostPath volumes', f'{"volume" if len(bad) == 1 else "volumes"} '
+                  + ', '.join(f'"{n}"' for n in bad))
+
+
+# check_capabilities_baseline.go: the container runtime's defaults.
+_BASELINE_CAPABILITIES = {
+    'AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL',
+    'MKNOD', 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID',
+    'SYS_CHROOT'}
+
+
+def _check_capabilities_baseline(spec):
+  bad, added = [], set()
+  for c in _containers(spec):
+    extra = set((_sc(c).get('capabilities') or {}).get('add') or []) - (
+        _BASELINE_CAPABILITIES)
+    if extra:
+      bad.append(c['name'])
+      added |= extra
+  return bad and ('non-default capabilities', f'{_named("container", bad)} '
+                  'must not include ' + ', '.join(f'"{a}"' for a in sorted(
+                      added)) + ' in securityContext.capabilities.add')
+
+
+def _check_proc_mount(spec):  # check_procMount.go
+  bad = [c['name'] for c in _containers(spec)
+         if _sc(c).get('procMount', 'Default') != 'Default']
+  return bad and ('procMount', f'{_named("container", bad)} must not set '
+                  'securityContext.procMount to "Unmasked"')
+
+
+def _check_allow_privilege_escalation(spec):  # check_allowPrivilegeEscalation.go
+  bad = [c['name'] for c in _containers(spec)
+         if _sc(c).get('allowPrivilegeEscalation') is not False]
+  return bad and ('allowPrivilegeEscalation != false',
+                  f'{_named("container", bad)} must set '
+                  'securityContext.allowPrivilegeEscalation=false')
+
+
+def _check_capabilities_restricted(spec):  # check_capabilities_restricted.go
+  missing, adding, added = [], [], set()
+  for c in _containers(spec):
+    caps = _sc(c).get('capabilities')
+    if caps is None:
+      missing.append(c['name'])
+      continue
+    if 'ALL' not in (caps.get('drop') or []):
+      missing.append(c['name'])
+    extra = {a for a in caps.get('add') or [] if a != 'NET_BIND_SERVICE'}
+    if extra:
+      adding.append(c['name'])
+      added |= extra
+  details = []
+  if missing:
+    details.append(f'{_named("container", missing)} must set '
+                   'securityContext.capabilities.drop=["ALL"]')
+  if adding:
+    details.append(f'{_named("container", adding)} must not include '
+                   + ', '.join(f'"{a}"' for a in sorted(added)) +
+                   ' in securityContext.capabilities.add')
+  return details and ('unrestricted capabilities', '; '.join(details))
+
+
+def _check_run_as_non_root(spec):  # check_runAsNonRoot.go
+  setters, pod_true = [], False
+  pod_value = (spec.get('securityContext') or {}).get('runAsNonRoot')
+  if pod_value is False:
+    setters.append('pod')
+  pod_true = pod_value is True
+  explicit = [c['name'] for c in _containers(spec)
+              if _sc(c).get('runAsNonRoot') is False]
+  implicit = [c['name'] for c in _containers(spec)
+              if _sc(c).get('runAsNonRoot') is None and not pod_true]
+  if explicit:
+    setters.append(_named('container', explicit))
+  if setters:
+    return ('runAsNonRoot != true', f'{" and ".join(setters)} must not set '
+            'securityContext.runAsNonRoot=false')
+  return implicit and ('runAsNonRoot != true',
+                       f'pod or {_named("container", implicit)} must set '
+                       'securityContext.runAsNonRoot=true')
+
+
+def _check_run_as_user(spec):  # check_runAsUser.go
+  setters = (['pod'] if (spec.get('securityContext') or {}).get(
+      'runAsUser') == 0 else []) + [
+          f'container "{c["name"]}"' for c in _containers(spec)
+          if _sc(c).get('runAsUser') == 0]
+  return setters and ('runAsUser=0', f'{" and ".join(setters)} must not set '
+                      'runAsUser=0')
+
+
+def _check_seccomp_restricted(spec):  # check_seccompProfile_restricted.go
+  ok = ('RuntimeDefault', 'Localhost')
+  pod_type = ((spec.get('securityContext') or {}).get('seccompProfile')
+              or {}).get('type')
+  if pod_type is not None and pod_type not in ok:
+    return ('seccompProfile', f'pod must not set securityContext.'
+            f'seccompProfile.type to "{pod_type}"')
+  explicit = [c['name'] for c in _containers(spec)
+              if (_sc(c).get('seccompProfile') or {}).get('type') not in (
+                  None, *ok)]
+  if explicit:
+    return ('seccompProfile', f'{_named("container", explicit)} must not set '
+            'securityContext.seccompProfile.type to "Unconfined"')
+  implicit = [c['name'] for c in _containers(spec)
+              if not (_sc(c).get('seccompProfile') or {}).get('type')
+              and pod_type is None]
+  return implicit and ('seccompProfile', f'pod or {_named("container", implicit)} '
+                       'must set securityContext.seccompProfile.type to '
+                       '"RuntimeDefault" or "Localhost"')
+
+
+# check_restrictedVolumes.go: the volume types "restricted" allows.
+_RESTRICTED_VOLUMES = ('configMap', 'csi', 'downwardAPI', 'emptyDir',
+                       'ephemeral', 'persistentVolumeClaim', 'projected',
+                       'secret')
+
+
+def _check_restricted_volumes(spec):
+  bad = {}
+  for v in spec.get('volumes') or []:
+    kind = next((k for k in v if k != 'name'), '')
+    if kind not in _RESTRICTED_VOLUMES:
+      bad.setdefault(kind, []).append(v['name'])
+  if not bad:
+    return None
+  names = [n for kinds in bad.values() for n in kinds]
+  return ('restricted volume types', f'{"volume" if len(names) == 1 else "volumes"} '
+          + ', '.join(f'"{n}"' for n in names) + ' use'
+          + ('s' if len(names) == 1 else '') + ' restricted volume type'
+          + ('' if len(bad) == 1 else 's') + ' ' + ', '.join(
+              f'"{k}"' for k in sorted(bad)))
+
+
+# In the order policy/registry.go evaluates them: the baseline checks,
+# then (for "restricted") the restricted ones, each group in the order its
+# files register (checks.go `DefaultChecks`: by file name); a restricted
+# check replaces the baseline one it overrides (`OverrideCheckIDs`:
+# capabilities_restricted replaces capabilities_baseline,
+# restrictedVolumes hostPathVolumes).
+BASELINE_CHECKS = (
+    ('capabilities_baseline', _check_capabilities_baseline),
+    ('hostNamespaces', _check_host_namespaces),
+    ('hostPathVolumes', _check_host_path),
+    ('hostPorts', _check_host_ports),
+    ('privileged', _check_privileged),
+    ('procMount', _check_proc_mount),
+)
+RESTRICTED_CHECKS = (
+    ('allowPrivilegeEscalation', _check_allow_privilege_escalation),
+    ('capabilities_restricted', _check_capabilities_restricted),
+    ('restrictedVolumes', _check_restricted_volumes),
+    ('runAsNonRoot', _check_run_as_non_root),
+    ('runAsUser', _check_run_as_user),
+    ('seccompProfile_restricted', _check_seccomp_restricted),
+)
+_OVERRIDDEN = ('capabilities_baseline', 'hostPathVolumes')
+
+
+def pod_security_violations(spec: Dict[str, Any], level: str
+                            ) -> List[Tuple[str, str]]:
+  """(reason, detail) of each check of `level` the pod spec fails."""
+  checks = BASELINE_CHECKS if level == 'baseline' else tuple(
+      c for c in BASELINE_CHECKS if c[0] not in _OVERRIDDEN) + (
+          RESTRICTED_CHECKS)
+  failed = []
+  for _, check in checks:
+    result = check(spec)
+    if result:
+      failed.append(result)
+  return failed
+
+
+# ResourceQuota on pods: pkg/quota/v1/evaluator/core/pods.go.
+_QUOTA_COMPUTE = ('requests.cpu', 'requests.memory', 'limits.cpu',
+                  'limits.memory', 'requests.nvidia.com/gpu')
+_SUFFIXES = {'m': 1e-3, 'k': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12,
+             'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40}
+
+
+def parse_quantity(text) -> float:
+  """A Kubernetes quantity ('500m', '16Gi', '2') as a number."""
+  match = re.fullmatch(r'([0-9.]+)([a-zA-Z]*)', str(text))
+  return float(match.group(1)) * _SUFFIXES.get(match.group(2), 1)
+
+
+def format_quantity(resource: str, value: float) -> str:
+  if resource in ('pods', 'count/pods') or value == int(value) and (
+      'memory' not in resource):
+    return str(int(value))
+  if 'cpu' in resource:
+    return f'{int(round(value * 1000))}m'
+  for suffix in ('Gi', 'Mi', 'Ki'):
+    if value % _SUFFIXES[suffix] == 0:
+      return f'{int(value // _SUFFIXES[suffix])}{suffix}'
+  return str(int(value))
+
+
+def pod_usage(spec: Dict[str, Any]) -> Dict[str, float]:
+  """What a pod counts against quotas: one pod, and its containers'
+  requests and limits (a limit stands for a missing request, as the API
+  server's defaulting does)."""
+  usage = {'pods': 1.0, 'count/pods': 1.0}
+  for c in spec.get('containers') or []:
+    resources = c.get('resources') or {}
+    limits, requests = resources.get('limits') or {}, resources.get(
+        'requests') or {}
+    for name in ('cpu', 'memory', 'nvidia.com/gpu'):
+      request = requests.get(name, limits.get(name))
+      if request is not None:
+        key = f'requests.{name}'
+        usage[key] = usage.get(key, 0) + parse_quantity(request)
+      if name in limits and name != 'nvidia.com/gpu':
+        key = f'limits.{name}'
+        usage[key] = usage.get(key, 0) + parse_quantity(limits[name])
+  return usage
+
+
 Event = collections.namedtuple('Event', 'rv plural namespace type obj old')
 
 
@@ -343,6 +640,56 @@ class Store:
     self._collecting = False
     self.webhooks = webhooks
     self.logs: Dict[Tuple[str, str], Any] = {}
+    self.namespace_labels: Dict[str, Dict[str, str]] = {}
+    self.quotas: Dict[str, Dict[str, Dict[str, str]]] = {}
+
+  # Admission on pods (module docstring).
+
+  def label_namespace(self, namespace: str, labels: Dict[str, str]) -> None:
+    """The namespace's labels, e.g. {'pod-security.kubernetes.io/enforce':
+    'restricted'}."""
+    self.namespace_labels[namespace] = dict(labels)
+
+  def set_quota(self, namespace: str, name: str,
+                hard: Dict[str, str]) -> None:
+    """A ResourceQuota `name` of `namespace` with `spec.hard`."""
+    self.quotas.setdefault(namespace, {})[name] = dict(hard)
+
+  def admit_pod(self, namespace: str, pod: Dict[str, Any]) -> None:
+    """PodSecurity, then ResourceQuota (module docstring)."""
+    name = pod['metadata'].get('name', '')
+    level = self.namespace_labels.get(namespace, {}).get(PSA_ENFORCE)
+    if level in ('baseline', 'restricted'):
+      failed = pod_security_violations(pod.get('spec') or {}, level)
+      if failed:
+        raise forbidden('pods', name, f'violates PodSecurity "{level}:latest": '
+                        + ', '.join(f'{r} ({d})' for r, d in failed))
+    for quota, hard in sorted(self.quotas.get(namespace, {}).items()):
+      self._check_quota(namespace, name, pod, quota, hard)
+
+  def _check_quota(self, namespace, name, pod, quota, hard):
+    requested = pod_usage(pod.get('spec') or {})
+    missing = [r for r in sorted(hard) if r in _QUOTA_COMPUTE and
+               r not in requested]
+    if missing:
+      raise forbidden('pods', name, f'failed quota: {quota}: must specify '
+                      + ','.join(missing))
+    used = {}
+    for (plural, ns, _), other in self._objects.items():
+      if plural == 'pods' and ns == namespace and (
+          other.get('status') or {}).get('phase') not in ('Succeeded',
+                                                         'Failed'):
+        for r, v in pod_usage(other.get('spec') or {}).items():
+          used[r] = used.get(r, 0) + v
+    over = [r for r in sorted(hard) if r in requested and
+            used.get(r, 0) + requested[r] > parse_quantity(hard[r])]
+    if over:
+      fmt = lambda values: ','.join(
+          f'{r}={format_quantity(r, values.get(r, 0))}' for r in over)
+      raise forbidden(
+          'pods', name, f'exceeded quota: {quota}, requested: '
+          f'{fmt(requested)}, used: {fmt(used)}, limited: '
+          + ','.join(f'{r}={hard[r]}' for r in over))
 
   # History.
 
@@ -444,6 +791,8 @@ class Store:
       obj.pop('status', None)
     self._validate(res, obj)
     with self._cond:
+      if plural == 'pods':
+        self.admit_pod(namespace, obj)
       if self.webhooks and plural == 'trainjobs':
         self._trainjob_webhook(obj)
       key = (plural, namespace, name)

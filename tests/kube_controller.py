@@ -30,10 +30,18 @@ mirrored here; kubernetes/kubernetes by path):
     namespace, labels['k'], annotations['k'], status.podIP); the container
     run with `scripts/container.sh run` on a podman bridge network made for
     the controller, a static address per pod and every pod's
-    `<host>.<subdomain>` in each pod's hosts (the cluster's DNS), hardened
-    as OpenShift's restricted SCC runs it (`--user 1000680000:0
-    --read-only --tmpfs /tmp:rw,exec`), the test's volume mounts, images
-    never pulled (no registry is reachable here); its
+    `<host>.<subdomain>` in each pod's hosts (the cluster's DNS), the
+    test's volume mounts, images never pulled (no registry is reachable
+    here), and nothing the pod spec does not declare (`pod_run_args`):
+    its securityContext as the kubelet's runtime applies it (container
+    over pod: pkg/kubelet/kuberuntime/security_context.go; runAsUser and
+    runAsGroup as the user, readOnlyRootFilesystem as `--read-only`,
+    allowPrivilegeEscalation: false as no-new-privileges, capabilities
+    dropped and added, seccomp Unconfined, privileged) and its emptyDir
+    volumes at their mounts (pkg/volume/emptydir/empty_dir.go: tmpfs for
+    medium Memory; the node's disk otherwise, a tmpfs here too: the
+    stand-in node has no disk of its own). runAsNonRoot is not verified
+    against the image's user (the image's is 1000). Its
     output is the pod's log. Phases Pending → Running → Succeeded/Failed,
     `containerStatuses[0].state.terminated.exitCode`. A pod deleted (it
     has deletionTimestamp) is stopped with `podman stop -t
@@ -114,6 +122,8 @@ ENGINE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), 'scripts', 'container.sh')
 NODE = 'node'
 NODE_NAME = 'stand-in-node'
+# How the tests run a KFP step's pod (not a job's: those run as their
+# spec says, `pod_run_args`): as OpenShift's restricted SCC runs it.
 HARDENED = ('--user', '1000680000:0', '--read-only', '--tmpfs',
             '/tmp:rw,exec')
 _INDEX = 'batch.kubernetes.io/job-completion-index'
@@ -441,7 +451,7 @@ class Controller:
     args = ['run', '--rm=false', '--name', pod.container,
             '--network', self.network, '--ip', pod.address,
             '--hostname', obj['spec']['hostname'], '--pull', 'never',
-            *HARDENED]
+            *pod_run_args(obj['spec'], container)]
     for host, address in hosts.items():
       args += ['--add-host', f'{host}:{address}']
     for mount in self.mounts:
@@ -528,6 +538,42 @@ class Controller:
     except kube_api.StatusError:
       pass
     del job['pods'][index]
+
+
+def pod_run_args(spec: Dict[str, Any], container: Dict[str, Any]
+                 ) -> List[str]:
+  """The `podman run` arguments of what the pod spec declares for
+  `container` (module docstring, the kubelet): its security context and
+  its emptyDir mounts; nothing else."""
+  pod_sc = spec.get('securityContext') or {}
+  sc = {**{k: v for k, v in pod_sc.items() if k in (
+      'runAsUser', 'runAsGroup', 'seccompProfile')},
+        **(container.get('securityContext') or {})}
+  args = []
+  if 'runAsUser' in sc:
+    args += ['--user', f"{sc['runAsUser']}" + (
+        f":{sc['runAsGroup']}" if 'runAsGroup' in sc else '')]
+  elif 'runAsGroup' in sc:
+    args += ['--group-add', str(sc['runAsGroup'])]
+  if sc.get('readOnlyRootFilesystem'):
+    # podman's own tmpfs on /run, /tmp and /var/tmp is not the pod's.
+    args += ['--read-only', '--read-only-tmpfs=false']
+  if sc.get('allowPrivilegeEscalation') is False:
+    args += ['--security-opt', 'no-new-privileges']
+  capabilities = sc.get('capabilities') or {}
+  for cap in capabilities.get('drop') or []:
+    args += ['--cap-drop', cap]
+  for cap in capabilities.get('add') or []:
+    args += ['--cap-add', cap]
+  if (sc.get('seccompProfile') or {}).get('type') == 'Unconfined':
+    args += ['--security-opt', 'seccomp=unconfined']
+  if sc.get('privileged'):
+    args.append('--privileged')
+  empty = {v['name'] for v in spec.get('volumes') or [] if 'emptyDir' in v}
+  for mount in container.get('volumeMounts') or []:
+    if mount['name'] in empty:
+      args += ['--tmpfs', f"{mount['mountPath']}:rw,exec,mode=1777"]
+  return args
 
 
 def _field(obj, path, address):

@@ -533,3 +533,140 @@ def test_status_server_writes_trainer_status(api, custom, tmp_path):
     assert _post(server, ns, 'gone', good, server.token(ns, 'gone'))[0] == 404
   finally:
     server.stop()
+
+
+# Admission on pods: Pod Security and ResourceQuota.
+
+RESTRICTED = {'pod-security.kubernetes.io/enforce': 'restricted'}
+
+
+def _pod_from_template(name, template):
+  return {'apiVersion': 'v1', 'kind': 'Pod',
+          'metadata': {**template.get('metadata', {}), 'name': name},
+          'spec': template['spec']}
+
+
+def test_a_restricted_namespace_refuses_a_pod_without_the_restricted_fields(
+    api):
+  """The refusal of pod-security-admission: every failed check, by ID, with
+  its reason and detail, in its 403."""
+  api.store.label_namespace(NS, RESTRICTED)
+  with pytest.raises(kube_api.StatusError) as refused:
+    pod(api, 'bare')
+  code, status = refused.value.code, refused.value.status
+  assert (code, status['reason']) == (403, 'Forbidden')
+  assert status['message'] == (
+      'pods "bare" is forbidden: violates PodSecurity "restricted:latest": '
+      'allowPrivilegeEscalation != false (container "node" must set '
+      'securityContext.allowPrivilegeEscalation=false), unrestricted '
+      'capabilities (container "node" must set securityContext.capabilities.'
+      'drop=["ALL"]), runAsNonRoot != true (pod or container "node" must set '
+      'securityContext.runAsNonRoot=true), seccompProfile (pod or container '
+      '"node" must set securityContext.seccompProfile.type to '
+      '"RuntimeDefault" or "Localhost")')
+  assert not api.store.list('pods', NS)['items']
+
+
+def test_a_baseline_namespace_refuses_privileged_and_host_paths(api):
+  api.store.label_namespace(NS, {
+      'pod-security.kubernetes.io/enforce': 'baseline'})
+  with pytest.raises(kube_api.StatusError) as refused:
+    pod(api, 'bare', volumes=[{'name': 'h', 'hostPath': {'path': '/'}}])
+  assert refused.value.status['message'] == (
+      'pods "bare" is forbidden: violates PodSecurity "baseline:latest": '
+      'hostPath volumes (volume "h")')
+  pod(api, 'q')  # Baseline asks nothing of a plain pod.
+
+
+@pytest.mark.parametrize('kind', ['TrainJob', 'TFJob'])
+def test_a_restricted_namespace_admits_the_pods_we_render(api, kind):
+  """Every pod of a TrainJob's runtime and of a TFJob, as rendered with no
+  settings and with a team's, passes "restricted"; the user can still ask
+  for less, and is then refused."""
+  from compiled_steps import ARGS, COMMAND, IMAGE, SETTINGS  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import tfjob, trainjob  # pylint: disable=g-import-not-at-top
+  api.store.label_namespace(NS, RESTRICTED)
+
+  def templates(settings):
+    if kind == 'TrainJob':
+      rendered = trainjob.render('tj', IMAGE, COMMAND, ARGS, 2,
+                                 pod_settings=settings)
+      (rjob,) = rendered['runtime']['spec']['template']['spec'][
+          'replicatedJobs']
+      return [rjob['template']['spec']['template']]
+    rendered = tfjob.render('tf', IMAGE, COMMAND, ARGS, num_workers=2,
+                            pod_settings=settings)
+    return [r['template'] for r in rendered['spec']['tfReplicaSpecs'].values()]
+
+  settings = {k: v for k, v in SETTINGS.items() if k != 'service_account'}
+  for i, template in enumerate(templates(None) + templates(settings)):
+    api.store.create('pods', NS, _pod_from_template(f'ours-{i}', template))
+  (less,) = templates({'security_context': {
+      'allowPrivilegeEscalation': True}})[:1]
+  with pytest.raises(kube_api.StatusError, match=(
+      r'violates PodSecurity "restricted:latest": allowPrivilegeEscalation '
+      r'!= false \(container "(node|tensorflow)" must set')):
+    api.store.create('pods', NS, _pod_from_template('less', less))
+
+
+def test_a_quota_on_pods_refuses_the_pod_past_it(api):
+  """count/pods and requests.cpu as the ResourceQuota plugin counts them:
+  finished pods do not count; a pod without a request a quota tracks is
+  refused."""
+  api.store.set_quota(NS, 'compute', {'count/pods': '2', 'requests.cpu': '3'})
+  cpu = lambda n: [{'name': 'node', 'image': 'busybox',
+                    'resources': {'requests': {'cpu': n}}}]
+  pod(api, 'a', containers=cpu('1'))
+  pod(api, 'b', containers=cpu('1500m'))
+  with pytest.raises(kube_api.StatusError) as refused:
+    pod(api, 'c', containers=cpu('1'))
+  assert refused.value.code == 403
+  assert refused.value.status['message'] == (
+      'pods "c" is forbidden: exceeded quota: compute, requested: '
+      'count/pods=1,requests.cpu=1, used: count/pods=2,requests.cpu=2500m, '
+      'limited: count/pods=2,requests.cpu=3')
+  with pytest.raises(kube_api.StatusError) as refused:
+    pod(api, 'd')
+  assert refused.value.status['message'] == (
+      'pods "d" is forbidden: failed quota: compute: must specify '
+      'requests.cpu')
+  api.store.modify('pods', NS, 'a', lambda p: p.__setitem__(
+      'status', {'phase': 'Succeeded'}))
+  pod(api, 'c', containers=cpu('500m'))
+
+
+def test_the_kubelet_runs_a_pod_as_its_spec_declares_and_adds_nothing():
+  """The stand-in kubelet's container arguments come from the pod spec
+  alone: a bare pod gets none (no /tmp of its own); the TrainJob's pod its
+  restricted securityContext and its /tmp emptyDir."""
+  import kube_controller  # pylint: disable=g-import-not-at-top
+  from compiled_steps import ARGS, COMMAND, IMAGE  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import trainjob  # pylint: disable=g-import-not-at-top
+  bare = {'containers': [{'name': 'node', 'image': 'busybox'}]}
+  assert kube_controller.pod_run_args(bare, bare['containers'][0]) == []
+  rendered = trainjob.render('tj', IMAGE, COMMAND, ARGS, 2, pod_settings={
+      'security_context': {'runAsUser': 1000680000, 'runAsGroup': 0}})
+  (rjob,) = rendered['runtime']['spec']['template']['spec']['replicatedJobs']
+  spec = rjob['template']['spec']['template']['spec']
+  assert kube_controller.pod_run_args(spec, spec['containers'][0]) == [
+      '--user', '1000680000:0', '--read-only', '--read-only-tmpfs=false',
+      '--security-opt', 'no-new-privileges', '--cap-drop', 'ALL',
+      '--tmpfs', '/tmp:rw,exec,mode=1777']
+
+
+def test_in_a_restricted_namespace_restricted_checks_replace_baseline_ones(
+    api):
+  """restrictedVolumes overrides hostPathVolumes (registry.go): a hostPath
+  volume is named once, as a restricted volume type."""
+  from generic_trainer.kubeflow import pod_settings as settings_lib  # pylint: disable=g-import-not-at-top
+  api.store.label_namespace(NS, RESTRICTED)
+  restricted = [{'name': 'node', 'image': 'busybox',
+                 'securityContext': settings_lib.RESTRICTED_CONTAINER}]
+  with pytest.raises(kube_api.StatusError) as refused:
+    pod(api, 'h', containers=restricted,
+        volumes=[{'name': 'h', 'hostPath': {'path': '/'}}])
+  assert refused.value.status['message'] == (
+      'pods "h" is forbidden: violates PodSecurity "restricted:latest": '
+      'restricted volume types (volume "h" uses restricted volume type '
+      '"hostPath")')
+  pod(api, 'ok', containers=restricted)

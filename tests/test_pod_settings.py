@@ -36,16 +36,59 @@ def test_apply_adds_every_setting_and_turns_istio_off():
       'labels': {'team': 'penguins'}}
   spec = applied['spec']
   assert spec['serviceAccountName'] == 'pipeline-runner'
-  assert [v['name'] for v in spec['volumes']] == ['data', 'scratch', 'certs']
-  assert spec['securityContext'] == {'fsGroup': 0, 'runAsNonRoot': True}
+  assert [v['name'] for v in spec['volumes']] == [
+      'data', 'scratch', 'certs', 'generic-trainer-tmp']
+  assert spec['securityContext'] == {'fsGroup': 0}
   trainer, sidecar = spec['containers']
+  assert trainer['securityContext'] == pod_settings.RESTRICTED_CONTAINER
   # The settings' value wins over the template's, once.
   assert trainer['env'] == [{'name': 'GENERIC_TRAINER_WORKER_NETWORK',
                              'value': 'any'}]
   assert [m['mountPath'] for m in trainer['volumeMounts']] == [
-      '/data', '/scratch', '/certs']
+      '/data', '/scratch', '/certs', '/tmp']
   assert sidecar == {'name': 'sidecar'}
   assert 'metadata' not in template  # The template given is not changed.
+
+
+def test_pods_are_restricted_by_default_with_tmp_declared():
+  """With no settings, the training container meets Pod Security
+  "restricted" and writes only to an emptyDir at /tmp."""
+  applied = pod_settings.PodSettings().apply(
+      {'spec': {'containers': [{'name': 'node'}]}}, 'node')
+  (container,) = applied['spec']['containers']
+  assert container['securityContext'] == {
+      'allowPrivilegeEscalation': False, 'capabilities': {'drop': ['ALL']},
+      'runAsNonRoot': True, 'seccompProfile': {'type': 'RuntimeDefault'},
+      'readOnlyRootFilesystem': True}
+  assert container['volumeMounts'] == [
+      {'name': 'generic-trainer-tmp', 'mountPath': '/tmp'}]
+  assert applied['spec']['volumes'] == [
+      {'name': 'generic-trainer-tmp', 'emptyDir': {}}]
+  assert 'securityContext' not in applied['spec']
+
+
+def test_the_user_overrides_each_restricted_field():
+  """A container field of `security_context` replaces its default; a /tmp
+  of the settings' replaces the emptyDir."""
+  settings = pod_settings.from_value({
+      'security_context': {'allowPrivilegeEscalation': True,
+                           'capabilities': {'add': ['NET_RAW']},
+                           'readOnlyRootFilesystem': False,
+                           'runAsNonRoot': False, 'runAsUser': 0,
+                           'fsGroup': 0},
+      'volumes': [{'name': 'scratch', 'emptyDir': {'medium': 'Memory'}}],
+      'volume_mounts': [{'name': 'scratch', 'mountPath': '/tmp'}]})
+  applied = settings.apply({'spec': {'containers': [{'name': 'node'}]}},
+                           'node')
+  (container,) = applied['spec']['containers']
+  assert container['securityContext'] == {
+      'allowPrivilegeEscalation': True, 'capabilities': {'add': ['NET_RAW']},
+      'runAsNonRoot': False, 'seccompProfile': {'type': 'RuntimeDefault'},
+      'readOnlyRootFilesystem': False, 'runAsUser': 0}
+  assert applied['spec']['securityContext'] == {'fsGroup': 0}
+  assert [v['name'] for v in applied['spec']['volumes']] == ['scratch']
+  assert container['volumeMounts'] == [{'name': 'scratch',
+                                        'mountPath': '/tmp'}]
 
 
 def test_the_istio_annotation_can_be_set_otherwise():
@@ -102,7 +145,8 @@ def test_what_kfp_cannot_carry_is_named_with_where_it_goes():
      'the name of one of the volumes []'),
     ({'volumes': [{'name': 'd', 'emptyDir': {}}],
       'volume_mounts': [{'name': 'd', 'mountPath': 'data'}]}, 'absolute path'),
-    ({'security_context': {'fsgroup': 0}}, 'pod securityContext fields'),
+    ({'security_context': {'fsgroup': 0}}, 'container securityContext fields'),
+    ({'security_context': {'capabilities': ['ALL']}}, 'a dict'),
     ({'security_context': {'fsGroup': True}}, 'a int'),
 ])
 def test_a_wrong_setting_is_refused_naming_it(value, named):

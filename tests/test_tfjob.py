@@ -9,6 +9,7 @@ import compiled_steps
 import crd_schema
 from compiled_steps import ARGS, COMMAND, IMAGE, SETTINGS
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.kubeflow import pod_settings as pod_settings_lib
 from generic_trainer.kubeflow import tfjob
 from generic_trainer.kubeflow.pod_settings import PodSettings
 
@@ -17,7 +18,9 @@ _ISTIO_OFF = {'annotations': {'sidecar.istio.io/inject': 'false'}}
 
 def _container():
   return {'name': 'tensorflow', 'image': IMAGE,
-          'command': COMMAND, 'args': ARGS}
+          'command': COMMAND, 'args': ARGS,
+          'securityContext': pod_settings_lib.RESTRICTED_CONTAINER,
+          'volumeMounts': [pod_settings_lib.TMP_MOUNT]}
 
 
 def _render(name='penguin-train', num_workers=2, **kwargs):
@@ -36,7 +39,8 @@ def test_three_workers_are_a_chief_and_two_workers():
   replica = {'replicas': 1, 'restartPolicy': 'Never',
              'template': {'metadata': _ISTIO_OFF,
                           'spec': {'containers': [_container()],
-                                   'terminationGracePeriodSeconds': 60}}}
+                                   'terminationGracePeriodSeconds': 60,
+                                   'volumes': [pod_settings_lib.TMP_VOLUME]}}}
   assert manifest == {
       'apiVersion': 'kubeflow.org/v1',
       'kind': 'TFJob',
@@ -212,12 +216,16 @@ def test_pod_settings_reach_the_chief_and_every_worker():
         'labels': {'team': 'penguins'}}
     pod = template['spec']
     assert pod['serviceAccountName'] == 'pipeline-runner'
-    assert pod['volumes'] == SETTINGS['volumes']
-    assert pod['securityContext'] == {'fsGroup': 0, 'runAsNonRoot': True}
+    assert pod['volumes'] == SETTINGS['volumes'] + [
+        pod_settings_lib.TMP_VOLUME]
+    assert pod['securityContext'] == {'fsGroup': 0}
     (container,) = pod['containers']
     assert container['env'] == [{'name': 'A', 'value': '1'},
                                 {'name': 'GOOGLE_CLOUD_PROJECT', 'value': 'p'}]
-    assert container['volumeMounts'] == SETTINGS['volume_mounts']
+    assert container['volumeMounts'] == SETTINGS['volume_mounts'] + [
+        pod_settings_lib.TMP_MOUNT]
+    assert container['securityContext'] == (
+        pod_settings_lib.RESTRICTED_CONTAINER)
 
 
 @pytest.mark.parametrize('pod_settings, expected', [
@@ -306,8 +314,9 @@ def test_component_gives_every_pod_its_pod_settings():
                               {'inputs': {}, 'outputs': {}})
   crd_schema.check(manifest, crd_schema.TFJOB_CRD)
   for replica in manifest['spec']['tfReplicaSpecs'].values():
-    assert replica['template']['spec']['securityContext'] == {
-        'fsGroup': 0, 'runAsNonRoot': True}
+    assert replica['template']['spec']['securityContext'] == {'fsGroup': 0}
+    (container,) = replica['template']['spec']['containers']
+    assert container['securityContext']['runAsNonRoot'] is True
 
 
 def test_component_without_restarts_renders_a_job_that_fails_fast():
@@ -334,3 +343,20 @@ def test_restart_settings_follow_max_restarts(max_restarts, replicas,
                                               expected):
   """Failed pods restart (and resume) max_restarts times per replica."""
   assert tfjob.restart_settings(max_restarts, replicas) == expected
+
+
+def test_every_replica_is_restricted_by_default_and_declares_its_tmp():
+  """With no pod settings, Chief and Workers meet Pod Security
+  "restricted" and write only to an emptyDir at /tmp; the CRD takes both."""
+  manifest = _render(num_workers=2)
+  for replica in manifest['spec']['tfReplicaSpecs'].values():
+    spec = replica['template']['spec']
+    (container,) = spec['containers']
+    assert container['securityContext'] == {
+        'allowPrivilegeEscalation': False, 'capabilities': {'drop': ['ALL']},
+        'runAsNonRoot': True, 'seccompProfile': {'type': 'RuntimeDefault'},
+        'readOnlyRootFilesystem': True}
+    assert container['volumeMounts'] == [
+        {'name': 'generic-trainer-tmp', 'mountPath': '/tmp'}]
+    assert spec['volumes'] == [{'name': 'generic-trainer-tmp',
+                                'emptyDir': {}}]

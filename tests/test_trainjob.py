@@ -15,6 +15,7 @@ import crd_schema
 from compiled_steps import ARGS, COMMAND, IMAGE, SETTINGS
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import kfp_step
+from generic_trainer.kubeflow import pod_settings as pod_settings_lib
 from generic_trainer.kubeflow import resources as resources_lib
 from generic_trainer.kubeflow import tfjob
 from generic_trainer.kubeflow import trainjob
@@ -366,11 +367,13 @@ def test_pod_settings_reach_every_pod():
                       'example.com/team': 'penguins'},
       'labels': {'team': 'penguins'}}
   assert pod['spec']['serviceAccountName'] == 'pipeline-runner'
-  assert pod['spec']['volumes'] == SETTINGS['volumes']
-  assert pod['spec']['securityContext'] == {'fsGroup': 0,
-                                            'runAsNonRoot': True}
+  assert pod['spec']['volumes'] == SETTINGS['volumes'] + [
+      pod_settings_lib.TMP_VOLUME]
+  assert pod['spec']['securityContext'] == {'fsGroup': 0}
   (container,) = pod['spec']['containers']
-  assert container['volumeMounts'] == SETTINGS['volume_mounts']
+  assert container['volumeMounts'] == SETTINGS['volume_mounts'] + [
+      pod_settings_lib.TMP_MOUNT]
+  assert container['securityContext'] == pod_settings_lib.RESTRICTED_CONTAINER
   assert [e['name'] for e in container['env']] == [
       'JOBSET_NAME', 'REPLICATED_JOB_NAME', 'JOB_INDEX',
       'GOOGLE_CLOUD_PROJECT']
@@ -419,5 +422,22 @@ def test_component_gives_its_trainjob_restarts_and_pod_settings():
   _valid(rendered)
   assert rendered['runtime']['spec']['template']['spec'][
       'failurePolicy'] == {'maxRestarts': 1}
-  assert _pod(rendered)['spec']['securityContext'] == {
-      'fsGroup': 0, 'runAsNonRoot': True}
+  assert _pod(rendered)['spec']['securityContext'] == {'fsGroup': 0}
+  (container,) = _pod(rendered)['spec']['containers']
+  assert container['securityContext']['runAsNonRoot'] is True
+
+
+def test_every_node_is_restricted_by_default_and_declares_its_tmp():
+  """With no pod settings, the node container meets Pod Security
+  "restricted" and writes only to an emptyDir at /tmp; the CRD takes both."""
+  rendered = _render()
+  _valid(rendered)
+  spec = _pod(rendered)['spec']
+  (container,) = spec['containers']
+  assert container['securityContext'] == {
+      'allowPrivilegeEscalation': False, 'capabilities': {'drop': ['ALL']},
+      'runAsNonRoot': True, 'seccompProfile': {'type': 'RuntimeDefault'},
+      'readOnlyRootFilesystem': True}
+  assert container['volumeMounts'] == [
+      {'name': 'generic-trainer-tmp', 'mountPath': '/tmp'}]
+  assert spec['volumes'] == [{'name': 'generic-trainer-tmp', 'emptyDir': {}}]

@@ -97,7 +97,8 @@ class GenericExecutor(base_executor.BaseExecutor):
         output_dict[keys.MODEL_RUN_KEY])
     logging.info('This pod gives the training %s.', machine.describe())
     plan, entry = attempt.resolve(
-        exec_properties, COMPONENT, checkpoint_dir=self._given_checkpoint_dir,
+        exec_properties, COMPONENT, storage=_storage(input_dict, output_dict),
+        checkpoint_dir=self._given_checkpoint_dir,
         resume=resume_folder.pipeline_resume(
             input_dict, exec_properties, model_run_uri,
             self._stateful_working_dir()))
@@ -161,6 +162,15 @@ def _uris(artifacts_by_key, names) -> List[str]:
   """The URIs of the artifacts of `names` in `artifacts_by_key`."""
   return [artifact.uri for name in names
           for artifact in artifacts_by_key.get(name) or ()]
+
+
+def _storage(input_dict, output_dict) -> Dict[str, str]:
+  """Every artifact's URI, named for messages ('the model output')."""
+  return {f'the {key} {direction}' + (f' {i}' if i else ''): artifact.uri
+          for direction, artifacts_by_key in (('output', output_dict),
+                                              ('input', input_dict))
+          for key, artifacts in sorted(artifacts_by_key.items())
+          for i, artifact in enumerate(artifacts or ())}
 
 
 def _single_uri_or_none(artifacts):

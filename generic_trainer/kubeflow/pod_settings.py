@@ -22,6 +22,18 @@ trainer pod is described:
     nor `fsGroup` and other pod security fields, nor other volume kinds:
     `not_carried_by_kfp` names them, and the compile says so.
 
+Restricted by default. Every pod of the TFJob and of the TrainJob meets
+Pod Security "restricted" (kubernetes/kubernetes, staging/src/k8s.io/
+pod-security-admission/policy: check_allowPrivilegeEscalation.go,
+check_capabilities_restricted.go, check_runAsNonRoot.go,
+check_seccompProfile_restricted.go) unless the settings say otherwise:
+its training container gets `RESTRICTED_CONTAINER` as its
+securityContext, and declares what it writes: `/tmp` (HOME in the image)
+as an emptyDir, with a read-only root filesystem. A `security_context`
+field a container takes (`CONTAINER_SECURITY_FIELDS`) goes on the training
+container and replaces the default of that name; the pod-only fields
+(fsGroup...) go on the pod.
+
 The settings travel with the component as the `pod_settings` execution
 property (JSON), so a TFJob or TrainJob rendered from a compiled pipeline
 carries what the component was given.
@@ -44,12 +56,31 @@ ISTIO_INJECT = 'sidecar.istio.io/inject'
 # The volume sources the kfp-kubernetes platform spec can mount on a step.
 KFP_VOLUME_SOURCES = ('persistentVolumeClaim', 'secret', 'configMap',
                       'emptyDir')
-# Pod securityContext fields (Kubernetes' PodSecurityContext) and their
-# kinds; the first three the kfp-kubernetes platform spec carries.
+# securityContext fields (Kubernetes' PodSecurityContext and the
+# container's SecurityContext) and their kinds; the first three the
+# kfp-kubernetes platform spec carries.
 _SECURITY_FIELDS = {'runAsUser': int, 'runAsGroup': int, 'runAsNonRoot': bool,
                     'fsGroup': int, 'fsGroupChangePolicy': str,
                     'supplementalGroups': list, 'seccompProfile': dict,
-                    'seLinuxOptions': dict, 'sysctls': list}
+                    'seLinuxOptions': dict, 'sysctls': list,
+                    'allowPrivilegeEscalation': bool, 'capabilities': dict,
+                    'readOnlyRootFilesystem': bool, 'privileged': bool}
+# The fields a container's SecurityContext takes: these go on the training
+# container (the others on the pod).
+CONTAINER_SECURITY_FIELDS = ('runAsUser', 'runAsGroup', 'runAsNonRoot',
+                             'seccompProfile', 'seLinuxOptions',
+                             'allowPrivilegeEscalation', 'capabilities',
+                             'readOnlyRootFilesystem', 'privileged')
+# Pod Security "restricted" for the training container (the policy files
+# named in the module docstring), with a read-only root filesystem.
+RESTRICTED_CONTAINER = {'allowPrivilegeEscalation': False,
+                        'capabilities': {'drop': ['ALL']},
+                        'runAsNonRoot': True,
+                        'seccompProfile': {'type': 'RuntimeDefault'},
+                        'readOnlyRootFilesystem': True}
+# What the training writes outside its artifacts: /tmp (HOME in the image).
+TMP_VOLUME = {'name': 'generic-trainer-tmp', 'emptyDir': {}}
+TMP_MOUNT = {'name': 'generic-trainer-tmp', 'mountPath': '/tmp'}
 _KFP_SECURITY = ('runAsUser', 'runAsGroup', 'runAsNonRoot')
 _VOLUME_SOURCES = ('persistentVolumeClaim', 'secret', 'configMap', 'emptyDir',
                    'csi', 'nfs', 'projected', 'downwardAPI', 'hostPath',
@@ -79,7 +110,9 @@ class PodSettings:
     volumes: The pods' volumes (Kubernetes `Volume` dicts).
     volume_mounts: The training container's mounts (`VolumeMount` dicts),
       each naming one of `volumes`.
-    security_context: The pods' `securityContext` (fsGroup, runAsUser...).
+    security_context: securityContext fields: those a container takes
+      (`CONTAINER_SECURITY_FIELDS`) on the training container, over
+      `RESTRICTED_CONTAINER`; the others (fsGroup...) on the pod.
   """
   service_account = attr.ib(type=Optional[str], default=None)
   annotations = attr.ib(type=Dict[str, str], factory=dict)
@@ -97,10 +130,12 @@ class PodSettings:
   def apply(self, template: Dict[str, Any],
             container_name: Optional[str] = None) -> Dict[str, Any]:
     """Returns the pod template (`{'metadata': ..., 'spec': ...}`) with
-    these settings added: metadata, service account, volumes and security
-    context on the pod, env and mounts on the container named
-    `container_name` (every container when None). Istio's sidecar is
-    turned off unless the annotations say otherwise."""
+    these settings added: metadata, service account, volumes and the
+    pod-only security fields on the pod; env, mounts and the container
+    securityContext (`container_security`) on the container named
+    `container_name` (every container when None), which also mounts an
+    emptyDir at /tmp unless a mount of the settings is there. Istio's
+    sidecar is turned off unless the annotations say otherwise."""
     template = json.loads(json.dumps(template))
     metadata = template.setdefault('metadata', {})
     annotations = {ISTIO_INJECT: 'false', **metadata.get('annotations', {}),
@@ -111,12 +146,14 @@ class PodSettings:
     spec = template.setdefault('spec', {})
     if self.service_account:
       spec['serviceAccountName'] = self.service_account
-    if self.volumes:
-      spec['volumes'] = spec.get('volumes', []) + [dict(v) for v in
-                                                   self.volumes]
-    if self.security_context:
+    own_tmp = not any(m['mountPath'].rstrip('/') == '/tmp'
+                      for m in self.volume_mounts)
+    volumes = [dict(v) for v in self.volumes] + (
+        [json.loads(json.dumps(TMP_VOLUME))] if own_tmp else [])
+    spec['volumes'] = spec.get('volumes', []) + volumes
+    if self.pod_security():
       spec['securityContext'] = {**spec.get('securityContext', {}),
-                                 **self.security_context}
+                                 **self.pod_security()}
     for container in spec.get('containers', []):
       if container_name is not None and container['name'] != container_name:
         continue
@@ -124,10 +161,25 @@ class PodSettings:
         named = {e['name'] for e in self.env_list()}
         container['env'] = [e for e in container.get('env', [])
                             if e['name'] not in named] + self.env_list()
-      if self.volume_mounts:
-        container['volumeMounts'] = container.get('volumeMounts', []) + [
-            dict(m) for m in self.volume_mounts]
+      container['volumeMounts'] = container.get('volumeMounts', []) + [
+          dict(m) for m in self.volume_mounts] + (
+              [dict(TMP_MOUNT)] if own_tmp else [])
+      container['securityContext'] = {
+          **container.get('securityContext', {}), **self.container_security()}
     return template
+
+  def container_security(self) -> Dict[str, Any]:
+    """The training container's securityContext: `RESTRICTED_CONTAINER`,
+    each field the settings give (`CONTAINER_SECURITY_FIELDS`) in place of
+    its default."""
+    given = {key: value for key, value in self.security_context.items()
+             if key in CONTAINER_SECURITY_FIELDS}
+    return {**json.loads(json.dumps(RESTRICTED_CONTAINER)), **given}
+
+  def pod_security(self) -> Dict[str, Any]:
+    """The pod's securityContext: the fields only a pod takes."""
+    return {key: value for key, value in self.security_context.items()
+            if key not in CONTAINER_SECURITY_FIELDS}
 
   def env_list(self) -> List[Dict[str, str]]:
     return [{'name': k, 'value': v} for k, v in sorted(self.env.items())]
@@ -331,7 +383,8 @@ def _security(value: Any) -> Dict[str, Any]:
     kind = _SECURITY_FIELDS.get(key)
     if kind is None:
       _wrong('security_context key', key,
-             f'one of the pod securityContext fields {sorted(_SECURITY_FIELDS)}')
+             'one of the pod and container securityContext fields '
+             f'{sorted(_SECURITY_FIELDS)}')
     if not isinstance(item, kind) or (kind is int and isinstance(item, bool)):
       _wrong(f'security_context {key}', item, f'a {kind.__name__}')
   return dict(value)

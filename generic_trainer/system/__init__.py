@@ -6,8 +6,9 @@ what a run may read back, reuse or delete: this user's alone, decided on
 the opened descriptor), `output_folder` (a run's folder: this user's
 alone, one run at a time), `manifest` (what we wrote in a folder, so
 that the next writer replaces that alone), `removal` (the one way a
-tree is removed: by descriptor, no link followed), `paths` (user paths taken
-literally), `source_tree` (a module's source read without running it),
+tree is removed: by descriptor, no link followed), `paths` (user paths
+taken literally; the schemes this process's file systems open),
+`source_tree` (a module's source read without running it),
 `saved_models` (a SavedModel loaded or parsed once while unchanged),
 `machine` and `cgroup` (cores, memory and disk a training may use),
 `disk_full` (a full disk told from any writer's error), `preemption`

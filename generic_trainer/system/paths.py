@@ -12,21 +12,72 @@ and a file named `part[0].gz` matches nothing (or `part0.gz`). So:
   literal name);
 - whatever expands patterns into files calls `expand`, which also takes an
   existing literal path as itself.
+
+And whether this process can open a path at all (`check_openable`): TFX
+and the training open artifacts through TensorFlow's file systems, which
+open the schemes registered in this process (`gs://`, local paths; not
+`minio://` nor, without tensorflow-io, `s3://`).
 """
 
 import glob
 import os
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Mapping, Tuple
 
+from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.keys import EVAL_MODEL_DIR, SERVING_MODEL_DIR
 from generic_trainer.system.lazy import tf
 
 GLOB_CHARS = '*?['
+# Kubeflow Pipelines' root when neither the run nor the namespace's
+# `kfp-launcher` ConfigMap names one (KFP's backend/src/v2/config/env.go,
+# `defaultPipelineRoot`).
+KFP_DEFAULT_ROOT = 'minio://mlpipeline/v2/artifacts'
 
 
 def is_remote(path: str) -> bool:
   """Whether `path` is on an object store (has a scheme: gs://, s3://)."""
   return '://' in path
+
+
+def scheme(path: str) -> str:
+  """'gs' for 'gs://b/x'; '' for a local path."""
+  return path.split('://', 1)[0] if '://' in path else ''
+
+
+def check_openable(uris: Mapping[str, str]) -> None:
+  """Refuses artifacts this process's file systems cannot open, before
+  anything reads or writes them: `uris` maps what each is (e.g. 'the
+  model output') to its URI.
+
+  Raises:
+    InvalidArgumentError: a URI whose scheme no file system here opens,
+      naming it, the root it is under and where a pipeline's root is set.
+  """
+  remote = {name: uri for name, uri in uris.items() if is_remote(uri)}
+  if not remote:
+    return
+  known = set(tf.io.gfile.get_registered_schemes())
+  refused = {name: uri for name, uri in remote.items()
+             if scheme(uri) not in known}
+  if not refused:
+    return
+  name, uri = next(iter(refused.items()))
+  others = len(refused) - 1
+  root = (f" (Kubeflow Pipelines' default root {KFP_DEFAULT_ROOT}: the run "
+          "was given no pipeline_root and the namespace's kfp-launcher "
+          'ConfigMap sets no defaultPipelineRoot)'
+          if uri.startswith(KFP_DEFAULT_ROOT) else '')
+  raise InvalidArgumentError(
+      f'The artifacts of this step are under {scheme(uri)}://, which '
+      'TensorFlow\'s file systems here cannot open (they open '
+      f'{sorted(s + "://" for s in known if s and s != "file")} and local '
+      f'paths){root}. Expected a pipeline root they open, such as '
+      f"gs://BUCKET/PATH. Received: {name} at {uri!r}"
+      f"{f' and {others} more' if others else ''}. Give the Kubeflow "
+      "Pipelines run its root: kfp.Client().create_run_from_pipeline_package("
+      "..., pipeline_root='gs://BUCKET/PATH') (the UI pre-fills the field "
+      'from the package), or set defaultPipelineRoot in the kfp-launcher '
+      "ConfigMap of the run's namespace. Nothing was read or written.")
 
 
 def is_pattern(path: str) -> bool:

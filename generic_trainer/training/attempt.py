@@ -3,7 +3,9 @@
 The executor, the `generic-trainer` command, the notebook `Estimator`, a
 child process and each local worker run it, in these steps:
 
-    plan      `resolve`: which cluster this process is in
+    plan      `resolve`: the artifacts are where this process can open
+              them (`system.paths.check_openable`), which cluster this
+              process is in
               (`launch.cluster_environment`), then the plan
               (`plan.plan.resolve`)
     role      a member of a cluster that is not its chief trains with the
@@ -52,6 +54,7 @@ from generic_trainer.plan.entry_points import EntryPoint
 from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
+from generic_trainer.system import paths
 from generic_trainer.system import scratch
 
 
@@ -111,16 +114,23 @@ class Published:
   trained = attr.ib(default=None)
 
 
-def resolve(settings: Dict[str, Any], entry_point: EntryPoint, **kwargs
+def resolve(settings: Dict[str, Any], entry_point: EntryPoint,
+            storage: Optional[Dict[str, str]] = None, **kwargs
             ) -> Tuple[plan_lib.TrainingPlan, Optional[Callable[[Any], None]]]:
-  """The plan step: which cluster this process is in (for an entry point
+  """The plan step: the artifacts `storage` names (what each is, to its
+  URI) are where this process's file systems open them, at once (a
+  Kubeflow run given no pipeline root writes under minio://, which TFX
+  cannot open); then which cluster this process is in (for an entry point
   that joins one, `EntryPoint.joins_cluster`), then the plan of the
   training `settings` describe (`plan.plan.resolve`, whose other arguments
   `kwargs` are).
 
   Raises:
+    InvalidArgumentError: an artifact no file system here opens
+      (`system.paths.check_openable`).
     What `plan.plan.resolve` and `cluster_environment.detect` raise.
   """
+  paths.check_openable(storage or {})
   cluster = cluster_environment.detect(os.environ, entry_point.joins_cluster)
   return plan_lib.resolve(settings, entry_point, cluster, **kwargs)
 
