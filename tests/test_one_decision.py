@@ -134,11 +134,11 @@ def test_command_shows_progress_by_logger_not_by_file(capsys):
   from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
   from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
   with console.command_lines(sys.stderr):
-    progress.log().info('epoch 1 done after %.1fs', 1.0)
+    progress.log().info('epoch 1 done in %.1fs', 1.0)
     logging.getLogger('absl').info('Component noise')
     logging.getLogger('absl').warning('a warning')
   err = capsys.readouterr().err
-  assert err.splitlines() == ['epoch 1 done after 1.0s', 'WARNING: a warning']
+  assert err.splitlines() == ['epoch 1 done in 1.0s', 'WARNING: a warning']
 
 
 class _Sentinel(Exception):

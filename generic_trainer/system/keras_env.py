@@ -16,6 +16,7 @@ Importing TensorFlow costs about 1.5 s more once jax is installed, in every
 process: `tensorflow/lite/python/util.py` imports jax when it can.
 """
 
+import importlib.metadata
 import os
 import sys
 from typing import Dict, Optional
@@ -57,6 +58,18 @@ def claim_tf_keras(keras_version: Optional[str]) -> bool:
     tf.keras.layers  # pylint: disable=pointless-statement  # Resolves it.
     current = resolved_tf_keras()
   return current == keras_version
+
+
+def trained_on() -> str:
+  """The Keras a training in this process trains on, as every run says it
+  (the logs, train_result.json's `keras`): 'Keras 3.12.0 (backend
+  tensorflow)' or 'tf_keras 2.16.0 (tf.keras 2)', by what `tf.keras`
+  means here (decided now, from the environment, if nothing has yet)."""
+  if resolved_tf_keras() is None:
+    tf.keras.layers  # pylint: disable=pointless-statement  # Resolves it.
+  if resolved_tf_keras() == TF_KERAS:
+    return f'tf_keras {importlib.metadata.version("tf_keras")} (tf.keras 2)'
+  return f'Keras {keras.__version__} (backend {process_backend()})'
 
 
 def process_backend() -> str:
