@@ -13,6 +13,7 @@ import pytest
 
 from command_line import error_line as _error_line
 from command_line import main as _main
+from command_line import module_file as _module_file
 from conftest import PENGUIN_MODULE, REPO, TESTDATA
 from conftest import command_env
 from conftest import command_env as _env
@@ -382,6 +383,38 @@ def test_a_run_fn_without_steps_gets_one_pass_of_the_train_rows(
           'dataset would never end with None). --steps N sets it.') in err
   assert re.search(r'Training the run_fn on Keras 3\.\d+\.\d+ \(backend '
                    r'tensorflow\)\.', err), err[-3000:]
+
+
+def test_tf_keras_refusing_an_endless_dataset_is_told_to_set_steps(
+    tmp_path, penguin_csvs, capsys):
+  """tf_keras's "infinite dataset" refusal (a run_fn that fits a repeating
+  dataset with steps_per_epoch=None) is answered with the steps to set,
+  --steps first, not "fix the code"."""
+  module = _module_file(tmp_path, 'endless', """
+      import tensorflow as tf
+      import tf_keras
+
+      def run_fn(fn_args):
+        data = tf.data.Dataset.from_tensor_slices(([[0.0]], [[0.0]])).repeat()
+        model = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+        model.compile('sgd', 'mse')
+        model.fit(data, steps_per_epoch=None)
+      """)
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out')) == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message.startswith(
+      f"generic-trainer: RunFnError: run_fn (module_file={module!r}) raised "
+      "ValueError: "
+      'When providing an infinite dataset, you must specify the number of '
+      'steps to run'), message
+  reason = message.split('dataset). ', 1)[1]
+  assert reason.startswith(
+      "The train (or eval) dataset repeats, as TFXIO's datasets do unless "
+      'num_epochs is set, and tf.keras 2 will not read an endless dataset '
+      'without a number of steps.'), reason
+  assert "Set the steps: the command's --steps N" in reason
+  assert_four_parts(reason)
 
 
 def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):

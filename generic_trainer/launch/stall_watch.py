@@ -416,7 +416,7 @@ def endless_training_message(what: str, at, rows: int,
       'a training of a set number of steps, or a train dataset that ends. '
       f'Received: steps_per_epoch=None and step {at.step} of epoch '
       f'{at.epoch}. Set train_args=trainer_pb2.TrainArgs(num_steps=N) on '
-      'the component (fn_args.train_steps; the command: --steps N; the '
-      "notebook: Estimator.train(steps=N)), or pass steps_per_epoch to "
-      'model.fit. It is not ended (it progresses); this is said again '
+      'the component (fn_args.train_steps; the command: --steps N), or '
+      'pass steps_per_epoch to model.fit. It is not ended (it progresses); '
+      'this is said again '
       f'every {limit_s:.0f} s ({STALL_LIMIT_ENV}).')

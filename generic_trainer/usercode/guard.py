@@ -198,9 +198,8 @@ def infinite_dataset_idiom(e: BaseException) -> Optional[str]:
       '(fn_args.train_steps or fn_args.eval_steps unset, or the run_fn '
       'passed None). Set the steps: the command\'s --steps N (and '
       '--eval-steps N), the component\'s '
-      'train_args=trainer_pb2.TrainArgs(num_steps=N) (and eval_args), the '
-      'notebook\'s Estimator.train(steps=N); or pass steps_per_epoch to '
-      'model.fit. Nothing was published.')
+      'train_args=trainer_pb2.TrainArgs(num_steps=N) (and eval_args); or '
+      'pass steps_per_epoch to model.fit. Nothing was published.')
 
 
 def sequential_idiom(e: BaseException) -> Optional[str]:
