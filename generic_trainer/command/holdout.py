@@ -40,6 +40,8 @@ from typing import Any, Dict, List, NamedTuple
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import tfrecords
 from generic_trainer.data import local_files
+from generic_trainer.plan import settings
+from generic_trainer.plan.entry_points import COMMAND
 from generic_trainer.system.lazy import tf
 from generic_trainer.keys import SPLIT_DATA_FILE
 
@@ -132,9 +134,7 @@ def plan(eval_files, eval_on_train: bool) -> str:
   if eval_files:
     return f'Eval data: {", ".join(eval_files)}.'
   if eval_on_train:
-    return ('Eval data: the train data itself (--eval-data train). The eval '
-            'figures will be training-set figures, not a measure of how the '
-            'model does on data it has not seen.')
+    return settings.eval_on_train_line(COMMAND)
   return ('Eval data: a third of the train data, held out from training (a '
           "hash split of the rows, as CsvExampleGen's default 2:1; the same "
           'rows every run). --eval-data FILES evaluates on other files, '

@@ -16,12 +16,12 @@ Importing TensorFlow costs about 1.5 s more once jax is installed, in every
 process: `tensorflow/lite/python/util.py` imports jax when it can.
 """
 
-import importlib.metadata
 import os
 import sys
 from typing import Dict, Optional
 
 from generic_trainer.keys import KERAS3, KERAS_BACKEND_ENV, TF_KERAS
+from generic_trainer.system import versions
 from generic_trainer.system.lazy import keras
 from generic_trainer.system.lazy import tf
 
@@ -68,8 +68,9 @@ def trained_on() -> str:
   if resolved_tf_keras() is None:
     tf.keras.layers  # pylint: disable=pointless-statement  # Resolves it.
   if resolved_tf_keras() == TF_KERAS:
-    return f'tf_keras {importlib.metadata.version("tf_keras")} (tf.keras 2)'
-  return f'Keras {keras.__version__} (backend {process_backend()})'
+    return f'{versions.keras_release(tf_keras=True)} (tf.keras 2)'
+  return (f'{versions.keras_release(tf_keras=False)} (backend '
+          f'{process_backend()})')
 
 
 def process_backend() -> str:
