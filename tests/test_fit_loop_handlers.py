@@ -204,7 +204,8 @@ def test_log_lines_when_not_a_terminal(tmp_path, penguin_csvs, caplog):
 def test_log_lines_say_the_steps_done_and_each_epochs_own_time(caplog):
   """The progress line says the steps of the epoch done, never past its
   steps (Keras reports batch 127 of a 104-step epoch run 32 steps at a
-  time), and the epoch line the epoch's own time, then the time in all."""
+  time), and the epoch line the epoch's own time, then the time in all;
+  both are lines the command's console shows from a child."""
   import re  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -225,6 +226,7 @@ def test_log_lines_say_the_steps_done_and_each_epochs_own_time(caplog):
            if r.getMessage().startswith('epoch ')]
   assert [l.split(':')[0] for l in lines[0::2]] == [
       'epoch 1 step 104/104', 'epoch 2 step 104/104']
+  assert all(progress.EPOCH_LINE.match(l) for l in lines), lines  # Shown.
   times = [re.match(r'epoch \d done in ([\d.]+)s \(([\d.]+)s in all\): ',
                     l).groups() for l in (lines[1], lines[3])]
   (own_1, all_1), (own_2, all_2) = [(float(a), float(b)) for a, b in times]
