@@ -274,7 +274,7 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
       r'serving_default, predicts finite values on 4 eval examples; '
       r"answered TF Serving's requests on every signature \(serving_default: "
       r'Predict, serving_raw: Predict; \d+ requests\)\n',
-      proc.stdout)
+      proc.stdout), proc.stdout
   assert f'  model:  {out}/model\n' in proc.stdout
   assert 'epoch 5 done in ' in proc.stderr  # --progress lines
   assert 'Traceback' not in proc.stderr
