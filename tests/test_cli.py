@@ -13,6 +13,7 @@ import pytest
 
 from command_line import error_line as _error_line
 from command_line import main as _main
+from command_line import module_file as _module_file
 from conftest import PENGUIN_MODULE, REPO, TESTDATA
 from conftest import command_env
 from conftest import command_env as _env
@@ -265,16 +266,17 @@ def test_spec_module_prints_first_step_and_metrics(spec_run):
   assert len(FIRST_STEP.findall(proc.stdout)) == 1
   assert re.search(
       r'== Trained TrainSpec PenguinSpec of .*penguin_spec.py: 20 steps in 5 '
-      r'epochs of 4 steps, [\d.]+ s of training\n  train: loss=[\d.]+ '
+      r'epochs of 4 steps, [\d.]+ s of training on Keras 3\.[\d.]+ '
+      r'\(backend tensorflow\)\n  train: loss=[\d.]+ '
       r'sparse_categorical_accuracy=[\d.]+\n  eval:  loss=[\d.]+ '
       r'sparse_categorical_accuracy=[\d.]+\n  eval on the --eval-data files\n'
       r'  export validated: loads, has '
       r'serving_default, predicts finite values on 4 eval examples; '
       r"answered TF Serving's requests on every signature \(serving_default: "
       r'Predict, serving_raw: Predict; \d+ requests\)\n',
-      proc.stdout)
+      proc.stdout), proc.stdout
   assert f'  model:  {out}/model\n' in proc.stdout
-  assert 'epoch 5 done after' in proc.stderr  # --progress lines
+  assert 'epoch 5 done in ' in proc.stderr  # --progress lines
   assert 'Traceback' not in proc.stderr
   # No --eval-steps: a TrainSpec evaluates on all the eval data (its eval
   # dataset ends); only a run_fn is given eval steps.
@@ -353,6 +355,66 @@ def test_run_fn_gets_the_component_fn_args(tmp_path, penguin_csvs, capsys):
   assert got['model_run_dir'] == str(out / 'run')
   assert (out / 'model' / 'saved_model.pb').is_file()
   assert not (out / '.publishing').exists()
+
+
+def test_a_run_fn_without_steps_gets_one_pass_of_the_train_rows(
+    tmp_path, penguin_csvs, capsys):
+  """Without --steps a run_fn gets fn_args.train_steps: the train rows once
+  in batches of 32, said in a line before it trains, and the line names
+  the Keras it trains on."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
+  out = tmp_path / 'out'
+  status = cli.main([
+      '--module-file', os.path.join(TESTDATA, 'records_fn_args.py'),
+      '--train-data', penguin_csvs[0], '--eval-data', penguin_csvs[1],
+      '--output-dir', str(out)])
+  err = capsys.readouterr().err
+  assert status == 0, err[-3000:]
+  rows = sum(1 for _ in tf.data.TFRecordDataset(
+      str(out / 'data' / 'Split-train' / 'data.gz'), 'GZIP'))
+  steps = -(-rows // 32)
+  with open(out / 'run' / 'fn_args.json') as f:
+    assert json.load(f)['train_steps'] == steps
+  assert (f'Train steps of a run_fn: fn_args.train_steps={steps}, as '
+          f'--steps was not given: the {rows} train rows once in batches of '
+          "32, Keras's default batch size (a run_fn reading other batch "
+          'sizes trains on more or fewer rows per epoch; a repeating train '
+          'dataset would never end with None). --steps N sets it.') in err
+  assert re.search(r'Training the run_fn on Keras 3\.\d+\.\d+ \(backend '
+                   r'tensorflow\)\.', err), err[-3000:]
+
+
+def test_tf_keras_refusing_an_endless_dataset_is_told_to_set_steps(
+    tmp_path, penguin_csvs, capsys):
+  """tf_keras's "infinite dataset" refusal (a run_fn that fits a repeating
+  dataset with steps_per_epoch=None) is answered with the steps to set,
+  --steps first, not "fix the code"."""
+  module = _module_file(tmp_path, 'endless', """
+      import tensorflow as tf
+      import tf_keras
+
+      def run_fn(fn_args):
+        data = tf.data.Dataset.from_tensor_slices(([[0.0]], [[0.0]])).repeat()
+        model = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+        model.compile('sgd', 'mse')
+        model.fit(data, steps_per_epoch=None)
+      """)
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out')) == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message.startswith(
+      f"generic-trainer: RunFnError: run_fn (module_file={module!r}) raised "
+      "ValueError: "
+      'When providing an infinite dataset, you must specify the number of '
+      'steps to run'), message
+  reason = message.split('dataset). ', 1)[1]
+  assert reason.startswith(
+      "The train (or eval) dataset repeats, as TFXIO's datasets do unless "
+      'num_epochs is set, and tf.keras 2 will not read an endless dataset '
+      'without a number of steps.'), reason
+  assert "Set the steps: the command's --steps N" in reason
+  assert_four_parts(reason)
 
 
 def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):

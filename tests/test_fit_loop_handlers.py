@@ -201,6 +201,39 @@ def test_log_lines_when_not_a_terminal(tmp_path, penguin_csvs, caplog):
   assert 'loss=' in lines[-1] and 'val_loss=' in lines[-1]
 
 
+def test_log_lines_say_the_steps_done_and_each_epochs_own_time(caplog):
+  """The progress line says the steps of the epoch done, never past its
+  steps (Keras reports batch 127 of a 104-step epoch run 32 steps at a
+  time), and the epoch line the epoch's own time, then the time in all;
+  both are lines the command's console shows from a child."""
+  import re  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.loop.handlers.log_lines import LogLines  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  data = tf.data.Dataset.from_tensor_slices(
+      (np.zeros((104, 1), 'float32'), np.zeros((104, 1), 'float32'))).batch(1)
+  model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+  model.compile('sgd', 'mse', steps_per_execution=32)
+
+  class Slow(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+      time.sleep(0.3)
+
+  model.fit(data, epochs=2, verbose=0, callbacks=[LogLines(), Slow()])
+  lines = [r.getMessage() for r in caplog.records
+           if r.getMessage().startswith('epoch ')]
+  assert [l.split(':')[0] for l in lines[0::2]] == [
+      'epoch 1 step 104/104', 'epoch 2 step 104/104']
+  assert all(progress.EPOCH_LINE.match(l) for l in lines), lines  # Shown.
+  times = [re.match(r'epoch \d done in ([\d.]+)s \(([\d.]+)s in all\): ',
+                    l).groups() for l in (lines[1], lines[3])]
+  (own_1, all_1), (own_2, all_2) = [(float(a), float(b)) for a, b in times]
+  assert own_1 >= 0.3 and own_2 >= 0.3
+  assert own_2 < all_2 and all_2 >= own_1 + own_2 - 0.1
+
+
 def test_tensorboard_and_history_written(tmp_path, penguin_csvs):
   """TensorBoard event files and the history file land in the run dir."""
   est = Estimator(PenguinSpec, str(tmp_path))

@@ -418,7 +418,7 @@ def test_command_trains_a_spec_whose_backend_is_jax(tmp_path, penguin_csvs):
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert ('== Trained TrainSpec PenguinSpecOnJax of ' + JAX_SPEC_MODULE +
           ': 10 steps in 5 epochs of 2 steps') in proc.stdout
-  assert '\nepoch 5 done after ' in proc.stderr
+  assert '\nepoch 5 done in ' in proc.stderr
   assert _serves_through_xla(out / 'model', out / 'data')
 
 

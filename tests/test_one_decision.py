@@ -141,6 +141,38 @@ def test_estimator_trains_through_the_runners_sequence(tmp_path, penguin_csvs,
   assert len(prepared) == 1
 
 
+def test_evaluating_on_the_train_data_is_said_by_one_owner(
+    tmp_path, penguin_csvs, caplog):
+  """The notebook Estimator given no eval_data warns, as the command does
+  for --eval-data train, that the eval figures are training-set figures:
+  the same line (`plan.settings.eval_on_train_line`), in each one's
+  spelling; given eval_data it says nothing of it. Its training record
+  names the Keras it trained on."""
+  import logging  # pylint: disable=g-import-not-at-top
+  from generic_trainer import Estimator  # pylint: disable=g-import-not-at-top
+  from generic_trainer.command import holdout  # pylint: disable=g-import-not-at-top
+  from spec_fixtures import PenguinSpec  # pylint: disable=g-import-not-at-top
+  caplog.set_level(logging.INFO)
+  result = Estimator(PenguinSpec, str(tmp_path / 'a')).train(
+      penguin_csvs[0], steps=2)
+  said = [r.getMessage() for r in caplog.records
+          if r.getMessage().startswith('Eval data:')]
+  assert said == [
+      'Eval data: the train data itself (no eval_data given). The eval '
+      'figures will be training-set figures, not a measure of how the model '
+      'does on data it has not seen; pass eval_data=FILES to measure that.']
+  assert holdout.plan([], eval_on_train=True) == (
+      'Eval data: the train data itself (--eval-data train). The eval '
+      'figures will be training-set figures, not a measure of how the model '
+      'does on data it has not seen.')
+  assert result['keras'].startswith('Keras 3.'), result
+  caplog.clear()
+  Estimator(PenguinSpec, str(tmp_path / 'b')).train(
+      penguin_csvs[0], eval_data=penguin_csvs[1], steps=2)
+  assert not [r for r in caplog.records
+              if r.getMessage().startswith('Eval data:')]
+
+
 def test_command_shows_progress_by_logger_not_by_file(capsys):
   """The command shows the progress log's lines wherever they come from,
   and hides other INFO lines."""
@@ -149,11 +181,11 @@ def test_command_shows_progress_by_logger_not_by_file(capsys):
   from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
   from generic_trainer.system import console  # pylint: disable=g-import-not-at-top
   with console.command_lines(sys.stderr):
-    progress.log().info('epoch 1 done after %.1fs', 1.0)
+    progress.log().info('epoch 1 done in %.1fs', 1.0)
     logging.getLogger('absl').info('Component noise')
     logging.getLogger('absl').warning('a warning')
   err = capsys.readouterr().err
-  assert err.splitlines() == ['epoch 1 done after 1.0s', 'WARNING: a warning']
+  assert err.splitlines() == ['epoch 1 done in 1.0s', 'WARNING: a warning']
 
 
 class _Sentinel(Exception):

@@ -58,28 +58,35 @@ def _wait_for(condition, process, timeout=TIMEOUT_S):
 
 
 @pytest.mark.slow
-def test_a_tutorial_run_fn_ends_its_evaluation_without_eval_steps(
+def test_a_tutorial_run_fn_ends_without_steps_or_eval_steps(
     tmp_path, penguin_csvs, capsys):
-  """A run_fn written as TFX's tutorials are (an eval dataset that repeats,
+  """A run_fn written as TFX's tutorials are (train and eval datasets that
+  repeat, steps_per_epoch=fn_args.train_steps,
   validation_steps=fn_args.eval_steps) finishes under the command without
-  --eval-steps: it gets the eval rows once in batches of 32, and the
-  command says how many and why."""
+  --steps or --eval-steps: it gets the train and the eval rows once in
+  batches of 32, and the command says how many and why."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'out'
-  argv = _command(penguin_csvs[0], out)
-  with _fails_after(TIMEOUT_S):  # An evaluation that never ends.
+  argv = ['--module-file', TUTORIAL, '--train-data', penguin_csvs[0],
+          '--output-dir', str(out)]
+  with _fails_after(TIMEOUT_S):  # A training that never ends.
     status = cli.main(argv)
   err = capsys.readouterr().err
   assert status == 0, err[-3000:]
-  rows = sum(1 for _ in tf.data.TFRecordDataset(
-      str(out / 'data' / 'Split-eval' / 'data.gz'), 'GZIP'))
-  steps = math.ceil(rows / 32)
-  assert (f'Eval steps of a run_fn: fn_args.eval_steps={steps}, as '
-          f'--eval-steps was not given: the {rows} eval rows once in batches '
-          "of 32, Keras's default batch size") in err
+  rows = {split: sum(1 for _ in tf.data.TFRecordDataset(
+      str(out / 'data' / f'Split-{split}' / 'data.gz'), 'GZIP'))
+          for split in ('train', 'eval')}
+  steps = {split: math.ceil(n / 32) for split, n in rows.items()}
+  assert (f'Train steps of a run_fn: fn_args.train_steps={steps["train"]}, '
+          f'as --steps was not given: the {rows["train"]} train rows once '
+          "in batches of 32, Keras's default batch size") in err
+  assert (f'Eval steps of a run_fn: fn_args.eval_steps={steps["eval"]}, as '
+          f'--eval-steps was not given: the {rows["eval"]} eval rows once in '
+          "batches of 32, Keras's default batch size") in err
   with open(out / 'run' / 'evaluation.json') as f:
-    assert f.read() == f'{{"eval_steps": {steps}, "eval_batches": {steps}}}'
+    assert f.read() == (f'{{"train_steps": {steps["train"]}, "eval_steps": '
+                        f'{steps["eval"]}, "eval_batches": {steps["eval"]}}}')
   assert (out / 'model' / 'saved_model.pb').is_file()
 
 
@@ -182,6 +189,49 @@ def test_sigterm_during_a_run_fns_endless_evaluation_says_how_to_resume(
       r'same command: ' + re.escape(shlex.join(['generic-trainer', *argv])),
       last), last
   assert not (out / 'model').exists()
+
+
+def test_an_epoch_without_steps_past_ten_passes_is_named(
+    tmp_path, monkeypatch, caplog):
+  """A Keras fit with steps_per_epoch=None on a train dataset that repeats
+  is named while it runs, once its epoch has taken more than ten times the
+  train rows in steps, with the settings that end it; it is not ended."""
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import stall_watch  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv(STALL_LIMIT_ENV, '600')
+  monkeypatch.delenv(HEARTBEAT_FILE_ENV, raising=False)
+  train = tmp_path / 'train.tfrecord'
+  with tf.io.TFRecordWriter(str(train)) as writer:
+    for _ in range(5):
+      writer.write(tf.train.Example().SerializeToString())
+  data = tf.data.Dataset.from_tensor_slices(
+      ([[0.0]] * 5, [[0.0]] * 5)).batch(1).repeat()
+  model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+  model.compile('sgd', 'mse')
+  started = time.monotonic()
+
+  def said():
+    return [r.getMessage() for r in caplog.records
+            if 'train steps in epoch' in r.getMessage()]
+
+  class StopOnceSaid(keras.callbacks.Callback):
+
+    def on_train_batch_end(self, batch, logs=None):
+      if said() or time.monotonic() - started > 60:
+        self.model.stop_training = True
+
+  with stall_watch.watching_here('the run_fn') as watch:
+    watch.reads([str(train)])
+    model.fit(data, epochs=1, callbacks=[StopOnceSaid()], verbose=0)
+  [warning] = said()
+  assert re.match(
+      r'The run_fn has taken \d+ train steps in epoch 1 with '
+      r'steps_per_epoch=None, more than 10 times the 5 rows of its train '
+      r'data: at least \d+ passes over the data in one epoch, whatever the '
+      r'batch size', warning), warning
+  assert 'the command: --steps N' in warning
+  assert not missing_parts(warning), warning
 
 
 def test_the_watch_ends_a_training_that_waits_on_the_main_thread(

@@ -254,6 +254,8 @@ def _print_outcome(request: Request,
   if result:
     lines[0] += (f': {schedule_text(result.get("steps"), result.get("epochs"))}'
                  f', {result.get("training_time_s", 0):.1f} s of training')
+    if result.get('keras'):
+      lines[0] += f' on {result["keras"]}'
     if result.get('resumed_from_batch'):
       lines[0] += (f' (resumed at step {result["resumed_from_step"]}: epoch '
                    f'{result["resumed_from_epoch"] + 1}, batch '

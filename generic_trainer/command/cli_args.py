@@ -154,7 +154,9 @@ def _parser() -> argparse.ArgumentParser:
       'function or TrainSpec class of the module (default: its run_fn or '
       'its TrainSpec)')
   add('--steps', metavar='N', help='train steps (default, or 0 as in TFX: '
-      'one pass over the train data per epoch)')
+      "one pass over the train data per epoch for a TrainSpec; a run_fn's "
+      'fn_args.train_steps is the train rows / 32, Keras\'s default batch '
+      'size, and the command says how many)')
   add('--eval-steps', metavar='N', help='eval steps (default, or 0 as in '
       "TFX: all the eval data for a TrainSpec; a run_fn's fn_args.eval_steps is the eval rows "
       "/ 32, Keras's default batch size, and the command says how many)")

@@ -1,4 +1,5 @@
-"""The command's eval data: a held-out hash split of the input, by default.
+"""The command's eval data (a held-out hash split of the input, by
+default), and the steps a run_fn gets when no flag sets them.
 
 Without `--eval-data`, `generic-trainer` holds out a third of the train data
 for evaluation, as CsvExampleGen's default split does (hash buckets 2:1,
@@ -20,6 +21,16 @@ evaluation that never ends. The batch size the `run_fn` reads the eval
 data in is its own, unknown before it runs; the steps are the eval rows
 once in batches of `DEFAULT_BATCH`, Keras's own default. A TrainSpec, whose
 eval dataset ends, evaluates on all the eval data.
+
+Likewise a `run_fn` given no `--steps` gets a finite `fn_args.train_steps`
+(`run_fn_train_steps`): the tutorials pass
+`steps_per_epoch=fn_args.train_steps` with a train dataset that repeats,
+which None makes a training that never ends under Keras 3 (and refused
+as an "infinite dataset" under tf_keras). The steps are the train rows
+once in batches of `DEFAULT_BATCH`: one pass over the train data per
+epoch for a run_fn that batches by 32, more or fewer passes for one
+that batches otherwise. A TrainSpec, whose train dataset ends, reads its
+train data once per epoch.
 """
 
 import hashlib
@@ -29,6 +40,8 @@ from typing import Any, Dict, List, NamedTuple
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import tfrecords
 from generic_trainer.data import local_files
+from generic_trainer.plan import settings
+from generic_trainer.plan.entry_points import COMMAND
 from generic_trainer.system.lazy import tf
 from generic_trainer.keys import SPLIT_DATA_FILE
 
@@ -121,9 +134,7 @@ def plan(eval_files, eval_on_train: bool) -> str:
   if eval_files:
     return f'Eval data: {", ".join(eval_files)}.'
   if eval_on_train:
-    return ('Eval data: the train data itself (--eval-data train). The eval '
-            'figures will be training-set figures, not a measure of how the '
-            'model does on data it has not seen.')
+    return settings.eval_on_train_line(COMMAND)
   return ('Eval data: a third of the train data, held out from training (a '
           "hash split of the rows, as CsvExampleGen's default 2:1; the same "
           'rows every run). --eval-data FILES evaluates on other files, '
@@ -138,10 +149,34 @@ def eval_rows(entry: Dict[str, Any], eval_files: List[str]) -> int:
   return tfrecords.count(eval_files)
 
 
+def train_rows(entry: Dict[str, Any], train_files: List[str]) -> int:
+  """The rows of the train split: known for a held-out split (`entry`),
+  else counted in `train_files` (TFRecords)."""
+  if entry.get('train_rows') is not None:
+    return entry['train_rows']
+  return tfrecords.count(train_files)
+
+
 def run_fn_eval_steps(rows: int) -> int:
   """A run_fn's `fn_args.eval_steps` without --eval-steps: the `rows` eval
   rows once, in batches of `DEFAULT_BATCH` (at least one step)."""
   return max(1, -(-rows // DEFAULT_BATCH))
+
+
+def run_fn_train_steps(rows: int) -> int:
+  """A run_fn's `fn_args.train_steps` without --steps: the `rows` train
+  rows once, in batches of `DEFAULT_BATCH` (at least one step)."""
+  return run_fn_eval_steps(rows)
+
+
+def train_steps_line(steps: int, rows: int) -> str:
+  """What the command says of the train steps it gave a run_fn."""
+  return (f'Train steps of a run_fn: fn_args.train_steps={steps}, as '
+          f'--steps was not given: the {rows} train rows once in batches of '
+          f"{DEFAULT_BATCH}, Keras's default batch size (a run_fn reading "
+          'other batch sizes trains on more or fewer rows per epoch; a '
+          'repeating train dataset would never end with None). --steps N '
+          'sets it.')
 
 
 def eval_steps_line(steps: int, rows: int) -> str:

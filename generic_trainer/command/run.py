@@ -183,6 +183,7 @@ def _run_holding_folder(request: Request, plan: plan_lib.TrainingPlan,
     splits, evaluation = _write_inputs(request, layout,
                                        getattr(entry, 'train_spec', None))
     eval_steps = _eval_steps(request, plan, entry, evaluation, splits)
+    train_steps = _train_steps(request, plan, entry, evaluation, splits)
     record = {'evaluation': evaluation}
     missing = local_files.missing_values(layout.data)
     if missing:  # And what was read as missing.
@@ -190,7 +191,7 @@ def _run_holding_folder(request: Request, plan: plan_lib.TrainingPlan,
     staged = StagedExport(layout.publishing, keep_dir=layout.run)
     published = attempt.run(
         _training_request(request, layout, splits, staged, plan, record,
-                          eval_steps),
+                          eval_steps, train_steps),
         entry, attempt.Publication(staged, lambda: attempt.ExportChecks(
             eval_files=splits['eval'], schema_path=layout.schema,
             base_model=request.base_model,
@@ -219,6 +220,22 @@ def _eval_steps(request: Request, plan: plan_lib.TrainingPlan, entry,
   rows = holdout.eval_rows(evaluation, splits['eval'])
   steps = holdout.run_fn_eval_steps(rows)
   progress.log().info(holdout.eval_steps_line(steps, rows))
+  return steps
+
+
+def _train_steps(request: Request, plan: plan_lib.TrainingPlan, entry,
+                 evaluation: Dict[str, Any], splits) -> Optional[int]:
+  """The train steps of the training: --steps; else, for a run_fn (or an
+  entry point this process did not load), `holdout.run_fn_train_steps` of
+  the train rows, said in a line; else (a TrainSpec) None: the train data
+  once per epoch."""
+  if request.steps is not None:
+    return request.steps
+  if plan.spec_class or getattr(entry, 'train_spec', None) is not None:
+    return None
+  rows = holdout.train_rows(evaluation, splits['train'])
+  steps = holdout.run_fn_train_steps(rows)
+  progress.log().info(holdout.train_steps_line(steps, rows))
   return steps
 
 
@@ -289,19 +306,20 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
 
 def _training_request(request: Request, layout: Layout, splits, staged,
                       plan: plan_lib.TrainingPlan, record: Dict[str, Any],
-                      eval_steps: Optional[int] = None) -> TrainingRequest:
+                      eval_steps: Optional[int] = None,
+                      train_steps: Optional[int] = None) -> TrainingRequest:
   """The training request of the command: its inputs as local files (what
   a TrainSpec trains on, without TFX) and, unless the plan knows the entry
   point is a TrainSpec, as the component's artifacts under the folder too
-  (a `run_fn` gets the component's FnArgs, its `eval_steps` those of
-  `_eval_steps`)."""
+  (a `run_fn` gets the component's FnArgs, its `eval_steps` and
+  `train_steps` those of `_eval_steps` and `_train_steps`)."""
   local_inputs = LocalInputs.of_splits(
       splits, layout.run, train_steps=request.steps,
       eval_steps=request.eval_steps, schema_path=layout.schema,
       hyperparameters=request.hparams, base_model=request.base_model,
       **(request.parsed_rows.fn_args_fields() if request.parsed_rows else {}))
   artifacts = ({}, {}, {}) if plan.spec_class else _artifacts(
-      request, layout, splits, eval_steps)
+      request, layout, splits, eval_steps, train_steps)
   return TrainingRequest(
       *artifacts, staged.serving_dir, staged.eval_dir, plan,
       local_inputs=local_inputs, interactive=request.interactive,
@@ -309,9 +327,10 @@ def _training_request(request: Request, layout: Layout, splits, staged,
 
 
 def _artifacts(request: Request, layout: Layout, splits,
-               eval_steps: Optional[int]):
+               eval_steps: Optional[int], train_steps: Optional[int]):
   """(input_dict, output_dict, exec_properties) of the component, on
-  artifacts in the output folder; `eval_args.num_steps` is `eval_steps`."""
+  artifacts in the output folder; `eval_args.num_steps` is `eval_steps`,
+  `train_args.num_steps` `train_steps`."""
   examples = local_files.examples_artifact(layout.data, splits)
   input_dict = {keys.EXAMPLES_KEY: [examples],
                 keys.SCHEMA_KEY: [_artifact(standard_artifacts.Schema,
@@ -332,7 +351,7 @@ def _artifacts(request: Request, layout: Layout, splits,
   exec_properties = {
       **_settings(request),
       keys.TRAIN_ARGS_KEY: json.dumps(
-          {'num_steps': request.steps} if request.steps else {}),
+          {'num_steps': train_steps} if train_steps else {}),
       keys.EVAL_ARGS_KEY: json.dumps(
           {'num_steps': eval_steps} if eval_steps else {}),
       keys.CUSTOM_CONFIG_KEY: 'null'}

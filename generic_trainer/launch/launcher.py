@@ -56,7 +56,9 @@ from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer import resume
+from generic_trainer.system import keras_env
 from generic_trainer.system import preemption
+from generic_trainer.system import progress
 from generic_trainer.trainspec import member_checks
 from generic_trainer.usercode import stray_threads
 from generic_trainer.usercode.guard import user_code
@@ -107,11 +109,15 @@ def _here(request: TrainingRequest, entry) -> None:
   what = f'TrainSpec {spec.__name__}' if spec is not None else (
       f'the {RUN_FN_KEY}')
   checkpoint_dir = request.plan.checkpoint_dir
-  with stall_watch.watching_here(what), preemption.training(
+  with stall_watch.watching_here(what) as watch, preemption.training(
       what, lambda: _where_saved(checkpoint_dir)):
     fn_args = (local.from_request(request)
                if spec is not None and request.local_inputs is not None
                else _fn_args_from_artifacts(request))
+    if watch is not None:
+      watch.reads(getattr(fn_args, 'train_files', None))
+    keras_used = keras_env.trained_on()
+    progress.log().info('Training %s on %s.', what, keras_used)
     hparams = {'hparams': getattr(fn_args, 'hyperparameters', None),
                'hparams_setting': request.plan.entry_point.hparams}
     threads = set(threading.enumerate())
@@ -120,7 +126,8 @@ def _here(request: TrainingRequest, entry) -> None:
         with user_code(what, source, wrap=request.plan.wraps_user_errors,
                        **hparams):
           entry(fn_args, interactive=request.interactive,
-                started=request.started, record=request.record,
+                started=request.started,
+                record={**(request.record or {}), 'keras': keras_used},
                 handlers=_cluster_handlers(request.plan))
       else:
         with kept_store.store(fn_args) as kept, user_code(RUN_FN_KEY, source,
@@ -138,8 +145,8 @@ def _cluster_handlers(plan: plan_lib.TrainingPlan) -> List[Any]:
   endpoint = plan.cluster.status_endpoint
   if endpoint is None:
     return []
-  progress = TrainJobProgress(endpoint, is_chief=plan.role.is_chief)
-  return [progress] if progress.reports else []
+  reporter = TrainJobProgress(endpoint, is_chief=plan.role.is_chief)
+  return [reporter] if reporter.reports else []
 
 
 def _where_saved(checkpoint_dir: Optional[str]) -> str:

@@ -39,7 +39,14 @@ costs ~0.1 ms (measured: 0.09 ms median on a Keras fit, 2 cores).
 It also says, without ending anything, when an evaluation pass with no
 `steps` (`validation_steps=None`: `fn_args.eval_steps` unset) has run for
 the stall limit: on a dataset that repeats, as TFXIO's do unless
-`num_epochs` is set, it never ends; that is progress, not a stall.
+`num_epochs` is set, it never ends; that is progress, not a stall. And
+when one epoch of `fit` with no `steps_per_epoch` (`fn_args.train_steps`
+unset) has taken more than `ENDLESS_PASSES` times as many steps as the
+train data has rows (`_HereWatch.reads` names the files; they are counted
+once, in a thread of their own, when such an epoch is first seen): a
+step reads at least one row, so that is at least `ENDLESS_PASSES` passes
+over the data in one epoch, whatever the batch size, and the train
+dataset repeats. It is said once at once, then again every stall limit.
 """
 
 import contextlib
@@ -52,11 +59,16 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from generic_trainer import errors
 from generic_trainer.keys import HEARTBEAT_FILE_ENV
 from generic_trainer.keys import STALL_LIMIT_ENV, STALL_LIMIT_S
+from generic_trainer.data import tfrecords
+from generic_trainer.system import paths
 from generic_trainer.system import preemption
 from generic_trainer.system import progress
 from generic_trainer.system import training_position
 
 HEARTBEAT_FILE = 'heartbeat'
+# Steps of one epoch past this many times the train rows (at least as many
+# passes over the data, whatever the batch size) are said as endless.
+ENDLESS_PASSES = 10
 
 
 def limit() -> float:
@@ -197,18 +209,22 @@ def watching_here(what: str) -> Iterator[None]:
   Args:
     what: What trains, for messages ('the run_fn', 'TrainSpec PenguinSpec').
 
+  Yields:
+    The watch, whose `reads(train_files)` says what the training reads;
+    None when nothing watches here.
+
   Raises:
     InvalidArgumentError: `STALL_LIMIT_ENV` is not a number of seconds.
     TrainingProcessError: (from where the block waits) it stalled.
   """
   seconds = limit()
   if not seconds or os.environ.get(HEARTBEAT_FILE_ENV):
-    yield
+    yield None
     return
   watch = _HereWatch(what, seconds)
   watch.start()
   try:
-    yield
+    yield watch
   finally:
     watch.stop()
 
@@ -225,8 +241,33 @@ class _HereWatch:
     self._stopped = threading.Event()
     self._lock = threading.Lock()  # No signal once the block has ended.
     self._previous = None
+    self._train_files: Optional[List[str]] = None
+    self._rows: Optional[int] = None  # Counted once, when first needed.
+    self._counting = False
     if self.main and hasattr(signal, 'pthread_kill'):
       self._previous = signal.signal(signal.SIGALRM, self._on_alarm)
+
+  def reads(self, train_files: Optional[List[str]]) -> None:
+    """Says the train files (patterns) of the training: an epoch without
+    `steps_per_epoch` that takes more steps than `ENDLESS_PASSES` times
+    their rows is said (see the module docstring)."""
+    self._train_files = list(train_files or []) or None
+
+  def _train_rows(self) -> Optional[int]:
+    """The train rows once counted (in a thread of their own, started at
+    the first call); None until then, or when no files were named or they
+    cannot be read."""
+    if self._rows is None and self._train_files and not self._counting:
+      self._counting = True
+      threading.Thread(target=self._count, daemon=True,
+                       name='generic-trainer-train-rows').start()
+    return self._rows
+
+  def _count(self) -> None:
+    try:
+      self._rows = tfrecords.count(paths.expand(self._train_files))
+    except Exception:  # pylint: disable=broad-except
+      pass  # Unreadable here: the training's own reading says why.
 
   def start(self) -> None:
     threading.Thread(target=self._run, daemon=True,
@@ -252,6 +293,7 @@ class _HereWatch:
     self._progressed = self._said = self._said_eval = now
     self._cpu_then = self._cpu  # At the last progress.
     self._evaluating = (None, now)  # (the evaluation pass, since when)
+    self._said_train = -float('inf')  # The endless training, last said.
     self._warned = False  # Said in a warning since it was interrupted.
     while not self._stopped.wait(TICK_S):
       if preemption.requested() or not self._tick():
@@ -276,6 +318,14 @@ class _HereWatch:
         self._said_eval = now
         progress.log().warning(endless_evaluation_message(
             self.what, at, now - self._evaluating[1], self.seconds))
+    if at is not None and not at.evaluating and at.epoch is not None and (
+        at.steps_per_epoch is None and at.step):
+      rows = self._train_rows()
+      if rows and at.step > ENDLESS_PASSES * rows and (
+          now - self._said_train >= self.seconds):
+        self._said_train = now
+        progress.log().warning(endless_training_message(
+            self.what, at, rows, self.seconds))
     ended_in_vain = (self.message is not None and not self._warned and
                      self._progressed < self._said and
                      now - self._said >= min(UNANSWERED_S, self.seconds))
@@ -349,3 +399,24 @@ def endless_evaluation_message(what: str, at, seconds: float,
       'component (fn_args.eval_steps; the command: --eval-steps N), or pass '
       'validation_steps to model.fit. It is not ended (it progresses); '
       f'this is said again every {limit_s:.0f} s ({STALL_LIMIT_ENV}).')
+
+
+def endless_training_message(what: str, at, rows: int,
+                             limit_s: float) -> str:
+  """What the watch says of an epoch of `fit` without `steps_per_epoch`
+  that has taken more than `ENDLESS_PASSES` times the train rows in
+  steps."""
+  return (
+      f'{what[0].upper()}{what[1:]} has taken {at.step} train steps in '
+      f'epoch {at.epoch} with steps_per_epoch=None, more than '
+      f'{ENDLESS_PASSES} times the {rows} rows of its train data: at least '
+      f'{at.step // rows} passes over the data in one epoch, whatever the '
+      'batch size, so its train dataset repeats (TFXIO\'s datasets unless '
+      'num_epochs is set, or .repeat()) and the epoch never ends. Expected '
+      'a training of a set number of steps, or a train dataset that ends. '
+      f'Received: steps_per_epoch=None and step {at.step} of epoch '
+      f'{at.epoch}. Set train_args=trainer_pb2.TrainArgs(num_steps=N) on '
+      'the component (fn_args.train_steps; the command: --steps N), or '
+      'pass steps_per_epoch to model.fit. It is not ended (it progresses); '
+      'this is said again '
+      f'every {limit_s:.0f} s ({STALL_LIMIT_ENV}).')

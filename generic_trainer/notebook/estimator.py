@@ -42,6 +42,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import manifest
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
+from generic_trainer.system import progress
 from generic_trainer.system import removal
 from generic_trainer.system import scratch
 from generic_trainer.trainspec.spec import check_complete
@@ -190,7 +191,8 @@ class Estimator:
             steps: Optional[int] = None) -> Dict[str, Any]:
     """Trains on `train_data` (CSV/TFRecord path, glob or list).
 
-    Evaluates on `eval_data` (default: the train data) every epoch. Returns
+    Evaluates on `eval_data` every epoch (default: the train data, said
+    in a warning: training-set figures, not held-out ones). Returns
     the result record: final train and eval metrics, steps, epochs, time.
     Holds `model_dir`'s lock meanwhile: one training per folder at a time
     (`output_folder`). `steps` 0 is unset, as everywhere
@@ -209,6 +211,8 @@ class Estimator:
 
   def _train(self, train_data, eval_data, steps):
     kept = self._parsed_rows_dir
+    if eval_data is None:
+      progress.log().warning(settings.eval_on_train_line(NOTEBOOK))
     splits = {'train': local_files.to_split(
         train_data, self.layout.split('train'),
         kept_rows=kept)}

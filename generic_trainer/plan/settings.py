@@ -203,6 +203,20 @@ def steps(value: Any, setting: str, received: str) -> Optional[int]:
       f'{received}. Set a positive number, or leave it unset.')
 
 
+def eval_on_train_line(names: EntryPoint) -> str:
+  """What an entry point says before it trains when it evaluates on the
+  train data (the command's --eval-data train, the notebook's Estimator
+  given no eval_data): that the eval figures will be training-set
+  figures, and how to evaluate on other data."""
+  chosen, other = (('--eval-data train', '--eval-data FILES')
+                   if names.flags else
+                   ('no eval_data given', 'eval_data=FILES'))
+  return (f'Eval data: the train data itself ({chosen}). The eval figures '
+          'will be training-set figures, not a measure of how the model '
+          'does on data it has not seen' +
+          ('.' if names.flags else f'; pass {other} to measure that.'))
+
+
 def check_custom_config(custom_config: Any) -> None:
   if custom_config is not None and not isinstance(custom_config, dict):
     raise InvalidArgumentError(

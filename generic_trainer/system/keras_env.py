@@ -21,6 +21,7 @@ import sys
 from typing import Dict, Optional
 
 from generic_trainer.keys import KERAS3, KERAS_BACKEND_ENV, TF_KERAS
+from generic_trainer.system import versions
 from generic_trainer.system.lazy import keras
 from generic_trainer.system.lazy import tf
 
@@ -57,6 +58,19 @@ def claim_tf_keras(keras_version: Optional[str]) -> bool:
     tf.keras.layers  # pylint: disable=pointless-statement  # Resolves it.
     current = resolved_tf_keras()
   return current == keras_version
+
+
+def trained_on() -> str:
+  """The Keras a training in this process trains on, as every run says it
+  (the logs, train_result.json's `keras`): 'Keras 3.12.0 (backend
+  tensorflow)' or 'tf_keras 2.16.0 (tf.keras 2)', by what `tf.keras`
+  means here (decided now, from the environment, if nothing has yet)."""
+  if resolved_tf_keras() is None:
+    tf.keras.layers  # pylint: disable=pointless-statement  # Resolves it.
+  if resolved_tf_keras() == TF_KERAS:
+    return f'{versions.keras_release(tf_keras=True)} (tf.keras 2)'
+  return (f'{versions.keras_release(tf_keras=False)} (backend '
+          f'{process_backend()})')
 
 
 def process_backend() -> str:

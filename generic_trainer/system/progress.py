@@ -15,7 +15,8 @@ import sys
 LOGGER = 'generic_trainer.system.progress'
 # The epoch lines of `LogLines`, as a child training process prints them
 # (`print_plain`), for a console that reads the child's output.
-EPOCH_LINE = re.compile(r'^(\[worker \d+\] )?epoch \d+ (done after|batch \d+:) ')
+EPOCH_LINE = re.compile(
+    r'^(\[worker \d+\] )?epoch \d+ (done in |step \d+(/\d+)?: )')
 
 
 def log() -> logging.Logger:

@@ -43,12 +43,15 @@ class Position(NamedTuple):
     eval_steps: The evaluation pass's `steps` (`validation_steps`); None
       when it reads its dataset to the end.
     eval_pass: Tells one evaluation pass from the next (its frame's id).
+    steps_per_epoch: `fit`'s `steps_per_epoch`; None when an epoch reads
+      its dataset to the end (or outside `fit`).
   """
   epoch: Optional[int]
   step: Optional[int]
   eval_batch: Optional[int]
   eval_steps: Optional[int]
   eval_pass: Optional[int]
+  steps_per_epoch: Optional[int] = None
 
   @property
   def evaluating(self) -> bool:
@@ -93,18 +96,22 @@ def keras_position(frame) -> Optional[Position]:
   if fit is None and evaluate is None:
     return None
   epoch = step = eval_batch = eval_steps = eval_pass = None
+  steps_per_epoch = None
   if fit is not None:
     names = fit.f_locals
     if isinstance(names.get('epoch'), int):
       epoch = names['epoch'] + 1
     step = _batches(names)
+    given = names.get('steps_per_epoch')
+    steps_per_epoch = given if isinstance(given, int) else None
   if evaluate is not None:
     names = evaluate.f_locals
     eval_batch = _batches(names)
     steps = names.get('steps')
     eval_steps = steps if isinstance(steps, int) else None
     eval_pass = id(evaluate)
-  return Position(epoch, step, eval_batch, eval_steps, eval_pass)
+  return Position(epoch, step, eval_batch, eval_steps, eval_pass,
+                  steps_per_epoch)
 
 
 def _batches(names) -> Optional[int]:

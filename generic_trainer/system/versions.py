@@ -13,12 +13,17 @@ the API asks here. Nothing else in the package compares versions.
 | `keras.export.ExportArchive()` builds the backend's own archive class | Keras 3.14 (Keras 3.12 and 3.13: ExportArchive inherits the backend's archive) | `export_archive_is_a_factory`: an ExportArchive() that is not an ExportArchive | `loop.on_jax` |
 | `tensorboard` is installed, which `tf.summary` (Keras's TensorBoard callback) needs | TensorFlow 2.20 (up to 2.19 TensorFlow installs it) | `tensorboard_installed`: the package is found | `loop.fit_loop` |
 
+It also reads, for what a run says it trained on (`keras_env.trained_on`),
+the release of the Keras a training uses (`keras_release`): nothing is
+chosen by it.
+
 TFX 1.21's own Trainer also takes the `statistics` input that
 GenericTrainer adds: `component.spec` builds its inputs from TFX's and adds
 the same channel, which is the same on both.
 """
 
 import functools
+import importlib.metadata
 import importlib.util
 
 from generic_trainer.system.lazy import keras
@@ -47,3 +52,11 @@ def tensorboard_installed() -> bool:
   2.20 and later no longer install it, and without it every `tf.summary`
   write, so Keras's TensorBoard callback, fails (TBNotInstalledError)."""
   return importlib.util.find_spec('tensorboard') is not None
+
+
+def keras_release(tf_keras: bool) -> str:
+  """'Keras 3.12.4', or with `tf_keras` 'tf_keras 2.16.0': the installed
+  release of the Keras a training uses."""
+  if tf_keras:
+    return f'tf_keras {importlib.metadata.version("tf_keras")}'
+  return f'Keras {keras.__version__}'

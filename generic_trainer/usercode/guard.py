@@ -130,6 +130,7 @@ def user_code(what: str, source: str, wrap: bool = True,
             'Re-run the component that produced the examples (or re-write '
             'the files). Nothing was published.') from e
       idiom = (keras2_idiom(e) or sequential_idiom(e) or
+               infinite_dataset_idiom(e) or
                string_hparam_idiom(e, hparams, hparams_setting))
       if idiom is not None:
         raise RunFnError(with_traceback(
@@ -179,6 +180,26 @@ def keras2_idiom(e: BaseException) -> Optional[str]:
           '--keras-version tf_keras), where TFX\'s model.save(dir, '
           "save_format='tf', signatures=...) works. Nothing was published.")
   return None
+
+
+def infinite_dataset_idiom(e: BaseException) -> Optional[str]:
+  """For tf_keras refusing `fit` on a dataset that repeats without a
+  number of steps (`steps_per_epoch=fn_args.train_steps` with None, as
+  TFX's tutorials write it): that the fix is the train steps, and where
+  each entry point sets them; None for any other error."""
+  if 'When providing an infinite dataset, you must specify' not in str(e):
+    return None
+  return (
+      'The train (or eval) dataset repeats, as TFXIO\'s datasets do unless '
+      'num_epochs is set, and tf.keras 2 will not read an endless dataset '
+      'without a number of steps. Expected fn_args.train_steps (and '
+      'fn_args.eval_steps) set, which a run_fn passes to model.fit as '
+      'steps_per_epoch (and validation_steps). Received: steps None '
+      '(fn_args.train_steps or fn_args.eval_steps unset, or the run_fn '
+      'passed None). Set the steps: the command\'s --steps N (and '
+      '--eval-steps N), the component\'s '
+      'train_args=trainer_pb2.TrainArgs(num_steps=N) (and eval_args); or '
+      'pass steps_per_epoch to model.fit. Nothing was published.')
 
 
 def sequential_idiom(e: BaseException) -> Optional[str]:

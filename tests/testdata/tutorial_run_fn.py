@@ -5,7 +5,7 @@ validation_steps=fn_args.eval_steps)`. With `eval_steps` None its
 validation would never end.
 
 It records what it got and did in `model_run_dir/evaluation.json`
-(`eval_steps`, the eval batches of the pass) and writes `evaluating` there
+(`train_steps`, `eval_steps`, the eval batches of the pass) and writes `evaluating` there
 at the first eval batch. `hyperparameters` (or `custom_config`) choose a
 variant: `{"eval":
 "endless"}` passes validation_steps=None whatever it got; `{"eval":
@@ -87,7 +87,8 @@ def run_fn(fn_args):
                               else fn_args.eval_steps),
             callbacks=[evaluation], verbose=0)
   with open(os.path.join(fn_args.model_run_dir, 'evaluation.json'), 'w') as f:
-    json.dump({'eval_steps': fn_args.eval_steps,
+    json.dump({'train_steps': fn_args.train_steps,
+               'eval_steps': fn_args.eval_steps,
                'eval_batches': evaluation.batches}, f)
   from tensorflow_transform.tf_metadata import schema_utils  # pylint: disable=g-import-not-at-top
   spec = schema_utils.schema_as_feature_spec(schema).feature_spec
