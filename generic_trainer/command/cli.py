@@ -177,9 +177,9 @@ def _main(argv: Optional[Sequence[str]]) -> int:
   return 0
 
 
-LOADING = (f'{PROG}: the flags, the module\'s source and the data\'s '
-           'header are checked; loading TensorFlow and the training\'s '
-           'modules (seconds to a minute)...')
+LOADING = ('Loading TensorFlow and the training\'s modules (seconds to a '
+           'minute); the flags, the module\'s source and the CSV data\'s '
+           'header and first rows are checked.')
 
 
 def _first_look(request: Request) -> None:

@@ -106,8 +106,10 @@ def _problems(files: List[str], delimiter: Optional[str], declared,
     problems.append(str(e))
   known = [t for t in tables if t.header == header]
   if declared is not None:
-    required = local_files.required_of(declared.name, declared.labels,
-                                       declared.features, declared.canned)
+    required = local_files.required_of(
+        declared.name, declared.labels,
+        declared.features if declared.features_said else [],  # Labels alone.
+        declared.canned)
   required = {k: why for k, why in (required or {}).items()
               if k in header or k == local_files.ALL_COLUMNS}
   try:
@@ -123,7 +125,8 @@ def _names(declared, header: List[str], path: str) -> List[str]:
   """The label and `feature_keys` of the spec the header lacks."""
   problems = []
   for member, names in (('label_key', declared.labels),
-                        ('feature_keys', declared.features or [])):
+                        ('feature_keys', declared.features
+                         if isinstance(declared.features, list) else [])):
     missing = feature_names.lacking(names, header)
     if missing:
       problems.append(

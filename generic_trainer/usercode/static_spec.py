@@ -42,7 +42,14 @@ class _Spec:
           self.backend = item.value.value
         elif isinstance(target, ast.Name) and target.id in (
             'label_key', 'feature_keys') and item.value is not None:
-          setattr(self, target.id, _names(item.value))
+          names = _names(item.value)
+          if names is None and not (isinstance(item.value, ast.Constant)
+                                    and item.value.value is None):
+            names = _UNKNOWN  # A name or a call: the source does not say.
+          setattr(self, target.id, names)
+
+
+_UNKNOWN = 'unknown'  # A member set to what the source does not say.
 
 
 def _names(node: ast.AST):
@@ -63,6 +70,8 @@ class Declared:
     name: The TrainSpec class.
     labels: Its `label_key`(s), a list of column names.
     features: Its `feature_keys`, or None (every column).
+    features_said: False when `feature_keys` is set to what the source
+      does not say plainly (a name, a call): `features` is then None too.
     canned: Whether it is a canned spec (which fills a missing feature
       with 0 or '', as in a pipeline).
     classifier: Whether it is a canned classifier (its labels are
@@ -70,7 +79,9 @@ class Declared:
   """
 
   def __init__(self, name, labels, features, canned, classifier):
-    self.name, self.labels, self.features = name, labels, features
+    self.name, self.labels = name, labels
+    self.features_said = features != _UNKNOWN
+    self.features = features if isinstance(features, list) else None
     self.canned, self.classifier = canned, classifier
 
 
@@ -122,14 +133,13 @@ def declared(path: str, entry: Optional[str] = None) -> Optional[Declared]:
     return None
   spec = specs[0]
   labels = _inherited(spec, classes, 'label_key')
-  if isinstance(labels, str):
+  if isinstance(labels, str) and labels != _UNKNOWN:
     labels = [labels]
-  if not labels:
+  if not isinstance(labels, list) or not labels:
     return None
   features = _inherited(spec, classes, 'feature_keys')
   bases = _canned_bases(spec, classes, canned)
-  return Declared(spec.name, list(labels),
-                  features if isinstance(features, list) else None,
+  return Declared(spec.name, list(labels), features,
                   canned=bool(bases),
                   classifier=any('Classifier' in b for b in bases))
 
