@@ -442,3 +442,30 @@ def test_eval_csv_must_match_the_train_data(tmp_path, penguin_csvs, capsys,
                '--eval-data', path, '--output-dir', str(tmp_path / 'out')) == 1
   err = capsys.readouterr().err
   assert re.search(message.format(eval=re.escape(path)), err), err
+
+
+def test_a_canned_spec_trains_on_blanks_in_its_features_as_in_a_pipeline(
+    tmp_path, penguin_csvs, capsys):
+  """One rule of blanks: a canned spec fills a blank feature with 0 (as
+  in a pipeline, `CannedSpec.preprocess`), on the command too, and the
+  command says so; its label still cannot be blank."""
+  module = module_file(tmp_path, 'penguins', """
+      from generic_trainer.canned import DNNClassifierSpec
+
+      class Penguins(DNNClassifierSpec):
+        label_key = 'species'
+        hidden_units = [4]
+      """)
+  lines = _penguin_text(penguin_csvs, rows=80).splitlines()
+  for line in (3, 7):
+    fields = lines[line].split(',')
+    fields[1] = ''
+    lines[line] = ','.join(fields)
+  path = _csv(tmp_path / 'train.csv', '\n'.join(lines) + '\n')
+  assert _main('--module-file', module, '--train-data', path, '--output-dir',
+               str(tmp_path / 'out'), '--steps', '3') == 0
+  err = capsys.readouterr().err
+  assert ("missing values: TrainSpec Penguins fills them with 0 (numbers) or "
+          "'' (words) while it trains, as in a pipeline: bill_length_mm 2 "
+          "('' 2)") in err
+  assert (tmp_path / 'out' / 'model' / 'saved_model.pb').exists()
