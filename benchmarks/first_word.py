@@ -31,6 +31,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
+from benchmarks import variants
+
 _MODULE = """from generic_trainer.canned import DNNRegressorSpec
 
 
@@ -91,7 +93,7 @@ def main(argv=None) -> Dict:
   report = {
       'command': 'python -m benchmarks.first_word --repeats '
                  f'{args.repeats}',
-      'cpu': _cpu_name(), 'python': platform.python_version(),
+      'cpu': variants.cpu_name(), 'python': platform.python_version(),
       'repeats': args.repeats,
       'mistake_first_line_s': statistics.median(
           r['first_line_s'] for r in mistake),
@@ -111,17 +113,6 @@ def main(argv=None) -> Dict:
     with open(args.out, 'w') as f:
       f.write(text + '\n')
   return report
-
-
-def _cpu_name() -> str:
-  try:
-    with open('/proc/cpuinfo') as f:
-      for line in f:
-        if line.startswith('model name'):
-          return line.split(':', 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or 'unknown'
 
 
 if __name__ == '__main__':

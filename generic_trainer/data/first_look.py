@@ -27,6 +27,7 @@ from typing import Dict, List, Optional
 from generic_trainer.data import csv_data
 from generic_trainer.data import feature_names
 from generic_trainer.data import local_files
+from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.heads import regression
 
@@ -49,13 +50,14 @@ def check(splits: List[List[str]], delimiter: Optional[str] = None,
 
   Raises:
     InputArtifactError: every mistake found, each said with its four parts,
-      numbered when there are several.
+      numbered when there are several; one alone is raised as it is (a
+      `$` label is the `SpecError` the label checks would raise).
   """
   problems = [p for files in splits for p in _problems(
       [f for f in files if f.endswith('.csv')], delimiter, declared,
       required)]
   if len(problems) == 1:
-    raise InputArtifactError(problems[0])
+    raise problems[0]
   if problems:
     raise InputArtifactError(
         f'{len(problems)} mistakes in the CSV data, all found in its header '
@@ -88,13 +90,14 @@ def filled(files: List[str], delimiter: Optional[str],
 
 
 def _problems(files: List[str], delimiter: Optional[str], declared,
-              required: Optional[Dict[str, str]]) -> List[str]:
+              required: Optional[Dict[str, str]]
+              ) -> List[GenericTrainerError]:
   problems, tables = [], []
   for path in files:
     try:
       tables.append(csv_data.read(path, delimiter, limit=SAMPLE_ROWS))
     except InputArtifactError as e:
-      problems.append(str(e))
+      problems.append(e)
   if not tables:
     return problems
   header = tables[0].header
@@ -103,7 +106,7 @@ def _problems(files: List[str], delimiter: Optional[str], declared,
   try:
     csv_data.infer_kinds(tables)
   except InputArtifactError as e:
-    problems.append(str(e))
+    problems.append(e)
   known = [t for t in tables if t.header == header]
   if declared is not None:
     required = local_files.required_of(
@@ -115,13 +118,14 @@ def _problems(files: List[str], delimiter: Optional[str], declared,
   try:
     csv_data.check_required(known, required)
   except InputArtifactError as e:
-    problems.append(str(e))
+    problems.append(e)
   if declared is not None and not declared.classifier:
     problems += _amounts(declared, known)
   return problems
 
 
-def _names(declared, header: List[str], path: str) -> List[str]:
+def _names(declared, header: List[str],
+           path: str) -> List[InputArtifactError]:
   """The label and `feature_keys` of the spec the header lacks."""
   problems = []
   for member, names in (('label_key', declared.labels),
@@ -129,16 +133,16 @@ def _names(declared, header: List[str], path: str) -> List[str]:
                          if isinstance(declared.features, list) else [])):
     missing = feature_names.lacking(names, header)
     if missing:
-      problems.append(
+      problems.append(InputArtifactError(
           f'{feature_names.lacks(f"{declared.name}.{member} names", missing, header, has=f"The header of {path} has")}'
           f' Expected names among the CSV columns. Received: {member}='
           f'{names[0] if member == "label_key" and len(names) == 1 else names!r}. '
           'Fix the spelling in the module, or rename the column in the '
-          'header.')
+          'header.'))
   return problems
 
 
-def _amounts(declared, tables) -> List[str]:
+def _amounts(declared, tables) -> List[GenericTrainerError]:
   """A label of numbers written with signs ('$647.5'), for a spec that
   takes it as a number."""
   problems = []
@@ -149,6 +153,6 @@ def _amounts(declared, tables) -> List[str]:
     texts = [row[index] for t in tables for _, row in t.rows]
     marks = regression.numbers_as_text(texts)
     if marks:  # Signs: a plain number in a CSV is read as one.
-      problems.append(str(regression.numbers_as_text_error(
-          label, texts, marks, f'TrainSpec {declared.name}')))
+      problems.append(regression.numbers_as_text_error(
+          label, texts, marks, f'TrainSpec {declared.name}'))
   return problems

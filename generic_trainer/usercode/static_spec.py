@@ -190,27 +190,10 @@ def headed_specs(path: str,
   head, when the module is plainly a TrainSpec module whose every TrainSpec
   has one; else {} (a run_fn, a class whose kind or head the source does
   not say, a star import, a file that cannot be read)."""
-  try:
-    tree = source_tree.read(path)
-  except UserModuleError:
-    return {}  # Loading the module reports it, with the line.
-  canned, ours = set(), set()  # Names bound to canned specs, our package.
-  classes: Dict[str, _Spec] = {}
-  for node in tree.body:
-    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-      if any(a.name == '*' for a in node.names):
-        return {}
-      for alias in node.names:
-        bound = alias.asname or alias.name
-        if node.module.startswith(_CANNED) and alias.name.endswith('Spec'):
-          canned.add(bound)
-        elif node.module.startswith('generic_trainer'):
-          ours.add(bound)
-    elif isinstance(node, ast.FunctionDef) and node.name == (
-        entry or RUN_FN_KEY):
-      return {}
-    elif isinstance(node, ast.ClassDef):
-      classes[node.name] = _Spec(node)
+  module = _module(path, entry)
+  if module is None:
+    return {}
+  classes, canned, ours = module
   found = {}
   for spec in classes.values():
     if entry and spec.name != entry:
