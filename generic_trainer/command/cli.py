@@ -135,7 +135,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
       # start-up lines, and none of them with the FutureWarnings their
       # imports print (a Google client's).
       keras_env.choose_before_import(request.keras_version, request.backend)
-      print(LOADING, flush=True)
+      if 'tensorflow' not in sys.modules:  # Else nothing slow loads.
+        print(LOADING, flush=True)
       with console.quiet_warnings():
         console.import_tensorflow()
         # Inside: the training's modules, above, once the flags are checked.
