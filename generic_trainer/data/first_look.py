@@ -16,7 +16,8 @@ both:
 - blanks where the TrainSpec cannot train on them, by the one rule of
   blanks (`local_files.required_of`);
 - a label of amounts written with `$`, `%` or thousands separators for a
-  spec that is not a classifier (`heads.regression.numbers_as_text`).
+  spec that is not a classifier (`heads.regression.numbers_as_text`), and
+  a label of words ('yes', 'no') for a canned regressor.
 
 The conversion (`local_files.to_split`) reads every row again and says
 what the sample could not show; the sample only says it sooner.
@@ -25,6 +26,7 @@ what the sample could not show; the sample only says it sooner.
 from typing import Dict, List, Optional
 
 from generic_trainer.data import csv_data
+from generic_trainer.data import csv_dialect
 from generic_trainer.data import feature_names
 from generic_trainer.data import local_files
 from generic_trainer.errors import GenericTrainerError
@@ -32,6 +34,7 @@ from generic_trainer.errors import InputArtifactError
 from generic_trainer.heads import regression
 
 SAMPLE_ROWS = 2000
+_SHOWN = 3
 
 
 def check(splits: List[List[str]], delimiter: Optional[str] = None,
@@ -112,7 +115,7 @@ def _problems(files: List[str], delimiter: Optional[str], declared,
     required = local_files.required_of(
         declared.name, declared.labels,
         declared.features if declared.features_said else [],  # Labels alone.
-        declared.canned)
+        fills_missing=bool(declared.canned))
   required = {k: why for k, why in (required or {}).items()
               if k in header or k == local_files.ALL_COLUMNS}
   try:
@@ -120,7 +123,7 @@ def _problems(files: List[str], delimiter: Optional[str], declared,
   except InputArtifactError as e:
     problems.append(e)
   if declared is not None and not declared.classifier:
-    problems += _amounts(declared, known)
+    problems += _label_kinds(declared, known)
   return problems
 
 
@@ -142,9 +145,9 @@ def _names(declared, header: List[str],
   return problems
 
 
-def _amounts(declared, tables) -> List[GenericTrainerError]:
+def _label_kinds(declared, tables) -> List[GenericTrainerError]:
   """A label of numbers written with signs ('$647.5'), for a spec that
-  takes it as a number."""
+  takes it as a number; a label of words for a canned regressor."""
   problems = []
   for label in declared.labels:
     if label not in tables[0].header:
@@ -155,4 +158,31 @@ def _amounts(declared, tables) -> List[GenericTrainerError]:
     if marks:  # Signs: a plain number in a CSV is read as one.
       problems.append(regression.numbers_as_text_error(
           label, texts, marks, f'TrainSpec {declared.name}'))
+    elif marks is None and 'Regressor' in (declared.canned or '') and _words(
+        texts):
+      words = sorted(_words(texts))
+      shown = ', '.join(repr(w) for w in words[:_SHOWN]) + (
+          ', ...' if len(words) > _SHOWN else '')
+      problems.append(InputArtifactError(
+          f'The label column {label!r} holds words ({shown}), but '
+          f'{declared.name} is a {declared.canned}, which predicts a number. '
+          f'Expected numbers in {label!r}. Received: {len(words)} distinct '
+          'word(s) in the first rows. Use '
+          f'{declared.canned.replace("Regressor", "Classifier")} as the base '
+          f'of {declared.name} instead of {declared.canned} to learn classes '
+          '(it reads them from the data), or write the label as plain '
+          'numbers to predict an amount.'))
   return problems
+
+
+def _words(texts: List[str]) -> set:
+  """The values of `texts` that are neither numbers nor missing."""
+  found = set()
+  for text in texts:
+    if csv_dialect.is_missing(text):
+      continue
+    try:
+      float(text)
+    except ValueError:
+      found.add(text.strip())
+  return found

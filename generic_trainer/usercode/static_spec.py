@@ -72,8 +72,9 @@ class Declared:
     features: Its `feature_keys`, or None (every column).
     features_said: False when `feature_keys` is set to what the source
       does not say plainly (a name, a call): `features` is then None too.
-    canned: Whether it is a canned spec (which fills a missing feature
-      with 0 or '', as in a pipeline).
+    canned: The canned spec it derives from, by name ('DNNRegressorSpec'),
+      or None; a canned spec fills a missing feature with 0 or '', as in a
+      pipeline.
     classifier: Whether it is a canned classifier (its labels are
       classes, not amounts).
   """
@@ -140,7 +141,7 @@ def declared(path: str, entry: Optional[str] = None) -> Optional[Declared]:
   features = _inherited(spec, classes, 'feature_keys')
   bases = _canned_bases(spec, classes, canned)
   return Declared(spec.name, list(labels), features,
-                  canned=bool(bases),
+                  canned=bases[0] if bases else None,
                   classifier=any('Classifier' in b for b in bases))
 
 
