@@ -216,10 +216,11 @@ def device() -> str:
   if gpus:
     details = tf.config.experimental.get_device_details(gpus[0])
     return f"GPU: {details.get('device_name', gpus[0].name)} x{len(gpus)}"
-  return f'CPU: {_cpu_name()}, {os.cpu_count()} cores'
+  return f'CPU: {cpu_name()}, {os.cpu_count()} cores'
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+  """The CPU's model name (from /proc/cpuinfo), as `lscpu` says it."""
   try:
     with open('/proc/cpuinfo') as f:
       for line in f:

@@ -139,3 +139,21 @@ def test_first_read_benchmark_runs(tmp_path):
     assert math.isfinite(value) and value > 0, name
   assert report['kept_bytes'] == 4000 * 56
   assert math.isfinite(report['read_back_one_more_file_s_per_1m_rows'])
+
+
+def test_first_word_benchmark_runs(tmp_path):
+  """The seconds to the command's first word, measured once: the header
+  mistake's one error names all three mistakes, exits 1, and a clean run's
+  first line says TensorFlow is loading."""
+  out = tmp_path / 'first-word.json'
+  subprocess.run([sys.executable, '-m', 'benchmarks.first_word', '--repeats',
+                  '1', '--out', str(out)], cwd=REPO, check=True, timeout=300,
+                 capture_output=True)
+  report = json.loads(out.read_text())
+  assert report['mistake_status'] == 1
+  assert report['mistake_message'].startswith(
+      'generic-trainer: InputArtifactError: 3 mistakes in the CSV data')
+  assert report['loading_line'].startswith('Loading TensorFlow')
+  for name in ('mistake_first_line_s', 'mistake_error_s',
+               'loading_first_line_s'):
+    assert math.isfinite(report[name]) and report[name] > 0, name

@@ -334,3 +334,16 @@ def test_wide_and_deep_parts_name_features_of_the_data(tmp_path,
       r"Spec.dnn_feature_keys names \['wing_span'\], which the data "
       r'lacks\.')):
     Estimator(Spec, str(tmp_path)).train(named_penguin_csvs[0], steps=2)
+
+
+def test_a_misspelt_label_of_a_canned_classifier_gets_did_you_mean(
+    tmp_path, named_penguin_csvs):
+  """label_key = 'specie' in a notebook or a pipeline (no CSV header to
+  look at first): the classifier's refusal offers 'species'."""
+  class Misspelt(DNNClassifierSpec):
+    label_key = 'specie'
+  with pytest.raises(SpecError, match=(
+      r"The label 'specie' \(TrainSpec.label_key\) is not a feature of the "
+      r"data \(did you mean 'species'\?\)\. Expected one of the schema's "
+      'features: ')):
+    Estimator(Misspelt, str(tmp_path)).train(named_penguin_csvs[0], steps=2)

@@ -754,12 +754,19 @@ def test_the_schedule_reads_as_steps_and_epochs():
     (['--epochs', '5'], "A TrainSpec sets its class attribute `epochs = 5`",
      'Write epochs = 5 in the TrainSpec, or --hparams \'{"epochs": 5}\' for '
      'a run_fn that reads it.'),
-], ids=['train-steps', 'num-steps', 'num-eval-steps', 'epochs'])
+    (['--batch-size', '64'], 'A TrainSpec sets its class attribute '
+     '`batch_size = 64`', 'Write batch_size = 64 in the TrainSpec, or '
+     '--hparams \'{"batch_size": 64}\' for a run_fn that reads it.'),
+    (['--learning-rate=0.001'], "A TrainSpec's build_optimizer() sets it",
+     'Write --hparams \'{"learning_rate": 0.001}\'.'),
+], ids=['train-steps', 'num-steps', 'num-eval-steps', 'epochs', 'batch-size',
+        'learning-rate'])
 def test_flags_a_tfx_user_brings_say_where_each_is_set(tmp_path, capsys, argv,
                                                        said, todo):
   """`--train-steps` is not answered with "did you mean --train-data?": it
-  is told that the steps are --steps; --epochs that epochs belong to the
-  TrainSpec or the run_fn's own code."""
+  is told that the steps are --steps; --epochs, --batch-size and
+  --learning-rate where they live: the TrainSpec (its batch_size, its
+  optimizer) or --hparams for a run_fn's own code."""
   spec = os.path.join(REPO, 'module_files', 'penguin_spec.py')
   assert _main('--module-file', spec, '--train-data', 'x.csv',
                '--output-dir', str(tmp_path / 'out'), *argv) == 2

@@ -8,11 +8,14 @@ import csv
 import gzip
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from command_line import error_line as _error_line
 from command_line import main as _main
+from command_line import module_file
 from conftest import REPO
 from conftest import penguin_text as _penguin_text
 from message_parts import assert_four_parts
@@ -124,14 +127,16 @@ def test_csv_separated_by_semicolons_is_refused_naming_the_delimiter(
 
 
 def test_decimal_commas_are_named_with_the_delimiter(tmp_path):
-  """A European spreadsheet (';' and '39,1'): both are said."""
+  """A European spreadsheet (';' and '41,7'): both are said, quoting a
+  value of the file, and the pandas line reads it with its sep (read at
+  commas, each line would split at its decimal commas)."""
   from generic_trainer.errors import InputArtifactError  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import csv_data  # pylint: disable=g-import-not-at-top
   path = tmp_path / 'eu.csv'
-  path.write_text('species;bill_length_mm\n0;39,1\n1;40,2\n')
+  path.write_text('species;bill_length_mm\n0;41,7\n1;40,2\n')
   with pytest.raises(InputArtifactError,
                      match=r"Received: ';'-separated lines, with decimal "
-                     r"commas \(39,1\)\. Pass --csv-delimiter ';' to read it "
+                     r"commas \(41,7\)\. Pass --csv-delimiter ';' to read it "
                      r"with ';' and re-save the numbers with decimal points"):
     csv_data.read(str(path))
   table = csv_data.read(str(path), ';')
@@ -139,11 +144,96 @@ def test_decimal_commas_are_named_with_the_delimiter(tmp_path):
     csv_data.infer_kinds([table])
   assert str(e.value) == (
       "Column 'bill_length_mm' holds numbers written with a decimal comma (2 "
-      f"rows; first {path}, line 2: '39,1'), which would be read as words. "
-      "Expected numbers with a decimal point (39.1). Received: '39,1'. "
+      f"rows; first {path}, line 2: '41,7'), which would be read as words. "
+      "Expected numbers with a decimal point (41.7). Received: '41,7'. "
       'Re-save the file with decimal points (pandas: pd.read_csv(path, '
-      "decimal=',').to_csv(new_path, index=False)).")
+      "sep=';', decimal=',').to_csv(new_path, sep=';', index=False)).")
   assert_four_parts(str(e.value))
+
+
+def test_decimal_comma_advice_keeps_the_given_delimiter(tmp_path, capsys):
+  """With --csv-delimiter ';', the command's decimal-comma message says
+  pd.read_csv(path, sep=';', decimal=','): the advice that, followed,
+  reads the file as it is."""
+  path = _csv(tmp_path / 'eu.csv', 'a;b;label\n1;2,5;0\n2;3,5;1\n3;4,5;0\n')
+  assert _main('--module-file', SPEC_MODULE, '--train-data', path,
+               '--csv-delimiter', ';', '--output-dir',
+               str(tmp_path / 'out')) == 1
+  message = _error_line(capsys.readouterr().err)
+  assert ("pd.read_csv(path, sep=';', decimal=',').to_csv(new_path, "
+          "sep=';', index=False)" in message)
+  assert "pd.read_csv(path, decimal=',')" not in message
+
+
+def test_every_mistake_the_header_and_rows_show_is_told_at_once(
+    tmp_path, capsys):
+  """A house-price file with blanks in its label and '$' amounts, for a
+  canned regressor: both mistakes in one message, numbered, in one run."""
+  module = module_file(tmp_path, 'houses', """
+      from generic_trainer.canned import DNNRegressorSpec
+
+      class Houses(DNNRegressorSpec):
+        label_key = 'price'
+        hidden_units = [4]
+      """)
+  path = _csv(tmp_path / 'houses.csv', 'rooms,area,price\n3,70,$250000\n'
+              '4,95,\n2,50,$180000\n5,120,$410000\n')
+  assert _main('--module-file', module, '--train-data', path, '--output-dir',
+               str(tmp_path / 'out')) == 1
+  message = _error_line(capsys.readouterr().err)
+  assert message.startswith(
+      'generic-trainer: InputArtifactError: 2 mistakes in the CSV data, all '
+      'found in its header and first rows before training: (1) '
+      f"{path}: column 'price' has 1 missing value(s) (line 3), but it "
+      'cannot be missing: it is the label of TrainSpec Houses.')
+  assert ("(2) The label column 'price' holds text that looks like numbers "
+          "written with a currency sign ('$')") in message
+  assert "df['price'].str.replace(r'[$]', '', regex=True)" in message
+
+
+def test_a_misspelt_label_key_is_told_with_the_nearest_column(
+    tmp_path, capsys):
+  """label_key = 'prise' against a header with 'price': did you mean, and
+  the header's columns, before TensorFlow loads (no loading line)."""
+  module = module_file(tmp_path, 'houses', """
+      from generic_trainer.canned import DNNRegressorSpec
+
+      class Houses(DNNRegressorSpec):
+        label_key = 'prise'
+      """)
+  path = _csv(tmp_path / 'houses.csv', 'rooms,price\n3,250000\n4,310000\n')
+  assert _main('--module-file', module, '--train-data', path, '--output-dir',
+               str(tmp_path / 'out')) == 1
+  out, err = capsys.readouterr()
+  assert _error_line(err) == (
+      "generic-trainer: InputArtifactError: Houses.label_key names "
+      "['prise'], which the data lacks (did you mean 'price'?). The header "
+      f'of {path} has: rooms, price. Expected names among the CSV columns. '
+      "Received: label_key='prise'. Fix the spelling in the module, or "
+      'rename the column in the header.')
+  assert 'Loading TensorFlow' not in out + err
+  assert_four_parts(_error_line(err)[len('generic-trainer: InputArtifactError: '):])
+
+
+def test_a_header_mistake_is_told_before_tensorflow_is_imported(tmp_path):
+  """The installed command, in a fresh process: a ';'-separated file is
+  refused with TensorFlow never imported (no loading line; the process
+  ends with tensorflow absent from sys.modules)."""
+  path = _csv(tmp_path / 'eu.csv', 'a;b;label\n1;2,5;0\n2;3,5;1\n')
+  probe = ('import sys, runpy; sys.argv = ["generic-trainer"] + sys.argv[1:]\n'
+           'from generic_trainer.command import cli\n'
+           'status = cli._main(sys.argv[1:])\n'
+           'print("tensorflow imported:", "tensorflow" in sys.modules)\n'
+           'sys.exit(status)\n')
+  done = subprocess.run(
+      [sys.executable, '-c', probe, '--module-file', SPEC_MODULE,
+       '--train-data', path, '--output-dir', str(tmp_path / 'out')],
+      capture_output=True, text=True, timeout=120, check=False)
+  assert done.returncode == 1, done.stderr
+  assert done.stdout.strip() == 'tensorflow imported: False'
+  assert "is separated by ';', not by commas" in done.stderr
+  assert 'with decimal commas (2,5)' in done.stderr
+  assert 'Loading TensorFlow' not in done.stdout + done.stderr
 
 
 def test_empty_and_header_only_csv_say_all_four_parts(tmp_path):
@@ -352,3 +442,30 @@ def test_eval_csv_must_match_the_train_data(tmp_path, penguin_csvs, capsys,
                '--eval-data', path, '--output-dir', str(tmp_path / 'out')) == 1
   err = capsys.readouterr().err
   assert re.search(message.format(eval=re.escape(path)), err), err
+
+
+def test_a_canned_spec_trains_on_blanks_in_its_features_as_in_a_pipeline(
+    tmp_path, penguin_csvs, capsys):
+  """One rule of blanks: a canned spec fills a blank feature with 0 (as
+  in a pipeline, `CannedSpec.preprocess`), on the command too, and the
+  command says so; its label still cannot be blank."""
+  module = module_file(tmp_path, 'penguins', """
+      from generic_trainer.canned import DNNClassifierSpec
+
+      class Penguins(DNNClassifierSpec):
+        label_key = 'species'
+        hidden_units = [4]
+      """)
+  lines = _penguin_text(penguin_csvs, rows=80).splitlines()
+  for line in (3, 7):
+    fields = lines[line].split(',')
+    fields[1] = ''
+    lines[line] = ','.join(fields)
+  path = _csv(tmp_path / 'train.csv', '\n'.join(lines) + '\n')
+  assert _main('--module-file', module, '--train-data', path, '--output-dir',
+               str(tmp_path / 'out'), '--steps', '3') == 0
+  err = capsys.readouterr().err
+  assert ("missing values: TrainSpec Penguins fills them with 0 (numbers) or "
+          "'' (words) while it trains, as in a pipeline: bill_length_mm 2 "
+          "('' 2)") in err
+  assert (tmp_path / 'out' / 'model' / 'saved_model.pb').exists()

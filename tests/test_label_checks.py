@@ -146,3 +146,31 @@ def test_negative_labels_for_a_loss_of_class_indices_are_named():
       'Expected whole numbers 0..N-1. Received: -1. Write the classes as '
       '0..N-1 (e.g. -1/1 as 0/1), or use a loss for numbers.')
   assert_four_parts(str(e.value))
+
+
+def test_words_in_a_canned_regressors_label_are_told_before_tensorflow(
+    tmp_path, capsys):
+  """A churn table's yes/no label for a DNNRegressorSpec: told, from the
+  CSV's first rows, that a regressor predicts a number, and which
+  classifier reads the classes."""
+  module = _module(tmp_path, '''
+      from generic_trainer.canned import DNNRegressorSpec
+
+      class Churn(DNNRegressorSpec):
+        label_key = 'churn'
+      ''')
+  data = tmp_path / 'churn.csv'
+  data.write_text('tenure,plan,churn\n3,basic,yes\n14,pro,no\n2,basic,yes\n')
+  assert _main('--module-file', module, '--train-data', str(data),
+               '--output-dir', str(tmp_path / 'out')) == 1
+  out, err = capsys.readouterr()
+  message = _error_line(err)
+  assert message == (
+      "generic-trainer: InputArtifactError: The label column 'churn' holds "
+      "words ('no', 'yes'), but Churn is a DNNRegressorSpec, which predicts "
+      "a number. Expected numbers in 'churn'. Received: 2 distinct word(s) "
+      'in the first rows. Use DNNClassifierSpec as the base of Churn '
+      'instead of DNNRegressorSpec to learn classes (it reads them from the '
+      'data), or write the label as plain numbers to predict an amount.')
+  assert 'Loading TensorFlow' not in out
+  assert_four_parts(message[len('generic-trainer: InputArtifactError: '):])

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from conftest import REPO, TESTDATA
+from generic_trainer.command.cli import LOADING
 from conftest import checkpointed_epoch as saved_epoch
 from conftest import command_env as _env
 
@@ -115,8 +116,8 @@ def test_interrupted_run_resumes_when_run_again(tmp_path, penguin_csvs):
                           cwd=REPO, timeout=600, check=False)
   assert second.returncode == 0, second.stderr[-3000:]
   assert second.stdout.startswith(
-      f'Resuming from the checkpoint an earlier run left in {checkpoint} '
-      '(--no-resume starts over).\n')
+      f'{LOADING}\nResuming from the checkpoint an earlier run left in '
+      f'{checkpoint} (--no-resume starts over).\n')
   assert re.search(r'== Trained TrainSpec SlowPenguinSpec of .*: 40 steps in '
                    r'8 epochs of 5 steps, .* '
                    rf'\(resumed after epoch {epoch}\)',

@@ -676,7 +676,7 @@ def test_what_the_data_lacks_is_said_one_way():
   assert spelled == {'generic_trainer.data.feature_names'}
   assert _calls('lacking', on='feature_names') == {
       'generic_trainer.loop.datasets', 'generic_trainer.loop.spec_checks',
-      'generic_trainer.canned.base',
+      'generic_trainer.canned.base', 'generic_trainer.data.first_look',
       'generic_trainer.export_checks.export_validation'}
 
 

@@ -37,9 +37,13 @@ class CannedSpec(TrainSpec):
     learning_rate: Its learning rate.
     sample_rows: How many train rows to read for what the statistics do not
       give (means, vocabularies, bucket boundaries, classes).
+    fills_missing_features: True: a feature missing from a row is filled
+      with 0 or '' (`preprocess`), in a pipeline and on the command alike
+      (`data.local_files.required_of`, the one rule of blanks).
   """
 
   columns: Dict[str, Any] = {}
+  fills_missing_features = True
   optimizer_name = 'adam'
   learning_rate = 0.01
   sample_rows = 10000

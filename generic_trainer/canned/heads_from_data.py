@@ -12,6 +12,7 @@ import functools
 from typing import List, Optional, Sequence
 
 from generic_trainer.canned import data_summary
+from generic_trainer.data import feature_names
 from generic_trainer.errors import SpecError
 from generic_trainer.heads.classification import BinaryClassHead
 from generic_trainer.heads.classification import MultiClassHead
@@ -70,7 +71,8 @@ def classes_from_data(spec, label_key: str):
   if label_key not in features:
     raise SpecError(
         f'The label {label_key!r} (TrainSpec.label_key) is not a feature of '
-        f'the data. Expected one of the schema\'s features: '
+        f'the data{feature_names.did_you_mean(label_key, features)}. '
+        'Expected one of the schema\'s features: '
         f'{", ".join(features)}. Received: label_key={label_key!r}. Set '
         'label_key to '
         'one of them (the transformed name, with Transform).')

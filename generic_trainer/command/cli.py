@@ -78,6 +78,9 @@ from generic_trainer.command.layout import DATA, MODEL, RUN, SCHEMA  # pylint: d
 from generic_trainer.system import keras_env
 from generic_trainer.command.cli_args import PROG
 from generic_trainer.launch import stall_watch
+from generic_trainer.data import first_look
+from generic_trainer.data import local_files
+from generic_trainer.usercode import static_spec
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 
@@ -124,6 +127,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     with preemption.stopping_anywhere():  # SIGTERM anywhere: 143, said.
       if request.run_fn is None:
         module_loader.check_module_source(request.module_file)
+      _first_look(request)
       # The training's modules import TensorFlow: they load once the flags
       # and the module's source are checked (`--help`, `--version`, a
       # wrong flag and a module that does not parse stay light);
@@ -131,6 +135,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
       # start-up lines, and none of them with the FutureWarnings their
       # imports print (a Google client's).
       keras_env.choose_before_import(request.keras_version, request.backend)
+      if 'tensorflow' not in sys.modules:  # Else nothing slow loads.
+        print(LOADING, flush=True)
       with console.quiet_warnings():
         console.import_tensorflow()
         # Inside: the training's modules, above, once the flags are checked.
@@ -170,6 +176,28 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     return 130
   _print_outcome(request, outcome)
   return 0
+
+
+LOADING = ('Loading TensorFlow and the training\'s modules (seconds to a '
+           'minute); the flags, the module\'s source and the CSV data\'s '
+           'header and first rows are checked.')
+
+
+def _first_look(request: Request) -> None:
+  """The header and first rows of the CSV data, checked against what the
+  module's TrainSpec declares, before TensorFlow loads (`data.first_look`);
+  a canned spec's blanks, said to be filled."""
+  declared = static_spec.declared(request.module_file, request.run_fn)
+  required = None
+  if declared is None and not request.schema and static_spec.is_run_fn(
+      request.module_file, request.run_fn):
+    required = local_files.run_fn_required()  # As the conversion's.
+  splits = [request.train_data, request.eval_data or []]
+  first_look.check(splits, request.csv_delimiter, declared, required)
+  line = first_look.filled(request.train_data, request.csv_delimiter,
+                           declared)
+  if line:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _unnamed(e: Exception) -> str:

@@ -233,7 +233,26 @@ _EPOCHS = ('the number of epochs belongs to the module. A TrainSpec '
            '\'{{"epochs": {value}}}\' as fn_args.hyperparameters["epochs"]',
            'epochs = {value} in the TrainSpec, or --hparams '
            '\'{{"epochs": {value}}}\' for a run_fn that reads it')
+_BATCH_SIZE = ('the batch size belongs to the module. A TrainSpec sets '
+               'its class attribute `batch_size = {value}`; a run_fn passes '
+               'it to its own input_fn, and may read it from --hparams '
+               '\'{{"batch_size": {value}}}\' as '
+               'fn_args.hyperparameters["batch_size"]',
+               'batch_size = {value} in the TrainSpec, or --hparams '
+               '\'{{"batch_size": {value}}}\' for a run_fn that reads it')
+_LEARNING_RATE = ('the learning rate belongs to the optimizer of the module. '
+                  "A TrainSpec's build_optimizer() sets it (keras.optimizers."
+                  'Adam(self.hparams.get("learning_rate", 1e-2)); a canned '
+                  'spec: its class attribute `learning_rate = {value}`); a '
+                  'run_fn builds its own optimizer. Each can read --hparams '
+                  '\'{{"learning_rate": {value}}}\' (spec.hparams, '
+                  'fn_args.hyperparameters; a canned spec takes it as is)',
+                  '--hparams \'{{"learning_rate": {value}}}\'')
 _FOREIGN = {
+    **dict.fromkeys(('--batch-size', '--batch_size', '--train-batch-size',
+                     '--train_batch_size'), _BATCH_SIZE),
+    **dict.fromkeys(('--learning-rate', '--learning_rate', '--lr'),
+                    _LEARNING_RATE),
     **dict.fromkeys(('--train-steps', '--train_steps', '--num-steps',
                      '--num_steps', '--train-num-steps', '--max-steps',
                      '--max_steps'), _STEPS),

@@ -13,6 +13,8 @@ data lacks, said one way), `parsed_size` (what parsed rows will take),
 `serving_examples` (tf.Examples built from rows and the schema, to call
 a served model: `generic_trainer.tf_examples`); local files
 as split folders (`local_files`, from CSV: `csv_data`, `csv_dialect`);
+`first_look` (a CSV's header and first rows checked before TensorFlow
+loads, every mistake in one message);
 `kept/` holds parsed rows kept across trainings.
 
 May import: `trainspec` (the columns a TrainSpec needs) and the base.

@@ -20,6 +20,7 @@ line and column.
 """
 
 import csv
+import itertools
 from typing import Dict, List, Optional, Tuple
 
 import attr
@@ -44,13 +45,16 @@ class Table:
   missing = attr.ib(type=Dict[str, Dict[str, int]], factory=dict)
 
 
-def read(path: str, delimiter: Optional[str] = None) -> Table:
+def read(path: str, delimiter: Optional[str] = None,
+         limit: Optional[int] = None) -> Table:
   """Reads `path`, separated by `delimiter` (None: commas, and another
   delimiter found is refused); raises InputArtifactError naming what is
-  wrong."""
+  wrong. With `limit`, its header and first `limit` lines only: the
+  sample of `data.first_look`."""
   with open(path, newline='', encoding='utf-8-sig') as f:
     try:
-      text = f.read()
+      text = f.read() if limit is None else ''.join(
+          itertools.islice(f, limit + 1))
     except UnicodeDecodeError as e:
       raise InputArtifactError(
           f'{path} is not UTF-8 text ({e}). Expected a CSV file in UTF-8. '
@@ -102,18 +106,24 @@ def infer_kinds(tables: List[Table]) -> Dict[str, str]:
   """{column: 'int' | 'float' | 'bytes'} of the tables (same header).
 
   Raises:
-    InputArtifactError: a column of numbers holds a few words; the message
-      names them with their file and line.
+    InputArtifactError: columns of numbers hold a few words, or decimal
+      commas; the message names every such column at once, each with its
+      file and line.
   """
   header = tables[0].header
   for table in tables[1:]:
     _check_same_columns(table, header, f'{tables[0].path} (the first file)')
-  kinds = {}
+  kinds, problems = {}, []
   for index, name in enumerate(header):
     values = [(t.path, line, row[index]) for t in tables
               for line, row in t.rows if not csv_dialect.is_missing(
                   row[index])]
-    kinds[name] = _kind(name, values)
+    try:
+      kinds[name] = _kind(name, values, tables[0].delimiter)
+    except InputArtifactError as e:
+      problems.append(str(e))
+  if problems:
+    raise InputArtifactError(' '.join(problems))
   return kinds
 
 
@@ -243,7 +253,8 @@ def _feature(value: str, kind: str, path: str, line: int, name: str):
       value=[value.encode()]))
 
 
-def _kind(name: str, values: List[Tuple[str, int, str]]) -> str:
+def _kind(name: str, values: List[Tuple[str, int, str]],
+          delimiter: str = ',') -> str:
   for kind, parse in (('int', int), ('float', float)):
     bad = [v for v in values if not _parses(parse, v[2])]
     if not bad:
@@ -255,9 +266,8 @@ def _kind(name: str, values: List[Tuple[str, int, str]]) -> str:
         f'Column {name!r} holds numbers written with a decimal comma '
         f'({len(commas)} rows; first {path}, line {line}: {value!r}), which '
         'would be read as words. Expected numbers with a decimal point '
-        f'(39.1). Received: {value!r}. Re-save the file with decimal points '
-        "(pandas: pd.read_csv(path, decimal=',').to_csv(new_path, "
-        'index=False)).')
+        f'({value.replace(",", ".", 1)}). Received: {value!r}. Re-save the '
+        f'file with decimal points ({csv_dialect.resave_advice(delimiter, True, delimiter)}).')
   numbers = len(values) - len(bad)
   if bad and numbers >= 0.9 * len(values):
     shown = '; '.join(f'{path}, line {line}: {value!r}'

@@ -77,22 +77,35 @@ def delimiter_of(path: str, text: str, given: Optional[str] = None) -> str:
     return ','
   delimiter = found[0]
   header = next(csv.reader([lines[0]], delimiter=delimiter))
-  decimal = any(_decimal_comma(field) for line in lines[1:]
-                for field in next(csv.reader([line], delimiter=delimiter)))
+  decimals = [field.strip() for line in lines[1:]
+              for field in next(csv.reader([line], delimiter=delimiter))
+              if _decimal_comma(field)]
+  decimal = bool(decimals)
   raise InputArtifactError(
       f'{path} is separated by {show(delimiter)}, not by commas: its first '
       f'{len(lines)} line(s) split evenly into {widths[delimiter][0]} '
       f'columns at {show(delimiter)} ({", ".join(header)}), and at commas '
       f'into {_describe_widths(widths[","])}. Expected comma-separated '
       f'values. Received: {show(delimiter)}-separated lines'
-      + (', with decimal commas (39,1)' if decimal else '') +
+      + (f', with decimal commas ({decimals[0]})' if decimal else '') +
       f'. Pass --csv-delimiter {_flag_value(delimiter)} to read it with '
       f'{show(delimiter)}'
       + (' and re-save the numbers with decimal points' if decimal else '')
-      + ', or re-save it as CSV with commas (pandas: pd.read_csv(path, '
-      f'sep={delimiter!r}'
-      + (", decimal=','" if decimal else '') +
-      ').to_csv(new_path, index=False)).')
+      + ', or re-save it as CSV with commas '
+      f'({resave_advice(delimiter, decimal)}).')
+
+
+def resave_advice(delimiter: str, decimal: bool, to: str = ',') -> str:
+  """"pandas: pd.read_csv(path, sep=';', decimal=',').to_csv(new_path,
+  index=False)": the one line that re-saves a file separated by
+  `delimiter` (with decimal commas when `decimal`) as one separated by
+  `to`, with decimal points; every message that advises re-saving says
+  it so (a decimal comma read without the file's `sep` would split each
+  line at its commas)."""
+  read = 'path' + (f', sep={delimiter!r}' if delimiter != ',' else '') + (
+      ", decimal=','" if decimal else '')
+  write = 'new_path' + (f', sep={to!r}' if to != ',' else '') + ', index=False'
+  return f'pandas: pd.read_csv({read}).to_csv({write})'
 
 
 def missing_counts(header: List[str], rows) -> Dict[str, Dict[str, int]]:

@@ -150,27 +150,55 @@ ALL_COLUMNS = '*'  # A key of `required`: every column not named otherwise.
 
 def required_columns(spec_class) -> Dict[str, str]:
   """{column: why} of the columns a TrainSpec cannot train on with a value
-  missing: its labels, and the features it feeds the model (its
-  `feature_keys`; without them, every column: `ALL_COLUMNS`), which the
-  model takes as one value per example. A run_fn module (None): none
-  known, every missing value is read as missing."""
+  missing (`required_of` its labels and `feature_keys`). A run_fn module
+  (None): none known, every missing value is read as missing."""
   if spec_class is None:
     return {}
-  name = spec_class.__name__
   try:
     keys = outputs.label_keys(outputs.outputs_of(spec_class))
   except Exception:  # pylint: disable=broad-except
     keys = []  # The spec's own checks say what is wrong with its labels.
-  required = {k: f'it is the label of TrainSpec {name}' for k in keys}
+  features = getattr(spec_class, 'feature_keys', None)
+  return required_of(spec_class.__name__, keys,
+                     features if isinstance(features, (list, tuple)) else None,
+                     fills_missing=getattr(spec_class, FILLS_MISSING, False))
+
+
+FILLS_MISSING = 'fills_missing_features'  # A TrainSpec's class attribute.
+
+
+def required_of(name: str, labels, features: Optional[List[str]],
+                fills_missing: bool) -> Dict[str, str]:
+  """{column: why} of the columns the TrainSpec `name` cannot train on
+  with a value missing: the one rule of blanks in CSV data, for the
+  command's first look at the data (`data.first_look`, from the module's
+  source) and its conversion (`required_columns`, from the class).
+
+  Its `labels`, always. Its features (`features`, its `feature_keys`;
+  None: every column, `ALL_COLUMNS`), which the model takes as one value
+  per example, unless the spec fills a missing feature itself
+  (`fills_missing`: a canned spec fills it with 0 or '', in a pipeline and
+  on the command alike), when blanks are trained on as missing and said
+  (`filled_line`)."""
+  required = {k: f'it is the label of TrainSpec {name}' for k in labels}
+  if fills_missing:
+    return required
   why = (f'TrainSpec {name} feeds it to the model, which takes one value '
          'per example (leave it out of feature_keys, or use a run_fn that '
          'handles missing values, to train without it)')
-  features = getattr(spec_class, 'feature_keys', None)
-  if isinstance(features, (list, tuple)):
+  if features is not None:
     required.update({k: why for k in features if k not in required})
   else:
     required[ALL_COLUMNS] = why
   return required
+
+
+def filled_line(name: str, counts: Dict[str, Dict[str, int]]) -> str:
+  """The line that says a canned spec fills the features `counts`
+  ({column: {spelling: count}}) has blanks in."""
+  return (f'missing values: TrainSpec {name} fills them with 0 (numbers) '
+          f"or '' (words) while it trains, as in a pipeline: "
+          f'{csv_dialect.describe_missing(counts)}')
 
 
 def run_fn_required() -> Dict[str, str]:
