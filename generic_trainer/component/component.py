@@ -17,6 +17,7 @@ from generic_trainer.usercode import module_loader
 from generic_trainer.plan import settings
 from generic_trainer.usercode import static_spec
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import UserModuleError
 from generic_trainer.data.kept.artifact import ParsedRows
 from generic_trainer.component.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
@@ -174,7 +175,12 @@ class GenericTrainer(base_component.BaseComponent):
     if isinstance(module_file, os.PathLike):  # pathlib.Path: read as meant.
       module_file = os.fspath(module_file)
     if isinstance(module_file, str):
-      module_loader.check_module_source(module_file)
+      try:
+        module_loader.check_module_source(module_file)
+      except UserModuleError as e:
+        # Its cause (ast's SyntaxError) says nothing the message does not:
+        # the traceback ends at the script's line, not 25 lines later.
+        raise e.with_traceback(None) from None
     # The part of the training plan the settings alone decide; the rest
     # (the TrainSpec's backend...) is resolved by the same code at run time.
     settings.check_settings(keras_version=keras_version, backend=backend,
