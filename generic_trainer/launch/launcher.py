@@ -112,7 +112,8 @@ def _here(request: TrainingRequest, entry) -> None:
                if spec is not None and request.local_inputs is not None
                else _fn_args_from_artifacts(request))
     hparams = {'hparams': getattr(fn_args, 'hyperparameters', None),
-               'hparams_setting': request.plan.entry_point.hparams}
+               'hparams_setting': request.plan.entry_point.hparams,
+               'custom_config': getattr(fn_args, 'custom_config', None)}
     threads = set(threading.enumerate())
     try:
       if spec is not None:  # Its runner keeps its parsed rows itself.
