@@ -190,9 +190,11 @@ def test_a_sibling_module_that_is_not_there_is_named_with_the_folder(
   (tmp_path / 'trainer.py').write_text(
       'import penguin_helpers\n\n\ndef run_fn(fn_args):\n  pass\n')
   with pytest.raises(UserModuleError, match=(
-      rf"it imports 'penguin_helpers', which is neither installed nor a .py "
-      rf"file \(or package\) in the module's folder, {tmp_path}\..*Put "
-      rf'penguin_helpers.py in {tmp_path}, or install')) as e:
+      r"raised ModuleNotFoundError: No module named 'penguin_helpers': "
+      r"'penguin_helpers' is neither installed nor a .py file \(or package\) "
+      rf"in the module's folder, {tmp_path}\..*Install the package that "
+      r"provides 'penguin_helpers', or, for a helper module of yours, put "
+      rf'penguin_helpers.py in {tmp_path}\.')) as e:
     load_run_fn({'module_file': str(tmp_path / 'trainer.py')})
   assert 'trainer.py", line 1, in <module>' in str(e.value)
   assert_four_parts(str(e.value))
@@ -214,3 +216,22 @@ def test_a_module_file_that_is_a_folder_is_told_so(tmp_path):
         rf"'{folder}/model.py'")) as e:
       check()
     assert_four_parts(str(e.value))
+
+
+def test_a_module_that_puts_its_folder_on_sys_path_keeps_it(tmp_path):
+  """A module that puts its own folder on sys.path (as module_files/
+  penguin_spec_jax.py does) keeps it there, and its helper in sys.modules."""
+  import sys  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'penguin_helper_kept.py').write_text('EPOCHS = 4\n')
+  (tmp_path / 'trainer.py').write_text(
+      'import os, sys\nsys.path.insert(0, os.path.dirname(__file__))\n'
+      'import penguin_helper_kept\n\n\ndef run_fn(fn_args):\n'
+      '  return penguin_helper_kept.EPOCHS\n')
+  try:
+    fn = load_run_fn({'module_file': str(tmp_path / 'trainer.py')})
+    assert fn(None) == 4
+    assert str(tmp_path) in sys.path
+    assert 'penguin_helper_kept' in sys.modules
+  finally:
+    sys.path.remove(str(tmp_path))
+    sys.modules.pop('penguin_helper_kept', None)

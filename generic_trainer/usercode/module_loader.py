@@ -288,15 +288,15 @@ def _load_source_file(path: str) -> types.ModuleType:
       raise _import_error(path, e) from e
     folder = os.path.dirname(os.path.abspath(local_path))
     raise UserModuleError(with_traceback(
-        f'Importing the module file {path!r} failed: it imports '
-        f'{e.name!r}, which is neither installed nor a .py file (or '
-        f'package) in the module\'s folder, {folder}. Expected every module '
-        'it imports importable: installed in the trainer environment, or '
+        f'Importing the module file {path!r} raised ModuleNotFoundError: '
+        f'{e}: {e.name!r} is neither installed nor a .py file (or package) '
+        f"in the module's folder, {folder}. Expected every module it "
+        'imports importable: installed in the trainer environment, or '
         'beside the module file (a pipeline packages every .py file of '
         'that folder with it, and the module is imported with that folder '
-        f'on sys.path). Received: ModuleNotFoundError: {e}. Put '
-        f'{e.name}.py in {folder}, or install the package that provides '
-        f'{e.name!r}.', user_traceback(e))) from e
+        f'on sys.path). Received: import {e.name}. Install the package that '
+        f'provides {e.name!r}, or, for a helper module of yours, put '
+        f'{e.name}.py in {folder}.', user_traceback(e))) from e
   except SyntaxError as e:
     del sys.modules[name]
     raise source_tree.syntax_error(path, e) from e
@@ -325,7 +325,8 @@ def _beside(path: str):
   TFX's Trainer does (it packages every .py file of that folder with the
   module). Afterwards the folder leaves sys.path, and so do the modules
   imported from it from sys.modules (the user's module keeps them), so
-  that another module file's `helper` is its own."""
+  that another module file's `helper` is its own; unless the module put
+  its folder on sys.path itself, which then stays as it made it."""
   folder = os.path.dirname(os.path.abspath(path))
   if folder in {os.path.abspath(p or os.curdir) for p in sys.path}:
     yield  # On sys.path already (the working directory...): as it is.
@@ -339,11 +340,12 @@ def _beside(path: str):
       sys.path.remove(folder)
     except ValueError:  # The module took it off itself.
       pass
-    for name in set(sys.modules) - before - {'generic_trainer'}:
-      if name.startswith('generic_trainer.'):
-        continue
+    # Unless the module put its folder on sys.path itself (its choice).
+    new = set() if folder in sys.path else set(sys.modules) - before
+    for name in new:
       origin = getattr(sys.modules.get(name), '__file__', None) or ''
-      if os.path.abspath(origin).startswith(folder + os.sep):
+      if (os.path.abspath(origin).startswith(folder + os.sep) and
+          name.split('.')[0] != 'generic_trainer'):
         del sys.modules[name]
 
 
