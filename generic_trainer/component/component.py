@@ -42,7 +42,9 @@ class GenericTrainer(base_component.BaseComponent):
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
   `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
-  record). A rejected export is kept in the node's stateful working dir.
+  record). A rejected export is kept in the node's stateful working dir;
+  so is `traceback.txt` of a failed execution, whose reason is logged
+  first and raised without the chained traceback (`component.failure`).
   The module may provide `run_fn(fn_args)` or a `generic_trainer.TrainSpec`
   subclass (`run_fn='pkg.module.SpecName'` names one).
   """
