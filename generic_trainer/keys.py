@@ -181,3 +181,7 @@ TRAINER_STATUS_ENV = ('KUBEFLOW_TRAINER_SERVER_URL',
 SCHEDULER_ENV = (CLUSTER_PLACE_ENV + (JOBSET_SUBDOMAIN_ENV, JOBSET_PORT_ENV,
                  STEP_JOB_ENV, STEP_JOB_RECORD_ENV, KFP_POD_NAME_ENV,
                  KFP_POD_UID_ENV) + TRAINER_STATUS_ENV)
+
+# How the command names the schema it infers from the train data (eval
+# data that differs from it is told the train data's kinds: `data.csv_data`).
+INFERRED_SCHEMA = 'the schema inferred from the train data'

@@ -150,3 +150,81 @@ def test_zero_steps_are_unset_and_negative_ones_refused(examples):
       'num_steps=-1. Set a positive number, or leave it unset.')):
     _trainer(examples=examples, module_file=PENGUIN_MODULE,
              train_args=trainer_pb2.TrainArgs(num_steps=-1))
+
+
+def test_a_syntax_error_at_construction_has_a_short_traceback(examples,
+                                                               tmp_path):
+  """A module file with a syntax error fails GenericTrainer(...) with our
+  message and no chained SyntaxError: the traceback ends in the
+  constructor, a frame below the script's line."""
+  import traceback  # pylint: disable=g-import-not-at-top
+  path = tmp_path / 'broken.py'
+  path.write_text('def run_fn(fn_args)\n  pass\n')
+  with pytest.raises(UserModuleError, match=(
+      r"has a syntax error at line 1: expected ':'")) as e:
+    _trainer(examples=examples, module_file=str(path))
+  assert e.value.__cause__ is None and e.value.__suppress_context__
+  frames = traceback.extract_tb(e.value.__traceback__)
+  assert [f.name for f in frames[1:]] == ['_trainer', '__init__'], frames
+
+
+_TEAM_PIPELINE = '''
+import os, sys
+from tfx import v1 as tfx
+from generic_trainer.component import GenericTrainer
+
+root, data, module = sys.argv[1:4]
+example_gen = tfx.components.CsvExampleGen(input_base=data)
+trainer = GenericTrainer(
+    module_file=module, examples=example_gen.outputs['examples'],
+    train_args=tfx.proto.TrainArgs(num_steps=3),
+    eval_args=tfx.proto.EvalArgs(num_steps=1))
+tfx.orchestration.LocalDagRunner().run(tfx.dsl.Pipeline(
+    pipeline_name='team', pipeline_root=os.path.join(root, 'pipeline_root'),
+    components=[example_gen, trainer],
+    metadata_connection_config=tfx.orchestration.metadata
+    .sqlite_metadata_connection_config(os.path.join(root, 'metadata.sqlite'))))
+'''
+
+
+@pytest.mark.slow
+def test_a_teams_own_pipeline_script_says_the_reason_first(tmp_path,
+                                                          penguin_csvs):
+  """A LocalDagRunner script of a team's own, outside the repository, whose
+  run_fn raises: stderr has our reason first (before TFX's 'Execution N
+  failed.' and Python's traceback), no chained traceback, and the whole
+  traceback in the stateful working dir's traceback.txt it names."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from conftest import command_env  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'data').mkdir()
+  shutil.copy(penguin_csvs[0], tmp_path / 'data' / 'train.csv')
+  (tmp_path / 'pipeline.py').write_text(_TEAM_PIPELINE)
+  (tmp_path / 'module.py').write_text(
+      'def _load_vocabulary(path):\n'
+      "  raise FileNotFoundError(f'vocabulary {path} is missing')\n\n\n"
+      'def run_fn(fn_args):\n'
+      "  _load_vocabulary('/no/such/vocab.txt')\n")
+  env = command_env()
+  env.pop('PYTHONPATH')  # The package as a team has it: installed.
+  done = subprocess.run(
+      [sys.executable, 'pipeline.py', str(tmp_path / 'out'),
+       str(tmp_path / 'data'), str(tmp_path / 'module.py')],
+      cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+      check=False)
+  assert done.returncode == 1, done.stderr[-3000:]
+  err = done.stderr
+  reason = err.index('ERROR:absl:GenericTrainer failed: RunFnError: run_fn (')
+  assert reason < err.index('failed.\nTraceback (most recent call last)')
+  assert 'The above exception was the direct cause' not in err
+  assert 'During handling of the above exception' not in err
+  traceback_lines = err[err.index('Traceback (most recent call last)'):]
+  assert len(traceback_lines.splitlines()) < 25, traceback_lines
+  assert ('raised FileNotFoundError: vocabulary /no/such/vocab.txt is '
+          'missing') in err[reason:]
+  named = re.search(r'is in (\S+/stateful_working_dir/\S+/traceback\.txt)\n',
+                    err[reason:]).group(1)
+  with open(named) as f:
+    kept = f.read()
+  assert 'in _load_vocabulary' in kept and 'FileNotFoundError' in kept

@@ -424,7 +424,13 @@ def test_csv_with_a_bom_or_another_delimiter_trains(tmp_path, penguin_csvs,
     ('columns', r"{eval} has other columns than the schema inferred from the "
      r"train data: missing \['body_mass_g'\], extra \['mass'\]\."),
     ('kinds', r"{eval}, line 2, column 'body_mass_g': '\d+\.5' is not an "
-     r'integer, as the column is int in the schema the data must follow'),
+     r'integer, as the column is int in the schema inferred from the train '
+     r"data \(every value of it there is\). Expected the eval data's columns "
+     r"of the train data's kinds: an integer."),
+    ('words', r"{eval}, line 2, column 'body_mass_g': 'heavy' is not an "
+     r'integer, as the column is int in the schema inferred from the train '
+     r'data.*if the column holds words, it must in the train data too \(or '
+     r'pass --schema with the column as BYTES\)\.'),
 ])
 def test_eval_csv_must_match_the_train_data(tmp_path, penguin_csvs, capsys,
                                             case, message):
@@ -433,8 +439,10 @@ def test_eval_csv_must_match_the_train_data(tmp_path, penguin_csvs, capsys,
   rows = [r[:5] for r in _penguin_rows(penguin_csvs[1])]
   if case == 'columns':
     rows[0][4] = 'mass'
-  else:
+  elif case == 'kinds':
     rows[1][4] = rows[1][4] + '.5'
+  else:
+    rows[1][4] = 'heavy'
   path = _write_csv(tmp_path / 'eval.csv', rows)
   train = _write_csv(tmp_path / 'train.csv',
                      [r[:5] for r in _penguin_rows(penguin_csvs[0])])

@@ -175,3 +175,52 @@ def test_leftovers_of_a_killed_attempt_are_cleared(trainer_io):
   serving = os.path.join(io[1]['model'][0].uri, 'Format-Serving')
   assert 'stale.txt' not in os.listdir(serving)
   assert 'saved_model.pb' in os.listdir(serving)
+
+
+def _in_a_pipeline(swd):
+  """GenericExecutor as TFX's launcher makes it: with a Context whose
+  stateful working dir is `swd`."""
+  from tfx.dsl.components.base.base_executor import BaseExecutor  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  return GenericExecutor(BaseExecutor.Context(stateful_working_dir=str(swd)))
+
+
+def test_in_a_pipeline_a_failure_logs_its_reason_first_and_files_its_traceback(
+    trainer_io, tmp_path, caplog):
+  """Under an orchestrator, a failed Do logs our reason at ERROR, writes the
+  whole traceback to traceback.txt in the stateful working dir and raises
+  the same kind of error, short: its reason and that path, no chain."""
+  io = trainer_io(module_file=_module('raises'))
+  with pytest.raises(errors.RunFnError, match=(
+      r"raised FileNotFoundError: vocabulary /no/such/vocab.txt is missing.*"
+      r"Nothing was published.\nIts traceback \(the user's code's frames, "
+      r"then the whole chain\) is in .*swd/traceback.txt$")) as info:
+    _in_a_pipeline(tmp_path / 'swd').Do(*io)
+  assert info.value.__cause__ is None and info.value.__suppress_context__
+  assert isinstance(info.value.__context__, errors.RunFnError)
+  assert 'Its traceback:\n' not in str(info.value)
+  first = [r for r in caplog.records if r.levelname == 'ERROR'][0]
+  assert first.getMessage().startswith(
+      'GenericTrainer failed: RunFnError: run_fn (')
+  kept = (tmp_path / 'swd' / 'traceback.txt').read_text()
+  assert 'in _load_vocabulary' in kept
+  assert 'The above exception was the direct cause' in kept
+  assert not _published(io)
+
+
+def test_in_a_pipeline_a_success_logs_what_was_validated(trainer_io, tmp_path,
+                                                         caplog):
+  """A published export logs one progress line: the checks it passed and
+  where it was published."""
+  from generic_trainer.system import progress  # pylint: disable=g-import-not-at-top
+  io = trainer_io(module_file=_module('records_fn_args'))
+  with caplog.at_level('INFO', logger=progress.LOGGER):
+    _in_a_pipeline(tmp_path / 'swd').Do(*io)
+  lines = [r.getMessage() for r in caplog.records
+           if r.name == progress.LOGGER and 'validated' in r.getMessage()]
+  assert len(lines) == 1, lines
+  assert lines[0].startswith('GenericTrainer: export validated: loads, has '
+                             'serving_default, predicts finite values')
+  assert lines[0].endswith(f"; published to {io[1]['model'][0].uri}/"
+                           'Format-Serving')
+  assert not (tmp_path / 'swd' / 'traceback.txt').exists()

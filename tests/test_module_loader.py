@@ -5,6 +5,7 @@ import os
 import pytest
 
 from conftest import TESTDATA, load_run_fn
+from message_parts import assert_four_parts
 from generic_trainer.usercode import module_loader
 from generic_trainer.errors import InvalidArgumentError, UserModuleError
 
@@ -165,3 +166,72 @@ def test_check_module_source_accepts_imported_run_fn(tmp_path):
   path = tmp_path / 'reexport.py'
   path.write_text('from my_pkg.trainer import run_fn\n')
   module_loader.check_module_source(str(path))
+
+
+def test_a_module_imports_the_modules_beside_it(tmp_path):
+  """A module file imports a helper module of its folder (as TFX's
+  packaged module does); afterwards neither the folder stays on sys.path
+  nor the helper in sys.modules."""
+  import sys  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'penguin_helper.py').write_text('EPOCHS = 3\n')
+  (tmp_path / 'trainer.py').write_text(
+      'import penguin_helper\n\n\ndef run_fn(fn_args):\n'
+      '  return penguin_helper.EPOCHS\n')
+  fn = load_run_fn({'module_file': str(tmp_path / 'trainer.py')})
+  assert fn(None) == 3
+  assert str(tmp_path) not in sys.path
+  assert 'penguin_helper' not in sys.modules
+
+
+def test_a_sibling_module_that_is_not_there_is_named_with_the_folder(
+    tmp_path):
+  """A module importing a module neither installed nor beside it: the
+  name, the folder searched, and where to put it."""
+  (tmp_path / 'trainer.py').write_text(
+      'import penguin_helpers\n\n\ndef run_fn(fn_args):\n  pass\n')
+  with pytest.raises(UserModuleError, match=(
+      r"raised ModuleNotFoundError: No module named 'penguin_helpers': "
+      r"'penguin_helpers' is neither installed nor a .py file \(or package\) "
+      rf"in the module's folder, {tmp_path}\..*Install the package that "
+      r"provides 'penguin_helpers', or, for a helper module of yours, put "
+      rf'penguin_helpers.py in {tmp_path}\.')) as e:
+    load_run_fn({'module_file': str(tmp_path / 'trainer.py')})
+  assert 'trainer.py", line 1, in <module>' in str(e.value)
+  assert_four_parts(str(e.value))
+
+
+def test_a_module_file_that_is_a_folder_is_told_so(tmp_path):
+  """A module file that is a folder is called a folder (not 'does not
+  exist'), with the .py files in it."""
+  (tmp_path / 'trainer').mkdir()
+  (tmp_path / 'trainer' / 'model.py').write_text('def run_fn(fn_args):\n'
+                                                 '  pass\n')
+  folder = str(tmp_path / 'trainer')
+  for check in (lambda: load_run_fn({'module_file': folder}),
+                lambda: module_loader.check_module_source(folder)):
+    with pytest.raises(UserModuleError, match=(
+        rf"The module file '{folder}' is a folder, not a Python file. "
+        r'Expected the path of a .py file. Received: a folder holding 1 .py '
+        rf"file\(s\): model.py. Pass the .py file .*module_file="
+        rf"'{folder}/model.py'")) as e:
+      check()
+    assert_four_parts(str(e.value))
+
+
+def test_a_module_that_puts_its_folder_on_sys_path_keeps_it(tmp_path):
+  """A module that puts its own folder on sys.path (as module_files/
+  penguin_spec_jax.py does) keeps it there, and its helper in sys.modules."""
+  import sys  # pylint: disable=g-import-not-at-top
+  (tmp_path / 'penguin_helper_kept.py').write_text('EPOCHS = 4\n')
+  (tmp_path / 'trainer.py').write_text(
+      'import os, sys\nsys.path.insert(0, os.path.dirname(__file__))\n'
+      'import penguin_helper_kept\n\n\ndef run_fn(fn_args):\n'
+      '  return penguin_helper_kept.EPOCHS\n')
+  try:
+    fn = load_run_fn({'module_file': str(tmp_path / 'trainer.py')})
+    assert fn(None) == 4
+    assert str(tmp_path) in sys.path
+    assert 'penguin_helper_kept' in sys.modules
+  finally:
+    sys.path.remove(str(tmp_path))
+    sys.modules.pop('penguin_helper_kept', None)

@@ -165,3 +165,63 @@ def test_run_fn_that_exits_in_a_pipeline_fails_the_execution(trainer_io,
     GenericExecutor().Do(*io)
   assert not os.path.exists(os.path.join(io[1]['model'][0].uri,
                                          'Format-Serving'))
+
+
+def test_os_exit_in_a_thread_of_the_run_fn_fails_the_execution(trainer_io,
+                                                                tmp_path):
+  """os._exit in a thread run_fn starts (which only that thread would see)
+  fails the execution naming the call and the thread, not 'exported
+  nothing'."""
+  from generic_trainer.errors import RunFnError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  module = _module(tmp_path, 'exits_in_thread', '''
+      import os, threading
+
+      def _work():
+        os._exit(4)
+
+      def run_fn(fn_args):
+        worker = threading.Thread(target=_work, name='loader')
+        worker.start()
+        worker.join()
+      ''')
+  io = trainer_io(module_file=module)
+  with pytest.raises(RunFnError, match=(
+      r"called os._exit\(4\) in the thread 'loader', which would end the "
+      r"trainer's process")) as e:
+    GenericExecutor().Do(*io)
+  assert 'in _work\n    os._exit(4)' in str(e.value)
+  assert_four_parts(str(e.value))
+  assert not os.path.exists(os.path.join(io[1]['model'][0].uri,
+                                         'Format-Serving'))
+
+
+@pytest.mark.parametrize('read, given, received', [
+    ("fn_args.custom_config['epochs']", None,
+     r'custom_config=None \(none was given\)'),
+    ("fn_args.custom_config.get('epochs')", None,
+     r'custom_config=None \(none was given\)'),
+    ("fn_args.custom_config['epochs']", {'batch_size': 8},
+     r"custom_config with the keys \['batch_size'\]"),
+], ids=['none-subscripted', 'none-get', 'key-missing'])
+def test_a_run_fn_needing_custom_config_it_lacks_is_told_how_to_pass_it(
+    trainer_io, tmp_path, read, given, received):
+  """A run_fn reading a custom_config key it was not given: the key, what
+  it was given, and how to pass it."""
+  import json  # pylint: disable=g-import-not-at-top
+  from generic_trainer.errors import RunFnError  # pylint: disable=g-import-not-at-top
+  from generic_trainer.component.executor import GenericExecutor  # pylint: disable=g-import-not-at-top
+  module = _module(tmp_path, 'needs_config', f'''
+      def run_fn(fn_args):
+        epochs = {read}
+      ''')
+  io = trainer_io(module_file=module)
+  if given is not None:
+    io[2]['custom_config'] = json.dumps(given)
+  with pytest.raises(RunFnError, match=(
+      r"The code reads 'epochs' of fn_args.custom_config, which this "
+      r"training was not given. Expected custom_config to hold 'epochs'. "
+      rf"Received: {received}. Pass it in the pipeline: GenericTrainer\("
+      r"custom_config=\{'epochs': ...\}\)")) as e:
+    GenericExecutor().Do(*io)
+  assert_four_parts(str(e.value))

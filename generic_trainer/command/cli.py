@@ -300,12 +300,7 @@ def _print_outcome(request: Request,
     lines.append('  metrics: none recorded (a run_fn may write them to '
                  'train_result.json in fn_args.model_run_dir: "The training '
                  'record" in docs/guides/run-fn-modules.md)')
-  report = outcome.report or {}
-  signatures = (report.get('serving') or {}).get('signatures', {})
-  lines.append('  ' + console.validated_line(
-      report.get('examples_checked', 0),
-      {name: s['api'] for name, s in signatures.items()},
-      sum(s['requests'] for s in signatures.values())))
+  lines.append('  ' + console.report_line(outcome.report))
   lines += [f'  {name + ":":7} {path}' for name, path in (
       (MODEL, layout.model), (RUN, layout.run), (DATA, layout.data),
       (SCHEMA, layout.schema)) if os.path.exists(path)]  # What is there.

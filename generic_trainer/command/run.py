@@ -47,6 +47,7 @@ from generic_trainer.data import schema_file
 from generic_trainer.data import statistics
 from generic_trainer.keys import BACKEND_KEY, KERAS_VERSION_KEY
 from generic_trainer.keys import MODULE_FILE_KEY, NUM_WORKERS_KEY
+from generic_trainer.keys import INFERRED_SCHEMA
 from generic_trainer.keys import RUN_FN_KEY
 from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan import resume_folder
@@ -259,7 +260,7 @@ def _write_inputs(request: Request, layout: Layout, spec_class=None):
   the schema is inferred from the train data) is checked against it.
   Without eval data, a third of the train data is held out for eval.
   """
-  schema, source = None, 'the schema inferred from the train data'
+  schema, source = None, INFERRED_SCHEMA
   if request.schema:
     schema, source = schema_file.read(request.schema), (
         f'the schema {request.schema}')

@@ -4,7 +4,9 @@
 `generic_trainer.GenericTrainer`). `component` wires channels (`channels`)
 and checks arguments at pipeline construction; `spec` is TFX's TrainerSpec
 plus GenericTrainer's parameters; `executor` is `GenericExecutor`, whose
-`Do` resolves the plan and runs the one attempt (`training.attempt`). The
+`Do` resolves the plan and runs the one attempt (`training.attempt`);
+`failure` makes a failed execution say its reason first, its traceback in
+a file. The
 artifact type it adds (`ParsedRows`) is `data.kept.artifact`, which the
 command's requests carry too. All import TFX (seconds), so the names load
 when first used: importing the package stays light.

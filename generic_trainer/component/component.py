@@ -17,6 +17,7 @@ from generic_trainer.usercode import module_loader
 from generic_trainer.plan import settings
 from generic_trainer.usercode import static_spec
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.errors import UserModuleError
 from generic_trainer.data.kept.artifact import ParsedRows
 from generic_trainer.component.executor import GenericExecutor
 from generic_trainer.keys import MODULE_FILE_KEY, MODULE_PATH_KEY
@@ -41,7 +42,9 @@ class GenericTrainer(base_component.BaseComponent):
 
   Outputs: `model` (Model; the SavedModel is in `Format-Serving`) and
   `model_run` (ModelRun; logs, TensorBoard, checkpoints, the training
-  record). A rejected export is kept in the node's stateful working dir.
+  record). A rejected export is kept in the node's stateful working dir;
+  so is `traceback.txt` of a failed execution, whose reason is logged
+  first and raised without the chained traceback (`component.failure`).
   The module may provide `run_fn(fn_args)` or a `generic_trainer.TrainSpec`
   subclass (`run_fn='pkg.module.SpecName'` names one).
   """
@@ -174,7 +177,12 @@ class GenericTrainer(base_component.BaseComponent):
     if isinstance(module_file, os.PathLike):  # pathlib.Path: read as meant.
       module_file = os.fspath(module_file)
     if isinstance(module_file, str):
-      module_loader.check_module_source(module_file)
+      try:
+        module_loader.check_module_source(module_file)
+      except UserModuleError as e:
+        # Its cause (ast's SyntaxError) says nothing the message does not:
+        # the traceback ends at the script's line, not 25 lines later.
+        raise e.with_traceback(None) from None
     # The part of the training plan the settings alone decide; the rest
     # (the TrainSpec's backend...) is resolved by the same code at run time.
     settings.check_settings(keras_version=keras_version, backend=backend,

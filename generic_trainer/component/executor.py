@@ -12,7 +12,9 @@ from tfx.types import standard_component_specs as keys
 from tfx.utils import io_utils
 from tfx.utils import proto_utils
 
+from generic_trainer.component import failure
 from generic_trainer.data.kept import store as kept_store
+from generic_trainer.errors import GenericTrainerError
 from generic_trainer.export_checks import serving_check
 from generic_trainer.fnargs import inputs
 from generic_trainer.kubeflow.step_job import record as step_job_record
@@ -26,10 +28,12 @@ from generic_trainer.plan import resume_folder
 from generic_trainer.plan.entry_points import COMPONENT
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
+from generic_trainer.system import console
 from generic_trainer.system import machine
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import preemption
+from generic_trainer.system import progress
 from generic_trainer.training import attempt
 
 
@@ -71,6 +75,12 @@ class GenericExecutor(base_executor.BaseExecutor):
   there (`generic_trainer.system.preemption`). Outside a TrainSpec's steps
   (a `run_fn`, reading the data, the export) it raises PreemptedError
   where `Do` is, saying where the run was and its last resume checkpoint.
+
+  Run by a TFX orchestrator (given a `Context`), a failed `Do` says its
+  reason first: it logs our error's message at ERROR, writes the whole
+  traceback to `traceback.txt` in the stateful working dir and raises the
+  error again without its chain (`component.failure`). A success logs what
+  the export checks validated, in one line.
   """
 
   def __init__(self, context: Optional[base_executor.BaseExecutor.Context]
@@ -89,7 +99,15 @@ class GenericExecutor(base_executor.BaseExecutor):
         output_folder.as_private_as(
             _uris(input_dict, _PRIVACY_INPUTS),
             _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
-      self._do(input_dict, output_dict, exec_properties)
+      try:
+        self._do(input_dict, output_dict, exec_properties)
+      except GenericTrainerError as e:
+        # Under an orchestrator, the reason first and a short traceback;
+        # called directly (no Context), the error as it is.
+        short = failure.said_first(e, self._stateful_working_dir())
+        if short is None:
+          raise
+        raise short from None
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
@@ -119,8 +137,9 @@ class GenericExecutor(base_executor.BaseExecutor):
                 exec_properties.get(ALLOW_SIGNATURE_CHANGE_KEY)))))
     if published.serving_dir is None:
       return  # A member that is not the chief: the chief publishes.
-    logging.info('Export validated (%s) and published to %s.',
-                 published.report, published.serving_dir)
+    progress.log().info('GenericTrainer: %s; published to %s',
+                        console.report_line(published.report),
+                        published.serving_dir)
     if published.report:
       serving_check.attach(output_dict[keys.MODEL_KEY], published.report)
     if published.trained:

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 import attr
 
+from generic_trainer.keys import INFERRED_SCHEMA
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import csv_dialect
 from generic_trainer.data import tfrecords
@@ -211,10 +212,11 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str) -> None:
   """Writes the rows as gzip tf.Examples to `out`, each value of its
   column's kind; a value that is not is named by file, line and column."""
 def write(tables: List[Table], kinds: Dict[str, str], out: str,
-          mode: Optional[int] = None) -> None:
+          mode: Optional[int] = None, source: Optional[str] = None) -> None:
   """Writes the rows as gzip tf.Examples to `out` (a new file of `mode`,
   written whole: `tfrecords.writer`), each value of its column's kind; a
-  value that is not is named by file, line and column."""
+  value that is not is named by file, line and column, and by `source`,
+  the schema the kinds come from (None: inferred from these tables)."""
   with tfrecords.writer(out, mode) as writer:
     for table in tables:
       columns = [(i, name, kinds[name]) for i, name in enumerate(table.header)
@@ -225,14 +227,16 @@ def write(tables: List[Table], kinds: Dict[str, str], out: str,
           value = row[index]
           if csv_dialect.is_missing(value):
             continue
-          feature[name] = _feature(value, kind, table.path, line, name)
+          feature[name] = _feature(value, kind, table.path, line, name,
+                                   source)
         # deterministic: a map's keys in order, so the same rows give the
         # same bytes run after run (a kept-rows hit on a retrain).
         writer.write(tf.train.Example(features=tf.train.Features(
             feature=feature)).SerializeToString(deterministic=True))
 
 
-def _feature(value: str, kind: str, path: str, line: int, name: str):
+def _feature(value: str, kind: str, path: str, line: int, name: str,
+             source: Optional[str] = None):
   try:
     if kind == 'int':
       return tf.train.Feature(int64_list=tf.train.Int64List(
@@ -242,13 +246,22 @@ def _feature(value: str, kind: str, path: str, line: int, name: str):
           value=[float(value)]))
   except ValueError:
     expected = 'an integer' if kind == 'int' else 'a number'
+    if source == INFERRED_SCHEMA:  # Eval data against the train data's.
+      raise InputArtifactError(
+          f'{path}, line {line}, column {name!r}: {value!r} is not '
+          f'{expected}, as the column is {kind} in {source} (every value of '
+          'it there is). Expected the eval data\'s columns of the train '
+          f"data's kinds: {expected}. Received: {value!r}. Fix the value, or "
+          'leave it empty for a missing value; if the column holds words, '
+          'it must in the train data too (or pass --schema with the column '
+          'as BYTES).') from None
     raise InputArtifactError(
         f'{path}, line {line}, column {name!r}: {value!r} is not {expected}, '
-        f'as the column is {kind} in the schema the data must follow (the '
-        f'one given, or inferred from the train data). Expected {expected}. '
-        f'Received: {value!r}. Fix the value, or leave it empty for a '
-        'missing value; if the column holds words, say BYTES for it in the '
-        'schema.') from None
+        f'as the column is {kind} in '
+        f'{source or "the schema the data must follow"}. Expected '
+        f'{expected}. Received: {value!r}. Fix the value, or leave it empty '
+        'for a missing value; if the column holds words, say BYTES for it '
+        'in the schema.') from None
   return tf.train.Feature(bytes_list=tf.train.BytesList(
       value=[value.encode()]))
 

@@ -96,7 +96,8 @@ def to_split(data, split_dir: str, schema=None,
     _record_missing(tables, split_dir)
     out = os.path.join(split_dir, SPLIT_DATA_FILE)
     # The rows keep the CSV files' permissions: a private file stays so.
-    csv_data.write(tables, kinds, out, common_mode(files))
+    csv_data.write(tables, kinds, out, common_mode(files),
+                   schema_source if schema is not None else None)
     stamp_like([out], files)
     return [out]
   check_tfrecords(files, kept_rows)

@@ -119,7 +119,8 @@ def _here(request: TrainingRequest, entry) -> None:
     keras_used = keras_env.trained_on()
     progress.log().info('Training %s on %s.', what, keras_used)
     hparams = {'hparams': getattr(fn_args, 'hyperparameters', None),
-               'hparams_setting': request.plan.entry_point.hparams}
+               'hparams_setting': request.plan.entry_point.hparams,
+               'custom_config': getattr(fn_args, 'custom_config', None)}
     threads = set(threading.enumerate())
     try:
       if spec is not None:  # Its runner keeps its parsed rows itself.

@@ -384,3 +384,15 @@ def validated_line(examples_checked: int, apis: Dict[str, str],
              + ', '.join(f'{name}: {api}' for name, api in sorted(
                  apis.items())) + f'; {requests} requests)')
   return line
+
+
+def report_line(report: Optional[Dict]) -> str:
+  """`validated_line` of an export checks' report (`examples_checked`, and
+  each signature's TF Serving API and requests under `serving`): the
+  command's summary, the executor's line on success."""
+  report = report or {}
+  signatures = (report.get('serving') or {}).get('signatures', {})
+  return validated_line(
+      report.get('examples_checked', 0),
+      {name: s['api'] for name, s in signatures.items()},
+      sum(s['requests'] for s in signatures.values()))

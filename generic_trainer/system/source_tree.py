@@ -60,10 +60,33 @@ def read(path: str) -> ast.Module:
 
 
 def missing_file_error(path: str) -> UserModuleError:
+  """The error for a module file that is not a file: a folder, or
+  nothing."""
+  if os.path.isdir(path):
+    return _folder_error(path)
   return UserModuleError(
       'The module file does not exist. Expected a Python file. Received: '
       f'module_file={path!r} (working directory {os.getcwd()}). Check the '
       'path; an absolute path avoids surprises.')
+
+
+def _folder_error(path: str) -> UserModuleError:
+  """A module file that is a folder, with the .py files in it."""
+  try:
+    modules = sorted(n for n in os.listdir(path) if n.endswith('.py'))
+  except OSError:
+    modules = []
+  if modules:
+    inside = (f'{len(modules)} .py file(s): {", ".join(modules[:5])}'
+              + (', ...' if len(modules) > 5 else ''))
+    todo = ('Pass the .py file that defines run_fn or the TrainSpec, e.g. '
+            f'module_file={os.path.join(path, modules[0])!r}.')
+  else:
+    inside = 'no .py file'
+    todo = 'Pass the path of the .py file that defines run_fn or the TrainSpec.'
+  return UserModuleError(
+      f'The module file {path!r} is a folder, not a Python file. Expected '
+      f'the path of a .py file. Received: a folder holding {inside}. {todo}')
 
 
 def syntax_error(path: str, e: SyntaxError) -> UserModuleError:

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import sys
+import threading
 import traceback
 from typing import Any, Dict, Optional
 
@@ -31,6 +32,7 @@ from generic_trainer.system import disk_full
 
 # Frames of GenericTrainer's own code are left out of a user's traceback.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_THREADING = os.path.dirname(threading.__file__) + os.sep + 'threading.py'
 
 
 class ExitCalled(BaseException):
@@ -45,7 +47,20 @@ class ExitCalled(BaseException):
     self.code = code
 
 
+# The threads running guarded code, and the `os._exit` calls of the other
+# threads while it ran: (thread name, code, the caller's frames). A thread
+# that user code started dies of ExitCalled, which nobody sees; the guard
+# reports its call when the user's code returns (`user_code`).
+_guarding = []
+_exits_elsewhere = []
+
+
 def _exit_called(code: int = 0):
+  if _guarding and threading.current_thread() not in _guarding:
+    frames = [f for f in traceback.extract_stack()[:-1]
+              if not f.filename.startswith((_PACKAGE_DIR, _THREADING))]
+    _exits_elsewhere.append((threading.current_thread().name, code,
+                             ''.join(traceback.format_list(frames))))
   raise ExitCalled(code)
 
 
@@ -55,6 +70,7 @@ def guarded(argv0: Optional[str] = None):
   `sys.argv` is `[argv0]`."""
   real_exit, argv = os._exit, sys.argv  # pylint: disable=protected-access
   os._exit = _exit_called  # pylint: disable=protected-access
+  _guarding.append(threading.current_thread())
   if argv0 is not None:
     sys.argv = [argv0]
   try:
@@ -62,6 +78,7 @@ def guarded(argv0: Optional[str] = None):
   finally:
     os._exit = real_exit  # pylint: disable=protected-access
     sys.argv = argv
+    _guarding.remove(threading.current_thread())
 
 
 # What user code raises when it tries to end the process: `except EXITS`.
@@ -87,7 +104,8 @@ def user_traceback(e: BaseException) -> str:
 @contextlib.contextmanager
 def user_code(what: str, source: str, wrap: bool = True,
               hparams: Optional[Dict[str, Any]] = None,
-              hparams_setting: str = '--hparams'):
+              hparams_setting: str = '--hparams',
+              custom_config: Optional[Dict[str, Any]] = None):
   """Runs the block as user code (see the module docstring); raises what it
   raises as a RunFnError with the user's traceback.
 
@@ -103,8 +121,21 @@ def user_code(what: str, source: str, wrap: bool = True,
   exit still becomes a RunFnError.
   """
   with guarded():
+    elsewhere = len(_exits_elsewhere)
     try:
       yield
+      if len(_exits_elsewhere) > elsewhere:
+        name, code, frames = _exits_elsewhere[elsewhere]
+        del _exits_elsewhere[elsewhere:]
+        raise RunFnError(with_traceback(
+            f'{what} ({source}) called os._exit({code!r}) in the thread '
+            f"{name!r}, which would end the trainer's process; the trainer "
+            f'ended that thread there instead, and {what} went on without '
+            'it. Expected user code (and the threads it starts) to return '
+            'when done, or raise to fail the run. Received: '
+            f'os._exit({code!r}) in thread {name!r}. Replace the call with a '
+            'return or a raise (its traceback shows where it was called). '
+            'Nothing was published.', frames + f'ExitCalled: {code!r}'))
     except GenericTrainerError:
       raise
     except EXITS as e:
@@ -131,7 +162,8 @@ def user_code(what: str, source: str, wrap: bool = True,
             'the files). Nothing was published.') from e
       idiom = (keras2_idiom(e) or sequential_idiom(e) or
                infinite_dataset_idiom(e) or
-               string_hparam_idiom(e, hparams, hparams_setting))
+               string_hparam_idiom(e, hparams, hparams_setting) or
+               custom_config_idiom(e, custom_config))
       if idiom is not None:
         raise RunFnError(with_traceback(
             f'{what} ({source}) raised {type(e).__name__}: '
@@ -259,6 +291,43 @@ def string_hparam_idiom(e: BaseException,
       f'Expected a JSON number for {key}: {number}, without quotes. Received: '
       f'"{key}": {json.dumps(value)} (a string) in {setting}. Write the '
       f'number without quotes: {written}. Nothing was published.')
+
+
+_CUSTOM_CONFIG_KEY = re.compile(
+    r"custom_config\s*(?:\[\s*(['\"])(?P<index>[^'\"]+)\1\s*\]|"
+    r"\.get\(\s*(['\"])(?P<get>[^'\"]+)\3)")
+
+
+def custom_config_idiom(e: BaseException,
+                        custom_config: Optional[Dict[str, Any]]
+                        ) -> Optional[str]:
+  """For user code that reads a key of `fn_args.custom_config` it was not
+  given (a KeyError, or None subscripted): the key, what the training was
+  given and how to pass it; None for any other error."""
+  frames = traceback.extract_tb(e.__traceback__)
+  line = frames[-1].line if frames else ''
+  if not isinstance(e, (KeyError, TypeError, AttributeError)) or (
+      'custom_config' not in (line or '')):
+    return None
+  if isinstance(e, KeyError):
+    key = e.args[0] if e.args else None
+  else:
+    if custom_config is not None:
+      return None  # Not the missing dict: another mistake on that line.
+    found = _CUSTOM_CONFIG_KEY.search(line)
+    key = (found.group('index') or found.group('get')) if found else None
+  received = ('custom_config=None (none was given)' if custom_config is None
+              else f'custom_config with the keys {sorted(custom_config)}')
+  name = repr(key) if key is not None else 'a key'
+  return (
+      f'The code reads {name} of fn_args.custom_config, which this training '
+      f'was not given. Expected custom_config to hold {name}. Received: '
+      f'{received}. Pass it in the pipeline: GenericTrainer(custom_config='
+      f'{{{name if key is not None else "KEY"}: ...}}) (as TFX\'s Trainer '
+      'takes it); where none can be passed (the command, a notebook), read '
+      'it with a default: (fn_args.custom_config or {}).get('
+      f'{name if key is not None else "KEY"}, DEFAULT). Nothing was '
+      'published.')
 
 
 def _is_data_loss(e: BaseException) -> bool:

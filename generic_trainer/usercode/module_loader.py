@@ -17,6 +17,7 @@ error can name what the module does define, and so that later loaders can
 look for other top-level names than `run_fn`.
 """
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -278,8 +279,24 @@ def _load_source_file(path: str) -> types.ModuleType:
   module = importlib.util.module_from_spec(spec)
   sys.modules[name] = module
   try:
-    with user_code.guarded(argv0=local_path):
+    with user_code.guarded(argv0=local_path), _beside(local_path):
       spec.loader.exec_module(module)
+  except ModuleNotFoundError as e:
+    del sys.modules[name]
+    if not e.name or '.' in e.name or importlib.util.find_spec(
+        e.name.split('.')[0]) is not None:
+      raise _import_error(path, e) from e
+    folder = os.path.dirname(os.path.abspath(local_path))
+    raise UserModuleError(with_traceback(
+        f'Importing the module file {path!r} raised ModuleNotFoundError: '
+        f'{e}: {e.name!r} is neither installed nor a .py file (or package) '
+        f"in the module's folder, {folder}. Expected every module it "
+        'imports importable: installed in the trainer environment, or '
+        'beside the module file (a pipeline packages every .py file of '
+        'that folder with it, and the module is imported with that folder '
+        f'on sys.path). Received: import {e.name}. Install the package that '
+        f'provides {e.name!r}, or, for a helper module of yours, put '
+        f'{e.name}.py in {folder}.', user_traceback(e))) from e
   except SyntaxError as e:
     del sys.modules[name]
     raise source_tree.syntax_error(path, e) from e
@@ -288,13 +305,48 @@ def _load_source_file(path: str) -> types.ModuleType:
     raise _exit_at_import(f'the module file {path!r}', e) from e
   except Exception as e:  # pylint: disable=broad-except
     del sys.modules[name]
-    raise UserModuleError(with_traceback(
-        f'Importing the module file {path!r} raised '
-        f'{type(e).__name__}: {summarize(e)}. The module runs at import '
-        'time. Expected the module to import without an error. Received: '
-        f'{type(e).__name__}, whose traceback ends this message. Fix the '
-        'module where its traceback points.', user_traceback(e))) from e
+    raise _import_error(path, e) from e
   return module
+
+
+def _import_error(path: str, e: BaseException) -> UserModuleError:
+  return UserModuleError(with_traceback(
+      f'Importing the module file {path!r} raised '
+      f'{type(e).__name__}: {summarize(e)}. The module runs at import '
+      'time. Expected the module to import without an error. Received: '
+      f'{type(e).__name__}, whose traceback ends this message. Fix the '
+      'module where its traceback points.', user_traceback(e)))
+
+
+@contextlib.contextmanager
+def _beside(path: str):
+  """While the module file at `path` is imported, its folder is first on
+  sys.path, so that it imports the modules beside it (`import helper`), as
+  TFX's Trainer does (it packages every .py file of that folder with the
+  module). Afterwards the folder leaves sys.path, and so do the modules
+  imported from it from sys.modules (the user's module keeps them), so
+  that another module file's `helper` is its own; unless the module put
+  its folder on sys.path itself, which then stays as it made it."""
+  folder = os.path.dirname(os.path.abspath(path))
+  if folder in {os.path.abspath(p or os.curdir) for p in sys.path}:
+    yield  # On sys.path already (the working directory...): as it is.
+    return
+  before = set(sys.modules)
+  sys.path.insert(0, folder)
+  try:
+    yield
+  finally:
+    try:
+      sys.path.remove(folder)
+    except ValueError:  # The module took it off itself.
+      pass
+    # Unless the module put its folder on sys.path itself (its choice).
+    new = set() if folder in sys.path else set(sys.modules) - before
+    for name in new:
+      origin = getattr(sys.modules.get(name), '__file__', None) or ''
+      if (os.path.abspath(origin).startswith(folder + os.sep) and
+          name.split('.')[0] != 'generic_trainer'):
+        del sys.modules[name]
 
 
 def _import_module(module_path: str, source: str) -> types.ModuleType:
