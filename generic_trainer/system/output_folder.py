@@ -11,13 +11,19 @@
   write it could swap the validated export before it is published, or put
   links where the run writes. A folder the run creates is created 0755,
   or 0700 when an input is private (`mode_for`).
-- As private as its inputs, whatever the umask: while a run holds the
-  folder, the process's umask is set from the inputs (022, or 077 when an
-  input is private: `umask_for`), so every file and folder it writes
-  (the SavedModel TensorFlow writes, checkpoints, the schema, the record)
-  is 0644/0755 or 0600/0700, never writable by the group, and a child
-  process inherits it; the umask is given back after. An existing folder
-  more open than a private input (a 0755 folder, a 0600 CSV) is refused
+- As private as its inputs, whatever the umask. How private is one
+  answer, `mode_for`, decided by who can read each input through its
+  folders (a 0644 CSV in a 0700 home is private: issue 55), and every
+  publisher asks it. While a run holds the folder, the process's umask
+  is set from it (022, or 077 when an input is private: `umask_for`), so
+  every file and folder it writes (the SavedModel TensorFlow writes,
+  checkpoints, the schema, the record) is 0644/0755 or 0600/0700, never
+  writable by the group, and a child process inherits it; the umask is
+  given back after. User code may set another (`os.umask(0)`): so what
+  is published is sealed (`seal`: the staged export before it is put in
+  place, the whole folder when the run lets it go), its modes set
+  explicitly, bits only taken away. An existing folder more open than an
+  input private by its own mode (a 0755 folder, a 0600 CSV) is refused
   (`check_private`), not made private: a run does not change the
   permissions of a folder it did not create, which may share other files
   of yours on purpose; `chmod go-rwx` says you mean it.
