@@ -153,6 +153,11 @@ HEARTBEAT_FILE_ENV = 'GENERIC_TRAINER_HEARTBEAT_FILE'
 # network: for workers that need the network, e.g. gs:// artifacts).
 WORKER_NETWORK_ENV = 'GENERIC_TRAINER_WORKER_NETWORK'
 WORKER_NETWORKS = ('private', 'host')
+# The folders a process found safe to hold this user's folders (TMPDIR and
+# its ancestors: `trust.check_ancestors`), as 'dev:inode' pairs, for its
+# children: in the local workers' user namespace root's folders show as
+# owned by the overflow uid, which a child cannot tell from another user's.
+VERIFIED_FOLDERS_ENV = 'GENERIC_TRAINER_VERIFIED_FOLDERS'
 
 # A Kubeflow pipeline's GenericTrainer step with several workers launches a
 # TrainJob (or TFJob) for them (`kubeflow.step_job`): the compile puts what

@@ -5,19 +5,42 @@ files, links and moves are made by a real process of that user
 (`setpriv`), in a folder that user can reach (pytest's base folder is
 0700). tests/test_trust_by_descriptor.py and
 tests/test_other_users_files.py share these.
+
+Ordinary users: the victim (uid 2001, group 2001, the team's) and a
+teammate in the victim's group (uid 2002). `run_as` runs the real
+command as one of them in a process of its own, each
+with a HOME of their own under /tmp, the machine's real /tmp as TMPDIR
+(unset), and an interpreter of their own (`user_python`): the venv's
+interpreter lives under /root, which only root may enter, so the user
+gets a copy, as a person has an install of their own; the venv's
+packages and this checkout are read where they are (0755). `as_user`
+and `started_as` run one step of a run in a forked child of the test as
+one of them, to time a teammate's swap at that step; `team_folder` is
+their shared 2775 folder.
 """
 
 import contextlib
+import functools
 import os
 import pathlib
 import pickle
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import time
-from typing import Iterator, Optional
+from typing import Dict, Iterator, Optional, Sequence
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 NOBODY = 65534
+# Two people of one team (issue 55): numeric uids of no /etc/passwd entry,
+# as `setpriv` and `os.setresuid` take them; the team's group is the
+# victim's own, which the teammate is in.
+VICTIM = 2001
+TEAMMATE = 2002
+TEAM = 2001
 
 
 def as_nobody(*command):
@@ -45,11 +68,6 @@ def reachable_folder(name: str, mode: int,
     shutil.rmtree(reachable)
 
 
-# Two people of one team (issue 55): numeric uids of no /etc/passwd entry,
-# in one group, as `setpriv` and `os.setresuid` take them.
-VICTIM = 2001
-TEAMMATE = 2002
-TEAM = 2000
 
 
 @contextlib.contextmanager
@@ -124,3 +142,76 @@ def wait_for(path: pathlib.Path, timeout: float = 30.0) -> bool:
       return True
     time.sleep(0.01)
   return False
+
+
+@functools.lru_cache(maxsize=None)
+def user_python() -> str:
+  """An interpreter ordinary users can run: a copy of this one's install
+  (its standard library, without its tests), root's and 0755, in a venv
+  whose site-packages are this venv's; made once a session, removed at
+  exit. Its path."""
+  import atexit  # pylint: disable=g-import-not-at-top
+  root = tempfile.mkdtemp(prefix='gt-user-python-', dir='/tmp')
+  atexit.register(shutil.rmtree, root, True)
+  os.chmod(root, 0o755)
+  install = os.path.join(root, 'install')
+  home = sys.base_prefix
+  stdlib = sysconfig.get_paths()['stdlib']
+  shutil.copytree(home, install, symlinks=True, ignore=lambda folder, names: [
+      n for n in names if os.path.join(folder, n) in (
+          os.path.join(stdlib, 'test'), os.path.join(stdlib, 'site-packages'))])
+  version = f'python{sys.version_info.major}.{sys.version_info.minor}'
+  venv = os.path.join(root, 'venv')
+  os.makedirs(os.path.join(venv, 'bin'))
+  os.makedirs(os.path.join(venv, 'lib', version))
+  os.symlink(os.path.join(install, 'bin', version),
+             os.path.join(venv, 'bin', 'python'))
+  os.symlink(sysconfig.get_paths()['purelib'],
+             os.path.join(venv, 'lib', version, 'site-packages'))
+  with open(os.path.join(venv, 'pyvenv.cfg'), 'w') as f:
+    f.write(f'home = {install}/bin\ninclude-system-site-packages = false\n')
+  subprocess.run(['chmod', '-R', 'go-w,a+rX', root], check=True)
+  return os.path.join(venv, 'bin', 'python')
+
+
+@contextlib.contextmanager
+def home_of(uid: int, mode: int = 0o700) -> Iterator[pathlib.Path]:
+  """A HOME of uid `uid` (group `uid`) under /tmp, `mode` (0700, as a
+  home on Fedora and RHEL); removed with what it holds afterwards."""
+  path = tempfile.mkdtemp(prefix=f'home-{uid}-', dir='/tmp')
+  try:
+    os.chown(path, uid, uid)
+    os.chmod(path, mode)
+    yield pathlib.Path(path)
+  finally:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_as(uid: int, home: os.PathLike, argv: Sequence[str],
+            groups: Sequence[int] = (), env: Optional[Dict[str, str]] = None,
+            timeout: float = 900) -> subprocess.CompletedProcess:
+  """Runs `argv` (its first item `python` is `user_python`) as uid `uid`
+  and gid `uid`, of `groups` besides, in `home`, with HOME `home`, TMPDIR
+  unset, and a person's environment (PATH, this checkout importable):
+  its output, not checked."""
+  argv = list(argv)
+  if argv[0] == 'python':
+    argv[0] = user_python()
+  python_lib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(
+      user_python()))), 'lib')
+  environ = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': str(home),
+             'LANG': 'C.UTF-8', 'PYTHONPATH': REPO,
+             'LD_LIBRARY_PATH': python_lib, **(env or {})}
+  given = ['--groups=' + ','.join(map(str, groups))] if groups else [
+      '--clear-groups']
+  return subprocess.run(
+      ['setpriv', f'--reuid={uid}', f'--regid={uid}', *given, 'env', '-i',
+       *[f'{k}={v}' for k, v in environ.items()], *argv],
+      cwd=str(home), capture_output=True, text=True, timeout=timeout,
+      check=False)
+
+
+def command(*args: str) -> list:
+  """The `generic-trainer` command with `args`, as `run_as` runs it."""
+  return ['python', '-c', 'import sys; from generic_trainer.command import '
+          'cli; sys.exit(cli.main(sys.argv[1:]))', *args]

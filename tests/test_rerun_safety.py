@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from conftest import command_env
+from other_user import reachable_folder
 from generic_trainer.errors import UnsafeFolderError
 from generic_trainer.command.layout import Layout
 from generic_trainer.system import atomic_files
@@ -117,27 +118,50 @@ def umask_002():
 
 
 def test_what_a_run_writes_is_as_private_as_its_inputs_whatever_the_umask(
-    tmp_path, umask_002):
+    umask_002):
   """umask 002: a private input gives 0600 files and 0700 folders, a
-  shared one 0644 and 0755: never writable by the group."""
-  private, shared = tmp_path / 'private.csv', tmp_path / 'shared.csv'
-  for path, mode in ((private, 0o600), (shared, 0o644)):
-    path.write_text('a\n1\n')
-    path.chmod(mode)
-  for inputs, folder_mode, file_mode in (([str(private)], 0o700, 0o600),
-                                         ([str(shared)], 0o755, 0o644)):
-    out = tmp_path / f'out-{folder_mode:o}'
-    with output_folder.hold(str(out), inputs=inputs):
-      os.makedirs(out / 'run' / 'tensorboard')
-      with open(out / 'run' / 'history.json', 'w') as f:
-        f.write('[]')
-      atomic_files.write_json(str(out / 'run' / 'train_result.json'), {})
-    for path in (out, out / 'run', out / 'run' / 'tensorboard'):
-      assert stat.S_IMODE(os.stat(path).st_mode) == folder_mode, path
-    for path in (out / 'run' / 'history.json',
-                 out / 'run' / 'train_result.json'):
-      assert stat.S_IMODE(os.stat(path).st_mode) == file_mode, path
+  shared one (in a folder others can reach) 0644 and 0755: never
+  writable by the group."""
+  with reachable_folder('inputs', 0o755) as root:
+    private, shared = root / 'private.csv', root / 'shared.csv'
+    for path, mode in ((private, 0o600), (shared, 0o644)):
+      path.write_text('a\n1\n')
+      path.chmod(mode)
+    for inputs, folder_mode, file_mode in (([str(private)], 0o700, 0o600),
+                                           ([str(shared)], 0o755, 0o644)):
+      out = root / f'out-{folder_mode:o}'
+      with output_folder.hold(str(out), inputs=inputs):
+        os.makedirs(out / 'run' / 'tensorboard')
+        with open(out / 'run' / 'history.json', 'w') as f:
+          f.write('[]')
+        atomic_files.write_json(str(out / 'run' / 'train_result.json'), {})
+      for path in (out, out / 'run', out / 'run' / 'tensorboard'):
+        assert stat.S_IMODE(os.stat(path).st_mode) == folder_mode, path
+      for path in (out / 'run' / 'history.json',
+                   out / 'run' / 'train_result.json'):
+        assert stat.S_IMODE(os.stat(path).st_mode) == file_mode, path
   assert os.umask(0o002) == 0o002  # Given back after the run.
+
+
+def test_what_a_run_writes_under_user_codes_umask_0_is_sealed(tmp_path):
+  """User code that sets umask 0 while the run holds its folder: what it
+  wrote is made no more open than the inputs before the lock is let go
+  (`output_folder.seal`), never writable by group or others."""
+  private = tmp_path / 'private.csv'
+  private.write_text('a\n1\n')
+  private.chmod(0o600)
+  out = tmp_path / 'out'
+  with output_folder.hold(str(out), inputs=[str(private)]):
+    before = os.umask(0)  # As some libraries do.
+    try:
+      os.makedirs(out / 'model' / 'variables')
+      (out / 'model' / 'variables' / 'weights').write_text('w')
+    finally:
+      os.umask(before)
+  for path in (out / 'model', out / 'model' / 'variables'):
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700, path
+  assert stat.S_IMODE(os.stat(out / 'model' / 'variables' / 'weights').st_mode
+                      ) == 0o600
 
 
 def test_an_existing_shared_folder_is_refused_for_a_private_input(tmp_path):

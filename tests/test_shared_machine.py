@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from conftest import REPO, command_env
+from other_user import reachable_folder
 from generic_trainer.system import atomic_files
 from generic_trainer.system import owner_lock
 from generic_trainer.system import paths
@@ -437,18 +438,26 @@ def test_a_model_file_is_refused_before_training(tmp_path):
   assert (tmp_path / 'model').read_text() == 'mine'
 
 
-def test_a_new_output_folder_is_as_private_as_its_inputs(tmp_path):
-  """A 0600 input gives a 0700 output folder; a 0644 one a 0755 folder."""
-  private, shared = tmp_path / 'private.csv', tmp_path / 'shared.csv'
-  for path, mode in ((private, 0o600), (shared, 0o644)):
-    path.write_text('a\n1\n')
-    path.chmod(mode)
-  for inputs, expected in (([str(private), str(shared)], 0o700),
-                           ([str(shared)], 0o755)):
-    out = tmp_path / f'out-{expected:o}'
-    with output_folder.hold(str(out), inputs=inputs):
-      pass
-    assert stat.S_IMODE(os.stat(out).st_mode) == expected & ~_umask()
+def test_a_new_output_folder_is_as_private_as_its_inputs():
+  """A 0600 input gives a 0700 output folder, and so does a 0644 one in a
+  0700 folder (who can reach it decides); a 0644 one others can reach a
+  0755 folder."""
+  with reachable_folder('inputs', 0o755) as root:
+    private, shared = root / 'private.csv', root / 'shared.csv'
+    (root / 'home').mkdir(mode=0o700)
+    unreachable = root / 'home' / 'shared.csv'
+    for path, mode in ((private, 0o600), (shared, 0o644),
+                       (unreachable, 0o644)):
+      path.write_text('a\n1\n')
+      path.chmod(mode)
+    for name, inputs, expected in (
+        ('private', [str(private), str(shared)], 0o700),
+        ('unreachable', [str(unreachable)], 0o700),
+        ('shared', [str(shared)], 0o755)):
+      out = root / f'out-{name}'
+      with output_folder.hold(str(out), inputs=inputs):
+        pass
+      assert stat.S_IMODE(os.stat(out).st_mode) == expected & ~_umask(), name
 
 
 def _umask():

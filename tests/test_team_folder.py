@@ -86,8 +86,8 @@ def test_an_output_folder_in_a_team_folder_cannot_be_swapped_after_the_lock(
     wait()
   message = str(info.value)
   assert message.startswith(
-      f'--output-dir {out} is in {team}, which group can write (mode 2775, '
-      'no sticky bit)')
+      f'--output-dir {out} is inside {team}, which is not safe to hold it: '
+      'it is writable by group (mode 2775, no sticky bit)')
   assert f'`chmod +t {team}`' in message
   assert_four_parts(message)
   assert sorted(os.listdir(team)) == []  # Nothing made, nothing hers used.

@@ -65,26 +65,35 @@ def test_the_cache_folder_and_its_parents_are_made_private_under_umask_002(
 
 def test_a_link_a_group_member_puts_in_place_of_the_cache_is_refused(
     tmp_path, team):
-  """In a group-writable folder, another user moves the cache aside and
-  puts a link to a folder of ours in its place: refused, naming who made
-  the link; the folder it points to keeps everything."""
-  parent = team
+  """In a group-writable folder the cache is refused before any swap:
+  a member could rename it aside (`trust.check_ancestors`, naming the
+  folder and the fix); in a sticky shared folder, where no one can rename
+  ours, a link another user puts where the cache will be is refused,
+  naming who made it; the folder it points to keeps everything."""
   victim = tmp_path / 'victim'
   (victim / 'thesis').mkdir(parents=True)
   (victim / 'thesis' / 'chapter1.tex').write_text('mine')
-  with kept_cache.SpanCache(str(parent / 'parsed-rows')):
-    pass
-  as_nobody('sh', '-c', f'mv {parent}/parsed-rows {parent}/aside && '
-             f'ln -s {victim} {parent}/parsed-rows')
   with pytest.raises(UnsafeFolderError) as info:
-    with kept_cache.SpanCache(str(parent / 'parsed-rows'), budget_bytes=0):
+    with kept_cache.SpanCache(str(team / 'parsed-rows')):
       pass
   message = str(info.value)
   assert message.startswith(
-      f'The parsed rows cache folder {parent}/parsed-rows is a link to '
-      f"'{victim}' made by nobody (uid 65534), not by root (uid 0) who runs "
-      'this')
+      f'The parsed rows cache folder {team}/parsed-rows is inside {team}, '
+      'which is not safe to hold it: it is writable by group (mode 2775, no '
+      'sticky bit).')
+  assert f'`chmod +t {team}`' in message
   assert_four_parts(message)
+  with reachable_folder('shared', 0o1777) as shared:
+    as_nobody('ln', '-s', str(victim), f'{shared}/parsed-rows')
+    with pytest.raises(UnsafeFolderError) as info:
+      with kept_cache.SpanCache(str(shared / 'parsed-rows'), budget_bytes=0):
+        pass
+    message = str(info.value)
+    assert message.startswith(
+        f'The parsed rows cache folder {shared}/parsed-rows is a link to '
+        f"'{victim}' made by nobody (uid 65534), not by root (uid 0) who runs "
+        'this')
+    assert_four_parts(message)
   assert (victim / 'thesis' / 'chapter1.tex').read_text() == 'mine'
 
 

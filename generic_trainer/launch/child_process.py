@@ -30,6 +30,7 @@ from generic_trainer.system import scratch
 from generic_trainer.system import trust
 from generic_trainer.system import preemption
 from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
+from generic_trainer.keys import VERIFIED_FOLDERS_ENV
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.launch import stall_watch
 from generic_trainer.system.lazy import ctypes
@@ -126,7 +127,9 @@ def read_request(path: str) -> Dict[str, Any]:
 
 
 def child_env(overrides: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-  """This process's environment, `overrides`, and this package importable.
+  """This process's environment, `overrides`, the folders this process
+  found safe to hold this user's folders (`trust.verified_env`), and this
+  package importable.
 
   Run from a checkout, the checkout goes first on PYTHONPATH, so that the
   child imports the same code; installed, PYTHONPATH is left as the user
@@ -134,6 +137,7 @@ def child_env(overrides: Optional[Dict[str, str]] = None) -> Dict[str, str]:
   """
   env = dict(os.environ)
   env.update(overrides or {})
+  env[VERIFIED_FOLDERS_ENV] = trust.verified_env()  # `trust.check_ancestors`
   parent = _package_parent()
   if not _installed(parent):
     env['PYTHONPATH'] = os.pathsep.join(

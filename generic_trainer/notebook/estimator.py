@@ -181,6 +181,7 @@ class Estimator:
     self._fn_args = None
     self._keys = None
     self._trained = False
+    self._inputs: List[str] = []  # What the model was trained from.
 
   @property
   def run_dir(self) -> str:
@@ -207,7 +208,9 @@ class Estimator:
       kept_settings.checked_folder(self._parsed_rows_dir, self.model_dir,
                                    'parsed_rows_cache', inputs)
     with output_folder.hold(self.model_dir, 'model_dir', inputs=inputs):
-      return self._train(train_data, eval_data, steps)
+      result = self._train(train_data, eval_data, steps)
+    self._inputs = inputs  # Its exports are as private (`export`).
+    return result
 
   def _train(self, train_data, eval_data, steps):
     kept = self._parsed_rows_dir
@@ -259,7 +262,9 @@ class Estimator:
     `export_dir`, which keeps what an earlier export put there.
 
     `export_dir` is replaced only when it is new, empty, or an export of
-    ours holding nothing else (`EXPORT_MARKER` lists what it held).
+    ours holding nothing else (`EXPORT_MARKER` lists what it held). It is
+    no more open than the data and base model the model was trained from
+    (`output_folder.mode_for`): its weights and warm-up file carry them.
 
     Raises:
       ModelFolderError: `export_dir` holds what no export wrote; nothing
@@ -271,7 +276,10 @@ class Estimator:
     own = export_dir == self.layout.export
     _check_replaceable(export_dir, own)
     fn_args = self._fn_args
-    with output_folder.hold(self.model_dir, 'model_dir'):
+    # As private as what the model was trained from: its weights and its
+    # warm-up file (rows of the eval data) carry them.
+    mode = output_folder.mode_for(self._inputs)
+    with output_folder.hold(self.model_dir, 'model_dir', inputs=self._inputs):
       staged = StagedExport(self.layout.exporting,
                             keep_dir=self.run_dir)
       published = attempt.export(
@@ -280,11 +288,12 @@ class Estimator:
               fn_args.schema_path, None),
           lambda: attempt.ExportChecks(eval_files=fn_args.eval_files,
                                        schema_path=fn_args.schema_path))
-      os.makedirs(os.path.dirname(export_dir), exist_ok=True)
+      output_folder.create(os.path.dirname(export_dir), mode)
       new = f'{export_dir}.new-{os.getpid()}'
       shutil.move(published.serving_dir, new)  # Beside: one filesystem.
       manifest.write_listing(os.path.join(new, EXPORT_MARKER), new,
                              indent=1)
+      output_folder.seal(new, mode)
       _check_replaceable(export_dir, own)  # Nothing of yours added since.
       atomic_files.replace_folder(new, export_dir)
       removal.remove_tree(staged.model_uri)

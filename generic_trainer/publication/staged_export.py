@@ -18,6 +18,7 @@ import contextlib
 import os
 
 from generic_trainer.errors import ExportValidationError
+from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import removal
 from generic_trainer.errors import InvalidArgumentError
@@ -87,12 +88,14 @@ class StagedExport:
       raise
 
   def publish(self) -> str:
-    """Moves the staged export into place; returns the serving model dir."""
+    """Moves the staged export into place, no more open than the run's
+    inputs (`output_folder.seal`); returns the serving model dir."""
     gfile = _gfile()
     # The serving dir goes last: its appearance is the commit point.
     for staged, final in ((self.eval_dir, self.final_eval_dir),
                           (self.serving_dir, self.final_serving_dir)):
       if gfile.exists(staged):
+        output_folder.seal(staged)  # Whatever the umask user code set.
         gfile.rename(staged, final)
     removal.remove_tree(self.root)
     return self.final_serving_dir

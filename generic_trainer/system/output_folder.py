@@ -15,13 +15,19 @@
   lock and put theirs in its place, and the run, which TensorFlow makes
   write by path, would publish there. A folder the run creates is created 0755,
   or 0700 when an input is private (`mode_for`).
-- As private as its inputs, whatever the umask: while a run holds the
-  folder, the process's umask is set from the inputs (022, or 077 when an
-  input is private: `umask_for`), so every file and folder it writes
-  (the SavedModel TensorFlow writes, checkpoints, the schema, the record)
-  is 0644/0755 or 0600/0700, never writable by the group, and a child
-  process inherits it; the umask is given back after. An existing folder
-  more open than a private input (a 0755 folder, a 0600 CSV) is refused
+- As private as its inputs, whatever the umask. How private is one
+  answer, `mode_for`, decided by who can read each input through its
+  folders (a 0644 CSV in a 0700 home is private: issue 55), and every
+  publisher asks it. While a run holds the folder, the process's umask
+  is set from it (022, or 077 when an input is private: `umask_for`), so
+  every file and folder it writes (the SavedModel TensorFlow writes,
+  checkpoints, the schema, the record) is 0644/0755 or 0600/0700, never
+  writable by the group, and a child process inherits it; the umask is
+  given back after. User code may set another (`os.umask(0)`): so what
+  is published is sealed (`seal`: the staged export before it is put in
+  place, the whole folder when the run lets it go), its modes set
+  explicitly, bits only taken away. An existing folder more open than an
+  input private by its own mode (a 0755 folder, a 0600 CSV) is refused
   (`check_private`), not made private: a run does not change the
   permissions of a folder it did not create, which may share other files
   of yours on purpose; `chmod go-rwx` says you mean it.
@@ -33,7 +39,7 @@ Estimator when it is built; `hold` checks again when it takes the lock.
 import contextlib
 import os
 import stat
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, List, Optional
 import re
 
 from generic_trainer.system import owner_lock
@@ -82,20 +88,58 @@ def _unglobbed(name: str) -> str:
 
 def mode_for(inputs: Iterable[str]) -> int:
   """The mode of a new output folder for the inputs `inputs`: 0755, less
-  the read access to the folder of whoever may not read every input (a
-  0600 CSV gives a 0700 folder: what is made of it is as private). A
-  folder counts with what it holds (a base model whose files are 0600
-  is private, whatever its folder's mode)."""
+  the read access to the folder of whoever may not read every input
+  (`_readers`: through its folders, not by its own mode alone: a 0644
+  CSV in a 0700 home is as private as a 0600 one, and gives a 0700
+  folder). A folder counts with what it holds (a base model whose files
+  are 0600 is private, whatever its folder's mode). The one answer to
+  "how private": every publisher asks it (`seal`)."""
   mode = 0o755
   for path in _each_file(inputs):
-    try:
-      bits = os.stat(path).st_mode
-    except OSError:
-      continue
-    for read, access in ((stat.S_IRGRP, 0o050), (stat.S_IROTH, 0o005)):
-      if not bits & read:
-        mode &= ~access
+    mode &= ~0o055 | _readers(path)
   return mode
+
+
+def _readers(path: str) -> int:
+  """Who may read `path` through its folders: 0o050 the group (of this
+  process: the output folder's), 0o005 others; both when unknown (a path
+  not there: nothing to protect). A folder on the way lets the group
+  pass when others may pass, or when it is the group's and the group
+  may; the file likewise."""
+  try:
+    info = os.stat(path)
+  except OSError:
+    return 0o055
+  who = _may(info, stat.S_IRGRP, stat.S_IROTH)
+  folder = os.path.dirname(os.path.realpath(path))
+  while who:
+    try:
+      info = os.stat(folder)
+    except OSError:
+      break
+    who &= _may(info, stat.S_IXGRP, stat.S_IXOTH)
+    if folder == os.path.dirname(folder):
+      break
+    folder = os.path.dirname(folder)
+  return who
+
+
+def _own_readers(path: str) -> int:
+  """Who may read `path` by its own mode (`_readers` without its
+  folders); both when it is not there."""
+  try:
+    return _may(os.stat(path), stat.S_IRGRP, stat.S_IROTH)
+  except OSError:
+    return 0o055
+
+
+def _may(info: os.stat_result, group_bit: int, others_bit: int) -> int:
+  """0o050 when this process's group may (`group_bit`) on the file of
+  `info`, 0o005 when others may (`others_bit`)."""
+  others = bool(info.st_mode & others_bit)
+  group = others or bool(info.st_mode & group_bit and
+                         info.st_gid == os.getegid())
+  return (0o050 if group else 0) | (0o005 if others else 0)
 
 
 def _each_file(inputs: Iterable[str]) -> Iterator[str]:
@@ -126,14 +170,17 @@ def create(path: str, mode: int = 0o755) -> None:
 def check_private(path: str, inputs: Iterable[str],
                   name: str = '--output-dir') -> None:
   """Raises UnsafeFolderError when the existing folder `path` can be read
-  by someone who may not read one of the files `inputs`."""
+  by someone whom one of the files `inputs` keeps out by its own mode (a
+  0600 CSV: a clear wish). An input private only by its folders (a 0644
+  CSV in a 0700 home) leaves the folder as it is: what the run writes in
+  it is as private as `mode_for` says (the umask, `seal`)."""
   try:
     info = os.stat(path)
   except OSError:
     return
   folder_mode = stat.S_IMODE(info.st_mode)
   for source in _each_file(inputs):
-    allowed = mode_for([source])
+    allowed = 0o755 & (~0o055 | _own_readers(source))
     extra = folder_mode & 0o077 & ~allowed
     if not extra:
       continue
@@ -153,6 +200,61 @@ def check_private(path: str, inputs: Iterable[str],
         'changed.')
 
 
+def seal(path: str, mode: Optional[int] = None) -> None:
+  """Makes `path` and everything under it no more open than the folder
+  mode `mode` (default: `publishing_mode`): bits only taken away, never
+  added, and none writable by group or others, whatever the umask user
+  code set (`os.umask(0)`: a world-writable model another user could
+  change in place). Links are not followed; local paths only."""
+  if paths.is_remote(path):
+    return
+  keep = (publishing_mode() if mode is None else mode) & ~0o022
+  _seal_one(path, keep)
+  for folder, dirs, files in os.walk(path):
+    for name in dirs + files:
+      _seal_one(os.path.join(folder, name), keep)
+
+
+def _seal_one(path: str, keep: int) -> None:
+  """`path` (not followed) with its mode bits outside `keep` taken away."""
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC |
+                 os.O_NONBLOCK)
+  except OSError:
+    return  # A link (not followed), or gone.
+  try:
+    info = os.fstat(fd)
+    folder = stat.S_ISDIR(info.st_mode)
+    if folder or stat.S_ISREG(info.st_mode):
+      bits = stat.S_IMODE(info.st_mode)
+      kept = bits & (keep | 0o1000 | (0o2000 if folder else 0))
+      if kept != bits:
+        os.fchmod(fd, kept)
+  finally:
+    os.close(fd)
+
+
+def publishing_mode() -> int:
+  """The folder mode of what this process publishes now: `mode_for` of
+  the inputs of the run that holds its folder (`hold`, `as_private_as`);
+  0755 outside one."""
+  return _PUBLISHING[-1] if _PUBLISHING else 0o755
+
+
+# The modes of the runs this process holds now, the innermost last.
+_PUBLISHING: List[int] = []
+
+
+@contextlib.contextmanager
+def _publishing(mode: int) -> Iterator[None]:
+  """`publishing_mode` is `mode` while the block runs."""
+  _PUBLISHING.append(mode)
+  try:
+    yield
+  finally:
+    _PUBLISHING.pop()
+
+
 @contextlib.contextmanager
 def as_private_as(inputs: Iterable[str], outputs: Iterable[str]
                   ) -> Iterator[None]:
@@ -163,6 +265,7 @@ def as_private_as(inputs: Iterable[str], outputs: Iterable[str]
   output folders TFX makes with the umask's mode, as the command's
   `hold` does for its folder."""
   mode = mode_for(list(inputs))
+  outputs = list(outputs)
   for folder in outputs:
     if folder and not paths.is_remote(folder):
       create(folder, mode)
@@ -172,8 +275,13 @@ def as_private_as(inputs: Iterable[str], outputs: Iterable[str]
         os.fchmod(fd, mode)
       finally:
         os.close(fd)
-  with _umask_of(mode):
-    yield
+  try:
+    with _umask_of(mode), _publishing(mode):
+      yield
+  finally:
+    for folder in outputs:
+      if folder and os.path.isdir(folder):
+        seal(folder, mode)
 
 
 @contextlib.contextmanager
@@ -214,8 +322,11 @@ def hold(path: str, name: str = '--output-dir',
         f'that one is writing. Received: {name}={path!r}. Wait for that run '
         'to end, or choose another output folder. Nothing was changed.')
   try:
-    with _umask_of(mode):
+    with _umask_of(mode), _publishing(mode):
       yield
   finally:
-    lock.release()
+    try:
+      seal(path, mode)
+    finally:
+      lock.release()
 

@@ -17,9 +17,14 @@ TMPDIR must be a folder this user can write: Python's `tempfile` would
 silently fall back to /tmp, which may be small, shared or in memory. And
 no one else may rename what this user makes there (`trust.parent_problems`:
 this user's or root's, not writable by group or others without the sticky
-bit): in a group-writable team folder a member could move a scratch folder
-aside and put one of theirs in its place, with a child's `request.json`
-that names a module of theirs. Refused, with the fix named.
+bit), nor any folder above it (`trust.check_ancestors`): in a
+group-writable team folder a member could move a scratch folder (or
+TMPDIR itself) aside and put one of theirs in its place, with a child's
+`request.json` that names a module of theirs. Refused, with the fix named.
+The verdict is the parent's: in the local workers' user namespace root's
+/tmp shows as owned by the overflow uid, like any other user's folder, so
+the parent, which sees the real owner, passes the folders it found safe
+down (`trust.verified_env`), and the workers accept those.
 
 What this process made is recorded here (`made`: each folder with its
 lock, held by this process), so that the SIGTERM last resort
@@ -55,7 +60,8 @@ def parent() -> str:
     InvalidArgumentError: TMPDIR names a folder that does not exist or this
       user cannot write.
     UnsafeFolderError: someone else may rename what this user makes there
-      (`trust.parent_problems`).
+      (`trust.parent_problems`), or rename a folder above it
+      (`trust.check_ancestors`).
   """
   given = os.environ.get('TMPDIR')
   if given and not (os.path.isdir(given) and
@@ -73,7 +79,8 @@ def parent() -> str:
         '-m 700 DIR`, an absolute path), fix its permissions, or unset '
         'TMPDIR.')
   where = tempfile.gettempdir()
-  found = trust.parent_problems(os.stat(where))
+  info = os.stat(where)
+  found = trust.parent_problems(info)
   if found:
     raise UnsafeFolderError(
         f'The temporary folder {where} (TMPDIR) is not safe for scratch '
@@ -85,6 +92,8 @@ def parent() -> str:
         f'has. Received: TMPDIR={given or where!r}. Set TMPDIR to a folder '
         'of your own (`mkdir -m 700 ~/tmp && export TMPDIR=~/tmp`), or ask '
         f'its owner to `chmod +t {where}`.')
+  trust.check_ancestors(where, 'TMPDIR')
+  trust.record_verified(info)
   return where
 
 

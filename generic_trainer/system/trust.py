@@ -25,10 +25,11 @@ layout, and a module holds one idea.
 import errno
 import os
 import stat
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 import pwd
 
 from generic_trainer.errors import UnsafeFolderError
+from generic_trainer.keys import VERIFIED_FOLDERS_ENV
 
 # O_NONBLOCK: a FIFO put in a file's place opens without waiting.
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -76,9 +77,12 @@ def parent_problems(info: os.stat_result) -> List[str]:
   else rename them and put their own in their place, one phrase each;
   empty when it does not. The rule of `problems`, but a folder of root's
   is fine (root may do anything anyway), and so is one with the sticky
-  bit (as /tmp: others may add names, not rename or delete ours)."""
+  bit (as /tmp: others may add names, not rename or delete ours). In a
+  user namespace (the local workers') root's folders show as owned by the
+  overflow uid, as every other user's do: such a folder is fine when the
+  process that started this one found it so (`verified_env`)."""
   found = []
-  if info.st_uid not in (os.geteuid(), 0):
+  if info.st_uid not in (os.geteuid(), 0) and not _verified_outside(info):
     found.append(f'it is owned by {user(info.st_uid)}, not by '
                  f'{user(os.geteuid())} who runs this')
   _, writable = _faults(info)
@@ -90,40 +94,91 @@ def parent_problems(info: os.stat_result) -> List[str]:
 
 def check_ancestors(path: str, name: str) -> None:
   """Raises UnsafeFolderError when a folder above `path` (as written, and
-  where its links lead) lets someone else rename `path`, or a folder on
-  the way to it, aside and put one of theirs in its place: writable by
-  group or others without the sticky bit (a team's 2775 folder). A
-  folder of this user's is then still used by its path for the whole run
-  (TensorFlow writes there by path) and would be hers after the swap.
-  Folders not made yet are not checked (the run makes them, private)."""
-  path = os.path.abspath(path)
-  above = []
-  for start in (path, os.path.realpath(path)):
-    folder = os.path.dirname(start)
-    while True:
-      if folder not in above:
-        above.append(folder)
-      if folder == os.path.dirname(folder):
-        break
-      folder = os.path.dirname(folder)
-  for folder in above:
+  where its links lead), up to /, lets someone else rename what it holds
+  (`parent_problems`): a team member who can write a parent without the
+  sticky bit (a team's 2775 folder) could rename it aside, with `path` in
+  it, and put a folder of theirs in its place; a folder of this user's is
+  then still used by its path (TensorFlow writes there by path) and would
+  be theirs after the swap. Folders not made yet are not checked (the run
+  makes them, private). The folders found safe are recorded for this
+  process's children (`verified_env`). `name` names `path` in the
+  message ('TMPDIR', '--output-dir')."""
+  for folder in _folders_above(path):
     try:
       info = os.stat(folder)
     except OSError:
-      continue
-    _, writable = _faults(info)
-    if writable:
+      continue  # Not made yet, or gone meanwhile: the use that follows says so.
+    found = parent_problems(info)
+    if found:
       raise UnsafeFolderError(
-          f'{name} {path} is in {folder}, which {" and ".join(writable)} can '
-          f'write (mode {stat.S_IMODE(info.st_mode):04o}, no sticky bit): '
-          f'whoever else can write {folder} can rename your folder aside '
-          'after this run checked it and put one of theirs in its place, '
-          'and the run would write, publish and delete there. Expected an '
-          'output folder whose every parent only its owner can write, or has '
-          f'the sticky bit (as /tmp). Received: {name}={path!r}. Choose a '
-          'folder under one of your own, or have the owner of '
-          f'{folder} ({user(info.st_uid)}) run `chmod +t {folder}` (members '
-          'then cannot rename what is not theirs). Nothing was changed.')
+          f'{name} {path} is inside {folder}, which is not safe to hold it: '
+          f'{"; and ".join(found)}. Whoever else can write {folder} could '
+          f'rename what it holds, with {path} in it, aside and put a folder '
+          'of their own in its place. Expected every folder above it owned '
+          'by you or root and writable by no one else, or with the sticky '
+          f'bit as /tmp has. Received: {name}={path!r}. Choose a folder '
+          f'elsewhere (under your home), or ask the owner of {folder} to '
+          f'`chmod +t {folder}` (or `chmod go-w {folder}` if it is yours).')
+    _VERIFIED.add((info.st_dev, info.st_ino))
+
+
+def _folders_above(path: str) -> List[str]:
+  """Every folder above `path` as written and above where its links lead,
+  nearest first, each once."""
+  above = []
+  for start in (os.path.abspath(path), os.path.realpath(path)):
+    folder = os.path.dirname(start)
+    while folder not in above:
+      above.append(folder)
+      if folder == os.path.dirname(folder):
+        break
+      folder = os.path.dirname(folder)
+  return above
+
+
+def record_verified(info: os.stat_result) -> None:
+  """Records the folder of `info`, found safe to hold this user's
+  folders (`parent_problems`), for this process's children."""
+  _VERIFIED.add((info.st_dev, info.st_ino))
+
+
+def verified_env() -> str:
+  """The folders this process found safe to hold this user's folders
+  (`check_ancestors`, and those its parent found), for
+  `keys.VERIFIED_FOLDERS_ENV` of a child: 'dev:inode,...'."""
+  return ','.join(f'{dev}:{ino}' for dev, ino in sorted(
+      _VERIFIED | _inherited()))
+
+
+def _verified_outside(info: os.stat_result) -> bool:
+  """Whether the folder of `info`, owned by the overflow uid, is one the
+  process that started this one found safe (outside the user namespace
+  this runs in, where its owner is known: root)."""
+  return (info.st_uid == _overflow_uid() and
+          (info.st_dev, info.st_ino) in _inherited())
+
+
+def _inherited() -> Set[Tuple[int, int]]:
+  """The folders `keys.VERIFIED_FOLDERS_ENV` names."""
+  found = set()
+  for pair in os.environ.get(VERIFIED_FOLDERS_ENV, '').split(','):
+    dev, _, ino = pair.partition(':')
+    if dev.isdigit() and ino.isdigit():
+      found.add((int(dev), int(ino)))
+  return found
+
+
+def _overflow_uid() -> int:
+  """The uid a user namespace shows for users it does not map."""
+  try:
+    with open('/proc/sys/kernel/overflowuid') as f:
+      return int(f.read())
+  except (OSError, ValueError):
+    return 65534
+
+
+# The folders this process found safe to hold its folders: (dev, inode).
+_VERIFIED: Set[Tuple[int, int]] = set()
 
 
 def check_folder(path: str, name: str, harm: str) -> None:

@@ -161,16 +161,19 @@ def refuse(name: str, path: str, what: List[str]) -> UnsafeFolderError:
 
 def open_marked(path: str, name: str, outputs=(), inputs=()) -> int:
   """The cache folder `path`, made (0700, parents included) when missing,
-  opened once and checked (`trust.open_folder`, `foreign`, `in_the_way`),
+  opened once and checked (`trust.check_ancestors`, `trust.open_folder`,
+  `foreign`, `in_the_way`),
   with our marker written when missing; its descriptor.
 
   Raises:
-    UnsafeFolderError: see `trust.open_folder` and `refuse`; or `path` is
+    UnsafeFolderError: see `trust.check_ancestors`, `trust.open_folder`
+      and `refuse`; or `path` is
       a file.
   """
   what = in_the_way(path, outputs, inputs)
   if what:
     raise refuse(name, path, what)
+  trust.check_ancestors(path, name)
   fd = _opened(path, name, make=True)
   if fd is None:
     raise refuse(name, path, ['it is a file'])
@@ -194,6 +197,7 @@ def check(path: str, name: str, outputs=(), inputs=()) -> None:
   what = in_the_way(path, outputs, inputs)
   if what:
     raise refuse(name, path, what)
+  trust.check_ancestors(path, name)
   fd = _opened(path, name)
   if fd is None:
     return

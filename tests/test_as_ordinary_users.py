@@ -1,0 +1,189 @@
+"""Run as its users run it (issue 55): the real command and the notebook
+Estimator as ordinary uids, not root, on this machine's real /tmp.
+
+The victim (uid 2001) trains; a teammate in the victim's group (uid 2002)
+and everyone else try to read or change what the victim's run wrote, or to
+move the folders the run uses. Each runs as a real process of that user
+(`other_user.run_as`: setpriv, a HOME of its own under /tmp, TMPDIR
+unset), so the kernel, not root's privilege, decides what each may do.
+"""
+
+import os
+import pathlib
+import shutil
+import stat
+
+import pytest
+
+from conftest import REPO
+from other_user import TEAM, TEAMMATE, VICTIM, command, home_of, run_as
+from other_user import reachable_folder
+
+SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+
+
+@pytest.fixture
+def victim_home(penguin_csvs):
+  """The victim's HOME, 0700 (as on Fedora and RHEL), with the penguin
+  CSVs in it, 0644 each (the victim's umask 022)."""
+  with home_of(VICTIM) as home:
+    for source, name in zip(penguin_csvs, ('train.csv', 'eval.csv')):
+      shutil.copy(source, home / name)
+      os.chown(home / name, VICTIM, VICTIM)
+      os.chmod(home / name, 0o644)
+    yield home
+
+
+@pytest.fixture
+def published(victim_home):
+  """A folder of the victim's that everyone may enter (0755), where the
+  victim publishes models for others to serve."""
+  path = victim_home.parent / f'{victim_home.name}-published'
+  path.mkdir(mode=0o755)
+  os.chown(path, VICTIM, VICTIM)
+  try:
+    yield path
+  finally:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _train(home: pathlib.Path, out: pathlib.Path, *more: str,
+           module: str = SPEC_MODULE):
+  """The command, as the victim, on the CSVs in `home`, into `out`."""
+  done = run_as(VICTIM, home, command(
+      '--module-file', module, '--train-data', str(home / 'train.csv'),
+      '--eval-data', str(home / 'eval.csv'), '--output-dir', str(out),
+      *more))
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+  return done
+
+
+def _as_teammate(*argv: str):
+  """`argv` as the teammate (in the victim's group): its output."""
+  with home_of(TEAMMATE) as home:
+    return run_as(TEAMMATE, home, argv, groups=[TEAM])
+
+
+def _open_to_others(out: pathlib.Path):
+  """What under `out` group or others may read or write: {path: mode}."""
+  found = {}
+  for path in [out, *out.rglob('*')]:
+    if path.is_symlink():
+      continue
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+      found[str(path.relative_to(out.parent))] = f'{mode:04o}'
+  return found
+
+
+@pytest.mark.slow
+def test_a_local_worker_group_trains_as_an_ordinary_user(victim_home):
+  """--num-workers 2 as an ordinary user with TMPDIR unset (/tmp, root's
+  and sticky) trains to the end: the workers, in a user namespace where
+  root's /tmp shows as owned by the overflow uid, take the parent's
+  verdict on it (it was refused: 'owned by nobody (uid 65534)')."""
+  done = _train(victim_home, victim_home / 'out', '--num-workers', '2')
+  assert 'export validated' in done.stdout + done.stderr
+  assert (victim_home / 'out' / 'model' / 'saved_model.pb').is_file()
+
+
+def test_a_tmpdir_a_teammate_can_rename_a_parent_of_is_refused():
+  """TMPDIR=team/alice/tmp, the team folder 2775: the teammate can rename
+  team/alice aside and put hers in its place, so TMPDIR is refused,
+  naming the team folder and the fix (only TMPDIR itself was checked)."""
+  with reachable_folder('team', 0o2775, group=TEAM) as team:
+    os.chown(team, VICTIM, TEAM)
+    os.chmod(team, 0o2775)
+    mine = team / 'alice' / 'tmp'
+    mine.mkdir(parents=True)
+    for path in (team / 'alice', mine):
+      os.chown(path, VICTIM, VICTIM)
+      os.chmod(path, 0o700)
+    with home_of(VICTIM) as home:
+      done = run_as(VICTIM, home, [
+          'python', '-c', 'from generic_trainer.system import scratch\n'
+          'with scratch.folder("probe") as path: print(path)'],
+                     env={'TMPDIR': str(mine)})
+    assert done.returncode != 0, done.stdout
+    assert (f'UnsafeFolderError: TMPDIR {mine} is inside {team}, which is '
+            'not safe to hold it: it is writable by group (mode 2775, no '
+            f'sticky bit).') in done.stderr, done.stderr[-3000:]
+    assert f'`chmod +t {team}`' in done.stderr
+    # What it keeps off: the teammate can rename the victim's folder aside.
+    moved = _as_teammate('mv', str(team / 'alice'), str(team / 'aside'))
+    assert moved.returncode == 0, moved.stderr
+
+
+@pytest.mark.slow
+def test_data_in_a_private_home_is_not_published_to_others(victim_home,
+                                                           published):
+  """0644 CSVs in a 0700 home, the output in a 0755 folder others can
+  enter: the data copies and the model are the victim's alone, and the
+  teammate cannot read the rows (she decoded them: data.gz was 0644)."""
+  out = published / 'penguins'
+  _train(victim_home, out)
+  assert _open_to_others(out) == {}
+  for leak in ('data/Split-train/data.gz', 'model/saved_model.pb'):
+    read = _as_teammate('cat', str(out / leak))
+    assert read.returncode != 0 and 'Permission denied' in read.stderr, leak
+
+
+@pytest.mark.slow
+def test_user_codes_umask_0_publishes_nothing_others_can_change(
+    victim_home, published):
+  """A module that sets umask 0 (as some libraries do), its CSVs shared
+  (0644 in a 0755 folder): the model is published readable, but nothing
+  is group- or world-writable, and the teammate cannot change the
+  weights (she did: the model was 0777/0666)."""
+  shared = published / 'data'
+  shared.mkdir(mode=0o755)
+  for name in ('train.csv', 'eval.csv'):
+    shutil.move(str(victim_home / name), shared / name)
+  os.chown(shared, VICTIM, VICTIM)
+  with open(SPEC_MODULE) as f:
+    spec = f.read()
+  module = published / 'umask_spec.py'
+  module.write_text('import os\nos.umask(0)\n' + spec)
+  out = published / 'penguins'
+  _train(shared, out, module=str(module))
+  writable = {path: mode for path, mode in _open_to_others(out).items()
+              if int(mode, 8) & 0o022}
+  assert writable == {}
+  assert stat.S_IMODE((out / 'model' / 'saved_model.pb').stat().st_mode
+                      ) == 0o644
+  weights = out / 'model' / 'variables' / 'variables.index'
+  change = _as_teammate('sh', '-c', f'echo x >> {weights}')
+  assert change.returncode != 0 and 'Permission denied' in change.stderr
+
+
+_EXPORT = '''
+import sys
+sys.path.insert(0, {tests!r})
+from spec_fixtures import PenguinSpec
+from generic_trainer.notebook.estimator import Estimator
+estimator = Estimator(PenguinSpec, model_dir={model_dir!r},
+                      parsed_rows_cache=False)
+estimator.train({train!r}, {eval!r})
+print(estimator.export({export!r}))
+'''
+
+
+@pytest.mark.slow
+def test_the_estimators_export_is_as_private_as_its_data(victim_home,
+                                                         published):
+  """A model trained on a 0600 CSV, exported by `Estimator.export` into a
+  folder others can enter: the export (its weights, its warm-up file of
+  real eval rows) is the victim's alone (it was 0755/0644)."""
+  for name in ('train.csv', 'eval.csv'):
+    os.chmod(victim_home / name, 0o600)
+  export = published / 'export'
+  done = run_as(VICTIM, victim_home, ['python', '-c', _EXPORT.format(
+      tests=os.path.join(REPO, 'tests'), model_dir=str(victim_home / 'est'),
+      train=str(victim_home / 'train.csv'),
+      eval=str(victim_home / 'eval.csv'), export=str(export))])
+  assert done.returncode == 0, done.stderr[-6000:]
+  assert _open_to_others(export) == {}
+  warmup = export / 'assets.extra' / 'tf_serving_warmup_requests'
+  assert warmup.is_file()
+  read = _as_teammate('cat', str(warmup))
+  assert read.returncode != 0 and 'Permission denied' in read.stderr
