@@ -104,8 +104,8 @@ def test_chief_and_worker_train_as_two_containers(
     assert process.returncode == 0, logs[task_type][-5000:]
   assert 'training as worker 1 of 2 (worker 0); the chief publishes' in logs[
       'worker']
-  assert 'Export validated' in logs['chief']
-  assert 'Export validated' not in logs['worker']
+  assert 'export validated: ' in logs['chief']
+  assert 'export validated: ' not in logs['worker']
   assert os.listdir(model.uri) == ['Format-Serving']
 
 

@@ -115,6 +115,6 @@ def test_two_pods_train_from_a_jobset_environment(
          'task': {'type': 'worker', 'index': index}}) in log
     assert 'This pod gives the training ' in log
   assert 'training as worker 1 of 2 (worker 1); the chief publishes' in logs[1]
-  assert 'Export validated' in logs[0]
-  assert 'Export validated' not in logs[1]
+  assert 'export validated: ' in logs[0]
+  assert 'export validated: ' not in logs[1]
   assert os.listdir(model.uri) == ['Format-Serving']

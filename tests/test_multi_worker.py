@@ -169,8 +169,8 @@ def test_tf_config_from_the_cluster_makes_chief_and_worker(
     assert process.returncode == 0, logs[task_type][-5000:]
   assert 'training as worker 1 of 2 (worker 0); the chief publishes' in logs[
       'worker']
-  assert 'Export validated' in logs['chief']
-  assert 'Export validated' not in logs['worker']
+  assert 'export validated: ' in logs['chief']
+  assert 'export validated: ' not in logs['worker']
   assert os.listdir(model.uri) == ['Format-Serving']
   assert 'rejected_export' not in os.listdir(model_run.uri)
   assert _ours(tmp_path / 'tmp-worker') == []

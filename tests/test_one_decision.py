@@ -619,7 +619,7 @@ def test_the_output_folders_names_are_the_layouts_alone():
            layout.BASE_MODEL, layout.RESUME_FOLDER_PREFIX, layout.MODELS}
   assert not [s for s in strings
               if names & set(s.replace('/', ' ').split())], strings
-  assert f'{layout.DATA}/Split-*/data.gz' in layout.RUN_NAMES
+  assert f'{layout.DATA}/Split-train/data.gz' in layout.RUN_NAMES
   assert f'{layout.SCHEMA}/schema.pbtxt' in layout.LEGACY_NAMES
 
 

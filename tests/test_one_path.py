@@ -277,8 +277,8 @@ def test_a_tf_config_member_reaches_run_fn_through_the_same_attempt(
   for task_type, process in processes.items():
     assert process.returncode == 0, logs[task_type][-4000:]
   assert 'training as worker 1 of 2' in logs['worker']
-  assert 'Export validated' in logs['chief'] and (
-      'Export validated' not in logs['worker'])
+  assert 'export validated: ' in logs['chief'] and (
+      'export validated: ' not in logs['worker'])
   for task_type in ('chief', 'worker'):
     with open(tmp_path / f'stacks-{task_type}.jsonl') as f:
       found = [package_modules(json.loads(line)) for line in f

@@ -47,7 +47,7 @@ def held_folder(tmp_path):
 
 
 def test_a_second_run_into_a_held_folder_stops_naming_the_holder(
-    held_folder, capsys):
+    held_folder, penguin_csvs, capsys):
   """The command exits 1 naming the process that holds the folder, and
   deletes nothing of the first run's."""
   from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
@@ -56,9 +56,7 @@ def test_a_second_run_into_a_held_folder_stops_naming_the_holder(
   (folder / 'run' / 'events').write_text('first run')
   manifest.finish(str(folder), ['run'], set())
   module = os.path.join(REPO, 'module_files', 'penguin_spec.py')
-  data = folder.parent / 'd.csv'
-  data.write_text('a,b\n1,2\n')
-  status = cli.main(['--module-file', module, '--train-data', str(data),
+  status = cli.main(['--module-file', module, '--train-data', penguin_csvs[0],
                      '--output-dir', str(folder)])
   err = capsys.readouterr().err
   assert status == 1, err
