@@ -53,9 +53,9 @@ def main(workdir, attempt, module_file, train_steps, custom_config='null'):
 
 
 def evict(folder, budget_bytes):
-  import shutil  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
   from generic_trainer.data.kept import cache as kept_cache  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import removal  # pylint: disable=g-import-not-at-top
 
   def rmtree_cut_short(path, *unused_args, **unused_kwargs):
     for root, _, files in os.walk(path):
@@ -66,7 +66,7 @@ def evict(folder, budget_bytes):
       f.write(path)
     time.sleep(120)
 
-  shutil.rmtree = rmtree_cut_short
+  removal.remove_tree = rmtree_cut_short  # The one way a tree is removed.
   kept_cache.SpanCache(folder, budget_bytes=int(budget_bytes)
                        ).evict_to_budget()
 
