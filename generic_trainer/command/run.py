@@ -183,8 +183,14 @@ def _run_holding_folder(request: Request, plan: plan_lib.TrainingPlan,
   try:
     splits, evaluation = _write_inputs(request, layout,
                                        getattr(entry, 'train_spec', None))
-    eval_steps = _eval_steps(request, plan, entry, evaluation, splits)
-    train_steps = _train_steps(request, plan, entry, evaluation, splits)
+    eval_steps = _run_fn_steps(
+        request.eval_steps, plan, entry,
+        lambda: holdout.eval_rows(evaluation, splits['eval']),
+        holdout.run_fn_eval_steps, holdout.eval_steps_line)
+    train_steps = _run_fn_steps(
+        request.steps, plan, entry,
+        lambda: holdout.train_rows(evaluation, splits['train']),
+        holdout.run_fn_train_steps, holdout.train_steps_line)
     record = {'evaluation': evaluation}
     missing = local_files.missing_values(layout.data)
     if missing:  # And what was read as missing.
@@ -208,35 +214,20 @@ def _run_holding_folder(request: Request, plan: plan_lib.TrainingPlan,
                  evaluation)
 
 
-def _eval_steps(request: Request, plan: plan_lib.TrainingPlan, entry,
-                evaluation: Dict[str, Any], splits) -> Optional[int]:
-  """The eval steps of the training: --eval-steps; else, for a run_fn (or
-  an entry point this process did not load), `holdout.run_fn_eval_steps`
-  of the eval rows, said in a line; else (a TrainSpec) None: all the eval
-  data."""
-  if request.eval_steps is not None:
-    return request.eval_steps
+def _run_fn_steps(given: Optional[int], plan: plan_lib.TrainingPlan, entry,
+                  rows: Callable[[], int], steps_of: Callable[[int], int],
+                  line: Callable[[int, int], str]) -> Optional[int]:
+  """The train or eval steps of the training: the flag's value `given`;
+  else, for a run_fn (or an entry point this process did not load),
+  `steps_of` the `rows()` of the split, said in a `line`; else (a
+  TrainSpec) None: the split once (per epoch, for train)."""
+  if given is not None:
+    return given
   if plan.spec_class or getattr(entry, 'train_spec', None) is not None:
     return None
-  rows = holdout.eval_rows(evaluation, splits['eval'])
-  steps = holdout.run_fn_eval_steps(rows)
-  progress.log().info(holdout.eval_steps_line(steps, rows))
-  return steps
-
-
-def _train_steps(request: Request, plan: plan_lib.TrainingPlan, entry,
-                 evaluation: Dict[str, Any], splits) -> Optional[int]:
-  """The train steps of the training: --steps; else, for a run_fn (or an
-  entry point this process did not load), `holdout.run_fn_train_steps` of
-  the train rows, said in a line; else (a TrainSpec) None: the train data
-  once per epoch."""
-  if request.steps is not None:
-    return request.steps
-  if plan.spec_class or getattr(entry, 'train_spec', None) is not None:
-    return None
-  rows = holdout.train_rows(evaluation, splits['train'])
-  steps = holdout.run_fn_train_steps(rows)
-  progress.log().info(holdout.train_steps_line(steps, rows))
+  count = rows()
+  steps = steps_of(count)
+  progress.log().info(line(steps, count))
   return steps
 
 
