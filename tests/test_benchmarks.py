@@ -157,3 +157,22 @@ def test_first_word_benchmark_runs(tmp_path):
   for name in ('mistake_first_line_s', 'mistake_error_s',
                'loading_first_line_s'):
     assert math.isfinite(report[name]) and report[name] > 0, name
+
+
+def test_profile_splits_the_host_cpu(tmp_path):
+  """The profile of a TrainSpec's host CPU, on 4,096 rows: every stage is
+  measured, and the ratios that say where the time goes are finite."""
+  out = tmp_path / 'profile.json'
+  subprocess.run([sys.executable, '-m', 'benchmarks.profile', '--rows',
+                  '4096', '--epochs', '2', '--data-dir',
+                  str(tmp_path / 'data'), '--json', str(out)], cwd=REPO,
+                 check=True, timeout=300, capture_output=True)
+  report = json.loads(out.read_text())
+  stages = {s['stage']: s for s in report['stages']}
+  assert list(stages) == ['read', 'tf_parse', 'parse', 'batch', 'bound_input',
+                          'keras_step', 'train_spec', 'train_spec_stream']
+  for name, stage in stages.items():
+    assert stage['cpu_s'] > 0 and stage['wall_s'] > 0, name
+  assert stages['train_spec']['batches'] == 4096 // 256
+  assert len(report['ratios']) == 5
+  assert all(math.isfinite(v) and v > 0 for v in report['ratios'].values())
