@@ -370,3 +370,117 @@ def test_a_model_folder_the_user_replaced_with_a_copy_is_kept_aside(team):
       'copy you put there: a new folder, without the listing of what a run '
       f'published), so it was kept, with its files, in {out}/{kept[0]}. '
       'Delete it yourself if you do not need it.']
+
+
+def _stage_under_umask_0(out: str, flags: pathlib.Path):
+  """The victim's run in its output folder: user code lifts the umask
+  (`os.umask(0)`) and writes the export by path, as TensorFlow does; the
+  run waits for the teammate (`tampered`), then publishes. What
+  `model/saved_model.pb` holds after, and the modes published."""
+  with output_folder.hold(out):
+    staged = StagedExport(os.path.join(out, '.publishing'),
+                          keep_dir=os.path.join(out, 'run'))
+    with staged.attempt():
+      os.umask(0)  # User code (some libraries do).
+      os.makedirs(os.path.join(staged.serving_dir, 'variables'))
+      with open(os.path.join(staged.serving_dir, 'saved_model.pb'),
+                'w') as f:
+        f.write('weights')
+      (flags / 'staged').touch()
+      wait_for(flags / 'tampered')
+    final = staged.publish()
+  with open(os.path.join(final, 'saved_model.pb')) as f:
+    published = f.read()
+  return published, sorted({_mode(os.path.join(folder, name))
+                            for folder, dirs, files in os.walk(final)
+                            for name in dirs + files})
+
+
+def _tamper_with_staging(serving: str) -> list:
+  """The teammate, as the export is staged: writes her weights into the
+  staged `saved_model.pb` in place and adds a file; what she managed."""
+  done = []
+  for what, step in (
+      ('changed saved_model.pb', lambda: open(
+          os.path.join(serving, 'saved_model.pb'), 'w').write('hers')),
+      ('added variables/hers', lambda: open(
+          os.path.join(serving, 'variables', 'hers'), 'w').write('x'))):
+    try:
+      step()
+      done.append(what)
+    except OSError:
+      pass
+  return done
+
+
+def test_an_export_staged_under_user_codes_umask_0_is_the_runs_alone(team):
+  """User code sets `os.umask(0)` and the export is written 0777/0666 by
+  path; a teammate who can reach the output folder (a sticky team
+  folder) writes her weights into the staged `saved_model.pb` while it is
+  validated. The staging folder is the run's alone from birth (0700,
+  whatever the umask): she cannot enter it, and what is published is the
+  run's, no file of it writable by others (on main: her weights
+  published)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _stage_under_umask_0, out, flags)
+  assert wait_for(flags / 'staged')
+  serving, _ = paths.model_dirs(os.path.join(out, '.publishing', '.staging'))
+  managed = as_user(TEAMMATE, _tamper_with_staging, serving)
+  (flags / 'tampered').touch()
+  published, modes = wait()
+  assert (managed, published) == ([], 'weights')
+  assert not [m for m in modes if m & 0o022]
+
+
+def _checkpoint_under_umask_0(out: str, flags: pathlib.Path) -> str:
+  """The victim's run: user code lifts the umask, then the run writes a
+  checkpoint in a folder it makes (`atomic_files`, as the best-only
+  checkpoint is written); it waits for the teammate (`tampered`) and
+  reads the weights back, as a resume or a best-weights restore would."""
+  with output_folder.hold(out):
+    os.umask(0)  # User code (some libraries do).
+    path = os.path.join(out, 'run', 'checkpoints', 'best.weights.h5')
+    atomic_files.write_text(path, 'weights')
+    (flags / 'written').touch()
+    wait_for(flags / 'tampered')
+    with open(path) as f:
+      return f.read()
+
+
+def _tamper_with_checkpoint(path: str) -> list:
+  """The teammate, after the write: her weights in place of the run's,
+  in the file and by a rename in its folder; what she managed."""
+  done = []
+  for what, step in (
+      ('wrote into it', lambda: open(path, 'w').write('hers')),
+      ('replaced it', lambda: (open(path + '.hers', 'w').write('hers'),
+                               os.replace(path + '.hers', path)))):
+    try:
+      step()
+      done.append(what)
+    except OSError:
+      pass
+  return done
+
+
+def test_a_file_the_run_writes_after_user_codes_umask_0_is_not_others(team):
+  """User code sets `os.umask(0)`; the run then writes its best
+  checkpoint, in a folder it makes. A teammate who can reach the output
+  folder cannot change the weights the run reads back: the file and the
+  folders are made with the run's mode (0644, 0755), not the umask user
+  code set (on main: 0666 in 0777 folders; her weights read back)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _checkpoint_under_umask_0, out, flags)
+  assert wait_for(flags / 'written')
+  path = os.path.join(out, 'run', 'checkpoints', 'best.weights.h5')
+  modes = [_mode(p) for p in (os.path.dirname(os.path.dirname(path)),
+                              os.path.dirname(path), path)]
+  managed = as_user(TEAMMATE, _tamper_with_checkpoint, path)
+  (flags / 'tampered').touch()
+  assert (wait(), managed, modes) == ('weights', [], [0o755, 0o755, 0o644])

@@ -241,6 +241,13 @@ def publishing_mode() -> int:
   return _PUBLISHING[-1] if _PUBLISHING else 0o755
 
 
+def held_umask() -> int:
+  """The umask of the run that holds this process's folder (`umask_for`
+  its `publishing_mode`), which user code's `os.umask(0)` does not
+  lift for what the package writes (`atomic_files`); 0 outside one."""
+  return umask_for(_PUBLISHING[-1]) if _PUBLISHING else 0
+
+
 # The modes of the runs this process holds now, the innermost last.
 _PUBLISHING: List[int] = []
 
