@@ -29,6 +29,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import progress
+from generic_trainer import resume
 from generic_trainer.publication.staged_export import StagedExport
 
 _HEX = '0123456789abcdef' * 2 + '01234567'  # 40 hex digits: a git sha.
@@ -484,3 +485,42 @@ def test_a_file_the_run_writes_after_user_codes_umask_0_is_not_others(team):
   managed = as_user(TEAMMATE, _tamper_with_checkpoint, path)
   (flags / 'tampered').touch()
   assert (wait(), managed, modes) == ('weights', [], [0o755, 0o755, 0o644])
+
+
+def _resume_checkpoint_under_umask_0(out: str, flags: pathlib.Path) -> str:
+  """The victim's run: user code lifts the umask, then the run writes a
+  resume checkpoint (Keras writes its weights by path); it waits for the
+  teammate (`tampered`) and reads the weights back, as a resume does."""
+  with output_folder.hold(out):
+    os.umask(0)  # User code (some libraries do).
+
+    def write_files(folder):
+      with open(os.path.join(folder, 'model.weights.h5'), 'w') as f:
+        f.write('weights')  # By path, as Keras's save_weights writes.
+
+    folder = resume.write_checkpoint(
+        os.path.join(out, '.resume-k'), 1, write_files,
+        {'step': 1, 'epoch': 1, 'batch': 0})
+    (flags / 'written').touch()
+    wait_for(flags / 'tampered')
+    with open(os.path.join(folder, 'model.weights.h5')) as f:
+      return f.read()
+
+
+def test_a_resume_checkpoint_written_under_user_codes_umask_0_is_the_runs(
+    team):
+  """User code sets `os.umask(0)`; the run writes a resume checkpoint.
+  A teammate who can reach the output folder cannot change the weights a
+  resume reads back: the checkpoint's folder is made 0700 whatever the
+  umask (on main: 0777, its weights 0666; her weights resumed)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _resume_checkpoint_under_umask_0, out, flags)
+  assert wait_for(flags / 'written')
+  weights = os.path.join(out, '.resume-k', 'checkpoint-000000001',
+                         'model.weights.h5')
+  managed = as_user(TEAMMATE, _tamper_with_checkpoint, weights)
+  (flags / 'tampered').touch()
+  assert (wait(), managed) == ('weights', [])
