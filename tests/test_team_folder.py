@@ -524,3 +524,38 @@ def test_a_resume_checkpoint_written_under_user_codes_umask_0_is_the_runs(
   managed = as_user(TEAMMATE, _tamper_with_checkpoint, weights)
   (flags / 'tampered').touch()
   assert (wait(), managed) == ('weights', [])
+
+
+def _publish_after_staging_replaced(out: str):
+  """The victim's run stages its export; another process of the victim's
+  (or root) renames the staging folder aside and puts one holding another
+  model in its place; the run publishes."""
+  staged = StagedExport(os.path.join(out, '.publishing'),
+                        keep_dir=os.path.join(out, 'run'))
+  staged.prepare()
+  atomic_files.write_text(os.path.join(staged.serving_dir, 'saved_model.pb'),
+                          'weights')
+  os.rename(staged.root, staged.root + '.aside')
+  atomic_files.write_text(os.path.join(staged.serving_dir, 'saved_model.pb'),
+                          'other')
+  try:
+    staged.publish()
+  finally:
+    published = os.listdir(os.path.join(out, '.publishing'))
+  return published
+
+
+def test_a_staging_folder_replaced_since_it_was_made_is_not_published(team):
+  """The staging folder is held by its identity: one put in its place
+  since it was made (whoever could) is refused, naming it, and nothing
+  is published (on main: the other model was published)."""
+  out = str(home(team, VICTIM) / 'out')
+  with pytest.raises(UnsafeFolderError) as info:
+    as_user(VICTIM, _publish_after_staging_replaced, out)
+  message = str(info.value)
+  staging = os.path.join(out, '.publishing', '.staging')
+  assert message.startswith(
+      f'The export staged in {staging} is no longer the folder it made')
+  assert_four_parts(message)
+  assert sorted(os.listdir(os.path.join(out, '.publishing'))) == [
+      '.staging', '.staging.aside']

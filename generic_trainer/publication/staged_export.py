@@ -224,5 +224,5 @@ def _replaced(path: str, what: str) -> UnsafeFolderError:
       'folder above it (another process of yours, root, or whoever else can '
       'write there) replaced it. Expected the folder the run made, holding the export it validated. '
       f'Received: {path}, replaced since it was made. Nothing was '
-      'published; check who else can write the output folder and the '
-      'folders above it, and run again.')
+      'published. Check who else can write the output folder and the '
+      'folders above it, then run again.')
