@@ -559,3 +559,39 @@ def test_a_staging_folder_replaced_since_it_was_made_is_not_published(team):
   assert_four_parts(message)
   assert sorted(os.listdir(os.path.join(out, '.publishing'))) == [
       '.staging', '.staging.aside']
+
+
+def _data_replaced_by_the_user(out: str, killed: bool):
+  """A run writes its split's `data.gz`; the user puts their own file of
+  that name in its place (a new file: `cp mine.gz data.gz` after an
+  `rm`), while the run trains or after it was killed; the next run's
+  clean-up. (whether the user's file stays, the warnings)."""
+  first = command_layout.Layout(out)
+  first.clear()
+  data = os.path.join(first.data, 'Split-train', 'data.gz')
+  atomic_files.write_text(data, 'rows')
+  os.unlink(data)
+  with open(data, 'w') as f:
+    f.write('my rows')
+  if not killed:
+    first.record()
+  _, said = _warnings_of(command_layout.Layout(out).clear)
+  kept = os.path.exists(data) and open(data).read() == 'my rows'
+  return kept, [line for line in said if 'Split-train/data.gz' in line]
+
+
+@pytest.mark.parametrize('killed', [False, True], ids=['ended', 'killed'])
+def test_a_file_the_user_puts_in_place_of_the_runs_is_kept(team, killed):
+  """The user replaces the run's `data/Split-train/data.gz` with a file
+  of theirs, while it trains or after a kill: the run's journal noted
+  the file it wrote there (its device and inode), so the user's, a
+  run's name but not the run's file, stays and is named once (on main:
+  recorded by its name, then removed without a word)."""
+  out = str(home(team, VICTIM) / 'out')
+  kept, said = as_user(VICTIM, _data_replaced_by_the_user, out, killed)
+  assert kept
+  assert said == [
+      f'{out}: kept data/Split-train/data.gz, which the earlier run did not '
+      'provably write (not a name a run gives its files, or changed since); '
+      'a run removes only its own files. Delete it yourself if you do not '
+      'need it.']

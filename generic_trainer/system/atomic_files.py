@@ -28,6 +28,7 @@ import tempfile
 from typing import Any, Iterator, Optional
 import errno
 
+from generic_trainer.system import journal
 from generic_trainer.system import output_folder
 from generic_trainer.system import removal
 from generic_trainer.system import trust
@@ -119,8 +120,10 @@ def put_in_place(temp: str, path: str) -> None:
   """fsyncs the complete file `temp` and renames it over `path` (the same
   folder), then fsyncs the folder."""
   sync_file(temp)
+  made = os.lstat(temp)
   os.replace(temp, path)
   sync_folder(os.path.dirname(os.path.abspath(path)))
+  journal.note(path, made)  # The run's, by its identity (`journal`).
 
 
 def replace_folder(new: str, target: str) -> None:
