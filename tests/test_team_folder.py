@@ -598,3 +598,4 @@ def test_a_file_the_user_puts_in_place_of_the_runs_is_kept(team, killed):
       'provably write (not a name a run gives its files, or changed since); '
       'a run removes only its own files. Delete it yourself if you do not '
       'need it.']
+
