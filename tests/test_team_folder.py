@@ -26,6 +26,7 @@ from generic_trainer.command import layout as command_layout
 from generic_trainer.data.kept import cache as kept_cache
 from generic_trainer.errors import InvalidArgumentError, UnsafeFolderError
 from generic_trainer.system import atomic_files
+from generic_trainer.system import manifest
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import progress
@@ -599,3 +600,66 @@ def test_a_file_the_user_puts_in_place_of_the_runs_is_kept(team, killed):
       'a run removes only its own files. Delete it yourself if you do not '
       'need it.']
 
+
+
+def _publish_under_umask_0(out: str, flags: pathlib.Path) -> str:
+  """The victim's run: user code lifts the umask; the run publishes,
+  pausing at the exact step the teammate's watch fires on (the new model
+  moved into `.models/`, `ready`) until she is done (`swapped`). What
+  `model/saved_model.pb` holds after."""
+  real = manifest.write_listing
+
+  def timed(path, folder, **kwargs):
+    (flags / 'ready').touch()
+    wait_for(flags / 'swapped')
+    real(path, folder, **kwargs)
+
+  manifest.write_listing = timed
+  layout = command_layout.Layout(out)
+  with output_folder.hold(out):
+    layout.clear()
+    os.umask(0)  # User code (some libraries do).
+    _publish(layout)
+    layout.record()
+  with open(os.path.join(layout.model, 'saved_model.pb')) as f:
+    return f.read()
+
+
+def _put_her_model_in_models(models: str) -> list:
+  """The teammate: the victim's new model in `.models/` renamed aside, a
+  folder with her model in its place; what she managed."""
+  try:
+    new, = [n for n in os.listdir(models) if n.startswith('model-')]
+    os.rename(os.path.join(models, new), os.path.join(models, 'aside'))
+    os.mkdir(os.path.join(models, new))
+    os.chmod(os.path.join(models, new), 0o777)  # The run may move it.
+    with open(os.path.join(models, new, 'saved_model.pb'), 'w') as f:
+      f.write('hers')
+    return ['swapped']
+  except OSError:
+    return []
+
+
+def test_a_model_published_under_user_codes_umask_0_cannot_be_swapped(team):
+  """User code sets `os.umask(0)`; the run then makes `.models/` for the
+  new model and exchanges it with `model/`. A teammate who can reach the
+  output folder (a sticky team folder), timed at the move into `.models/`,
+  cannot swap the model for hers: the run makes the folder with its own
+  mode (0755), not the umask user code set (on main: 0777, her model
+  published at `model/`, and the run then failed to seal it)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _publish_under_umask_0, out, flags)
+  assert wait_for(flags / 'ready')
+  managed = as_user(TEAMMATE, _put_her_model_in_models,
+                    os.path.join(out, '.models'))
+  (flags / 'swapped').touch()
+  try:
+    wait()
+    failed = None
+  except OSError as e:  # On main: her folder published, then not sealable.
+    failed = e
+  with open(os.path.join(out, 'model', 'saved_model.pb')) as f:
+    assert (f.read(), managed, failed) == ('model', [], None)
