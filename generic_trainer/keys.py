@@ -159,6 +159,10 @@ WORKER_NETWORKS = ('private', 'host')
 # owned by the overflow uid, which a child cannot tell from another user's.
 VERIFIED_FOLDERS_ENV = 'GENERIC_TRAINER_VERIFIED_FOLDERS'
 
+# The output folder whose journal a run notes what it writes in (and the
+# folders it writes), for its child processes (`system.journal`): JSON.
+JOURNAL_ENV = 'GENERIC_TRAINER_JOURNAL'
+
 # A Kubeflow pipeline's GenericTrainer step with several workers launches a
 # TrainJob (or TFJob) for them (`kubeflow.step_job`): the compile puts what
 # the step cannot know (the job's kind, the image, the resources) in this

@@ -53,6 +53,7 @@ from generic_trainer.system import atomic_files
 from generic_trainer.system import paths
 from generic_trainer.system import removal
 from generic_trainer.system import scratch
+from generic_trainer.system import trust
 from generic_trainer.errors import CheckpointError
 import tensorflow as tf
 
@@ -211,7 +212,7 @@ def write_checkpoint(directory: str, step: int,
   name = f'{CHECKPOINT_PREFIX}{step:09d}'
   final = os.path.join(directory, name)
   tmp = os.path.join(directory, f'{_TMP_PREFIX}{name}-{os.getpid()}')
-  gfile.makedirs(directory)
+  atomic_files.make_folders(directory)
   for stale in (tmp, final):
     if gfile.exists(stale):
       removal.remove_tree(stale)
@@ -224,7 +225,10 @@ def write_checkpoint(directory: str, step: int,
           gfile.copy(os.path.join(local, file_name),
                      os.path.join(tmp, file_name), overwrite=True)
   else:
-    gfile.makedirs(tmp)
+    # The run's alone, whatever the umask user code set (`os.umask(0)`:
+    # Keras would write the weights 0666, for a teammate to change before
+    # a resume reads them back).
+    trust.make_private(tmp, 0o700)
     write_files(tmp)
     for file_name in os.listdir(tmp):  # Whole on disk before it counts.
       if os.path.isfile(os.path.join(tmp, file_name)):

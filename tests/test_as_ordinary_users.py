@@ -12,12 +12,13 @@ import os
 import pathlib
 import shutil
 import stat
+import threading
 
 import pytest
 
 from conftest import REPO
 from other_user import TEAM, TEAMMATE, VICTIM, command, home_of, run_as
-from other_user import reachable_folder
+from other_user import as_user, reachable_folder, team_folder, wait_for
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
@@ -187,3 +188,80 @@ def test_the_estimators_export_is_as_private_as_its_data(victim_home,
   assert warmup.is_file()
   read = _as_teammate('cat', str(warmup))
   assert read.returncode != 0 and 'Permission denied' in read.stderr
+
+
+# The Estimator's export, with a flag at the exact step a teammate's
+# inotify watch would fire on: the sealed export beside `export_dir`, just
+# before it is put in place (`ready`); the run goes on once she is done.
+_EXPORT_TIMED = '''
+import os, sys, time
+sys.path.insert(0, {tests!r})
+from spec_fixtures import PenguinSpec
+from generic_trainer.notebook.estimator import Estimator
+from generic_trainer.system import atomic_files
+real = atomic_files.replace_folder
+def timed(new, target):
+  open({flags!r} + '/ready', 'w').close()
+  while not os.path.exists({flags!r} + '/swapped'):
+    time.sleep(0.01)
+  real(new, target)
+atomic_files.replace_folder = timed
+estimator = Estimator(PenguinSpec, model_dir={model_dir!r},
+                      parsed_rows_cache=False)
+estimator.train({train!r}, {eval!r})
+print(estimator.export({export!r}))
+'''
+
+
+def _put_hers_in_place_of(export: str) -> None:
+  """The teammate: the victim's sealed export beside `export` renamed
+  aside, a folder of hers with her model in its place."""
+  folder = os.path.dirname(export)
+  new, = [n for n in os.listdir(folder)
+          if n.startswith(os.path.basename(export) + '.new-')]
+  os.rename(os.path.join(folder, new), os.path.join(folder, new + '.aside'))
+  os.mkdir(os.path.join(folder, new), 0o755)
+  with open(os.path.join(folder, new, 'saved_model.pb'), 'w') as f:
+    f.write('hers')
+
+
+@pytest.mark.slow
+def test_an_export_into_a_team_folder_cannot_be_swapped_before_it_is_in_place(
+    victim_home):
+  """`Estimator.export` into a team's 2775 folder: the teammate, timed at
+  the sealed export beside `export_dir`, swaps it for a folder of hers.
+  The export is refused before anything is made there, naming the team
+  folder and the fix (on main: her model was the export, exit 0)."""
+  flags = victim_home / 'flags'
+  flags.mkdir()
+  os.chown(flags, VICTIM, VICTIM)
+  with team_folder() as team:
+    export = team / 'export'
+    done_event = threading.Event()
+
+    def teammate():
+      while not done_event.is_set():
+        if wait_for(flags / 'ready', 0.2):
+          as_user(TEAMMATE, _put_hers_in_place_of, str(export))
+          (flags / 'swapped').touch()
+          return
+
+    watcher = threading.Thread(target=teammate)
+    watcher.start()
+    try:
+      done = run_as(VICTIM, victim_home, ['python', '-c', _EXPORT_TIMED.format(
+          tests=os.path.join(REPO, 'tests'), flags=str(flags),
+          model_dir=str(victim_home / 'est'),
+          train=str(victim_home / 'train.csv'),
+          eval=str(victim_home / 'eval.csv'), export=str(export))])
+    finally:
+      done_event.set()
+      watcher.join()
+    assert not (export / 'saved_model.pb').exists() or (
+        export / 'saved_model.pb').read_text() != 'hers'
+    assert done.returncode != 0, done.stdout
+    assert (f'UnsafeFolderError: export_dir {export} is inside {team}, which '
+            'is not safe to hold it: it is writable by group (mode 2775, no '
+            'sticky bit).') in done.stderr, done.stderr[-3000:]
+    assert f'`chmod +t {team}`' in done.stderr
+    assert os.listdir(team) == []

@@ -26,9 +26,11 @@ from generic_trainer.command import layout as command_layout
 from generic_trainer.data.kept import cache as kept_cache
 from generic_trainer.errors import InvalidArgumentError, UnsafeFolderError
 from generic_trainer.system import atomic_files
+from generic_trainer.system import manifest
 from generic_trainer.system import output_folder
 from generic_trainer.system import paths
 from generic_trainer.system import progress
+from generic_trainer import resume
 from generic_trainer.publication.staged_export import StagedExport
 
 _HEX = '0123456789abcdef' * 2 + '01234567'  # 40 hex digits: a git sha.
@@ -280,7 +282,9 @@ def _killed_then_mine(out: str):
   atomic_files.write_text(os.path.join(first.data, 'Split-train', 'data.gz'),
                           'rows')
   mine = os.path.join(first.data, 'Split-mine', 'data.gz')
-  atomic_files.write_text(mine, 'my rows')
+  os.mkdir(os.path.dirname(mine))
+  with open(mine, 'w') as f:  # The user's, not through the run's writer.
+    f.write('my rows')
   _, said = _warnings_of(command_layout.Layout(out).clear)
   return (os.path.exists(mine), os.path.exists(
       os.path.join(first.data, 'Split-train', 'data.gz')), said)
@@ -307,7 +311,8 @@ def _added_while_training(out: str):
   first.clear()
   atomic_files.write_text(os.path.join(first.run, 'history.json'), '{}')
   notes = os.path.join(first.run, 'notes.txt')
-  atomic_files.write_text(notes, 'mine')  # While it trains.
+  with open(notes, 'w') as f:  # While it trains: the user's own write.
+    f.write('mine')
   first.record()
   _, said = _warnings_of(command_layout.Layout(out).clear)
   return os.path.exists(notes), os.path.exists(
@@ -370,3 +375,291 @@ def test_a_model_folder_the_user_replaced_with_a_copy_is_kept_aside(team):
       'copy you put there: a new folder, without the listing of what a run '
       f'published), so it was kept, with its files, in {out}/{kept[0]}. '
       'Delete it yourself if you do not need it.']
+
+
+def _stage_under_umask_0(out: str, flags: pathlib.Path):
+  """The victim's run in its output folder: user code lifts the umask
+  (`os.umask(0)`) and writes the export by path, as TensorFlow does; the
+  run waits for the teammate (`tampered`), then publishes. What
+  `model/saved_model.pb` holds after, and the modes published."""
+  with output_folder.hold(out):
+    staged = StagedExport(os.path.join(out, '.publishing'),
+                          keep_dir=os.path.join(out, 'run'))
+    with staged.attempt():
+      os.umask(0)  # User code (some libraries do).
+      os.makedirs(os.path.join(staged.serving_dir, 'variables'))
+      with open(os.path.join(staged.serving_dir, 'saved_model.pb'),
+                'w') as f:
+        f.write('weights')
+      (flags / 'staged').touch()
+      wait_for(flags / 'tampered')
+    final = staged.publish()
+  with open(os.path.join(final, 'saved_model.pb')) as f:
+    published = f.read()
+  return published, sorted({_mode(os.path.join(folder, name))
+                            for folder, dirs, files in os.walk(final)
+                            for name in dirs + files})
+
+
+def _tamper_with_staging(serving: str) -> list:
+  """The teammate, as the export is staged: writes her weights into the
+  staged `saved_model.pb` in place and adds a file; what she managed."""
+  done = []
+  for what, step in (
+      ('changed saved_model.pb', lambda: open(
+          os.path.join(serving, 'saved_model.pb'), 'w').write('hers')),
+      ('added variables/hers', lambda: open(
+          os.path.join(serving, 'variables', 'hers'), 'w').write('x'))):
+    try:
+      step()
+      done.append(what)
+    except OSError:
+      pass
+  return done
+
+
+def test_an_export_staged_under_user_codes_umask_0_is_the_runs_alone(team):
+  """User code sets `os.umask(0)` and the export is written 0777/0666 by
+  path; a teammate who can reach the output folder (a sticky team
+  folder) writes her weights into the staged `saved_model.pb` while it is
+  validated. The staging folder is the run's alone from birth (0700,
+  whatever the umask): she cannot enter it, and what is published is the
+  run's, no file of it writable by others (on main: her weights
+  published)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _stage_under_umask_0, out, flags)
+  assert wait_for(flags / 'staged')
+  serving, _ = paths.model_dirs(os.path.join(out, '.publishing', '.staging'))
+  managed = as_user(TEAMMATE, _tamper_with_staging, serving)
+  (flags / 'tampered').touch()
+  published, modes = wait()
+  assert (managed, published) == ([], 'weights')
+  assert not [m for m in modes if m & 0o022]
+
+
+def _checkpoint_under_umask_0(out: str, flags: pathlib.Path) -> str:
+  """The victim's run: user code lifts the umask, then the run writes a
+  checkpoint in a folder it makes (`atomic_files`, as the best-only
+  checkpoint is written); it waits for the teammate (`tampered`) and
+  reads the weights back, as a resume or a best-weights restore would."""
+  with output_folder.hold(out):
+    os.umask(0)  # User code (some libraries do).
+    path = os.path.join(out, 'run', 'checkpoints', 'best.weights.h5')
+    atomic_files.write_text(path, 'weights')
+    (flags / 'written').touch()
+    wait_for(flags / 'tampered')
+    with open(path) as f:
+      return f.read()
+
+
+def _tamper_with_checkpoint(path: str) -> list:
+  """The teammate, after the write: her weights in place of the run's,
+  in the file and by a rename in its folder; what she managed."""
+  done = []
+  for what, step in (
+      ('wrote into it', lambda: open(path, 'w').write('hers')),
+      ('replaced it', lambda: (open(path + '.hers', 'w').write('hers'),
+                               os.replace(path + '.hers', path)))):
+    try:
+      step()
+      done.append(what)
+    except OSError:
+      pass
+  return done
+
+
+def test_a_file_the_run_writes_after_user_codes_umask_0_is_not_others(team):
+  """User code sets `os.umask(0)`; the run then writes its best
+  checkpoint, in a folder it makes. A teammate who can reach the output
+  folder cannot change the weights the run reads back: the file and the
+  folders are made with the run's mode (0644, 0755), not the umask user
+  code set (on main: 0666 in 0777 folders; her weights read back)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _checkpoint_under_umask_0, out, flags)
+  assert wait_for(flags / 'written')
+  path = os.path.join(out, 'run', 'checkpoints', 'best.weights.h5')
+  modes = [_mode(p) for p in (os.path.dirname(os.path.dirname(path)),
+                              os.path.dirname(path), path)]
+  managed = as_user(TEAMMATE, _tamper_with_checkpoint, path)
+  (flags / 'tampered').touch()
+  assert (wait(), managed, modes) == ('weights', [], [0o755, 0o755, 0o644])
+
+
+def _resume_checkpoint_under_umask_0(out: str, flags: pathlib.Path) -> str:
+  """The victim's run: user code lifts the umask, then the run writes a
+  resume checkpoint (Keras writes its weights by path); it waits for the
+  teammate (`tampered`) and reads the weights back, as a resume does."""
+  with output_folder.hold(out):
+    os.umask(0)  # User code (some libraries do).
+
+    def write_files(folder):
+      with open(os.path.join(folder, 'model.weights.h5'), 'w') as f:
+        f.write('weights')  # By path, as Keras's save_weights writes.
+
+    folder = resume.write_checkpoint(
+        os.path.join(out, '.resume-k'), 1, write_files,
+        {'step': 1, 'epoch': 1, 'batch': 0})
+    (flags / 'written').touch()
+    wait_for(flags / 'tampered')
+    with open(os.path.join(folder, 'model.weights.h5')) as f:
+      return f.read()
+
+
+def test_a_resume_checkpoint_written_under_user_codes_umask_0_is_the_runs(
+    team):
+  """User code sets `os.umask(0)`; the run writes a resume checkpoint.
+  A teammate who can reach the output folder cannot change the weights a
+  resume reads back: the checkpoint's folder is made 0700 whatever the
+  umask (on main: 0777, its weights 0666; her weights resumed)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _resume_checkpoint_under_umask_0, out, flags)
+  assert wait_for(flags / 'written')
+  weights = os.path.join(out, '.resume-k', 'checkpoint-000000001',
+                         'model.weights.h5')
+  managed = as_user(TEAMMATE, _tamper_with_checkpoint, weights)
+  (flags / 'tampered').touch()
+  assert (wait(), managed) == ('weights', [])
+
+
+def _publish_after_staging_replaced(out: str):
+  """The victim's run stages its export; another process of the victim's
+  (or root) renames the staging folder aside and puts one holding another
+  model in its place; the run publishes."""
+  staged = StagedExport(os.path.join(out, '.publishing'),
+                        keep_dir=os.path.join(out, 'run'))
+  staged.prepare()
+  atomic_files.write_text(os.path.join(staged.serving_dir, 'saved_model.pb'),
+                          'weights')
+  os.rename(staged.root, staged.root + '.aside')
+  atomic_files.write_text(os.path.join(staged.serving_dir, 'saved_model.pb'),
+                          'other')
+  try:
+    staged.publish()
+  finally:
+    published = os.listdir(os.path.join(out, '.publishing'))
+  return published
+
+
+def test_a_staging_folder_replaced_since_it_was_made_is_not_published(team):
+  """The staging folder is held by its identity: one put in its place
+  since it was made (whoever could) is refused, naming it, and nothing
+  is published (on main: the other model was published)."""
+  out = str(home(team, VICTIM) / 'out')
+  with pytest.raises(UnsafeFolderError) as info:
+    as_user(VICTIM, _publish_after_staging_replaced, out)
+  message = str(info.value)
+  staging = os.path.join(out, '.publishing', '.staging')
+  assert message.startswith(
+      f'The export staged in {staging} is no longer the folder it made')
+  assert_four_parts(message)
+  assert sorted(os.listdir(os.path.join(out, '.publishing'))) == [
+      '.staging', '.staging.aside']
+
+
+def _data_replaced_by_the_user(out: str, killed: bool):
+  """A run writes its split's `data.gz`; the user puts their own file of
+  that name in its place (a new file: `cp mine.gz data.gz` after an
+  `rm`), while the run trains or after it was killed; the next run's
+  clean-up. (whether the user's file stays, the warnings)."""
+  first = command_layout.Layout(out)
+  first.clear()
+  data = os.path.join(first.data, 'Split-train', 'data.gz')
+  atomic_files.write_text(data, 'rows')
+  os.unlink(data)
+  with open(data, 'w') as f:
+    f.write('my rows')
+  if not killed:
+    first.record()
+  _, said = _warnings_of(command_layout.Layout(out).clear)
+  kept = os.path.exists(data) and open(data).read() == 'my rows'
+  return kept, [line for line in said if 'Split-train/data.gz' in line]
+
+
+@pytest.mark.parametrize('killed', [False, True], ids=['ended', 'killed'])
+def test_a_file_the_user_puts_in_place_of_the_runs_is_kept(team, killed):
+  """The user replaces the run's `data/Split-train/data.gz` with a file
+  of theirs, while it trains or after a kill: the run's journal noted
+  the file it wrote there (its device and inode), so the user's, a
+  run's name but not the run's file, stays and is named once (on main:
+  recorded by its name, then removed without a word)."""
+  out = str(home(team, VICTIM) / 'out')
+  kept, said = as_user(VICTIM, _data_replaced_by_the_user, out, killed)
+  assert kept
+  assert said == [
+      f'{out}: kept data/Split-train/data.gz, which the earlier run did not '
+      'provably write (not a name a run gives its files, or changed since); '
+      'a run removes only its own files. Delete it yourself if you do not '
+      'need it.']
+
+
+
+def _publish_under_umask_0(out: str, flags: pathlib.Path) -> str:
+  """The victim's run: user code lifts the umask; the run publishes,
+  pausing at the exact step the teammate's watch fires on (the new model
+  moved into `.models/`, `ready`) until she is done (`swapped`). What
+  `model/saved_model.pb` holds after."""
+  real = manifest.write_listing
+
+  def timed(path, folder, **kwargs):
+    (flags / 'ready').touch()
+    wait_for(flags / 'swapped')
+    real(path, folder, **kwargs)
+
+  manifest.write_listing = timed
+  layout = command_layout.Layout(out)
+  with output_folder.hold(out):
+    layout.clear()
+    os.umask(0)  # User code (some libraries do).
+    _publish(layout)
+    layout.record()
+  with open(os.path.join(layout.model, 'saved_model.pb')) as f:
+    return f.read()
+
+
+def _put_her_model_in_models(models: str) -> list:
+  """The teammate: the victim's new model in `.models/` renamed aside, a
+  folder with her model in its place; what she managed."""
+  try:
+    new, = [n for n in os.listdir(models) if n.startswith('model-')]
+    os.rename(os.path.join(models, new), os.path.join(models, 'aside'))
+    os.mkdir(os.path.join(models, new))
+    os.chmod(os.path.join(models, new), 0o777)  # The run may move it.
+    with open(os.path.join(models, new, 'saved_model.pb'), 'w') as f:
+      f.write('hers')
+    return ['swapped']
+  except OSError:
+    return []
+
+
+def test_a_model_published_under_user_codes_umask_0_cannot_be_swapped(team):
+  """User code sets `os.umask(0)`; the run then makes `.models/` for the
+  new model and exchanges it with `model/`. A teammate who can reach the
+  output folder (a sticky team folder), timed at the move into `.models/`,
+  cannot swap the model for hers: the run makes the folder with its own
+  mode (0755), not the umask user code set (on main: 0777, her model
+  published at `model/`, and the run then failed to seal it)."""
+  os.chmod(team, 0o3775)
+  out = str(team / 'out')
+  flags = home(team, VICTIM) / 'flags'
+  as_user(VICTIM, os.mkdir, str(flags))
+  wait = started_as(VICTIM, _publish_under_umask_0, out, flags)
+  assert wait_for(flags / 'ready')
+  managed = as_user(TEAMMATE, _put_her_model_in_models,
+                    os.path.join(out, '.models'))
+  (flags / 'swapped').touch()
+  try:
+    wait()
+    failed = None
+  except OSError as e:  # On main: her folder published, then not sealable.
+    failed = e
+  with open(os.path.join(out, 'model', 'saved_model.pb')) as f:
+    assert (f.read(), managed, failed) == ('model', [], None)

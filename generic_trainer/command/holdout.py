@@ -40,6 +40,7 @@ from typing import Any, Dict, List, NamedTuple
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.data import tfrecords
 from generic_trainer.data import local_files
+from generic_trainer.system import atomic_files
 from generic_trainer.plan import settings
 from generic_trainer.plan.entry_points import COMMAND
 from generic_trainer.system.lazy import tf
@@ -85,7 +86,7 @@ def split(files: List[str], train_dir: str, eval_dir: str) -> Split:
           os.path.join(eval_dir, SPLIT_DATA_FILE)]
   counts = [0, 0]
   for folder in (train_dir, eval_dir):
-    os.makedirs(folder, exist_ok=True)
+    atomic_files.make_folders(folder)
   mode = local_files.common_mode(files)  # The rows stay as private.
   with tfrecords.writer(outs[0], mode) as train, tfrecords.writer(
       outs[1], mode) as held:

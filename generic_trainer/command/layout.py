@@ -219,7 +219,7 @@ class Layout:
             'choose another output folder. Nothing was trained, nothing '
             'removed.')
     self.recover()
-    os.makedirs(self.root, exist_ok=True)
+    atomic_files.make_folders(self.root)
     record = manifest.read(self.root)
     earlier = manifest.ours(self.root, record, _named_as_a_run_names,
                             _named_as_a_legacy_run_names)
@@ -286,7 +286,7 @@ class Layout:
     (`paths.model_dirs`) is `saved_model_dir` (a link), for the
     executor's base_model input; returns the serving folder's path
     through the link."""
-    os.makedirs(self.base_model, exist_ok=True)
+    atomic_files.make_folders(self.base_model)
     link, _ = paths.model_dirs(self.base_model)
     target = os.path.realpath(saved_model_dir)  # Also when it is `link`.
     if os.path.islink(link):
@@ -329,7 +329,7 @@ class Layout:
     eval_model/): the commit point of a run."""
     self.check_model_place()
     self.recover()
-    os.makedirs(self.models, exist_ok=True)
+    atomic_files.make_folders(self.models)  # Not user code's umask.
     version = f'{time.time_ns():x}-{os.getpid()}'
     # The serving model goes last: its exchange is the commit point.
     serving, evaluation = paths.model_dirs(self.publishing)

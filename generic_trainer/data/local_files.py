@@ -276,7 +276,7 @@ def _clear(folder: str) -> None:
         f'{folder} is a link to {os.readlink(folder)!r}, which no run made. '
         'A run writes the split\'s data there. Expected a folder a run made, '
         'or nothing. Received: a link. Remove the link.')
-  os.makedirs(folder, exist_ok=True)
+  atomic_files.make_folders(folder)
   others = []
   for name in sorted(os.listdir(folder)):
     path = os.path.join(folder, name)

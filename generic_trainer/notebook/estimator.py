@@ -45,6 +45,7 @@ from generic_trainer.system import paths
 from generic_trainer.system import progress
 from generic_trainer.system import removal
 from generic_trainer.system import scratch
+from generic_trainer.system import trust
 from generic_trainer.trainspec.spec import check_complete
 from generic_trainer.training import attempt
 from generic_trainer.keys import SAVED_MODEL_FILE
@@ -269,11 +270,17 @@ class Estimator:
     Raises:
       ModelFolderError: `export_dir` holds what no export wrote; nothing
         was exported.
+      UnsafeFolderError: a folder above `export_dir` lets someone else
+        rename what it holds (`trust.check_ancestors`); nothing was
+        exported.
     """
     self._require_trained('export')
     export_dir = os.path.abspath(
         export_dir or self.layout.export)
     own = export_dir == self.layout.export
+    # A folder others may rename in (a team's 2775 folder) would let them
+    # swap the sealed export beside it before it is put in place (row 571).
+    trust.check_ancestors(export_dir, 'export_dir')
     _check_replaceable(export_dir, own)
     fn_args = self._fn_args
     # As private as what the model was trained from: its weights and its

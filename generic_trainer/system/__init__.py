@@ -5,7 +5,8 @@ folder), `scratch` (private temporary folders), `trust` (the one rule of
 what a run may read back, reuse or delete: this user's alone, decided on
 the opened descriptor), `output_folder` (a run's folder: this user's
 alone, one run at a time), `manifest` (what we wrote in a folder, so
-that the next writer replaces that alone), `removal` (the one way a
+that the next writer replaces that alone), `journal` (each file a run
+puts in place in its folders, with its identity, noted as it writes), `removal` (the one way a
 tree is removed: by descriptor, no link followed), `paths` (user paths
 taken literally; the schemes this process's file systems open),
 `source_tree` (a module's source read without running it),

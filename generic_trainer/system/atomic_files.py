@@ -13,7 +13,10 @@ A new file gets `mode` when one is given (`copy` passes the source's:
 outputs keep their input's permissions), else what `open` would give it
 (0666); the umask applies to both (while a run holds its output folder,
 `output_folder.hold` sets it from the inputs: 022, or 077 for a private
-input). `tests/test_shared_machine.py` scans the package for
+input). That run's umask applies even when user code has lifted the
+process's (`os.umask(0)`: a checkpoint 0666 in a 0777 folder, which a
+teammate could change in place), and so do the folders `replacing_path`
+makes, each made with its mode, not the umask's (issue 55). `tests/test_shared_machine.py` scans the package for
 writes that bypass this module.
 """
 
@@ -25,7 +28,10 @@ import tempfile
 from typing import Any, Iterator, Optional
 import errno
 
+from generic_trainer.system import journal
+from generic_trainer.system import output_folder
 from generic_trainer.system import removal
+from generic_trainer.system import trust
 from generic_trainer.system.lazy import ctypes
 from generic_trainer.system.lazy import tf
 
@@ -83,7 +89,7 @@ def replacing_path(path: str, mode: Optional[int] = None,
     yield path
     return
   folder = os.path.dirname(os.path.abspath(path))
-  os.makedirs(folder, exist_ok=True)
+  make_folders(folder)
   fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX + os.path.basename(path)[:64]
                               + '-', suffix=suffix, dir=folder)
   try:
@@ -99,12 +105,25 @@ def replacing_path(path: str, mode: Optional[int] = None,
     raise
 
 
+def make_folders(folder: str) -> None:
+  """Makes the local folder `folder` and its missing parents, each with
+  the mode `os.makedirs` gives under the run's umask (`_umasked`), set
+  explicitly: user code's `os.umask(0)` makes none of them writable by
+  others. An object-store folder is made with `tf.io.gfile`."""
+  if _remote(folder):
+    tf.io.gfile.makedirs(folder)
+    return
+  trust.make_private(folder, _umasked(0o777))
+
+
 def put_in_place(temp: str, path: str) -> None:
   """fsyncs the complete file `temp` and renames it over `path` (the same
   folder), then fsyncs the folder."""
   sync_file(temp)
+  made = os.lstat(temp)
   os.replace(temp, path)
   sync_folder(os.path.dirname(os.path.abspath(path)))
+  journal.note(path, made)  # The run's, by its identity (`journal`).
 
 
 def replace_folder(new: str, target: str) -> None:
@@ -167,17 +186,22 @@ def sync_folder(folder: str) -> None:
 
 def _umasked(mode: int) -> int:
   """`mode` less the process's umask (read from /proc, so that no other
-  thread sees the umask change; else by setting it back)."""
+  thread sees the umask change; else by setting it back) and less the
+  umask of the run that holds its folder (`output_folder.held_umask`)."""
+  return mode & ~(_process_umask() | output_folder.held_umask())
+
+
+def _process_umask() -> int:
   try:
     with open('/proc/self/status') as f:
       for line in f:
         if line.startswith('Umask:'):
-          return mode & ~int(line.split()[1], 8)
+          return int(line.split()[1], 8)
   except (OSError, ValueError):
     pass
   mask = os.umask(0o022)
   os.umask(mask)
-  return mode & ~mask
+  return mask
 
 
 def _remote(path: str) -> bool:

@@ -12,7 +12,9 @@ folder):
   run's files are removed, the folders it writes (`roots`) and what is
   already in them that is not its own (`foreign`: files a user put there,
   which stay); as the run ends, failed or not, every file, link and folder
-  under the roots that was not foreign (`written`, with identities). The
+  under the roots that was not foreign and is provably the run's
+  (`written`, with identities): a file the run's journal noted at that
+  path (`journal`) only if it is still that file, the rest by its name. The
   next run removes the `written` entries that it still finds as the run
   left them (a file the user put in place of one, or a link put in place
   of a folder, stays), files first, then the folders that are left empty;
@@ -45,6 +47,7 @@ import stat
 from typing import Callable, Dict, Iterable, List, Optional, Set
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import journal
 
 FILE = '.generic-trainer'
 
@@ -125,10 +128,34 @@ def ours(root: str, record, named: Callable[[str, str], bool],
     if isinstance(written, dict):
       return {rel: list(ident) for rel, ident in written.items()}
     return {rel: None for rel in written}  # Format 1: no identities.
-  # Killed before its end: what is not foreign and named as a run names it.
+  # Killed before its end: what is not foreign and provably the run's.
   left_there = entries(root, record.get('roots', [])) - set(
       record.get('foreign', []))
-  return {e: None for e in left_there if named(root, e)}
+  return {e: None for e in _provably_ours(root, left_there, named)}
+
+
+def _provably_ours(root: str, found: Iterable[str],
+                   named: Optional[Callable[[str, str], bool]]) -> List[str]:
+  """Of the entries `found` of `root`, those the run wrote: a file its
+  journal noted at that path is the run's when it is still that file
+  (`journal.identity`), whatever its name, and never otherwise (a
+  user's file put in its place, during the run or after a kill); for
+  what the journal does not name (what TensorFlow writes by path,
+  folders, links), the name decides (`named`, see `ours`; all when
+  None)."""
+  noted = journal.read(root)
+  mine = []
+  for rel in sorted(found):
+    if rel in noted:
+      try:
+        info = os.lstat(os.path.join(root, rel))
+      except OSError:
+        continue
+      if journal.identity(info) == noted[rel]:
+        mine.append(rel)
+    elif named is None or named(root, rel):
+      mine.append(rel)
+  return mine
 
 
 def named(rel: str, pattern: str) -> bool:
@@ -222,10 +249,14 @@ def _remove_at(root_fd: int, parts: List[str], ident: Optional[List]):
 
 
 def start(root: str, roots: List[str], foreign: Set[str]) -> None:
-  """Records the run that starts: its roots and what in them is not its."""
+  """Records the run that starts: its roots and what in them is not its;
+  from now on, what the package writes under them is noted in its
+  journal (`journal.begin`: an earlier run's is dropped, so read it
+  first, with `ours`)."""
   atomic_files.write_json(os.path.join(root, FILE), {
       'format': 2, 'state': 'running', 'pid': os.getpid(),
       'roots': sorted(roots), 'foreign': sorted(foreign)}, indent=1)
+  journal.begin(root, roots)
 
 
 def finish(root: str, roots: List[str], foreign: Set[str],
@@ -235,13 +266,12 @@ def finish(root: str, roots: List[str], foreign: Set[str],
   (a file a user added to run/ or a split folder while the run trained is
   not the run's: it stays, and is named once by the next run), with each
   entry's identity."""
-  found = sorted(entries(root, roots) - foreign)
-  if named is not None:
-    found = [rel for rel in found if named(root, rel)]
+  found = _provably_ours(root, entries(root, roots) - foreign, named)
   written = identities(root, found)
   atomic_files.write_json(os.path.join(root, FILE), {
       'format': 2, 'state': 'done', 'roots': sorted(roots),
       'foreign': sorted(foreign), 'written': written}, indent=1)
+  journal.end(root)  # Its identities are in `written` now.
 
 
 def write_listing(path: str, folder: str, **kwargs) -> None:

@@ -205,31 +205,44 @@ def seal(path: str, mode: Optional[int] = None) -> None:
   mode `mode` (default: `publishing_mode`): bits only taken away, never
   added, and none writable by group or others, whatever the umask user
   code set (`os.umask(0)`: a world-writable model another user could
-  change in place). Links are not followed; local paths only."""
+  change in place). Each entry is opened relative to its folder's
+  descriptor without following a link, and changed through its own
+  descriptor (`os.fchmod`): a folder a teammate swapped for a link to
+  yours, inside one user code made 0777, is not followed. Local paths
+  only."""
   if paths.is_remote(path):
     return
   keep = (publishing_mode() if mode is None else mode) & ~0o022
-  _seal_one(path, keep)
-  for folder, dirs, files in os.walk(path):
-    for name in dirs + files:
-      _seal_one(os.path.join(folder, name), keep)
-
-
-def _seal_one(path: str, keep: int) -> None:
-  """`path` (not followed) with its mode bits outside `keep` taken away."""
   try:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC |
-                 os.O_NONBLOCK)
+    fd = os.open(path, _NOFOLLOW)
   except OSError:
     return  # A link (not followed), or gone.
+  _seal_fd(fd, keep)
+
+
+_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _seal_fd(fd: int, keep: int) -> None:
+  """The file or folder open as `fd` (closed here), and what a folder
+  holds, with mode bits outside `keep` taken away."""
   try:
     info = os.fstat(fd)
     folder = stat.S_ISDIR(info.st_mode)
-    if folder or stat.S_ISREG(info.st_mode):
-      bits = stat.S_IMODE(info.st_mode)
-      kept = bits & (keep | 0o1000 | (0o2000 if folder else 0))
-      if kept != bits:
-        os.fchmod(fd, kept)
+    if not (folder or stat.S_ISREG(info.st_mode)):
+      return
+    bits = stat.S_IMODE(info.st_mode)
+    kept = bits & (keep | 0o1000 | (0o2000 if folder else 0))
+    if kept != bits:
+      os.fchmod(fd, kept)
+    if not folder:
+      return
+    for name in os.listdir(fd):
+      try:
+        child = os.open(name, _NOFOLLOW, dir_fd=fd)
+      except OSError:
+        continue  # A link (not followed), or gone.
+      _seal_fd(child, keep)
   finally:
     os.close(fd)
 
@@ -239,6 +252,13 @@ def publishing_mode() -> int:
   the inputs of the run that holds its folder (`hold`, `as_private_as`);
   0755 outside one."""
   return _PUBLISHING[-1] if _PUBLISHING else 0o755
+
+
+def held_umask() -> int:
+  """The umask of the run that holds this process's folder (`umask_for`
+  its `publishing_mode`), which user code's `os.umask(0)` does not
+  lift for what the package writes (`atomic_files`); 0 outside one."""
+  return umask_for(_PUBLISHING[-1]) if _PUBLISHING else 0
 
 
 # The modes of the runs this process holds now, the innermost last.

@@ -54,7 +54,13 @@ def fetch(entry: str, key: Dict[str, Any], temp: str) -> str:
     tf.io.gfile.copy(os.path.join(entry, BLOCKS), os.path.join(temp, BLOCKS))
   except tf.errors.OpError as e:
     return f'its blocks are unreadable ({e.message})'
-  os.chmod(os.path.join(temp, BLOCKS), 0o600)  # Ours alone (`trust`).
+  # Ours alone (`trust`), through a descriptor: a link is not followed.
+  fd = os.open(os.path.join(temp, BLOCKS), os.O_RDONLY | os.O_NOFOLLOW |
+               os.O_CLOEXEC)
+  try:
+    os.fchmod(fd, 0o600)
+  finally:
+    os.close(fd)
   atomic_files.write_bytes(os.path.join(temp, MANIFEST), text, 0o600)
   return ''
 

@@ -73,7 +73,7 @@ def checkpoint_handler(directory: str, steps_per_epoch: Optional[int],
     name = 'epoch-{epoch:03d}.weights.h5'
   if best_only:
     name = 'best.weights.h5'
-  os.makedirs(directory, exist_ok=True)
+  atomic_files.make_folders(directory)
   return AtomicModelCheckpoint(
       os.path.join(directory, name), monitor=monitor, mode=mode,
       save_best_only=best_only, save_weights_only=True, save_freq=save_freq)

@@ -25,6 +25,7 @@ import tensorflow as tf
 from generic_trainer.system import atomic_files
 from generic_trainer.system import removal
 from generic_trainer.system import scratch
+from generic_trainer.system import trust
 from generic_trainer import resume
 from generic_trainer.errors import CheckpointError
 from generic_trainer.loop.handlers import handler_state
@@ -153,7 +154,7 @@ class ResumeCheckpoint(keras.callbacks.Callback):
       resume.write_checkpoint(self.directory, self._step, write_files, point)
       return
     removal.remove_tree(self.scratch_dir, ignore_errors=True)
-    os.makedirs(self.scratch_dir)
+    trust.make_private(self.scratch_dir, 0o700)  # Whatever the umask.
     write_files(self.scratch_dir)
 
   def _restore(self, point: Dict[str, Any]) -> None:
