@@ -441,3 +441,37 @@ def test_columns_none_leaves_the_id_and_the_date_out_unflagged(tmp_path):
       '  plan           Categorical, 3 values from the sample\n'
       '  tenure_months  Numeric, normalised from the sample']
   assert not [m for m in said if 'looks like' in m]
+
+
+def test_a_price_written_with_a_dollar_sign_is_flagged_with_the_fix(
+    tmp_path):
+  """'$19.99' in a feature column is text, so a category: the spec warns
+  that the amounts are unordered categories, with the pandas line that
+  writes them as numbers."""
+  rows = [[['basic', 'plus', 'pro'][i % 3],
+           ['$9.99', '$19.99', '$1,039.99'][i % 3], 'yes' if i % 4 else 'no']
+          for i in range(60)]
+  data = _write_csv(tmp_path / 'prices.csv', ['plan', 'price', 'churned'],
+                    rows)
+
+  class Spec(DNNClassifierSpec):
+    label_key = 'churned'
+    hidden_units = [4]
+    checkpoint = None
+  records = []
+  handler = logging.Handler()
+  handler.emit = records.append
+  progress.log().addHandler(handler)
+  try:
+    Estimator(Spec, str(tmp_path / 'model')).train(data, steps=2)
+  finally:
+    progress.log().removeHandler(handler)
+  warned = [r.getMessage() for r in records if r.levelno == logging.WARNING
+            and 'written as text' in r.getMessage()]
+  assert len(warned) == 1, [r.getMessage() for r in records]
+  assert warned[0].startswith("'price' holds numbers written as text (")
+  assert warned[0].endswith(
+      "Write the column as plain numbers in the data: with pandas, "
+      "df['price'] = df['price'].str.replace(r'[$,]', '', regex=True)"
+      ".astype(float); df.to_csv('clean.csv', index=False).")
+  assert_four_parts(warned[0])

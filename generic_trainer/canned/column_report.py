@@ -6,14 +6,17 @@ never listed the features learns what the model reads only here: one
 short block, a line per feature with its column and what it learnt from
 the data.
 
-Two kinds of column train without error and learn nothing that holds for
-new rows, and are flagged with what to do (rows 610-611 of
+Three kinds of category train without error and learn nothing that holds
+for new rows, and are flagged with what to do (rows 610, 611 and 614 of
 docs/errors.md):
 - an ID (`customer_id`): a category with (nearly) one value per row; the
   model learns each train row apart, and a new customer's ID is a value
   it has never seen;
 - dates (`signup_date`, '2023-03-19'): as a category each day is its own
-  value, and every day after the train data is unknown.
+  value, and every day after the train data is unknown;
+- numbers written as text (`monthly_price`, '$19.99', '1,299'; told by
+  `heads.regression.numbers_as_text`, which the label checks use): each
+  amount is a category, unordered, and a new amount is unknown.
 
 Both are found in what the columns learnt (`data_summary.FeatureSummary`:
 the vocabulary and how many values it was counted from), so nothing is
@@ -25,6 +28,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from generic_trainer.canned import columns as columns_lib
+from generic_trainer.heads import regression
 
 # A vocabulary of at least this share of the values counted (and of at
 # least `ID_MIN_VALUES` values): one value per row, or nearly.
@@ -94,6 +98,21 @@ def flag(key: str, column, summary) -> Optional[str]:
   if (not isinstance(column, columns_lib.Categorical) or summary is None or
       column.vocabulary is not None or column.num_buckets is not None):
     return None
+  texts = [str(v) for v in summary.vocabulary[:_DATE_TRIES]]
+  marks = regression.numbers_as_text(texts)
+  if marks:
+    shown = ', '.join(repr(t) for t in texts[:3])
+    signs = ''.join(sorted(marks))
+    return (
+        f'{key!r} holds numbers written as text ({shown}; '
+        f'{", ".join(repr(m) for m in sorted(marks))} in them): as a '
+        'category each amount is a value of its own, unordered, and an '
+        'amount the train data lacks is one the model has never seen. '
+        f'Expected numbers in {key!r}, which it would normalise. Received: '
+        f'{key!r} read as Categorical. Write the column as plain numbers in '
+        f'the data: with pandas, df[{key!r}] = df[{key!r}].str.replace('
+        f"r'[{signs}]', '', regex=True).astype(float); "
+        "df.to_csv('clean.csv', index=False).")
   example = date_like(summary.vocabulary)
   if example is not None:
     return (
