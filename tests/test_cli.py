@@ -784,7 +784,8 @@ def test_the_command_stderr_has_no_tensorflow_start_up_lines_nor_warnings(
   assert not re.search(r'^\d{4}-\d\d-\d\d [\d:.]+: [IWEF] ', proc.stderr,
                        re.M), proc.stderr
   assert [l for l in proc.stderr.splitlines() if not l.startswith(
-      ('Training ', 'cache: ', 'epoch 1 '))] == [], proc.stderr
+      ('Training ', 'PenguinSpecies reads 4 features ', '  ', 'cache: ',
+       'epoch 1 '))] == [], proc.stderr
   assert ': 200 steps in one epoch (evaluated once, at the end), ' in (
       proc.stdout)
   assert '1 epochs' not in proc.stdout
