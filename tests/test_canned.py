@@ -2,7 +2,12 @@
 the mistakes it names. Each trains in seconds with the Estimator."""
 
 import csv
+import datetime
+import logging
 import os
+import re
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -15,6 +20,9 @@ from generic_trainer.canned import (DNNClassifierSpec,  # pylint: disable=g-mult
                                     DNNLinearCombinedClassifierSpec,
                                     DNNRegressorSpec, LinearClassifierSpec,
                                     LinearRegressorSpec)
+from generic_trainer.system import progress
+from conftest import command_env
+from message_parts import assert_four_parts
 from test_heads import SPECIES, named_penguin_csvs  # pylint: disable=unused-import
 
 MEASUREMENTS = ['bill_length_mm', 'bill_depth_mm', 'flipper_length_mm',
@@ -347,3 +355,123 @@ def test_a_misspelt_label_of_a_canned_classifier_gets_did_you_mean(
       r"data \(did you mean 'species'\?\)\. Expected one of the schema's "
       'features: ')):
     Estimator(Misspelt, str(tmp_path)).train(named_penguin_csvs[0], steps=2)
+
+
+def _churn_csv(path, rows=120):
+  """A churn table as a user writes one: an ID per row, a signup date,
+  a plan, a price, yes/no labels."""
+  random = np.random.RandomState(3)
+  first = datetime.date(2023, 1, 1)
+  table = [[f'C{10000 + i}', str(first + datetime.timedelta(days=i)),
+            ['basic', 'plus', 'pro'][i % 3], [9.99, 19.99, 39.99][i % 3],
+            int(random.randint(1, 60)), 'yes' if random.rand() < 0.3 else 'no']
+           for i in range(rows)]
+  return _write_csv(path, ['customer_id', 'signup_date', 'plan',
+                           'monthly_price', 'tenure_months', 'churned'], table)
+
+
+def test_a_canned_spec_lists_its_columns_and_flags_ids_and_dates(tmp_path):
+  """Through the command: the canned spec lists each feature with its
+  column before it trains, and warns that customer_id (one value per row)
+  and signup_date (dates) are categories that hold for no new row, with
+  the `columns` line that leaves each out."""
+  data = _churn_csv(tmp_path / 'churn.csv')
+  module = tmp_path / 'churn_spec.py'
+  module.write_text(
+      'from generic_trainer.canned import DNNClassifierSpec\n\n'
+      'class Spec(DNNClassifierSpec):\n'
+      "  label_key = 'churned'\n"
+      '  hidden_units = [4]\n')
+  proc = subprocess.run(
+      [sys.executable, '-m', 'generic_trainer', '--train-data', data,
+       '--module-file', str(module), '--steps', '2', '--output-dir',
+       str(tmp_path / 'out')], capture_output=True, text=True,
+      env=command_env(), cwd=str(tmp_path), timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr
+  lines = proc.stderr.splitlines()
+  start = lines.index("Spec reads 5 features (columns={name: ...} changes "
+                      'one, columns={name: None} leaves it out):')
+  held_out = re.search(r'(\d+) of 120 rows', proc.stdout + proc.stderr)
+  rows = 120 - int(held_out.group(1))  # The train rows of the hash split.
+  assert lines[start + 1:start + 6] == [
+      f'  customer_id    Categorical, {rows} values from the sample',
+      '  monthly_price  Numeric, normalised from the sample',
+      '  plan           Categorical, 3 values from the sample',
+      f'  signup_date    Categorical, {rows} values from the sample',
+      '  tenure_months  Numeric, normalised from the sample']
+  warned = [l for l in lines if l.startswith('WARNING: ')]
+  assert (f"WARNING: 'customer_id' looks like an ID: {rows} distinct values "
+          f'in {rows} rows of the sample, one per row or nearly; the model learns each '
+          "row apart, and a new row's customer_id is a value it has never "
+          "seen. Expected features that hold for new rows. Received: "
+          "'customer_id' read as Categorical. Leave it out: "
+          "columns={'customer_id': None}.") in warned
+  date = [l for l in warned if l.startswith("WARNING: 'signup_date' looks "
+                                             'like dates (')]
+  assert len(date) == 1 and date[0].endswith(
+      "Leave it out (columns={'signup_date': None}), or write numbers from "
+      'it into the data (days since it, its month or weekday) and train on '
+      'those.')
+  assert_four_parts(date[0][len('WARNING: '):])
+
+
+def test_columns_none_leaves_the_id_and_the_date_out_unflagged(tmp_path):
+  """The fix the warnings give trains without them: no warning, and the
+  block lists the three features left."""
+  data = _churn_csv(tmp_path / 'churn.csv')
+
+  class Spec(DNNClassifierSpec):
+    label_key = 'churned'
+    hidden_units = [4]
+    columns = {'customer_id': None, 'signup_date': None}
+    checkpoint = None
+  records = []
+  handler = logging.Handler()
+  handler.emit = records.append
+  progress.log().addHandler(handler)
+  try:
+    Estimator(Spec, str(tmp_path / 'model')).train(data, steps=2)
+  finally:
+    progress.log().removeHandler(handler)
+  said = [r.getMessage() for r in records]
+  assert [m for m in said if m.startswith('Spec reads ')] == [
+      'Spec reads 3 features (columns={name: ...} changes one, '
+      'columns={name: None} leaves it out):\n'
+      '  monthly_price  Numeric, normalised from the sample\n'
+      '  plan           Categorical, 3 values from the sample\n'
+      '  tenure_months  Numeric, normalised from the sample']
+  assert not [m for m in said if 'looks like' in m]
+
+
+def test_a_price_written_with_a_dollar_sign_is_flagged_with_the_fix(
+    tmp_path):
+  """'$19.99' in a feature column is text, so a category: the spec warns
+  that the amounts are unordered categories, with the pandas line that
+  writes them as numbers."""
+  rows = [[['basic', 'plus', 'pro'][i % 3],
+           ['$9.99', '$19.99', '$1,039.99'][i % 3], 'yes' if i % 4 else 'no']
+          for i in range(60)]
+  data = _write_csv(tmp_path / 'prices.csv', ['plan', 'price', 'churned'],
+                    rows)
+
+  class Spec(DNNClassifierSpec):
+    label_key = 'churned'
+    hidden_units = [4]
+    checkpoint = None
+  records = []
+  handler = logging.Handler()
+  handler.emit = records.append
+  progress.log().addHandler(handler)
+  try:
+    Estimator(Spec, str(tmp_path / 'model')).train(data, steps=2)
+  finally:
+    progress.log().removeHandler(handler)
+  warned = [r.getMessage() for r in records if r.levelno == logging.WARNING
+            and 'written as text' in r.getMessage()]
+  assert len(warned) == 1, [r.getMessage() for r in records]
+  assert warned[0].startswith("'price' holds numbers written as text (")
+  assert warned[0].endswith(
+      "Write the column as plain numbers in the data: with pandas, "
+      "df['price'] = df['price'].str.replace(r'[$,]', '', regex=True)"
+      ".astype(float); df.to_csv('clean.csv', index=False).")
+  assert_four_parts(warned[0])

@@ -417,6 +417,61 @@ def test_tf_keras_refusing_an_endless_dataset_is_told_to_set_steps(
   assert_four_parts(reason)
 
 
+@pytest.mark.slow
+def test_tfxs_keras2_tutorial_runs_on_keras3_with_keras_version_tf_keras(
+    tmp_path, penguin_csvs):
+  """TFX's penguin_simple run_fn (tf.keras 2, model.save(save_format='tf'))
+  trains and publishes unchanged with --keras-version tf_keras, as the
+  install page says, where TensorFlow's tf.keras is Keras 3."""
+  out = tmp_path / 'out'
+  proc = _command('--module-file', os.path.join(TESTDATA, 'tutorial_keras2.py'),
+                  '--train-data', penguin_csvs[0], '--output-dir', str(out),
+                  '--steps', '10', '--keras-version', 'tf_keras')
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert re.search(r'^Training the run_fn on tf_keras 2\.\d+\.\d+ '
+                   r'\(tf\.keras 2\)\.$', proc.stderr, re.M), proc.stderr
+  assert (out / 'model' / 'saved_model.pb').exists()
+
+
+def test_a_run_fn_parsing_an_int_column_as_float_is_told_the_spec_line(
+    tmp_path, penguin_csvs, capsys):
+  """A run_fn's own spec that reads an INT column as float32 (TFX's
+  tutorial does, for every penguin column) gets the feature, both types
+  and the line to write, not TensorFlow's "Data types don't match" with
+  "fix the code"."""
+  module = _module_file(tmp_path, 'float_spec', """
+      from tensorflow_metadata.proto.v0 import schema_pb2
+      from tfx_bsl.tfxio import dataset_options
+
+      def run_fn(fn_args):
+        schema = schema_pb2.Schema()
+        feature = schema.feature.add(name='body_mass_g', type=schema_pb2.FLOAT)
+        feature.shape.dim.add(size=1)
+        feature.presence.min_fraction = 1.0
+        data = fn_args.data_accessor.tf_dataset_factory(
+            fn_args.train_files,
+            dataset_options.TensorFlowDatasetOptions(batch_size=8), schema)
+        next(iter(data))
+      """)
+  assert _main('--module-file', module, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '2') == 1
+  message = _error_line(capsys.readouterr().err)
+  reason = message.split("Data types don't match. Data type: int64 but "
+                         'expected type: float. ', 1)[1]
+  assert reason == (
+      "The data holds 'body_mass_g' as whole numbers (an int64_list: INT in "
+      'the schema), and the run_fn parses it as tf.float32: a feature spec '
+      'or schema of its own (tf.io.FixedLenFeature(..., dtype=...) turned '
+      "into a schema, as TFX's tutorials write) that differs from the "
+      "data's. Expected 'body_mass_g' parsed as tf.int64, as the data writes "
+      "it. Received: 'body_mass_g' parsed as tf.float32. Write "
+      "'body_mass_g': tf.io.FixedLenFeature([1], tf.int64) in the spec (and "
+      'cast it to float32 in the model where it needs floats), or parse with '
+      "the data's own schema (fn_args.schema_path, which the command writes "
+      'from the data or from --schema). Nothing was published.')
+  assert_four_parts(reason)
+
+
 def test_a_second_run_replaces_the_first(tmp_path, penguin_csvs, capsys):
   """A run into the folder of an earlier run replaces its outputs."""
   from generic_trainer.command import cli  # pylint: disable=g-import-not-at-top
@@ -729,7 +784,8 @@ def test_the_command_stderr_has_no_tensorflow_start_up_lines_nor_warnings(
   assert not re.search(r'^\d{4}-\d\d-\d\d [\d:.]+: [IWEF] ', proc.stderr,
                        re.M), proc.stderr
   assert [l for l in proc.stderr.splitlines() if not l.startswith(
-      ('Training ', 'cache: ', 'epoch 1 '))] == [], proc.stderr
+      ('Training ', 'PenguinSpecies reads 4 features ', '  ', 'cache: ',
+       'epoch 1 '))] == [], proc.stderr
   assert ': 200 steps in one epoch (evaluated once, at the end), ' in (
       proc.stdout)
   assert '1 epochs' not in proc.stdout

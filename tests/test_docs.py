@@ -407,6 +407,44 @@ def test_copied_sections_match_the_readme_and_the_flags_match_the_parser():
   assert spec in open(os.path.join(docs, 'guides', 'train-spec.md')).read()
 
 
+def _command_sample():
+  """scripts/command_sample.py, imported."""
+  sys.path.insert(0, os.path.join(REPO, 'scripts'))
+  try:
+    import command_sample  # pylint: disable=g-import-not-at-top
+  finally:
+    sys.path.pop(0)
+  return command_sample
+
+
+@pytest.mark.slow
+def test_the_command_pages_sample_output_is_what_the_command_prints(
+    tmp_path):
+  """docs/guides/command.md's sample output is the page's command's, line
+  for line (numbers aside): a line the command adds or changes fails here.
+  `.venv/bin/python scripts/command_sample.py --write` regenerates it."""
+  sample = _command_sample()
+  with open(sample.PAGE) as f:
+    page = sample.comparable(sample.region(f.read()))
+  printed = sample.comparable(sample.run(str(tmp_path)))
+  assert page == printed, (
+      'docs/guides/command.md shows another output than the command prints; '
+      'regenerate it: .venv/bin/python scripts/command_sample.py --write')
+
+
+def test_the_command_sample_compares_lines_numbers_aside():
+  """Two runs differ in times and metrics only: equal once compared; a
+  line more is not."""
+  sample = _command_sample()
+  one = 'first training step after 17.22 s\n  eval: loss=0.02 acc=1\n'
+  two = 'first training step after 9.5 s\n  eval: loss=0.3 acc=0.9907\n'
+  assert sample.comparable(one) == sample.comparable(two)
+  assert sample.comparable(one) != sample.comparable(two + 'epoch 2\n')
+  assert sample.region(
+      f'x\n{sample.MARKER}\n```text\nline\n```\n{sample.END}\n') == (
+          'line\n')
+
+
 def test_the_guides_index_lists_every_guide_in_the_nav():
   """Every guide of mkdocs.yml's nav has its row in docs/guides/index.md."""
   nav = re.findall(r'guides/([\w-]+\.md)',

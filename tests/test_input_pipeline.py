@@ -3,7 +3,9 @@ caching and shuffling for TrainSpecs; steps per execution."""
 
 import os
 import re
+import subprocess
 import sys
+import textwrap
 import types
 
 import keras
@@ -13,6 +15,7 @@ import tensorflow as tf
 from tfx_bsl.public import tfxio
 
 from benchmarks import synthetic_data
+from conftest import command_env
 from generic_trainer import SpecError
 from generic_trainer.data import input_pipeline
 from generic_trainer.data.cache_folder import CacheFolder
@@ -302,6 +305,44 @@ def test_blocks_run_without_tf_data_autotuning(data):
   dataset = _block_dataset(data, batch_size=64, num_epochs=1, shuffle=True,
                            cache=True)
   assert dataset.options().autotune.enabled is False
+
+
+def test_a_training_kept_in_memory_asks_no_ram_it_would_not_use(tmp_path):
+  """A notebook Estimator whose parsed rows are kept in memory: TensorFlow
+  no longer logs "Prefetch autotuner tried to allocate 377957122048 bytes"
+  (the cache read ahead a buffer of 1M blocks); the read-ahead is the
+  data's blocks, twice over."""
+  columns = [f'f{i}' for i in range(20)]
+  random = np.random.RandomState(2)
+  lines = [','.join(columns + ['label'])] + [
+      ','.join(f'{v:.4f}' for v in random.rand(20)) + f',{i % 2}'
+      for i in range(5000)]
+  (tmp_path / 'wide.csv').write_text('\n'.join(lines) + '\n')
+  script = tmp_path / 'notebook.py'
+  script.write_text(textwrap.dedent('''
+      from generic_trainer import Estimator
+      from generic_trainer.canned import LinearClassifierSpec
+
+      class Spec(LinearClassifierSpec):
+        label_key = 'label'
+        checkpoint = None
+
+      Estimator(Spec, 'model').train('wide.csv', steps=5)
+      print('trained')
+      '''))
+  proc = subprocess.run([sys.executable, str(script)], capture_output=True,
+                        text=True, cwd=str(tmp_path), timeout=600,
+                        env=dict(command_env(), TF_CPP_MIN_LOG_LEVEL='0'),
+                        check=False)
+  assert proc.returncode == 0 and 'trained' in proc.stdout, proc.stderr
+  assert 'cache: in memory for' in proc.stderr
+  assert 'Prefetch autotuner' not in proc.stderr
+
+
+def test_the_memory_cache_reads_ahead_the_datas_blocks(data):
+  """Twice the blocks the estimate gives (4 shards: a part block each)."""
+  config, _ = input_pipeline.parser_config(data[1])
+  assert input_pipeline.read_ahead_blocks(data[0], config) == 2 * (1 + 4)
 
 
 def test_blocks_log_nothing(data, monkeypatch, capfd):

@@ -132,8 +132,9 @@ def test_the_wheel_in_another_project_runs_a_pipeline_and_the_command(
   venv = tmp_path / 'venv'
   python = str(venv / 'bin' / 'python')
   # --seed: pip in it, as in an environment `python -m venv` made.
-  _uv('venv', '--quiet', '--seed', '--python',
-      os.path.realpath(sys.executable), str(venv), cwd=str(tmp_path))
+  _run([sys.executable, '-m', 'uv', 'venv', '--quiet', '--seed', '--python',
+        os.path.realpath(sys.executable), str(venv)], cwd=str(tmp_path),
+       env=dict(os.environ, UV_PYTHON_DOWNLOADS='never'))  # As install.md.
   _uv('pip', 'install', '--quiet', '--python', python, TEAM_TFX,
       cwd=str(tmp_path))
   before = _installed(python, tmp_path)
@@ -190,3 +191,32 @@ def test_the_wheel_in_another_project_runs_a_pipeline_and_the_command(
   # 12 (other jobs); the bound only catches a
   # step that went wrong (a rebuilt wheel cache, a pip resolve).
   assert sum(times.values()) < 600, times
+
+
+def _install_page_lines(*starts):
+  """The lines of install.md's bash blocks that start with `starts`."""
+  with open(os.path.join(REPO, 'docs', 'getting-started', 'install.md')) as f:
+    page = f.read()
+  lines = [l for block in re.findall(r'```bash\n(.*?)```', page, re.S)
+           for l in block.splitlines()]
+  return [l for l in lines if l.startswith(starts)]
+
+
+def test_the_install_pages_environment_is_made_offline_from_the_python_here(
+    tmp_path):
+  """install.md's `uv venv` step makes the environment from the Python
+  installed here (this test's, for the page's python3.10), by its path,
+  downloading none (`--offline`), where `--python python3.10` asked uv to
+  find or fetch one (behind pyenv's shims it found none)."""
+  steps = _install_page_lines('PYTHON=', 'UV_PYTHON_DOWNLOADS=never uv venv')
+  assert len(steps) == 2, steps
+  venv = tmp_path / '.venv'
+  script = '\n'.join([
+      steps[0].replace('python3.10 -c', f'{sys.executable} -c'),
+      steps[1].replace(' uv venv --seed',
+                       f' {sys.executable} -m uv venv --offline').replace(
+                           ' .venv', f' {venv}')])
+  _run(['bash', '-euc', script], cwd=str(tmp_path))
+  made = _run([str(venv / 'bin' / 'python'), '-c',
+               'import sys; print(sys.version_info[:2])'], cwd=str(tmp_path))
+  assert made.stdout.strip() == str(tuple(sys.version_info[:2]))

@@ -15,6 +15,8 @@ can be:
 
 `base` holds `CannedSpec`, `columns` the per-feature columns,
 `data_summary` what a spec learns from the data before training,
+`column_report` the block that lists each feature's column (and flags
+IDs and dates),
 `heads_from_data` a classifier's head from its classes; `linear`, `dnn`
 and `dnn_linear_combined` the models. Above `loop` (it reads the schema
 and a data sample with its `datasets`), below `usercode`, whose module

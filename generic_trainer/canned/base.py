@@ -15,10 +15,12 @@ attributes of the same name: `{'hidden_units': [32, 16], 'learning_rate':
 import functools
 from typing import Any, Dict, List, Optional
 
+from generic_trainer.canned import column_report
 from generic_trainer.canned import columns as columns_lib
 from generic_trainer.canned import data_summary
 from generic_trainer.data import feature_names
 from generic_trainer.errors import SpecError
+from generic_trainer.system import progress
 from generic_trainer.trainspec.spec import TrainSpec
 from generic_trainer.system.lazy import keras
 from generic_trainer.system.lazy import tf
@@ -127,8 +129,18 @@ class CannedSpec(TrainSpec):
     return dense
 
   def build_model(self):
-    """The body: inputs, their columns, and `build_body`'s hidden layer."""
+    """The body: inputs, their columns, and `build_body`'s hidden layer.
+
+    Says first what it reads: a line per feature with its column, and a
+    warning for a column that looks like an ID or dates
+    (`column_report`).
+    """
     features = {f.name: f for f in self.schema.feature}
+    block, warnings = column_report.report(
+        type(self).__name__, self.feature_columns, self.summaries)
+    progress.log().info('%s', block)
+    for warning in warnings:
+      progress.log().warning('%s', warning)
     inputs, encoded = {}, {}
     for key, column in self.feature_columns.items():
       dtype = data_summary.dtype_of(features[key])

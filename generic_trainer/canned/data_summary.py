@@ -40,6 +40,8 @@ class FeatureSummary:
     vocabulary: The distinct values, most frequent first.
     cuts: Sorted values (a sample) or quantile boundaries, for buckets.
     max_value: The largest value (ints).
+    count: How many values the vocabulary was counted from (None when not
+      known), for telling a column of one value per row (an ID).
   """
   name = attr.ib(type=str)
   dtype = attr.ib(type=str)
@@ -49,6 +51,7 @@ class FeatureSummary:
   vocabulary = attr.ib(type=List[Any], factory=list)
   cuts = attr.ib(type=List[float], factory=list)
   max_value = attr.ib(type=Optional[float], default=None)
+  count = attr.ib(type=Optional[int], default=None)
 
   def quantiles(self, num_buckets: int) -> List[float]:
     """Boundaries cutting the values into `num_buckets` of equal count."""
@@ -92,6 +95,7 @@ def from_statistics(name: str, dtype: str, stats, need: str
     if ranked and len(ranked) >= strings.unique:
       ranked.sort(key=lambda p: (-p[1], p[0]))
       summary.vocabulary = [_typed(v, dtype) for v, _ in ranked]
+      summary.count = int(sum(n for _, n in ranked))
       return summary
   return None
 
@@ -112,6 +116,7 @@ def from_sample(name: str, dtype: str, values) -> FeatureSummary:
           ::max(1, values.size // 10000)].tolist()
     values = values.tolist()
   counts = collections.Counter(values)
+  summary.count = len(values)
   summary.vocabulary = [v for v, _ in sorted(counts.items(),
                                              key=lambda p: (-p[1], p[0]))]
   if dtype == 'int':

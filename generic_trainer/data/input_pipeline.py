@@ -41,7 +41,7 @@ from generic_trainer.data.tf_example_dataset import plain
 PARSE_ROWS = 4096  # Records per parse_example call, and per cached block.
 POOL_ROWS = 8 * PARSE_ROWS  # Rows mixed and permuted together.
 PREFETCH_BATCHES = 8
-READ_AHEAD_BLOCKS = 1 << 20  # When cached: parse ahead of training, all.
+READ_AHEAD_MARGIN = 2  # Blocks read ahead when cached: twice the estimate.
 SHUFFLE_BLOCKS = 16  # Blocks held for shuffling: 64k rows (TFXIO: 10k).
 CACHE_MEMORY_FRACTION = 0.25
 CACHE_DISK_FRACTION = 0.5  # Of the free local disk, for parsed rows.
@@ -170,9 +170,9 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
   if isinstance(cache, str):
     blocks = blocks.prefetch(PREFETCH_BATCHES).cache(cache)
   elif cache:
-    # Read ahead without bound: the blocks are all kept anyway, and the
-    # parse goes on on idle cores, also while Keras traces the model.
-    blocks = blocks.prefetch(READ_AHEAD_BLOCKS).cache()
+    # Read ahead all the blocks: they are all kept anyway, and the parse
+    # goes on on idle cores, also while Keras traces the model.
+    blocks = blocks.prefetch(read_ahead_blocks(patterns, config)).cache()
   if shuffle and seeded:
     if num_epochs == 1:
       pools = blocks.shuffle(SHUFFLE_BLOCKS, seed=seed).rebatch(POOL_ROWS)
@@ -195,6 +195,28 @@ def block_dataset(patterns: List[str], config: Dict[str, Any],
       blocks = blocks.repeat(num_epochs)
   batches = blocks.rebatch(batch_size, drop_remainder=num_epochs is None)
   return without_autotuning(batches.prefetch(PREFETCH_BATCHES))
+
+
+def read_ahead_blocks(patterns: List[str], config: Dict[str, Any]) -> int:
+  """How many parsed blocks the memory cache reads ahead: every block of
+  the data (twice the estimate, `parsed_size.estimate`), or
+  `PREFETCH_BATCHES` when the size is unknown.
+
+  Not "without bound": tf.data's prefetch asks its RAM budget for the first
+  block's size times the buffer (`PrefetchAutotuner::SetElementSize`,
+  tensorflow/core/kernels/data/prefetch_autotuner.cc), and a buffer of 1M
+  blocks of 360 kB asked for 378 GB, which TensorFlow logged as "Prefetch
+  autotuner tried to allocate 377957122048 bytes ... the autotune ram
+  budget to be exceeded" in every training that kept its rows in memory.
+  Bounded by the data, it asks for about twice the parsed rows, which the
+  cache only holds when they fit in a quarter of the memory.
+  """
+  files = paths.expand(patterns)
+  size = parsed_size.estimate(files, config)
+  if size is None:
+    return PREFETCH_BATCHES
+  blocks = -(-size.rows // PARSE_ROWS) + len(files)  # A part block per file.
+  return max(PREFETCH_BATCHES, READ_AHEAD_MARGIN * blocks)
 
 
 def parsed_blocks(patterns: List[str], config: Dict[str, Any],

@@ -10,7 +10,9 @@ which features are labels or weights:
     or weight, and no feature the model reads (the taxi's raw `tips`, from
     which `preprocessing_fn` computes the label `tips_xf`).
 The export leaves them out of every signature's parsing; the serving check
-builds its requests without them.
+builds its requests without them. The same file records the features
+`serving_default` requires in every example (parsed without a default),
+so that `tf_examples` can name one a row lacks before the call.
 """
 
 import json
@@ -26,13 +28,17 @@ DECLARATION = os.path.join('assets.extra', 'generic_trainer_not_served.json')
 SERVING = 'SERVING'
 
 
-def declare(export_dir: str, features: Dict[str, str]) -> None:
+def declare(export_dir: str, features: Dict[str, str],
+            required: Optional[Iterable[str]] = None) -> None:
   """Writes {feature: why ('label', 'weight', 'raw label')} into the
-  export, for the serving check."""
+  export, for the serving check, and the features `serving_default`
+  requires in every example (`required`), for `tf_examples`."""
   path = os.path.join(export_dir, DECLARATION)
   tf.io.gfile.makedirs(os.path.dirname(path))
-  atomic_files.write_json(path, {'features': features}, indent=1,
-                          sort_keys=True)
+  record = {'features': features}
+  if required is not None:
+    record['required'] = sorted(required)
+  atomic_files.write_json(path, record, indent=1, sort_keys=True)
 
 
 def declared(export_dir: str) -> Dict[str, str]:
@@ -42,6 +48,18 @@ def declared(export_dir: str) -> Dict[str, str]:
     return {}
   with tf.io.gfile.GFile(path) as f:
     return dict(json.load(f).get('features', {}))
+
+
+def required(export_dir: str) -> Optional[List[str]]:
+  """The features the export's `serving_default` requires in every
+  example, or None when it does not say (an export of an earlier
+  release, or not ours)."""
+  path = os.path.join(export_dir, DECLARATION)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    found = json.load(f).get('required')
+  return None if found is None else list(found)
 
 
 def from_schema(schema) -> Dict[str, str]:

@@ -11,15 +11,26 @@ examples from plain dicts and the schema, and refuses a value of another
 type than its feature's before anything is called, naming the feature,
 its type in the schema, the row, the value and how to write it
 (docs/guides/calling-the-model.md).
+
+A row without a feature the signature parses as required ends inside it
+in TensorFlow's "Feature: bill_length_mm (data type: float) is required
+but could not be found", which names no row either. Which features those
+are the export records (`not_served.required`: the features the model
+reads, without labels and weights); given the model's folder,
+`tf_examples` refuses a row that lacks one. Without it, the schema alone
+cannot tell a label (which a request leaves out) from a feature, so a
+row is refused only for lacking a feature the schema requires (presence
+min_fraction 1) that another row of the same call carries.
 """
 
 import math
 import numbers
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from generic_trainer.data import feature_names
+from generic_trainer.data import not_served
 from generic_trainer.data import schema_file
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.system.lazy import tf
@@ -35,7 +46,8 @@ _EXPECTED = {_INT: 'an int', _FLOAT: 'a number (float or int)',
 
 
 def tf_examples(rows: Sequence[Dict[str, Any]],
-                schema: Union[str, Any]) -> List[bytes]:
+                schema: Union[str, Any],
+                model_dir: Optional[str] = None) -> List[bytes]:
   """Serialized tf.Examples of `rows`, each feature typed as `schema` says.
 
   Args:
@@ -45,6 +57,10 @@ def tf_examples(rows: Sequence[Dict[str, Any]],
     schema: The schema the model was trained with: a schema.pbtxt path
       (SchemaGen's artifact, the command's OUTPUT_DIR/schema/schema.pbtxt,
       an Estimator's MODEL_DIR/schema.pbtxt) or a Schema proto.
+    model_dir: The export the examples are for (the command's
+      OUTPUT_DIR/model), or None. Given, a row that lacks a feature its
+      `serving_default` requires is refused; without it, only a row that
+      lacks a feature the schema requires and another row carries.
 
   Returns:
     One serialized tf.Example (bytes) per row: call a model with
@@ -53,11 +69,13 @@ def tf_examples(rows: Sequence[Dict[str, Any]],
   Raises:
     InvalidArgumentError: a feature the schema does not have, or a value
       of another type than its feature's (a float for an INT feature, a
-      str for a number), naming the row, the value and how to write it.
+      str for a number), naming the row, the value and how to write it;
+      a row without a required feature, naming the row and the feature.
   """
   if isinstance(schema, str):
     schema = schema_file.read(schema)
   types = {f.name: f.type for f in schema.feature}
+  required = _required(rows, schema, model_dir)
   examples = []
   for index, row in enumerate(rows):
     features = {}
@@ -73,6 +91,9 @@ def tf_examples(rows: Sequence[Dict[str, Any]],
           list(value) if isinstance(value, (list, tuple)) else [value])
       if values:
         features[name] = _feature(index, name, types[name], values)
+    lacked = [name for name in required if name not in features]
+    if lacked:
+      raise InvalidArgumentError(_lacks(index, row, lacked, model_dir))
     examples.append(tf.train.Example(features=tf.train.Features(
         feature=features)).SerializeToString())
   return examples
@@ -94,6 +115,38 @@ def _feature(index: int, name: str, kind: int, values: List[Any]):
 
 
 _NONE = object()
+
+
+def _required(rows: Sequence[Dict[str, Any]], schema,
+              model_dir: Optional[str]) -> List[str]:
+  """The features every row must carry (see the module docstring)."""
+  if model_dir is not None:
+    served = not_served.required(model_dir)
+    if served is not None:
+      return served
+  left_out = not_served.from_schema(schema)
+  carried = {name for row in rows for name, value in row.items()
+             if value is not None and value != []}
+  return [f.name for f in schema.feature
+          if f.presence.min_fraction >= 1.0 and f.name not in left_out and
+          f.name in carried]
+
+
+def _lacks(index: int, row: Dict[str, Any], lacked: List[str],
+           model_dir: Optional[str]) -> str:
+  """The message for row `index`, which lacks the features `lacked`."""
+  names = ', '.join(repr(n) for n in lacked)
+  which = (f"the model's serving_default (in {model_dir}) parses "
+           'without a default' if model_dir is not None else
+           'the schema requires in every example (presence min_fraction 1) '
+           'and another row of this call carries')
+  return (
+      f'Row {index} lacks {names}, which {which}: the signature would refuse '
+      'the whole request with TensorFlow\'s "is required but could not be '
+      f'found". Expected every row to carry {names}. Received: row {index} '
+      f'with {", ".join(sorted(row)) or "no feature"}. Give each row a '
+      f'value for {names} (the model reads it), or train a model that '
+      'does without it.')
 
 
 def _fits(kind: int, value: Any) -> bool:

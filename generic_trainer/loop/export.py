@@ -112,7 +112,9 @@ def export(spec, model, keys: List[str], export_dir: str, schema_path:
     _add_transform_features(archive, transform_graph_path)
   archive.write_out(export_dir, verbose=False)
   serving_methods.set_method_names(export_dir)
-  not_served_lib.declare(export_dir, not_served)
+  not_served_lib.declare(export_dir, not_served, required=[
+      names[k] for k, v in raw_spec.items()
+      if isinstance(v, tf.io.FixedLenFeature) and v.default_value is None])
 
 
 def _add_head_endpoints(archive, outputs, model, features_of) -> None:

@@ -138,8 +138,17 @@ class TrainingPlan:
     return f'{self.source_key}={self.source!r}'
 
   def child_env(self) -> Dict[str, str]:
-    """The environment a child process trains this plan in."""
-    return keras_env.child_env(self.keras_version,
+    """The environment a child process trains this plan in.
+
+    Without a `keras_version`, the child gets the tf.keras this process
+    has (`keras_env.resolved_tf_keras`, once decided), not the
+    TF_USE_LEGACY_KERAS it would inherit: importing TensorFlow Transform
+    (which `import tfx.v1` does) sets that to 1 when unset, also after
+    tf.keras here came to mean Keras 3; so what was imported first holds
+    in every process of the training.
+    """
+    keras_version = self.keras_version or keras_env.resolved_tf_keras()
+    return keras_env.child_env(keras_version,
                                self.backend or self.backend_setting)
 
   def in_child(self) -> 'TrainingPlan':

@@ -161,7 +161,7 @@ def user_code(what: str, source: str, wrap: bool = True,
             'Re-run the component that produced the examples (or re-write '
             'the files). Nothing was published.') from e
       idiom = (keras2_idiom(e) or sequential_idiom(e) or
-               infinite_dataset_idiom(e) or
+               infinite_dataset_idiom(e) or parse_type_idiom(e) or
                string_hparam_idiom(e, hparams, hparams_setting) or
                custom_config_idiom(e, custom_config))
       if idiom is not None:
@@ -232,6 +232,40 @@ def infinite_dataset_idiom(e: BaseException) -> Optional[str]:
       '--eval-steps N), the component\'s '
       'train_args=trainer_pb2.TrainArgs(num_steps=N) (and eval_args); or '
       'pass steps_per_epoch to model.fit. Nothing was published.')
+
+
+# tf.io.parse_example's refusal of a feature parsed as another type than
+# the one its tf.Example list holds (tensorflow/core/util/example_proto_fast_parsing.cc).
+_PARSE_TYPE = re.compile(
+    r"Key: ([^,]+), Index: \d+\.\s+Data types don't match\. Data type: "
+    r'(\w+) but expected type: (\w+)')
+_TF_DTYPES = {'int64': 'tf.int64', 'float': 'tf.float32', 'string': 'tf.string'}
+_WRITTEN = {'int64': 'whole numbers (an int64_list: INT in the schema)',
+            'float': 'numbers with decimals (a float_list: FLOAT in the schema)',
+            'string': 'words (a bytes_list: BYTES in the schema)'}
+
+
+def parse_type_idiom(e: BaseException) -> Optional[str]:
+  """For a run_fn that parses a feature as another type than the data's
+  (TFX's tutorial writes `tf.io.FixedLenFeature([1], tf.float32)` for
+  every penguin column, and the data has ints): the feature, both types,
+  and the spec line to write; None for any other error."""
+  found = _PARSE_TYPE.search(str(e))
+  if found is None:
+    return None
+  key, written, parsed = found.groups()
+  dtype = _TF_DTYPES.get(written, written)
+  return (
+      f'The data holds {key!r} as {_WRITTEN.get(written, written)}, and the '
+      f'run_fn parses it as {_TF_DTYPES.get(parsed, parsed)}: a feature spec '
+      'or schema of its own (tf.io.FixedLenFeature(..., dtype=...) turned '
+      'into a schema, as TFX\'s tutorials write) that differs from the '
+      f'data\'s. Expected {key!r} parsed as {dtype}, as the data writes it. '
+      f'Received: {key!r} parsed as {_TF_DTYPES.get(parsed, parsed)}. Write '
+      f"{key!r}: tf.io.FixedLenFeature([1], {dtype}) in the spec (and cast "
+      'it to float32 in the model where it needs floats), or parse with '
+      "the data's own schema (fn_args.schema_path, which the command writes "
+      'from the data or from --schema). Nothing was published.')
 
 
 def sequential_idiom(e: BaseException) -> Optional[str]:
