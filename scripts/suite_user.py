@@ -25,11 +25,12 @@ Python): a folder of this run in its HOME holding
     on the same file system (a copy where not), readable by all; its
     executable's library path (an absolute RUNPATH into root's install)
     pointed at its own `lib/`;
-  - `checkout/.venv`: this venv, as hard links likewise (compiled files
-    included, so that nothing is compiled again), with the files that name
-    where it lives (`pyvenv.cfg`, the scripts' `#!` lines, the editable
-    install's finder) written anew for the copy: a hard link is never
-    written through, so root's venv stays as it was.
+  - `checkout/.venv`: this venv, as hard links likewise (the files
+    compiled so far included), with the files that name where it lives
+    (`pyvenv.cfg`, the scripts' `#!` lines, the editable install's
+    finder) written anew for the copy: a hard link is never written
+    through, so root's venv stays as it was. Its folders are the user's,
+    for the files Python compiles as it imports.
 
 About 10 seconds on the same file system (`make test` prints it). The run
 folder is removed afterwards (`remove`); the user and its HOME stay for
@@ -168,9 +169,12 @@ def prepare() -> str:
       continue
     if venv in text or REPO in text:
       _rewrite(path, text.replace(venv, copy).replace(REPO, checkout))
-  # Readable by all, as an install is; no file of root's is changed.
+  # The folders the user's, so that Python writes its compiled files
+  # there as it imports (a venv fresh from `make setup` has none yet); the
+  # files, root's hard links, are read only: none of root's is changed.
   for folder in (python, copy):
-    subprocess.run(['chmod', 'a+rx', folder], check=True)
+    subprocess.run(['find', folder, '-type', 'd', '-exec', 'chown',
+                    f'{entry.pw_uid}:{entry.pw_gid}', '{}', '+'], check=True)
   return run
 
 
