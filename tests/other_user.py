@@ -1,8 +1,9 @@
 """Another user on the same machine, as the attack tests play it.
 
 The tests that use these run as root (tests/needs-root.txt): only root
-may start a process as another uid. The other user is uid 65534 (`nobody`), whose
-files, links and moves are made by a real process of that user
+may start a process as another uid. The other user is uid 65534
+(`nobody`), whose files, links and moves are made by a real process of
+that user
 (`setpriv`), in a folder that user can reach (pytest's base folder is
 0700). tests/test_trust_by_descriptor.py and
 tests/test_other_users_files.py share these.
