@@ -44,6 +44,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER = 'gt-tester'
@@ -127,17 +128,31 @@ def prepare() -> str:
   interpreter and a venv the user can read. Its path."""
   entry = user()
   run = tempfile.mkdtemp(prefix='suite-', dir=entry.pw_dir)
+  os.chown(run, entry.pw_uid, entry.pw_gid)
+  install(run, entry)
+  return run
+
+
+def install(run: str, owner: Optional[pwd.struct_passwd] = None) -> str:
+  """Makes in the folder `run` a copy of this checkout (`checkout/`) with
+  this venv (`checkout/.venv`) and its interpreter (`python/`), linked as
+  the module docstring says: `owner`'s (the checkout, and the folders of
+  the install), or, without one, root's and readable by every user (the
+  other users of tests/other_user.py). The copy's checkout."""
   checkout = os.path.join(run, 'checkout')
   _checkout(checkout)
-  subprocess.run(['chown', '-R', f'{entry.pw_uid}:{entry.pw_gid}', run],
-                 check=True)
+  if owner is not None:
+    subprocess.run(['chown', '-R', f'{owner.pw_uid}:{owner.pw_gid}',
+                    checkout], check=True)
+  else:
+    subprocess.run(['chmod', '-R', 'a+rX', checkout], check=True)
 
   venv = sys.prefix
-  install = os.path.realpath(sys.base_prefix)
+  base = os.path.realpath(sys.base_prefix)
   python = os.path.join(run, 'python')
-  _linked(install, python)
+  _linked(base, python)
   version = f'python{sys.version_info.major}.{sys.version_info.minor}'
-  _own_library_path(os.path.join(python, 'bin', version), install)
+  _own_library_path(os.path.join(python, 'bin', version), base)
 
   copy = os.path.join(checkout, '.venv')
   _linked(venv, copy)
@@ -169,13 +184,17 @@ def prepare() -> str:
       continue
     if venv in text or REPO in text:
       _rewrite(path, text.replace(venv, copy).replace(REPO, checkout))
-  # The folders the user's, so that Python writes its compiled files
+  # The folders the owner's, so that Python writes its compiled files
   # there as it imports (a venv fresh from `make setup` has none yet); the
   # files, root's hard links, are read only: none of root's is changed.
   for folder in (python, copy):
-    subprocess.run(['find', folder, '-type', 'd', '-exec', 'chown',
-                    f'{entry.pw_uid}:{entry.pw_gid}', '{}', '+'], check=True)
-  return run
+    if owner is not None:
+      subprocess.run(['find', folder, '-type', 'd', '-exec', 'chown',
+                      f'{owner.pw_uid}:{owner.pw_gid}', '{}', '+'],
+                     check=True)
+    else:
+      os.chmod(folder, 0o755)
+  return checkout
 
 
 def remove(run: str) -> None:
