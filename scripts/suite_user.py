@@ -58,12 +58,20 @@ def user() -> pwd.struct_passwd:
   try:
     entry = pwd.getpwnam(USER)
   except KeyError:
-    subprocess.run(
-        ['useradd', '--create-home', '--user-group', '--shell', '/bin/bash',
-         '--comment', 'tfx-generic-trainer test suite (scripts/suite_user.py)',
-         '-K', f'UID_MIN={FIRST_ID}', '-K', f'UID_MAX={LAST_ID}',
-         '-K', f'GID_MIN={FIRST_ID}', '-K', f'GID_MAX={LAST_ID}', USER],
-        check=True)
+    try:
+      subprocess.run(
+          ['useradd', '--create-home', '--user-group', '--shell', '/bin/bash',
+           '--comment', 'tfx-generic-trainer test suite (scripts/suite_user.py)',
+           '-K', f'UID_MIN={FIRST_ID}', '-K', f'UID_MAX={LAST_ID}',
+           '-K', f'GID_MIN={FIRST_ID}', '-K', f'GID_MAX={LAST_ID}', USER],
+          check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+      raise SystemExit(
+          f'suite_user.py: the suite\'s user {USER} could not be made: {e}. '
+          'Expected `useradd` (Debian\'s passwd package) to add a user with '
+          f'a uid from {FIRST_ID} to {LAST_ID}. Received: no user {USER} in '
+          f'the passwd database. Add it yourself (`useradd -m {USER}`), or '
+          'run `make test` as an ordinary user.') from e
     entry = pwd.getpwnam(USER)
   if not os.path.isdir(entry.pw_dir):
     os.makedirs(entry.pw_dir)
