@@ -130,3 +130,24 @@ def test_a_listed_test_run_by_an_ordinary_user_skips_saying_why():
   why = needs_root()[_LISTED]
   assert f'SKIPPED [1] {_LISTED.split("::")[0]}' in out.stdout, out.stdout
   assert f'needs root: {why}' in out.stdout.replace('\n', ' '), out.stdout
+
+
+def test_root_runs_the_suite_as_an_ordinary_user_in_a_copy_of_its_own():
+  """`scripts/suite.sh` (what `make test` runs), started by root, runs the
+  tests as `gt-tester` in a copy of the checkout in that user's HOME, and
+  removes the copy afterwards."""
+  import pwd  # pylint: disable=g-import-not-at-top
+  done = subprocess.run(
+      ['bash', os.path.join(REPO, 'scripts', 'suite.sh'), 'only',
+       'tests/test_needs_root.py::test_each_listed_test_exists_and_says_why'],
+      cwd=REPO, env=command_env(), capture_output=True, text=True,
+      timeout=600, check=False)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  user = pwd.getpwnam('gt-tester')
+  assert user.pw_uid >= 3000 and user.pw_uid not in (2001, 2002)
+  run = re.search(rf'rootdir: ({re.escape(user.pw_dir)}/suite-\w+)/checkout\n',
+                  done.stdout)
+  assert run, done.stdout
+  assert f'the suite runs as gt-tester (uid {user.pw_uid})' in done.stdout
+  assert '1 passed' in done.stdout and not os.path.exists(run[1])
+  assert os.stat(user.pw_dir).st_mode & 0o777 == 0o700
