@@ -9,7 +9,7 @@
 # runs this (CI does), the suite runs as `gt-tester`, an ordinary user of
 # this machine made for it, with a HOME of its own, the machine's /tmp and
 # no TMPDIR, in a copy of this checkout with an interpreter and a venv of
-# its own (scripts/suite_user.py: about 10 s); the tests that need root,
+# its own (scripts/suite_user.py: 2 to 7 s); the tests that need root,
 # which tests/needs-root.txt lists with the reason of each, run as root
 # after them in each lane, so each test runs once. Run by an ordinary
 # user, it all runs as that user, and those tests skip, saying why.

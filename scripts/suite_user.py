@@ -32,7 +32,7 @@ Python): a folder of this run in its HOME holding
     through, so root's venv stays as it was. Its folders are the user's,
     for the files Python compiles as it imports.
 
-About 10 seconds on the same file system (`make test` prints it). The run
+2 to 7 seconds on the same file system (`make test` prints it); its removal 2 to 25 more. The run
 folder is removed afterwards (`remove`); the user and its HOME stay for
 the next run.
 """
