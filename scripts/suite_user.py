@@ -32,9 +32,9 @@ Python): a folder of this run in its HOME holding
     through, so root's venv stays as it was. Its folders are the user's,
     for the files Python compiles as it imports.
 
-2 to 7 seconds on the same file system (`make test` prints it); its removal 2 to 25 more. The run
-folder is removed afterwards (`remove`); the user and its HOME stay for
-the next run.
+Made in 2 to 7 seconds on the same file system (`make test` prints it),
+and removed afterwards (`remove`: 2 to 25 seconds); the user and its HOME
+stay for the next run.
 """
 
 import os
