@@ -68,45 +68,12 @@ image-tfx1.21: containers
 test-tfx1.21: containers
 	scripts/image_tests.sh test --python $(TFX121_PYTHON) --list $(TFX121_LIST) -- $(TFX121_TESTS)
 
-# Two lanes. The suite here (TFX 1.16) in the foreground; beside it, at a
-# lower priority, the tests that stand apart from it: they run in containers
-# or a fresh environment, or run whole benchmarks in processes of their own,
-# and share nothing with the suite but the machine (BESIDE: the compiled
-# pipeline's steps in the project image, a TrainJob's pods as containers
-# of it beside the stand-in API server, our wheel installed into a fresh
-# TFX environment, the benchmarks on tiny data), and whole trainings that
-# watch no clock (BESIDE_TRAININGS: TFX's own pipelines, modules and
-# Trainer tests, the canned pipelines, JAX; their own session, fixtures
-# and cache folder), then TFX 1.21's tests in their
-# Debian 13 image (built first; quick when its layers are cached). The
-# suite keeps about one core of two busy (it waits on one process at a
-# time: `tests/test_cli.py` alone ran at 101% CPU), so the second lane runs
-# mostly on the other; the tests that time signals, stalls and restarts
-# stay in the foreground. BESIDE_TRAININGS balances the lanes: each about
-# half of the whole (per file: pytest's `--junitxml` of one run). Its
-# output (BESIDE_LOG) is printed when both are done; the exit is 0 only
-# when every part passed.
-BESIDE_TRAININGS := tests/test_tfx_module_compat.py tests/test_penguin_pipeline_e2e.py \
-  tests/test_tfx_trainer_executor.py tests/test_canned_pipelines.py tests/test_jax_backend.py \
-  tests/test_penguin_ct_pipeline_e2e.py
-BESIDE := tests/test_containers.py tests/test_step_job_pods.py tests/test_kube_standin.py \
-  tests/test_installed_wheel.py tests/test_benchmarks.py $(BESIDE_TRAININGS)
+# The suite in two lanes, as an ordinary user when root runs it, the tests
+# that need root (tests/needs-root.txt) as root: scripts/suite.sh.
 BESIDE_LOG ?= build/tests-beside.log
 
 test: setup containers
-	@mkdir -p $(dir $(BESIDE_LOG)); \
-	( scratch=$$(mktemp -d); \
-	  nice $(PY) -m pytest -p no:cacheprovider --basetemp=$$scratch/t $(BESIDE); apart=$$?; \
-	  rm -rf $$scratch; \
-	  nice scripts/image_tests.sh test --python $(TFX121_PYTHON); newer=$$?; \
-	  echo "make test: $(BESIDE) exit $$apart, TFX 1.21 tests exit $$newer"; \
-	  [ $$apart = 0 ] && [ $$newer = 0 ] ) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
-	$(PY) -m pytest $(addprefix --ignore=,$(BESIDE)) tests; here=$$?; \
-	echo "make test: the suite here (TFX 1.16) exited $$here; the lane beside it:"; \
-	wait $$beside; apart=$$?; \
-	cat $(BESIDE_LOG); \
-	echo "make test: the suite here exit $$here, the lane beside it exit $$apart"; \
-	[ $$here = 0 ] && [ $$apart = 0 ]
+	@TFX121_PYTHON=$(TFX121_PYTHON) BESIDE_LOG=$(BESIDE_LOG) bash scripts/suite.sh
 
 test-fast: setup
 	$(PY) -m pytest tests -m "not slow and not soak"

@@ -15,6 +15,49 @@ if REPO not in sys.path:
   sys.path.insert(0, REPO)
 
 _INT_COLUMNS = ('species', 'flipper_length_mm', 'body_mass_g')
+NEEDS_ROOT_LIST = os.path.join(REPO, 'tests', 'needs-root.txt')
+
+
+def needs_root():
+  """{test file or `file::test`: why it needs root}, as
+  tests/needs-root.txt lists them."""
+  found = {}
+  with open(NEEDS_ROOT_LIST, encoding='utf-8') as f:
+    for line in f:
+      line = line.strip()
+      if line and not line.startswith('#'):
+        test, _, why = line.partition(': ')
+        found[test.strip()] = why.strip()
+  return found
+
+
+def why_root(nodeid: str, listed) -> str:
+  """Why the test `nodeid` needs root (`listed`: `needs_root()`), or ''."""
+  for test, why in listed.items():
+    if nodeid == test or nodeid.startswith((test + '::', test + '[')):
+      return why
+  return ''
+
+
+def pytest_configure(config):
+  config.addinivalue_line(
+      'markers', 'needs_root: runs as root, for the reason '
+      'tests/needs-root.txt gives (scripts/suite.sh runs the rest as an '
+      'ordinary user); skipped, saying why, when not root')
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+  """Marks the tests tests/needs-root.txt lists `needs_root` (before `-m`
+  selects), and skips them with its reason when not run as root."""
+  del config
+  listed = needs_root()
+  for item in items:
+    why = why_root(item.nodeid, listed)
+    if why:
+      item.add_marker(pytest.mark.needs_root)
+      if os.geteuid() != 0:
+        item.add_marker(pytest.mark.skip(reason=f'needs root: {why}'))
 
 
 def command_env():

@@ -1,7 +1,9 @@
 """Another user on the same machine, as the attack tests play it.
 
-The suite runs as root; the other user is uid 65534 (`nobody`), whose
-files, links and moves are made by a real process of that user
+The tests that use these run as root (tests/needs-root.txt): only root
+may start a process as another uid. The other user is uid 65534
+(`nobody`), whose files, links and moves are made by a real process of
+that user
 (`setpriv`), in a folder that user can reach (pytest's base folder is
 0700). tests/test_trust_by_descriptor.py and
 tests/test_other_users_files.py share these.
@@ -11,9 +13,9 @@ teammate in the victim's group (uid 2002). `run_as` runs the real
 command as one of them in a process of its own, each
 with a HOME of their own under /tmp, the machine's real /tmp as TMPDIR
 (unset), and an interpreter of their own (`user_python`): the venv's
-interpreter lives under /root, which only root may enter, so the user
-gets a copy, as a person has an install of their own; the venv's
-packages and this checkout are read where they are (0755). `as_user`
+interpreter lives under /root, which only root may enter, and so may
+this checkout and its venv (a CI clone), so the users get a copy of each
+they can read (`user_repo`), as a person has an install of their own. `as_user`
 and `started_as` run one step of a run in a forked child of the test as
 one of them, to time a teammate's swap at that step; `team_folder` is
 their shared 2775 folder.
@@ -26,8 +28,6 @@ import pathlib
 import pickle
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 from typing import Dict, Iterator, Optional, Sequence
@@ -145,33 +145,35 @@ def wait_for(path: pathlib.Path, timeout: float = 30.0) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def user_python() -> str:
-  """An interpreter ordinary users can run: a copy of this one's install
-  (its standard library, without its tests), root's and 0755, in a venv
-  whose site-packages are this venv's; made once a session, removed at
-  exit. Its path."""
+def _install() -> str:
+  """A copy of this checkout with an interpreter and a venv every user
+  can read (`install` of scripts/suite_user.py, which makes the suite's
+  own user's: hard links to this venv and its interpreter, the files that
+  name their place written anew), in a 0755 folder under /tmp: this
+  checkout, its venv and pyenv's Python may be in folders only root can
+  enter (a CI clone under /root). Made once a session, removed at exit.
+  The copy's checkout."""
   import atexit  # pylint: disable=g-import-not-at-top
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.spec_from_file_location(
+      'suite_user', os.path.join(REPO, 'scripts', 'suite_user.py'))
+  suite_user = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(suite_user)
   root = tempfile.mkdtemp(prefix='gt-user-python-', dir='/tmp')
   atexit.register(shutil.rmtree, root, True)
   os.chmod(root, 0o755)
-  install = os.path.join(root, 'install')
-  home = sys.base_prefix
-  stdlib = sysconfig.get_paths()['stdlib']
-  shutil.copytree(home, install, symlinks=True, ignore=lambda folder, names: [
-      n for n in names if os.path.join(folder, n) in (
-          os.path.join(stdlib, 'test'), os.path.join(stdlib, 'site-packages'))])
-  version = f'python{sys.version_info.major}.{sys.version_info.minor}'
-  venv = os.path.join(root, 'venv')
-  os.makedirs(os.path.join(venv, 'bin'))
-  os.makedirs(os.path.join(venv, 'lib', version))
-  os.symlink(os.path.join(install, 'bin', version),
-             os.path.join(venv, 'bin', 'python'))
-  os.symlink(sysconfig.get_paths()['purelib'],
-             os.path.join(venv, 'lib', version, 'site-packages'))
-  with open(os.path.join(venv, 'pyvenv.cfg'), 'w') as f:
-    f.write(f'home = {install}/bin\ninclude-system-site-packages = false\n')
-  subprocess.run(['chmod', '-R', 'go-w,a+rX', root], check=True)
-  return os.path.join(venv, 'bin', 'python')
+  return suite_user.install(root)
+
+
+def user_python() -> str:
+  """An interpreter ordinary users can run, in a venv of this venv's
+  packages (`_install`). Its path."""
+  return os.path.join(_install(), '.venv', 'bin', 'python')
+
+
+def user_repo() -> str:
+  """A copy of this checkout ordinary users can read (`_install`)."""
+  return _install()
 
 
 @contextlib.contextmanager
@@ -192,16 +194,13 @@ def run_as(uid: int, home: os.PathLike, argv: Sequence[str],
             timeout: float = 900) -> subprocess.CompletedProcess:
   """Runs `argv` (its first item `python` is `user_python`) as uid `uid`
   and gid `uid`, of `groups` besides, in `home`, with HOME `home`, TMPDIR
-  unset, and a person's environment (PATH, this checkout importable):
-  its output, not checked."""
+  unset, and a person's environment (PATH, the copy of this checkout,
+  `user_repo`, importable): its output, not checked."""
   argv = list(argv)
   if argv[0] == 'python':
     argv[0] = user_python()
-  python_lib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(
-      user_python()))), 'lib')
   environ = {'PATH': '/usr/local/bin:/usr/bin:/bin', 'HOME': str(home),
-             'LANG': 'C.UTF-8', 'PYTHONPATH': REPO,
-             'LD_LIBRARY_PATH': python_lib, **(env or {})}
+             'LANG': 'C.UTF-8', 'PYTHONPATH': user_repo(), **(env or {})}
   given = ['--groups=' + ','.join(map(str, groups))] if groups else [
       '--clear-groups']
   return subprocess.run(

@@ -18,9 +18,11 @@ import pytest
 
 from conftest import REPO
 from other_user import TEAM, TEAMMATE, VICTIM, command, home_of, run_as
-from other_user import as_user, reachable_folder, team_folder, wait_for
+from other_user import as_user, reachable_folder, team_folder, user_repo
+from other_user import wait_for
 
-SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
+# In this checkout, and in the copy the users can read (`user_repo`).
+SPEC_MODULE = os.path.join('module_files', 'penguin_spec.py')
 
 
 @pytest.fixture
@@ -49,8 +51,10 @@ def published(victim_home):
 
 
 def _train(home: pathlib.Path, out: pathlib.Path, *more: str,
-           module: str = SPEC_MODULE):
-  """The command, as the victim, on the CSVs in `home`, into `out`."""
+           module: str = ''):
+  """The command, as the victim, on the CSVs in `home`, into `out`, with
+  `module` (default: the penguin TrainSpec)."""
+  module = module or os.path.join(user_repo(), SPEC_MODULE)
   done = run_as(VICTIM, home, command(
       '--module-file', module, '--train-data', str(home / 'train.csv'),
       '--eval-data', str(home / 'eval.csv'), '--output-dir', str(out),
@@ -141,7 +145,7 @@ def test_user_codes_umask_0_publishes_nothing_others_can_change(
   for name in ('train.csv', 'eval.csv'):
     shutil.move(str(victim_home / name), shared / name)
   os.chown(shared, VICTIM, VICTIM)
-  with open(SPEC_MODULE) as f:
+  with open(os.path.join(REPO, SPEC_MODULE)) as f:
     spec = f.read()
   module = published / 'umask_spec.py'
   module.write_text('import os\nos.umask(0)\n' + spec)
@@ -179,7 +183,7 @@ def test_the_estimators_export_is_as_private_as_its_data(victim_home,
     os.chmod(victim_home / name, 0o600)
   export = published / 'export'
   done = run_as(VICTIM, victim_home, ['python', '-c', _EXPORT.format(
-      tests=os.path.join(REPO, 'tests'), model_dir=str(victim_home / 'est'),
+      tests=os.path.join(user_repo(), 'tests'), model_dir=str(victim_home / 'est'),
       train=str(victim_home / 'train.csv'),
       eval=str(victim_home / 'eval.csv'), export=str(export))])
   assert done.returncode == 0, done.stderr[-6000:]
@@ -250,7 +254,7 @@ def test_an_export_into_a_team_folder_cannot_be_swapped_before_it_is_in_place(
     watcher.start()
     try:
       done = run_as(VICTIM, victim_home, ['python', '-c', _EXPORT_TIMED.format(
-          tests=os.path.join(REPO, 'tests'), flags=str(flags),
+          tests=os.path.join(user_repo(), 'tests'), flags=str(flags),
           model_dir=str(victim_home / 'est'),
           train=str(victim_home / 'train.csv'),
           eval=str(victim_home / 'eval.csv'), export=str(export))])

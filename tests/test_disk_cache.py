@@ -4,10 +4,13 @@ not fit in memory): trained on, and removed when training ends."""
 import logging
 import os
 import re
+import subprocess
+import sys
 import tempfile
 
 import pytest
 
+from conftest import REPO, command_env
 from generic_trainer.system import progress
 from generic_trainer.errors import NonFiniteLossError, SpecError
 from generic_trainer.notebook.estimator import Estimator
@@ -96,3 +99,22 @@ def test_an_unknown_cache_setting_fails_before_training(tmp_path, penguin_csvs):
   with pytest.raises(SpecError, match=r"Received: cache='memory'\."):
     Estimator(Memory, str(tmp_path / 'run')).train(
         penguin_csvs[0], eval_data=penguin_csvs[1])
+
+
+def test_a_training_leaves_nothing_in_tmpdir_not_even_compiled_python(
+    tmp_path, penguin_csvs):
+  """The command, in a person's session (Python writes compiled files,
+  no PYTHONDONTWRITEBYTECODE), trains and leaves TMPDIR as it found it:
+  autograph's generated modules leave no `__pycache__` there."""
+  tmp = tmp_path / 'tmp'
+  tmp.mkdir()
+  env = dict(command_env(), TMPDIR=str(tmp))
+  env.pop('PYTHONDONTWRITEBYTECODE', None)
+  done = subprocess.run(
+      [sys.executable, '-m', 'generic_trainer', '--module-file',
+       os.path.join(REPO, 'module_files', 'penguin_spec.py'), '--train-data',
+       penguin_csvs[0], '--output-dir', str(tmp_path / 'out'), '--steps',
+       '5'], env=env, cwd=str(tmp_path), capture_output=True, text=True,
+      timeout=600, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert os.listdir(tmp) == []

@@ -3,8 +3,8 @@ sweep of scratch folders, the cache folder and its entries, each attacked
 as another user would (issue 49, scope 5); and a new user's wrong TMPDIR,
 named before any scratch folder is made.
 
-The suite runs as root, which may remove anything, even in a sticky
-folder another user owns files in: what keeps a sweep or an eviction off
+The attacks run as root (tests/needs-root.txt), which may remove
+anything, even in a sticky folder another user owns files in: what keeps a sweep or an eviction off
 another user's files is our own rule (`trust`), not the kernel's. The
 other user is uid 65534 (`nobody`), whose files and links are made by a
 real process of that user (`setpriv`), in a shared folder with the sticky

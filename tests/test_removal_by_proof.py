@@ -23,7 +23,10 @@ from generic_trainer.data.kept import cache as kept_cache
 from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.data.kept import settings as kept_settings
 from generic_trainer.errors import ModelFolderError, UnsafeFolderError
+from generic_trainer.keys import VERIFIED_FOLDERS_ENV
 from generic_trainer.system import progress
+from generic_trainer.system import scratch
+from generic_trainer.system import trust
 
 _ENTRY = 'ab' * 20  # An entry's name (`kept_key.entry_name`): 40 hex.
 
@@ -192,16 +195,24 @@ with scratch.folder('cache') as mine:
 
 @pytest.mark.skipif(shutil.which('unshare') is None, reason='no unshare')
 def test_the_sigterm_last_resort_removes_only_its_own_scratch_folders(
-    tmp_path):
+    tmp_path, monkeypatch):
   """Two trainings in PID namespaces of their own, both PID 1, share
   TMPDIR: the last resort of the second (still blocked 22 s after its
   SIGTERM) removes its own folder, not the first's live one (it globbed
-  `generic-trainer-*-1-*`)."""
-  env = dict(command_env(), TMPDIR=str(tmp_path))
+  `generic-trainer-*-1-*`). The namespaces are an ordinary user's too (a
+  user namespace of theirs first, as rootless containers make), with this
+  process's verdict on TMPDIR and the folders above it handed down, as
+  the local workers' launcher hands it (root's /tmp shows as the
+  overflow uid's in there)."""
+  monkeypatch.setenv('TMPDIR', str(tmp_path))
+  monkeypatch.setattr(scratch.tempfile, 'tempdir', None)
+  scratch.parent()
+  env = dict(command_env(), TMPDIR=str(tmp_path),
+             **{VERIFIED_FOLDERS_ENV: trust.verified_env()})
   started = [subprocess.Popen(
-      ['unshare', '--pid', '--fork', '--kill-child', sys.executable, '-c',
-       _HOLD_SCRATCH, how], env=env, stdout=subprocess.PIPE, text=True)
-             for how in ('hold', 'last-resort')]
+      ['unshare', '--map-current-user', '--pid', '--fork', '--kill-child',
+       sys.executable, '-c', _HOLD_SCRATCH, how], env=env,
+      stdout=subprocess.PIPE, text=True) for how in ('hold', 'last-resort')]
   try:
     (pid_1, first), (pid_2, second) = [
         process.stdout.readline().split() for process in started]

@@ -1,8 +1,8 @@
 """Nothing trusted that another user can write (issue 40): the parsed rows
 cache's folder and entries, and scratch folders. Each test is one defect
 an attacker on a shared host found; in-process, real entries on real
-TFRecords (tests run as root, so "another user" is `os.chown(path, 65534,
-65534)`: the rule is decided on ownership and mode bits)."""
+TFRecords ("another user" is `os.chown(path, 65534, 65534)`, as root:
+tests/needs-root.txt; the rule is decided on ownership and mode bits)."""
 
 import json
 import logging

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import REPO, TESTDATA, command_env
 from executor_thread import executing
+from generic_trainer.keys import VERIFIED_FOLDERS_ENV
+from generic_trainer.system import trust
 
 SPEC_MODULE = os.path.join(REPO, 'module_files', 'penguin_spec.py')
 
@@ -91,11 +93,16 @@ print('epochs', result['epochs'])
 def test_a_full_disk_while_caching_falls_back_to_reading_uncached(
     tmp_path, penguin_csvs):
   """TMPDIR on a 4 kB filesystem (a tmpfs mounted in a user namespace):
-  the first epoch's cache write fails, training goes on uncached, logged."""
+  the first epoch's cache write fails, training goes on uncached, logged.
+  For an ordinary user, root's /tmp shows as the overflow uid's in that
+  namespace: this process's verdict on the folders above the output
+  folder is handed down, as the local workers' launcher hands it."""
   small = tmp_path / 'small'
   small.mkdir()
   script = tmp_path / 'run.py'
   script.write_text(_FULL_DISK_RUN)
+  trust.check_ancestors(str(tmp_path / 'out'), 'model_dir')
+  env = dict(command_env(), **{VERIFIED_FOLDERS_ENV: trust.verified_env()})
   command = (f'mount -t tmpfs -o size=4k tmpfs {small} && TMPDIR={small} '
              f'exec {sys.executable} {script} {tmp_path / "out"} '
              f'{penguin_csvs[0]} {penguin_csvs[1]} {REPO}/tests {REPO}')
@@ -103,7 +110,7 @@ def test_a_full_disk_while_caching_falls_back_to_reading_uncached(
   if probe.returncode:
     pytest.skip('no unprivileged user namespaces here')
   proc = subprocess.run(['unshare', '-Urm', 'sh', '-c', command],
-                        capture_output=True, text=True, env=command_env(),
+                        capture_output=True, text=True, env=env,
                         timeout=300, check=False)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert 'epochs 2' in proc.stdout

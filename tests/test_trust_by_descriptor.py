@@ -5,7 +5,8 @@ umask; TMPDIR held to the rule of the output and the cache; a child's
 request read only from a folder of ours; outputs as private as the inputs,
 the base model's included, on the pipeline's path too.
 
-The suite runs as root: the other user is uid 65534 (`nobody`), whose
+The attacks run as root (tests/needs-root.txt): the other user is uid
+65534 (`nobody`), whose
 moves are made by a real process of that user (`setpriv`), in folders of
 group 65534 that the group can write, as a team's folders are."""
 

@@ -1,7 +1,8 @@
 """Plumbing every stage uses: files, folders, locks, signals, the machine.
 
 `atomic_files` (every file written whole), `owner_lock` (who uses a
-folder), `scratch` (private temporary folders), `trust` (the one rule of
+folder), `scratch` (private temporary folders), `bytecode` (no compiled Python
+left in TMPDIR by a training), `trust` (the one rule of
 what a run may read back, reuse or delete: this user's alone, decided on
 the opened descriptor), `output_folder` (a run's folder: this user's
 alone, one run at a time), `manifest` (what we wrote in a folder, so

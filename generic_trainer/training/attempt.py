@@ -54,6 +54,7 @@ from generic_trainer.plan.entry_points import EntryPoint
 from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.publication.staged_export import StagedExport
+from generic_trainer.system import bytecode
 from generic_trainer.system import paths
 from generic_trainer.system import scratch
 
@@ -149,20 +150,21 @@ def run(request: TrainingRequest,
       on the export. Nothing is published then; `publication.staged` keeps
       the rejected export for inspection.
   """
-  role = request.plan.role
-  if not role.is_chief:
-    return _train_as_member(request, entry)
-  if request.plan.where == Where.KUBEFLOW_JOB:
-    return _taken_from_job(request, publication)
-  if publication is None:
-    return Published(None, {}, launcher.train(request, entry))
-  published = _attempt(publication.staged,
-                       functools.partial(launcher.train, request, entry),
-                       publication.checks)
-  if publication.commit is not None:
-    publication.commit()
-  resume.remove(request.plan.checkpoint_dir)  # The training is done.
-  return published
+  with bytecode.none_written():  # Autograph's would stay in TMPDIR.
+    role = request.plan.role
+    if not role.is_chief:
+      return _train_as_member(request, entry)
+    if request.plan.where == Where.KUBEFLOW_JOB:
+      return _taken_from_job(request, publication)
+    if publication is None:
+      return Published(None, {}, launcher.train(request, entry))
+    published = _attempt(publication.staged,
+                         functools.partial(launcher.train, request, entry),
+                         publication.checks)
+    if publication.commit is not None:
+      publication.commit()
+    resume.remove(request.plan.checkpoint_dir)  # The training is done.
+    return published
 
 
 def export(staged: StagedExport, write: Callable[[], None],
@@ -170,7 +172,8 @@ def export(staged: StagedExport, write: Callable[[], None],
   """The attempt of a model trained already (the notebook's `export`):
   `write()` exports it into `staged.serving_dir` in place of the training
   step; the rest as `run`."""
-  return _attempt(staged, write, checks)
+  with bytecode.none_written():
+    return _attempt(staged, write, checks)
 
 
 def _taken_from_job(request: TrainingRequest,
