@@ -330,9 +330,10 @@ def test_each_targets_accelerator_reaches_the_step(target, given, tmp_path):
 def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
     tmp_path, caplog):
   """The environment in the step's container spec; labels, annotations,
-  volumes and runAsUser in the kfp-kubernetes platform spec, the YAML
-  package's second document; a service account and fsGroup named as not
-  carried (KFP sets the first per run and has no field for the second)."""
+  volumes and runAsUser in the kfp-kubernetes platform spec of a KFP 2.16
+  cluster, the YAML package's second document; a service account and
+  fsGroup named as not carried (KFP sets the first per run and has no
+  field for the second)."""
   import logging  # pylint: disable=g-import-not-at-top
   from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
@@ -351,7 +352,7 @@ def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
   with caplog.at_level(logging.WARNING):
     penguin_pipeline_kubeflow.compile_pipeline(
         path, IMAGE, 'gs://b/root', 'gs://b/serving',
-        trainer_pod_settings=settings)
+        trainer_pod_settings=settings, kfp_release='2.16')
   job = kfp_step.load(path)
   assert kfp_step.container(job, 'GenericTrainer')['env'] == [
       {'name': 'GENERIC_TRAINER_WORKER_NETWORK', 'value': 'any'}]
@@ -367,7 +368,7 @@ def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
           'runtimeValue': {'constant': 'penguin-data'}}}],
       'secretAsVolume': [{'mountPath': '/creds', 'secretNameParameter': {
           'runtimeValue': {'constant': 'gcs-key'}}}],
-      'securityContext': {'runAsUser': 1000680000}}
+      'securityContext': {'runAsNonRoot': True, 'runAsUser': 1000680000}}
   warned = caplog.text
   assert "service_account='pipeline-runner'" in warned
   assert 'security_context fsGroup' in warned
