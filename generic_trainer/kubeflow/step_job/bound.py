@@ -39,7 +39,9 @@ from generic_trainer.kubeflow.step_job import client
 
 EVERY_S = 30.0
 GRACE_S = 120.0
-_ENDED_PHASES = ('Succeeded', 'Failed')
+# A pod in any other phase has ended (Succeeded or Failed, its final
+# ones); Unknown is a node not heard from, which may come back.
+_NOT_ENDED_PHASES = ('Pending', 'Running', 'Unknown', None)
 
 
 def verdict(job: Optional[Dict[str, Any]],
@@ -64,7 +66,7 @@ def verdict(job: Optional[Dict[str, Any]],
   if metadata.get('deletionTimestamp'):
     return f"its step's pod {owner['name']} is being deleted"
   phase = (pod.get('status') or {}).get('phase')
-  if phase in _ENDED_PHASES:
+  if phase not in _NOT_ENDED_PHASES:
     return (f"its step's pod {owner['name']} has ended (phase {phase}) "
             'and stays (no pod GC)')
   return None
