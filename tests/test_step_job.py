@@ -14,6 +14,7 @@ from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import StepJobError
 from generic_trainer.keys import STEP_JOB_ENV
 from generic_trainer.keys import STEP_JOB_RECORD_ENV
+from generic_trainer.kubeflow import compile as compile_lib
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.launch import cluster_environment
 from generic_trainer.kubeflow.step_job import client as step_client
@@ -52,10 +53,44 @@ def test_the_kubeflow_step_with_two_workers_is_told_to_launch_a_trainjob(
                    'resources': {'cpu': 2.0, 'memory': 4.0,
                                  'node_selector': {'pool': 'train'}}}
   # The step only waits: the job's pods ask for the trainer's resources.
-  assert 'resources' not in kfp_step.container(job, 'GenericTrainer')
+  assert kfp_step.container(job, 'GenericTrainer')['resources'] == (
+      compile_lib.WAITING_STEP_RESOURCES)
   alone = _compiled(tmp_path, num_workers=1)
   assert kfp_step.container(alone, 'GenericTrainer')['resources'][
       'cpuLimit'] == 2.0
+
+
+def test_the_waiting_step_asks_for_what_waiting_takes_and_a_quota_admits_it(
+    tmp_path):
+  """A namespace whose ResourceQuota sets requests.cpu and requests.memory
+  admits only pods that ask for both: the step that launches a job asks
+  for its process's memory and half a core (none of the trainer's GPU),
+  as KFP's driver writes them into the pod (driver.go: memory "%vG"); a
+  step asking for nothing, as before, is refused "must specify"."""
+  import kube_api  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  job = _compiled(tmp_path)
+  asked = kfp_step.container(job, 'GenericTrainer')['resources']
+  json_format.ParseDict(asked, pipeline_spec_pb2.PipelineDeploymentConfig
+                        .PipelineContainerSpec.ResourceSpec())
+
+  def step_pod(spec):
+    resources = {'limits': {}, 'requests': {}}
+    for key, field, unit in (('memory', 'memory', 'G'), ('cpu', 'cpu', '')):
+      for side in ('Limit', 'Request'):
+        if f'{field}{side}' in spec:
+          resources[side.lower() + 's'][key] = f'{spec[field + side]:g}{unit}'
+    return {'metadata': {'name': 'step'}, 'spec': {'containers': [
+        {'name': 'main', 'image': KUBEFLOW_IMAGE, 'resources': resources}]}}
+
+  store = kube_api.Store()
+  store.set_quota(NAMESPACE, 'compute', {'requests.cpu': '8',
+                                         'requests.memory': '32Gi'})
+  store.admit_pod(NAMESPACE, step_pod(asked))
+  with pytest.raises(kube_api.StatusError, match='must specify requests.cpu,'
+                     'requests.memory'):
+    store.admit_pod(NAMESPACE, step_pod({}))
 
 
 @pytest.mark.parametrize('target,num_workers,kwargs', [

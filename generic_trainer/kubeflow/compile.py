@@ -61,6 +61,15 @@ TARGETS = ('kubeflow', 'vertex', 'kfp-local')
 # step_job's default: a TrainJob on 'kubeflow', nothing elsewhere.
 DEFAULT_STEP_JOB = 'default'  # pylint: disable=invalid-name
 KFP_VERSION_READ = '2.17.0'
+# What a step that launches a job asks for while it waits (KFP's
+# ResourceSpec, which every supported driver reads: driver.go, memory as
+# "%vG"). Its process, TFX's KFP entrypoint with GenericExecutor and the
+# step's job code imported, peaked at 893 MB (ru_maxrss, measured here:
+# docs/guides/scaling-out.md), so 2 GB; half a core. A step asking for
+# nothing is refused where a ResourceQuota sets requests.memory or
+# requests.cpu ("must specify"), and evicted first (BestEffort).
+WAITING_STEP_RESOURCES = {'cpuLimit': 0.5, 'cpuRequest': 0.5,
+                          'memoryLimit': 2.0, 'memoryRequest': 2.0}
 # Vertex's accelerator names are an enum: upper case and underscores.
 _VERTEX_ACCELERATOR = re.compile(r'^[A-Z][A-Z0-9_]*$')
 _ROOTS = {
@@ -199,9 +208,10 @@ def compile_pipeline(pipeline, output_path: str, image: str,
         component.exec_properties) > 1
     if launches_job:
       # The job's pods train and ask for the trainer's resources; the step
-      # only waits for them, and asks for none (no GPU held idle).
+      # only waits for them, and asks for what waiting takes (no GPU
+      # held idle).
       env.append(to_env(step_job, image, component.resources))
-      container.pop('resources', None)
+      container['resources'] = dict(WAITING_STEP_RESOURCES)
     settings = component.pod_settings
     if settings is not None and settings.env:
       env += settings.env_list()
