@@ -140,6 +140,7 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
   assert not placeholders, f'placeholders the launcher fills: {placeholders}'
   downloads = os.path.join(step_dir, 'launcher')
   shutil.rmtree(downloads, ignore_errors=True)
+  os.makedirs(os.path.join(downloads, 'gcs'))  # Mounted, even when empty.
   launcher_downloads(_as_bucket_uris(invocation, root),
                      {BUCKET: root}, downloads)
   os.chmod(root, 0o777)
