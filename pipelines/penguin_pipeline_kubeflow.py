@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional
 
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.kubeflow import compile as compile_lib
+from generic_trainer.kubeflow import kfp_platform
 from pipelines import penguin_pipeline_local
 
 PIPELINE_NAME = 'penguin-generic-trainer'
@@ -60,11 +61,13 @@ def create_pipeline(pipeline_root: str, serving_model_dir: str,
 def compile_pipeline(output_path: str, image: str, pipeline_root: str,
                      serving_model_dir: str, target: str = 'kubeflow',
                      step_job: Optional[str] = compile_lib.DEFAULT_STEP_JOB,
+                     kfp_release: str = kfp_platform.OLDEST,
                      **pipeline_args) -> Dict[str, Any]:
   """Compiles the pipeline for `target` ('kubeflow', 'vertex' or
   'kfp-local'); returns the PipelineJob as a dict. With several workers,
   the trainer step launches a `step_job` for them ('TrainJob', 'TFJob',
-  None: `generic_trainer.kubeflow.compile.compile_pipeline`).
+  None: `generic_trainer.kubeflow.compile.compile_pipeline`), in the forms
+  the cluster's Kubeflow Pipelines `kfp_release` parses.
 
   `output_path` ending in .yaml gets the PipelineSpec package (and the
   platform spec, when the trainer's pod settings need one), in .json the
@@ -72,7 +75,8 @@ def compile_pipeline(output_path: str, image: str, pipeline_root: str,
   """
   return compile_lib.compile_pipeline(
       create_pipeline(pipeline_root, serving_model_dir, **pipeline_args),
-      output_path, image, target=target, step_job=step_job)
+      output_path, image, target=target, step_job=step_job,
+      kfp_release=kfp_release)
 
 
 def main(argv=None) -> int:
@@ -82,6 +86,12 @@ def main(argv=None) -> int:
                       help="The backend: 'kubeflow' (open-source Kubeflow "
                       "Pipelines 2.x), 'vertex' (Vertex AI Pipelines) or "
                       "'kfp-local' (KFP's local runner). Default: %(default)s.")
+  parser.add_argument('--kfp-release', choices=kfp_platform.RELEASES,
+                      default=kfp_platform.OLDEST,
+                      help="The Kubeflow Pipelines backend release the "
+                      "cluster runs: the step's platform spec holds only "
+                      'what it parses (pod security from 2.16). Default: '
+                      '%(default)s, the oldest supported.')
   parser.add_argument('--image', required=True,
                       help='The image built from the Dockerfile, as the '
                       'cluster pulls it.')
@@ -144,7 +154,7 @@ def main(argv=None) -> int:
         args.step_job, args.step_job)
     compile_pipeline(args.output, args.image, args.pipeline_root,
                      args.serving_model_dir, target=args.target,
-                     step_job=step_job,
+                     step_job=step_job, kfp_release=args.kfp_release,
                      data_root=args.data_root, train_steps=args.train_steps,
                      eval_steps=args.eval_steps, num_workers=args.num_workers,
                      baseline=baseline, trainer_resources=resources or None,

@@ -26,6 +26,11 @@ launcher does, for a container step, what KFP's do, file by file (KFP
     exercised, and the artifacts stay local;
   - `{{$}}` replaced in the step's own arguments, the step's own image and
     command, no network;
+  - every input artifact downloaded into the step's container before its
+    command runs, as KFP's launcher does (`launcher_downloads`), though
+    the step's TFX code opens the URIs and never reads the copies: the
+    pipeline root stands for the bucket `gs://pipeline-root`, and the
+    copies are mounted at `/gcs`, read-only, where the launcher puts them;
   - the executor-output file read back as `ExecutorOutput` JSON, unknown
     fields refused (Go's protojson), each artifact's URI and metadata
     merged into the output (`launcher_v2.go`, `mergeRuntimeArtifacts`) and
@@ -133,13 +138,20 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
   container = kfp_step.container(job, task)
   placeholders = [arg for arg in command if '{{$' in arg]
   assert not placeholders, f'placeholders the launcher fills: {placeholders}'
+  downloads = os.path.join(step_dir, 'launcher')
+  shutil.rmtree(downloads, ignore_errors=True)
+  os.makedirs(os.path.join(downloads, 'gcs'))  # Mounted, even when empty.
+  launcher_downloads(_as_bucket_uris(invocation, root),
+                     {BUCKET: root}, downloads)
   os.chmod(root, 0o777)
   for folder, _, _ in os.walk(root):
     os.chmod(folder, 0o777)
   if launcher_mount_points:
     command = ['sh', '-c', 'mkdir -p /gcs /minio /s3 && exec "$@"', 'sh',
                *command]
-  args = ['run', '--rm', '-v', f'{root}:{root}', '--entrypoint', command[0]]
+  args = ['run', '--rm', '-v', f'{root}:{root}', '-v',
+          f'{os.path.join(downloads, "gcs")}:/gcs:ro',
+          '--entrypoint', command[0]]
   for item in container.get('env', []):
     args += ['-e', f'{item["name"]}={item["value"]}']
   for key, value in (env or {}).items():
@@ -156,6 +168,70 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
   assert result.returncode == 0, (
       f'step {task} failed:\n{result.stdout[-3000:]}{result.stderr[-6000:]}')
   return read_outputs(invocation)
+
+
+# The bucket the pipeline root stands for in `launcher_downloads`.
+BUCKET = 'gs://pipeline-root'
+# Where KFP's launcher puts a downloaded artifact, by the URI's scheme
+# (`LocalPathForURI`, launcher_v2.go; the same in 2.4, 2.5 and 2.14-2.17).
+_LOCAL_PATH_FOR = (('gs://', '/gcs/'), ('minio://', '/minio/'),
+                   ('s3://', '/s3/'))
+
+
+def launcher_downloads(invocation: Dict[str, Any], buckets: Dict[str, str],
+                       into: str, release: str = '2.17'
+                       ) -> List[Dict[str, Any]]:
+  """Downloads the step's input artifacts as KFP's launcher does before
+  the step's command runs (kubeflow/pipelines,
+  backend/src/v2/component/launcher_v2.go, `downloadArtifacts`): in 2.4
+  and 2.5 the first artifact of each input (`artifactList.Artifacts[0]`),
+  from 2.14 every artifact of each; each whole, to
+  `LocalPathForURI(uri)` (gs://B/K -> /gcs/B/K, minio:// -> /minio/, s3://
+  -> /s3/), a URI of another scheme skipped with the launcher's warning.
+  `buckets` maps a bucket URI prefix ('gs://pipeline-root') to the local
+  folder that stands for it; `into` stands for the container's root.
+  Returns each download: {'input', 'uri', 'path' (in the container),
+  'bytes'}."""
+  done = []
+  for key, listed in sorted(invocation['inputs'].get('artifacts',
+                                                     {}).items()):
+    artifacts = listed.get('artifacts') or []
+    if release in ('2.4', '2.5'):
+      artifacts = artifacts[:1]
+    for artifact in artifacts:
+      uri = artifact['uri']
+      scheme = next(((p, l) for p, l in _LOCAL_PATH_FOR
+                     if uri.startswith(p)), None)
+      if scheme is None:
+        print(f'Input Artifact "{key}" does not have a recognized storage '
+              f'URI "{uri}". Skipping downloading to local path.')
+        continue
+      local = scheme[1] + uri[len(scheme[0]):]
+      prefix = next(b for b in buckets if uri.startswith(b + '/'))
+      source = os.path.join(buckets[prefix], uri[len(prefix) + 1:])
+      target = os.path.join(into, local.lstrip('/'))
+      if os.path.isdir(source):
+        shutil.copytree(source, target, dirs_exist_ok=True)  # Overwrites.
+      else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy(source, target)
+      size = sum(os.path.getsize(os.path.join(d, f))
+                 for d, _, files in os.walk(target) for f in files
+                 ) if os.path.isdir(target) else os.path.getsize(target)
+      done.append({'input': key, 'uri': uri, 'path': local, 'bytes': size})
+  return done
+
+
+def _as_bucket_uris(invocation: Dict[str, Any], root: str) -> Dict[str, Any]:
+  """The ExecutorInput with the input URIs under `root` written as URIs
+  of `BUCKET` (what they are on a cluster whose root is a bucket)."""
+  copied = json.loads(json.dumps(invocation))
+  for listed in copied['inputs'].get('artifacts', {}).values():
+    for artifact in listed.get('artifacts') or []:
+      uri = artifact['uri']
+      if os.path.isabs(uri) and os.path.commonpath([uri, root]) == root:
+        artifact['uri'] = BUCKET + '/' + os.path.relpath(uri, root)
+  return copied
 
 
 def _pipeline_spec_pb2():

@@ -330,9 +330,10 @@ def test_each_targets_accelerator_reaches_the_step(target, given, tmp_path):
 def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
     tmp_path, caplog):
   """The environment in the step's container spec; labels, annotations,
-  volumes and runAsUser in the kfp-kubernetes platform spec, the YAML
-  package's second document; a service account and fsGroup named as not
-  carried (KFP sets the first per run and has no field for the second)."""
+  volumes and runAsUser in the kfp-kubernetes platform spec of a KFP 2.16
+  cluster, the YAML package's second document; a service account and
+  fsGroup named as not carried (KFP sets the first per run and has no
+  field for the second)."""
   import logging  # pylint: disable=g-import-not-at-top
   from pipelines import penguin_pipeline_kubeflow  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
@@ -351,7 +352,7 @@ def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
   with caplog.at_level(logging.WARNING):
     penguin_pipeline_kubeflow.compile_pipeline(
         path, IMAGE, 'gs://b/root', 'gs://b/serving',
-        trainer_pod_settings=settings)
+        trainer_pod_settings=settings, kfp_release='2.16')
   job = kfp_step.load(path)
   assert kfp_step.container(job, 'GenericTrainer')['env'] == [
       {'name': 'GENERIC_TRAINER_WORKER_NETWORK', 'value': 'any'}]
@@ -367,7 +368,7 @@ def test_pod_settings_reach_the_compiled_step_where_kfp_carries_them(
           'runtimeValue': {'constant': 'penguin-data'}}}],
       'secretAsVolume': [{'mountPath': '/creds', 'secretNameParameter': {
           'runtimeValue': {'constant': 'gcs-key'}}}],
-      'securityContext': {'runAsUser': 1000680000}}
+      'securityContext': {'runAsNonRoot': True, 'runAsUser': 1000680000}}
   warned = caplog.text
   assert "service_account='pipeline-runner'" in warned
   assert 'security_context fsGroup' in warned
@@ -403,7 +404,7 @@ def test_the_documented_multi_worker_compile_launches_a_trainjob(
               if e['name'] == STEP_JOB_ENV]
   assert asked['kind'] == 'TrainJob'
   assert asked['image'] == args[args.index('--image') + 1]
-  assert 'resources' not in container
+  assert 'accelerator' not in container['resources']  # No GPU held idle.
 
 
 @pytest.mark.parametrize('target', ['kubeflow', 'vertex'])
@@ -432,3 +433,51 @@ def test_the_documented_compile_writes_what_its_backend_takes(
     assert spec['defaultPipelineRoot'] == 'gs://BUCKET/penguin'
   else:
     assert job['runtimeConfig']['gcsOutputDirectory'] == 'gs://BUCKET/penguin'
+
+
+@pytest.mark.parametrize('release,copies', [('2.5', 1), ('2.17', 2)])
+def test_the_launcher_downloads_every_input_into_the_trainer_steps_pod(
+    compiled, penguin_artifacts, tmp_path, release, copies):
+  """Before the trainer step's command runs, KFP's launcher copies its
+  input artifacts into the pod under /gcs (launcher_v2.go,
+  downloadArtifacts; 2.4 and 2.5 the first of each input, from 2.14
+  every one), though TFX opens the gs:// URIs and reads none of the
+  copies: a step that only waits for its job still holds the whole
+  Examples on its disk. Each input arrives whole, where the launcher
+  puts it."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  import containers  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
+  examples, schema = penguin_artifacts
+  bucket = tmp_path / 'bucket'
+  shutil.copytree(examples.uri, bucket / 'CsvExampleGen' / 'examples')
+  shutil.copytree(schema.uri, bucket / 'SchemaGen' / 'schema')
+  statistics = penguin_statistics(bucket)
+  examples.uri = str(bucket / 'CsvExampleGen' / 'examples')
+  schema.uri = str(bucket / 'SchemaGen' / 'schema')
+  invocation = kfp_step.executor_input(
+      compiled, 'GenericTrainer',
+      {'examples': [examples] * copies, 'schema': [schema],
+       'statistics': [statistics]}, {}, kfp_step.LAUNCHER_OUTPUT_FILE)
+  invocation = containers._as_bucket_uris(invocation, str(bucket))  # pylint: disable=protected-access
+  done = containers.launcher_downloads(
+      invocation, {containers.BUCKET: str(bucket)}, str(tmp_path / 'pod'),
+      release)
+  paths = sorted({d['path'] for d in done})
+  assert paths == ['/gcs/pipeline-root/CsvExampleGen/examples',
+                   '/gcs/pipeline-root/SchemaGen/schema',
+                   '/gcs/pipeline-root/statistics']
+  assert len(done) == 2 + copies
+  for item in done:
+    local = tmp_path / 'pod' / item['path'].lstrip('/')
+    source = bucket / item['path'][len('/gcs/pipeline-root/'):]
+    assert sorted(p.name for p in local.rglob('*')) == sorted(
+        p.name for p in source.rglob('*'))
+  # On a local path (no bucket scheme) the launcher downloads nothing.
+  assert containers.launcher_downloads(
+      kfp_step.executor_input(compiled, 'GenericTrainer',
+                              {'schema': [schema]}, {},
+                              kfp_step.LAUNCHER_OUTPUT_FILE),
+      {}, str(tmp_path / 'pod2')) == []
+  print(f'KFP {release} launcher: {sum(d["bytes"] for d in done)} bytes '
+        f'downloaded for the penguin trainer step ({len(done)} artifacts)')

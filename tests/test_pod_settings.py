@@ -4,6 +4,7 @@ carried to every pod template and, where KFP can, to the compiled step."""
 import pytest
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.kubeflow import kfp_platform
 from generic_trainer.kubeflow import pod_settings
 from message_parts import assert_four_parts
 
@@ -116,7 +117,7 @@ def test_what_kfp_cannot_carry_is_named_with_where_it_goes():
   assert any("volume 'certs' of kind 'csi'" in m for m in missing)
   assert any('security_context fsGroup' in m for m in missing)
   assert not any(m.startswith('security_context runAsNonRoot') for m in missing)
-  config = settings.kfp_platform()
+  config = kfp_platform.executor_config(settings, None, '2.16')
   assert config['emptyDirMounts'] == [
       {'volumeName': 'scratch', 'mountPath': '/scratch', 'sizeLimit': '1Gi'}]
   assert config['securityContext'] == {'runAsNonRoot': True}

@@ -14,6 +14,7 @@ from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import StepJobError
 from generic_trainer.keys import STEP_JOB_ENV
 from generic_trainer.keys import STEP_JOB_RECORD_ENV
+from generic_trainer.kubeflow import compile as compile_lib
 from generic_trainer.kubeflow import kfp_step
 from generic_trainer.launch import cluster_environment
 from generic_trainer.kubeflow.step_job import client as step_client
@@ -52,10 +53,44 @@ def test_the_kubeflow_step_with_two_workers_is_told_to_launch_a_trainjob(
                    'resources': {'cpu': 2.0, 'memory': 4.0,
                                  'node_selector': {'pool': 'train'}}}
   # The step only waits: the job's pods ask for the trainer's resources.
-  assert 'resources' not in kfp_step.container(job, 'GenericTrainer')
+  assert kfp_step.container(job, 'GenericTrainer')['resources'] == (
+      compile_lib.WAITING_STEP_RESOURCES)
   alone = _compiled(tmp_path, num_workers=1)
   assert kfp_step.container(alone, 'GenericTrainer')['resources'][
       'cpuLimit'] == 2.0
+
+
+def test_the_waiting_step_asks_for_what_waiting_takes_and_a_quota_admits_it(
+    tmp_path):
+  """A namespace whose ResourceQuota sets requests.cpu and requests.memory
+  admits only pods that ask for both: the step that launches a job asks
+  for its process's memory and half a core (none of the trainer's GPU),
+  as KFP's driver writes them into the pod (driver.go: memory "%vG"); a
+  step asking for nothing, as before, is refused "must specify"."""
+  import kube_api  # pylint: disable=g-import-not-at-top
+  from google.protobuf import json_format  # pylint: disable=g-import-not-at-top
+  from kfp.pipeline_spec import pipeline_spec_pb2  # pylint: disable=g-import-not-at-top
+  job = _compiled(tmp_path)
+  asked = kfp_step.container(job, 'GenericTrainer')['resources']
+  json_format.ParseDict(asked, pipeline_spec_pb2.PipelineDeploymentConfig
+                        .PipelineContainerSpec.ResourceSpec())
+
+  def step_pod(spec):
+    resources = {'limits': {}, 'requests': {}}
+    for key, field, unit in (('memory', 'memory', 'G'), ('cpu', 'cpu', '')):
+      for side in ('Limit', 'Request'):
+        if f'{field}{side}' in spec:
+          resources[side.lower() + 's'][key] = f'{spec[field + side]:g}{unit}'
+    return {'metadata': {'name': 'step'}, 'spec': {'containers': [
+        {'name': 'main', 'image': KUBEFLOW_IMAGE, 'resources': resources}]}}
+
+  store = kube_api.Store()
+  store.set_quota(NAMESPACE, 'compute', {'requests.cpu': '8',
+                                         'requests.memory': '32Gi'})
+  store.admit_pod(NAMESPACE, step_pod(asked))
+  with pytest.raises(kube_api.StatusError, match='must specify requests.cpu,'
+                     'requests.memory'):
+    store.admit_pod(NAMESPACE, step_pod({}))
 
 
 @pytest.mark.parametrize('target,num_workers,kwargs', [
@@ -791,3 +826,106 @@ def test_a_cluster_without_trainer_is_named(cluster, tmp_path, monkeypatch):
       r'could not find the requested resource"\. Install it, or compile with '
       r'--step-job TFJob')):
     step.run()
+
+
+def _owned_job(cluster, step, owner):
+  """A running job of the step, owned by `owner` (a pod's reference), and
+  its pods' record variable (what `bound.watching` reads)."""
+  job = _earlier_attempt(cluster, step)
+  cluster.store.modify('trainjobs', NAMESPACE, step.name,
+                       lambda o: o['metadata'].__setitem__(
+                           'ownerReferences', [owner]))
+  env = {e['name']: e['value'] for e in job['spec']['trainer']['env']}
+  return env[STEP_JOB_RECORD_ENV]
+
+
+def _watch_until(cluster, record, condition, grace_s=0.3, timeout_s=20):
+  import time  # pylint: disable=g-import-not-at-top
+  from generic_trainer.kubeflow.step_job import bound  # pylint: disable=g-import-not-at-top
+  with bound.watching(record, api_client=cluster.api_client(),
+                      namespace=NAMESPACE, every_s=0.05,
+                      grace_s=grace_s) as watch:
+    assert watch is not None
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+      time.sleep(0.05)
+  return watch
+
+
+@pytest.mark.parametrize('phase', ['Failed', 'Succeeded'])
+def test_a_job_whose_step_pod_ended_without_sigterm_deletes_itself(
+    cluster, tmp_path, phase):
+  """A step pod OOM-killed (no SIGTERM, so the step's code deleted
+  nothing) and left by Argo in its final phase (KFP 2.5: no podGC), so
+  the garbage collector deletes nothing either: the job's pods read their
+  step's phase and delete their job, with the step's own Role."""
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  record = _owned_job(cluster, step, step.owner)
+  assert json.loads(record)['kind'] == 'TrainJob'
+  # While the step runs, the job stays.
+  _watch_until(cluster, record, lambda: False, timeout_s=0.5)
+  assert not _gone(cluster, 'trainjobs', step.name)
+  cluster.store.update_status('pods', NAMESPACE, STEP_POD, {'phase': phase})
+  watch = _watch_until(cluster, record,
+                       lambda: _gone(cluster, 'trainjobs', step.name))
+  assert watch.deleted and _gone(cluster, 'trainjobs', step.name)
+  assert cluster.store.get('pods', NAMESPACE, STEP_POD)  # Left as it was.
+
+
+def test_a_job_a_retry_took_over_follows_its_new_step(cluster, tmp_path):
+  """The first attempt's pod failed, but a retry's pod owns the job now:
+  the job is the retry's and stays; when that pod ends, it goes."""
+  step = Step(cluster, tmp_path, _argv(tmp_path))
+  retry = cluster.store.create('pods', NAMESPACE, {
+      'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'step-retry'},
+      'spec': {'containers': [{'name': 'main', 'image': KUBEFLOW_IMAGE}]}})
+  cluster.store.update_status('pods', NAMESPACE, STEP_POD, {'phase': 'Failed'})
+  cluster.store.update_status('pods', NAMESPACE, 'step-retry',
+                              {'phase': 'Running'})
+  record = _owned_job(cluster, step, {
+      'apiVersion': 'v1', 'kind': 'Pod', 'name': 'step-retry',
+      'uid': retry['metadata']['uid']})
+  watch = _watch_until(cluster, record, lambda: False, timeout_s=0.8)
+  assert not watch.deleted and not _gone(cluster, 'trainjobs', step.name)
+  cluster.store.update_status('pods', NAMESPACE, 'step-retry',
+                              {'phase': 'Failed'})
+  _watch_until(cluster, record, lambda: _gone(cluster, 'trainjobs', step.name))
+  assert _gone(cluster, 'trainjobs', step.name)
+
+
+def test_the_verdict_on_a_step_pod_gone_replaced_or_ended():
+  """The decision alone: no owner, nothing to watch; the owner's pod
+  missing, of another uid, being deleted or in a final phase: ended."""
+  from generic_trainer.kubeflow.step_job.bound import verdict  # pylint: disable=g-import-not-at-top
+  owner = {'apiVersion': 'v1', 'kind': 'Pod', 'name': 'step', 'uid': 'u1'}
+  job = {'metadata': {'ownerReferences': [owner]}}
+
+  def pod(uid='u1', phase='Running', **metadata):
+    return {'metadata': {'name': 'step', 'uid': uid, **metadata},
+            'status': {'phase': phase}}
+  assert verdict({'metadata': {}}, None) is None
+  assert verdict(job, pod()) is None
+  assert verdict(job, pod(phase='Pending')) is None
+  assert 'is gone' in verdict(job, None)
+  assert 'another uid' in verdict(job, pod(uid='u2'))
+  assert 'being deleted' in verdict(
+      job, pod(deletionTimestamp='2026-11-29T00:00:00Z'))
+  assert 'phase Failed' in verdict(job, pod(phase='Failed'))
+  assert 'phase Succeeded' in verdict(job, pod(phase='Succeeded'))
+
+
+def test_a_pod_without_the_role_says_it_cannot_watch_and_trains_on(
+    tmp_path, caplog):
+  """A service account that may not read the job (pod_settings named
+  another): one warning, the job left to its owner reference."""
+  import logging  # pylint: disable=g-import-not-at-top
+  import kube_api  # pylint: disable=g-import-not-at-top
+  with kube_api.KubeAPI(str(tmp_path / 'api'), [],
+                        namespace=NAMESPACE) as api:
+    record = json.dumps({'path': '/x', 'job': 'j', 'kind': 'TrainJob',
+                         'nonce': 'n'})
+    with caplog.at_level(logging.WARNING):
+      watch = _watch_until(api, record, lambda: 'cannot watch' in caplog.text,
+                           timeout_s=5)
+    assert not watch.deleted
+    assert 'cannot watch its step (HTTP 403)' in caplog.text

@@ -84,7 +84,8 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
       # namespace, the step's too (kube_controller.HARDENED): the stand-in
       # kubelet runs the job's pods as their spec says, nothing more.
       trainer_pod_settings={'security_context': {'runAsUser': 1000680000,
-                                                 'runAsGroup': 0}})
+                                                 'runAsGroup': 0}},
+      kfp_release='2.16')  # Whose platform spec carries them on the step.
   examples, schema = penguin_artifacts
   for artifact, name in ((examples, 'examples'), (schema, 'schema')):
     shutil.copytree(artifact.uri, os.path.join(root, name))

@@ -24,7 +24,9 @@ what can be known at compile time, and writes what that backend reads:
     accelerator's type straight into the pod's limits
     (`backend/src/v2/driver/driver.go`): it must be a Kubernetes resource
     name such as 'nvidia.com/gpu'. Pod settings the platform spec carries
-    go in a second YAML document (kfp-kubernetes' `KubernetesExecutorConfig`).
+    go in a second YAML document (kfp-kubernetes' `KubernetesExecutorConfig`),
+    in the forms the cluster's KFP release parses (`kfp_release`, default
+    the oldest supported: `generic_trainer.kubeflow.kfp_platform`).
   - 'vertex': Vertex AI Pipelines. A gs:// root; accelerators by Vertex's
     names ('NVIDIA_TESLA_T4'); resolvers run; the `.json` PipelineJob.
   - 'kfp-local': KFP's local runner (`kfp.local`, whole pipelines from
@@ -47,6 +49,7 @@ from typing import Any, Dict, Optional
 import yaml
 
 from generic_trainer.errors import InvalidArgumentError
+from generic_trainer.kubeflow import kfp_platform
 from generic_trainer.kubeflow import kinds
 from generic_trainer.kubeflow import resources
 from generic_trainer.kubeflow.step_job.render import to_env
@@ -58,6 +61,15 @@ TARGETS = ('kubeflow', 'vertex', 'kfp-local')
 # step_job's default: a TrainJob on 'kubeflow', nothing elsewhere.
 DEFAULT_STEP_JOB = 'default'  # pylint: disable=invalid-name
 KFP_VERSION_READ = '2.17.0'
+# What a step that launches a job asks for while it waits (KFP's
+# ResourceSpec, which every supported driver reads: driver.go, memory as
+# "%vG"). Its process, TFX's KFP entrypoint with GenericExecutor and the
+# step's job code imported, peaked at 893 MB (ru_maxrss, measured here:
+# docs/guides/scaling-out.md), so 2 GB; half a core. A step asking for
+# nothing is refused where a ResourceQuota sets requests.memory or
+# requests.cpu ("must specify"), and evicted first (BestEffort).
+WAITING_STEP_RESOURCES = {'cpuLimit': 0.5, 'cpuRequest': 0.5,
+                          'memoryLimit': 2.0, 'memoryRequest': 2.0}
 # Vertex's accelerator names are an enum: upper case and underscores.
 _VERTEX_ACCELERATOR = re.compile(r'^[A-Z][A-Z0-9_]*$')
 _ROOTS = {
@@ -135,7 +147,8 @@ def check_accelerator(target: str, accelerator_type: Optional[str],
 
 def compile_pipeline(pipeline, output_path: str, image: str,
                      target: str = 'kubeflow',
-                     step_job: Optional[str] = DEFAULT_STEP_JOB
+                     step_job: Optional[str] = DEFAULT_STEP_JOB,
+                     kfp_release: str = kfp_platform.OLDEST
                      ) -> Dict[str, Any]:
   """Compiles `pipeline` for `target` and writes it to `output_path`.
 
@@ -153,6 +166,10 @@ def compile_pipeline(pipeline, output_path: str, image: str,
       the step trains in its own pod alone. On 'kfp-local' none by default
       (a step there reaches no cluster unless it is given one); refused on
       'vertex', where the step has no Kubernetes API.
+    kfp_release: The Kubeflow Pipelines backend release the cluster runs
+      (`kfp_platform.RELEASES`; default the oldest): the platform spec
+      holds only the fields it parses, and a setting it cannot carry is
+      refused. Not read on 'vertex'.
 
   Returns:
     The PipelineJob as a dict, with 'platformSpec' added when written.
@@ -163,6 +180,7 @@ def compile_pipeline(pipeline, output_path: str, image: str,
   check_target(target)
   check_pipeline_root(target, pipeline.pipeline_info.pipeline_root)
   step_job = _check_step_job(target, step_job)
+  kfp_platform.check_release(kfp_release)
   trainers = [c for c in pipeline.components
               if hasattr(c, 'pod_settings') and hasattr(c, 'resources')]
   for component in trainers:
@@ -186,16 +204,28 @@ def compile_pipeline(pipeline, output_path: str, image: str,
         'componentRef']['name']]['executorLabel']
     container = spec['deploymentSpec']['executors'][label]['container']
     env = []
-    if step_job and most_workers(component.exec_properties) > 1:
+    launches_job = bool(step_job) and most_workers(
+        component.exec_properties) > 1
+    if launches_job:
       # The job's pods train and ask for the trainer's resources; the step
-      # only waits for them, and asks for none (no GPU held idle).
+      # only waits for them, and asks for what waiting takes (no GPU
+      # held idle).
       env.append(to_env(step_job, image, component.resources))
-      container.pop('resources', None)
+      container['resources'] = dict(WAITING_STEP_RESOURCES)
     settings = component.pod_settings
     if settings is not None and settings.env:
       env += settings.env_list()
     if env:
       container['env'] = env
+    if target != 'vertex':
+      config = kfp_platform.executor_config(
+          settings, component.resources, kfp_release, component.id,
+          trains_in_step=not launches_job)
+      if config:
+        executors[label] = config
+      gap = kfp_platform.restricted_gap(kfp_release)
+      if gap and target == 'kubeflow':
+        logging.warning('%s: %s.', component.id, gap)
     if settings is None:
       continue
     missing = settings.not_carried_by_kfp()
@@ -204,10 +234,6 @@ def compile_pipeline(pipeline, output_path: str, image: str,
                  for key in ('annotations', 'labels', 'volumes',
                              'security_context')
                  if getattr(settings, key)] + missing
-    else:
-      config = settings.kfp_platform()
-      if config:
-        executors[label] = config
     for item in missing:
       logging.warning('%s: the compiled %s step does not carry %s; the '
                       'TFJob and TrainJob pods do.', component.id, target,

@@ -11,12 +11,12 @@ trainer pod is described:
     name that annotation: in a Kubeflow profile namespace Istio would add
     a sidecar that keeps a finished pod running and the job from ending
     (the Training Operator's TFJob guide says so);
-  - the compiled KFP step (`kfp_platform`, written by
-    `generic_trainer.kubeflow.compile`): the environment in the step's
-    container spec; labels and annotations, PVC, Secret, ConfigMap and
-    emptyDir volumes, and runAsUser/runAsGroup/runAsNonRoot in the
-    kfp-kubernetes platform spec (`kubernetes_executor_config.proto`,
-    KFP 2.17), which KFP's driver applies to the step's pod. KFP does not
+  - the compiled KFP step (written by `generic_trainer.kubeflow.compile`):
+    the environment in the step's container spec; labels and annotations,
+    PVC, Secret, ConfigMap and emptyDir volumes, and runAsUser/runAsGroup/
+    runAsNonRoot in the kfp-kubernetes platform spec, in the forms the
+    cluster's KFP release parses (`generic_trainer.kubeflow.kfp_platform`),
+    which KFP's driver applies to the step's pod. KFP does not
     carry a service account per step (it is the run's:
     `kfp.Client().create_run_from_pipeline_package(..., service_account=)`)
     nor `fsGroup` and other pod security fields, nor other volume kinds:
@@ -81,7 +81,9 @@ RESTRICTED_CONTAINER = {'allowPrivilegeEscalation': False,
 # What the training writes outside its artifacts: /tmp (HOME in the image).
 TMP_VOLUME = {'name': 'generic-trainer-tmp', 'emptyDir': {}}
 TMP_MOUNT = {'name': 'generic-trainer-tmp', 'mountPath': '/tmp'}
-_KFP_SECURITY = ('runAsUser', 'runAsGroup', 'runAsNonRoot')
+# The securityContext fields the kfp-kubernetes platform spec carries
+# (from KFP 2.16: `kfp_platform`).
+KFP_SECURITY = ('runAsUser', 'runAsGroup', 'runAsNonRoot')
 _VOLUME_SOURCES = ('persistentVolumeClaim', 'secret', 'configMap', 'emptyDir',
                    'csi', 'nfs', 'projected', 'downwardAPI', 'hostPath',
                    'ephemeral')
@@ -184,51 +186,6 @@ class PodSettings:
   def env_list(self) -> List[Dict[str, str]]:
     return [{'name': k, 'value': v} for k, v in sorted(self.env.items())]
 
-  def kfp_platform(self) -> Dict[str, Any]:
-    """The step's kfp-kubernetes `KubernetesExecutorConfig` (JSON names):
-    what KFP's driver applies to the step's pod, beside the container
-    spec's `env`."""
-    config: Dict[str, Any] = {}
-    if self.labels or self.annotations:
-      config['podMetadata'] = {
-          **({'labels': dict(self.labels)} if self.labels else {}),
-          **({'annotations': dict(self.annotations)}
-             if self.annotations else {})}
-    mounts = {m['name']: m for m in self.volume_mounts}
-    for volume in self.volumes:
-      mount = mounts.get(volume['name'])
-      if mount is None:
-        continue
-      path = mount['mountPath']
-      if 'persistentVolumeClaim' in volume:
-        config.setdefault('pvcMount', []).append({
-            'mountPath': path,
-            'pvcNameParameter': {'runtimeValue': {
-                'constant': volume['persistentVolumeClaim']['claimName']}},
-            **({'subPath': mount['subPath']} if mount.get('subPath') else {})})
-      elif 'secret' in volume:
-        config.setdefault('secretAsVolume', []).append({
-            'mountPath': path,
-            'secretNameParameter': {'runtimeValue': {
-                'constant': volume['secret']['secretName']}}})
-      elif 'configMap' in volume:
-        config.setdefault('configMapAsVolume', []).append({
-            'mountPath': path,
-            'configMapNameParameter': {'runtimeValue': {
-                'constant': volume['configMap']['name']}}})
-      elif 'emptyDir' in volume:
-        config.setdefault('emptyDirMounts', []).append({
-            'volumeName': volume['name'], 'mountPath': path,
-            **({'medium': volume['emptyDir']['medium']}
-               if volume['emptyDir'].get('medium') else {}),
-            **({'sizeLimit': volume['emptyDir']['sizeLimit']}
-               if volume['emptyDir'].get('sizeLimit') else {})})
-    security = {key: self.security_context[key] for key in _KFP_SECURITY
-                if key in self.security_context}
-    if security:
-      config['securityContext'] = security
-    return config
-
   def not_carried_by_kfp(self) -> List[str]:
     """The settings a compiled KFP step cannot carry, each with where it
     goes instead."""
@@ -243,9 +200,9 @@ class PodSettings:
       if kind not in KFP_VOLUME_SOURCES:
         missing.append(f'volume {volume["name"]!r} of kind {kind!r} (the '
                        f'platform spec mounts only {KFP_VOLUME_SOURCES})')
-    for key in sorted(set(self.security_context) - set(_KFP_SECURITY)):
+    for key in sorted(set(self.security_context) - set(KFP_SECURITY)):
       missing.append(f'security_context {key} (the platform spec carries '
-                     f'only {_KFP_SECURITY})')
+                     f'only {KFP_SECURITY})')
     return missing
 
 

@@ -8,8 +8,9 @@ is described:
     (`tfx/orchestration/kubeflow/v2/step_builder.py`); `platform_config`
     builds it. KFP's PipelineSpec has no node selector or tolerations in
     `ResourceSpec` (KFP keeps them in the kfp-kubernetes platform spec,
-    which TFX's compiler does not write), so those two reach only the
-    TFJob and the TrainJob;
+    which TFX's compiler does not write): our compile writes them there
+    for a step that trains in its own pod (`kfp_platform`), and a step
+    that launches a job passes them to the job's pods;
   - every replica of the TFJob and every node of the TrainJob: `container`
     (Kubernetes' requests and limits) and `pod_fields` (nodeSelector,
     tolerations). `from_step` reads the compiled step's back, so a TFJob

@@ -44,6 +44,7 @@ from generic_trainer.data.kept import factory as kept_factory
 from generic_trainer.data.kept import store as kept_store
 from generic_trainer.fnargs import local
 from generic_trainer.keys import RUN_FN_KEY
+from generic_trainer.kubeflow.step_job import bound
 from generic_trainer.kubeflow.step_job import record as step_job_record
 from generic_trainer.kubeflow.step_job import step as step_job
 from generic_trainer.launch import child_process
@@ -109,8 +110,10 @@ def _here(request: TrainingRequest, entry) -> None:
   what = f'TrainSpec {spec.__name__}' if spec is not None else (
       f'the {RUN_FN_KEY}')
   checkpoint_dir = request.plan.checkpoint_dir
+  # A pod of a step's job deletes its job once the step has ended.
   with stall_watch.watching_here(what) as watch, preemption.training(
-      what, lambda: _where_saved(checkpoint_dir)):
+      what, lambda: _where_saved(checkpoint_dir)), bound.watching(
+          request.plan.cluster.step_record):
     fn_args = (local.from_request(request)
                if spec is not None and request.local_inputs is not None
                else _fn_args_from_artifacts(request))

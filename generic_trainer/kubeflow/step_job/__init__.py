@@ -50,7 +50,9 @@ name, its pods' arguments, its objects), `client` (the Kubernetes calls
 the step makes, `client.Cluster`, and the clear errors of a refusal),
 `takeover` (an earlier attempt's job reused or removed, a new one made
 and owned), `follow` (the job watched to its end), `record` (the chief's
-record of what it published, written and taken), `step` (the step's
+record of what it published, written and taken), `bound` (the job's own
+pods delete it once its step's pod has ended, killed without SIGTERM and
+left without pod GC), `step` (the step's
 run, tying them together), `rbac` (the Role and RoleBinding of exactly
 the calls the kind needs, `job_kind.JobKind.api_calls`) and `__main__`
 (`python -m generic_trainer.kubeflow.step_job rbac SERVICE_ACCOUNT

@@ -72,6 +72,14 @@ class Cluster:
     for event in stream:
       yield event['type'], event['object']
 
+  def pod(self, name: str) -> Optional[Dict[str, Any]]:
+    """The pod `name` as the API returns it (JSON names), or None: a
+    list with a field selector, the call the Role grants on pods."""
+    pods = self.core.list_namespaced_pod(
+        self.namespace, field_selector=f'metadata.name={name}').items
+    return (self.core.api_client.sanitize_for_serialization(pods[0])
+            if pods else None)
+
   def pods_started(self, name: str) -> Tuple[bool, List[str]]:
     """Whether a container of a pod of job `name` has started (is running
     or has run), and, if none has, why each pod waits: its container's

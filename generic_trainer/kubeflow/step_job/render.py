@@ -93,8 +93,11 @@ def render(kind: str, name: str, image: str, args: List[str],
   if service_account and not (settings and settings.service_account):
     settings = attr.evolve(settings or pod_settings_lib.PodSettings(),
                            service_account=service_account)
+  # The record's place, and the job and its kind, by which its pods watch
+  # their step (`bound`).
   env = {STEP_JOB_RECORD_ENV: json.dumps({'path': record_path,
-                                          'job': name, 'nonce': nonce})}
+                                          'job': name, 'kind': kind,
+                                          'nonce': nonce})}
   common = dict(image=image, command=list(KFP_ENTRYPOINT), args=args,
                 namespace=namespace,
                 resources=resources_lib.from_value(resources),
