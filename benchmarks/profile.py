@@ -30,7 +30,7 @@ import argparse
 import json
 import os
 import platform
-import re
+import statistics
 import sys
 import time
 from typing import Callable, Dict
@@ -75,7 +75,8 @@ class _Meter:
     self.split = [round(v, 2) for v in used if v >= 0.05 * self.cpu]
 
 
-def _record(name: str, meter: _Meter, rows: int, batches: int = 0) -> dict:
+def _record(name: str, meter: _Meter, rows: int, batches: int = 0,
+            quiet: bool = False) -> dict:
   """The figures of stage `name`, printed as one line."""
   wall, cpu = meter.wall, meter.cpu
   record = {'stage': name, 'wall_s': round(wall, 3), 'cpu_s': round(cpu, 3),
@@ -86,11 +87,33 @@ def _record(name: str, meter: _Meter, rows: int, batches: int = 0) -> dict:
     record['batches'] = batches
     record['cpu_ms_per_batch'] = round(cpu / batches * 1e3, 3)
     record['wall_ms_per_batch'] = round(wall / batches * 1e3, 3)
-  print(f'{name:18} {wall:7.2f} s wall {cpu:7.2f} s CPU '
-        f'{record["cores_busy"]:4.2f} cores  '
+  if not quiet:
+    _print(record)
+  return record
+
+
+def _print(record: dict):
+  """A stage's figures as one line."""
+  print(f'{record["stage"]:18} {record["wall_s"]:7.2f} s wall '
+        f'{record["cpu_s"]:7.2f} s CPU {record["cores_busy"]:4.2f} cores  '
         f'{record["cpu_s_per_1m_rows"]:6.2f} CPU s/1M rows'
-        + (f'  {record["cpu_ms_per_batch"]:6.3f} CPU ms/batch' if batches
-           else '') + f'  {meter.split}', flush=True)
+        + (f'  {record["cpu_ms_per_batch"]:6.3f} CPU ms/batch'
+           if 'batches' in record else '')
+        + f'  {record["threads_cpu_s"]}', flush=True)
+
+
+def _median_record(records: list) -> dict:
+  """One stage's rounds as one record: the median wall and CPU time (each
+  its own median), the rest derived from them."""
+  meter = _Meter()
+  meter.wall = statistics.median(r['wall_s'] for r in records)
+  meter.cpu = statistics.median(r['cpu_s'] for r in records)
+  meter.split = records[len(records) // 2]['threads_cpu_s']
+  first = records[0]
+  record = _record(first['stage'], meter, first['rows'],
+                   first.get('batches', 0), quiet=True)
+  record['rounds'] = [{'wall_s': r['wall_s'], 'cpu_s': r['cpu_s']}
+                      for r in records]
   return record
 
 
@@ -111,6 +134,8 @@ def main(argv=None) -> int:
                       help='epochs of the fits (the first is not timed)')
   parser.add_argument('--data-dir', default=os.path.join(
       os.path.expanduser('~'), '.cache', 'tfx-generic-trainer', 'benchmark'))
+  parser.add_argument('--repeats', type=int, default=3,
+                      help='rounds of every stage; the figures are medians')
   parser.add_argument('--json', help='also write the figures here')
   args = parser.parse_args(argv)
   data = synthetic_data.write(
@@ -132,84 +157,113 @@ def main(argv=None) -> int:
   rows = args.rows
   steps = rows // BATCH_SIZE
   label = synthetic_data.LABEL_KEY
-  records = []
 
   def count(dataset):
     """Iterates `dataset` in TensorFlow's runtime (no Python per element)."""
     return int(dataset.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
 
-  raw = tf.data.TFRecordDataset(files, 'GZIP', buffer_size=1 << 20).batch(
-      input_pipeline.PARSE_ROWS)
-  records.append(_measured('read', lambda: count(raw), rows))
-  records.append(_measured('tf_parse', lambda: count(raw.map(
-      lambda s: tf.io.parse_example(s, config))), rows))
-  records.append(_measured('parse', lambda: count(input_pipeline.parsed_blocks(
-      files, config, names, label, deterministic=False)), rows))
+  def one_round():
+    """Each stage once: their records."""
+    records = []
+    raw = tf.data.TFRecordDataset(files, 'GZIP', buffer_size=1 << 20).batch(
+        input_pipeline.PARSE_ROWS)
+    records.append(_measured('read', lambda: count(raw), rows))
+    records.append(_measured('tf_parse', lambda: count(raw.map(
+        lambda s: tf.io.parse_example(s, config))), rows))
+    records.append(_measured('parse', lambda: count(input_pipeline.parsed_blocks(
+        files, config, names, label, deterministic=False)), rows))
 
-  cached = input_pipeline.block_dataset(
-      files, config, names, label, BATCH_SIZE, num_epochs=1, shuffle=True,
-      cache=True)
-  count(cached)  # The first pass parses and keeps the blocks.
-  records.append(_measured('batch', lambda: count(cached), rows,
-                           batches=-(-rows // BATCH_SIZE)))
+    cached = input_pipeline.block_dataset(
+        files, config, names, label, BATCH_SIZE, num_epochs=1, shuffle=True,
+        cache=True)
+    count(cached)  # The first pass parses and keeps the blocks.
+    records.append(_measured('batch', lambda: count(cached), rows,
+                             batches=-(-rows // BATCH_SIZE)))
 
-  in_memory = variants._in_memory(root, 'train')  # pylint: disable=protected-access
-  bound_batches = variants._shuffled_batches(  # pylint: disable=protected-access
-      in_memory, BATCH_SIZE, 1)
-  records.append(_measured('bound_input', lambda: count(bound_batches), rows,
-                           batches=steps))
+    in_memory = variants._in_memory(root, 'train')  # pylint: disable=protected-access
+    bound_batches = variants._shuffled_batches(  # pylint: disable=protected-access
+        in_memory, BATCH_SIZE, 1)
+    records.append(_measured('bound_input', lambda: count(bound_batches), rows,
+                             batches=steps))
 
-  def fitted(name, dataset):
-    """`model.fit` for `args.epochs` epochs, timed from the end of the
-    first (which traces the step and, cached, parses) to the end."""
-    spec = SyntheticSpec(hparams={'epochs': args.epochs, 'table': 'narrow'})
-    model = fit_loop.compile_model(spec, steps_per_epoch=steps)
-    meter = _Meter()
-    after_first = keras.callbacks.LambdaCallback(
-        on_epoch_end=lambda epoch, logs: epoch == 0 and meter.start())
-    model.fit(dataset, steps_per_epoch=steps, epochs=args.epochs, verbose=0,
-              callbacks=[after_first])
-    meter.stop()
-    timed = args.epochs - 1
-    return _record(name, meter, rows * timed, steps * timed)
+    def fitted(name, dataset):
+      """`model.fit` for `args.epochs` epochs, timed from the end of the
+      first (which traces the step and, cached, parses) to the end."""
+      spec = SyntheticSpec(hparams={'epochs': args.epochs, 'table': 'narrow'})
+      model = fit_loop.compile_model(spec, steps_per_epoch=steps)
+      meter = _Meter()
+      after_first = keras.callbacks.LambdaCallback(
+          on_epoch_end=lambda epoch, logs: epoch == 0 and meter.start())
+      model.fit(dataset, steps_per_epoch=steps, epochs=args.epochs, verbose=0,
+                callbacks=[after_first])
+      meter.stop()
+      timed = args.epochs - 1
+      return _record(name, meter, rows * timed, steps * timed)
 
-  records.append(fitted('keras_step', variants._shuffled_batches(  # pylint: disable=protected-access
-      in_memory, BATCH_SIZE, args.epochs)))
-  del in_memory, bound_batches
-  for name, cache in (('train_spec', True), ('train_spec_stream', False)):
-    records.append(fitted(name, input_pipeline.block_dataset(
-        files, config, names, label, BATCH_SIZE, num_epochs=None,
-        shuffle=True, cache=cache)))
+    records.append(fitted('keras_step', variants._shuffled_batches(  # pylint: disable=protected-access
+        in_memory, BATCH_SIZE, args.epochs)))
+    del in_memory, bound_batches
+    for name, cache in (('train_spec', True), ('train_spec_stream', False)):
+      records.append(fitted(name, input_pipeline.block_dataset(
+          files, config, names, label, BATCH_SIZE, num_epochs=None,
+          shuffle=True, cache=cache)))
+    return records
 
-  by = {r['stage']: r for r in records}
-  step = by['keras_step']['cpu_ms_per_batch']
-  summary = {
-      'input CPU per batch, cached / the Keras step':
-          by['batch']['cpu_ms_per_batch'] / step,
-      'input CPU per batch, the bound\'s / the Keras step':
-          by['bound_input']['cpu_ms_per_batch'] / step,
-      'parse CPU, ours / tf.io.parse_example alone':
-          by['parse']['cpu_s'] / by['tf_parse']['cpu_s'],
-      'train_spec / keras_step, wall per batch':
-          by['train_spec']['wall_ms_per_batch'] /
-          by['keras_step']['wall_ms_per_batch'],
-      'train_spec_stream / keras_step, wall per batch':
-          by['train_spec_stream']['wall_ms_per_batch'] /
-          by['keras_step']['wall_ms_per_batch'],
-  }
+  rounds = []
+  for repeat in range(args.repeats):
+    print(f'round {repeat + 1} of {args.repeats}:', flush=True)
+    rounds.append(one_round())
+  records = [_median_record([r[i] for r in rounds])
+             for i in range(len(rounds[0]))]
+  if args.repeats > 1:
+    print(f'medians of {args.repeats} rounds:')
+    for record in records:
+      _print(record)
+  summary = _ratios(records)
+  per_round = [_ratios(r) for r in rounds]
   for k, v in summary.items():
-    print(f'{k}: {v:.2f}')
+    print(f'{k}: {v:.2f}' + (' (rounds: ' + ', '.join(
+        f'{r[k]:.2f}' for r in per_round) + ')' if len(rounds) > 1 else ''))
   report = {'cpu': _cpu_name(), 'cores': os.cpu_count(),
             'python': platform.python_version(), 'tensorflow': tf.__version__,
             'keras': keras.__version__, 'rows': rows, 'epochs': args.epochs,
             'command': 'python -m benchmarks.profile ' + ' '.join(
                 sys.argv[1:] if argv is None else argv),
-            'stages': records, 'ratios': {k: round(v, 3)
-                                          for k, v in summary.items()}}
+            'repeats': args.repeats, 'stages': records,
+            'ratios': {k: round(v, 3) for k, v in summary.items()},
+            'ratios_per_round': [{k: round(v, 3) for k, v in r.items()}
+                                 for r in per_round]}
   if args.json:
     with open(args.json, 'w') as f:
       json.dump(report, f, indent=1)
   return 0
+
+
+def _ratios(records: list) -> Dict[str, float]:
+  """Where the time goes, as ratios of the stages' `records`."""
+  by = {r['stage']: r for r in records}
+  step = by['keras_step']['cpu_ms_per_batch']
+  keras_wall = by['keras_step']['wall_ms_per_batch']
+  stream = by['train_spec_stream']
+  # On these cores, an uncached epoch cannot take less wall time than its
+  # CPU (parse and step) spread over all of them: the floor it is held to.
+  floor_ms = stream['cpu_ms_per_batch'] / (os.cpu_count() or 1)
+  return {
+      'input CPU per batch, cached / the Keras step':
+          by['batch']['cpu_ms_per_batch'] / step,
+      "input CPU per batch, the bound's / the Keras step":
+          by['bound_input']['cpu_ms_per_batch'] / step,
+      'parse CPU, ours / tf.io.parse_example alone':
+          by['parse']['cpu_s'] / by['tf_parse']['cpu_s'],
+      'train_spec / keras_step, wall per batch':
+          by['train_spec']['wall_ms_per_batch'] / keras_wall,
+      'train_spec_stream / keras_step, wall per batch':
+          stream['wall_ms_per_batch'] / keras_wall,
+      'uncached, the most of the bound its CPU allows on these cores':
+          keras_wall / floor_ms,
+      'uncached, its wall at that floor / its wall':
+          floor_ms / stream['wall_ms_per_batch'],
+  }
 
 
 def _cpu_name() -> str:

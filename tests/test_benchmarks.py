@@ -164,7 +164,7 @@ def test_profile_splits_the_host_cpu(tmp_path):
   measured, and the ratios that say where the time goes are finite."""
   out = tmp_path / 'profile.json'
   subprocess.run([sys.executable, '-m', 'benchmarks.profile', '--rows',
-                  '4096', '--epochs', '2', '--data-dir',
+                  '4096', '--epochs', '2', '--repeats', '2', '--data-dir',
                   str(tmp_path / 'data'), '--json', str(out)], cwd=REPO,
                  check=True, timeout=300, capture_output=True)
   report = json.loads(out.read_text())
@@ -174,5 +174,7 @@ def test_profile_splits_the_host_cpu(tmp_path):
   for name, stage in stages.items():
     assert stage['cpu_s'] > 0 and stage['wall_s'] > 0, name
   assert stages['train_spec']['batches'] == 4096 // 256
-  assert len(report['ratios']) == 5
+  assert len(report['ratios']) == 7
+  assert [len(s['rounds']) for s in report['stages']] == [2] * 8
+  assert len(report['ratios_per_round']) == 2
   assert all(math.isfinite(v) and v > 0 for v in report['ratios'].values())
