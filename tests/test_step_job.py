@@ -6,6 +6,8 @@ how it launches, follows, reuses, removes and cancels it."""
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -929,3 +931,26 @@ def test_a_pod_without_the_role_says_it_cannot_watch_and_trains_on(
                            timeout_s=5)
     assert not watch.deleted
     assert 'cannot watch its step (HTTP 403)' in caplog.text
+
+
+_WAITING_STEP_IMPORTS = """
+import resource
+import tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor
+import generic_trainer.component.executor
+import generic_trainer.kubeflow.step_job.step
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_the_waiting_step_fits_in_the_memory_it_asks_for():
+  """The step that launches a job asks for WAITING_STEP_RESOURCES' memory
+  (GB): its process, TFX's KFP entrypoint with the executor and the step's
+  job code imported, must peak well under it (it peaked at 893 MB when
+  the request was set), or the step pod is OOM-killed while it waits."""
+  done = subprocess.run([sys.executable, '-c', _WAITING_STEP_IMPORTS],
+                        capture_output=True, text=True, timeout=300,
+                        check=True)
+  peak_mb = int(done.stdout.split()[-1]) / 1024
+  asked_mb = compile_lib.WAITING_STEP_RESOURCES['memoryRequest'] * 1000
+  print(f'the waiting step peaked at {peak_mb:.0f} MB of {asked_mb:.0f} MB')
+  assert peak_mb < 0.6 * asked_mb, (peak_mb, asked_mb)

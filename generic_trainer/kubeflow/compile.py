@@ -64,8 +64,9 @@ KFP_VERSION_READ = '2.17.0'
 # What a step that launches a job asks for while it waits (KFP's
 # ResourceSpec, which every supported driver reads: driver.go, memory as
 # "%vG"). Its process, TFX's KFP entrypoint with GenericExecutor and the
-# step's job code imported, peaked at 893 MB (ru_maxrss, measured here:
-# docs/guides/scaling-out.md), so 2 GB; half a core. A step asking for
+# step's job code imported, peaked at 893 MB (ru_maxrss: tests/test_step_job.py
+# ::test_the_waiting_step_fits_in_the_memory_it_asks_for prints it), so 2 GB;
+# half a core. A step asking for
 # nothing is refused where a ResourceQuota sets requests.memory or
 # requests.cpu ("must specify"), and evicted first (BestEffort).
 WAITING_STEP_RESOURCES = {'cpuLimit': 0.5, 'cpuRequest': 0.5,
