@@ -94,20 +94,21 @@ class GenericExecutor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    # What it writes is as private as its inputs, as the command's.
-    with preemption.handling(), preemption.stopping_anywhere(), \
-        output_folder.as_private_as(
-            _uris(input_dict, _PRIVACY_INPUTS),
-            _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
-      try:
+    try:
+      # What it writes is as private as its inputs, and no one else may
+      # rename a folder above its local outputs, as the command's.
+      with preemption.handling(), preemption.stopping_anywhere(), \
+          output_folder.as_private_as(
+              _uris(input_dict, _PRIVACY_INPUTS),
+              _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
         self._do(input_dict, output_dict, exec_properties)
-      except GenericTrainerError as e:
-        # Under an orchestrator, the reason first and a short traceback;
-        # called directly (no Context), the error as it is.
-        short = failure.said_first(e, self._stateful_working_dir())
-        if short is None:
-          raise
-        raise short from None
+    except GenericTrainerError as e:
+      # Under an orchestrator, the reason first and a short traceback;
+      # called directly (no Context), the error as it is.
+      short = failure.said_first(e, self._stateful_working_dir())
+      if short is None:
+        raise
+      raise short from None
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
