@@ -750,3 +750,40 @@ def test_a_pipeline_root_in_a_team_folder_cannot_be_swapped(team):
   hers = [os.path.join(d, f) for d, _, files in os.walk(team)
           for f in files]
   assert hers == []  # No model of hers, nor of the victim's, anywhere.
+
+
+def _killed_after_writing_by_path(out: str):
+  """A run that writes its split through its writer and, as TensorFlow
+  does, an event file and a checkpoint by path, then is killed outright
+  (no record, no claim); the next run's clean-up."""
+  first = command_layout.Layout(out)
+  first.clear()
+  atomic_files.write_text(os.path.join(first.data, 'Split-train', 'data.gz'),
+                          'rows')
+  by_path = [os.path.join(first.run, 'tensorboard', 'train',
+                          'events.out.tfevents.1'),
+             os.path.join(first.run, 'checkpoints', 'best.weights.h5')]
+  for path in by_path:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+      f.write('by path')
+  _, said = _warnings_of(command_layout.Layout(out).clear)
+  return ([os.path.exists(p) for p in by_path], os.path.exists(
+      os.path.join(first.data, 'Split-train', 'data.gz')), said)
+
+
+def test_files_a_killed_run_wrote_by_path_are_kept_not_removed_by_name(team):
+  """The victim's run killed outright after TensorFlow wrote an event
+  file and a checkpoint by path: no record claims them, so the next run
+  keeps them and names them once; what its journal noted (data.gz) goes
+  (on main: removed for their names)."""
+  out = str(home(team, VICTIM) / 'out')
+  by_path_kept, noted_kept, said = as_user(
+      VICTIM, _killed_after_writing_by_path, out)
+  assert (by_path_kept, noted_kept) == ([True, True], False)
+  assert [line for line in said if 'did not provably write' in line] == [
+      f'{out}: kept run/checkpoints/best.weights.h5, '
+      'run/tensorboard/train/events.out.tfevents.1, which the earlier run '
+      'did not provably write (not a name a run gives its files, or changed '
+      'since); a run removes only its own files. Delete them yourself if '
+      'you do not need them.']
