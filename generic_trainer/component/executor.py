@@ -60,7 +60,12 @@ class GenericExecutor(base_executor.BaseExecutor):
   folders get `output_folder.mode_for` of them, and the process's umask
   is set to match while it runs (`output_folder.as_private_as`), so a
   private base model or dataset never gives a model readable by all,
-  and under umask 002 nothing is writable by the group.
+  and under umask 002 nothing is writable by the group. A local Model or
+  ModelRun folder below a folder that others can write without the
+  sticky bit (a pipeline root in a team's 2775 folder) is refused before
+  anything is made there, as the command's output folder is: the
+  `run_fn` writes there by path, and a member could rename a parent
+  aside and put hers in its place.
 
   A Kubeflow Pipelines step compiled with several workers
   (`kubeflow.compile`: `keys.STEP_JOB_ENV` in its container) trains
