@@ -19,11 +19,13 @@ from conftest import command_env
 from message_parts import assert_four_parts
 from generic_trainer.command import cli_args
 from generic_trainer.command.layout import Layout
+from generic_trainer.data import local_files
 from generic_trainer.data.kept import cache as kept_cache
 from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.data.kept import settings as kept_settings
 from generic_trainer.errors import ModelFolderError, UnsafeFolderError
 from generic_trainer.keys import VERIFIED_FOLDERS_ENV
+from generic_trainer.system import atomic_files
 from generic_trainer.system import progress
 from generic_trainer.system import scratch
 from generic_trainer.system import trust
@@ -146,19 +148,24 @@ def test_a_cache_folder_that_lost_its_marker_is_not_evicted(tmp_path,
 def test_a_killed_runs_clean_up_keeps_the_users_files_it_cannot_prove(
     tmp_path, caplog):
   """A run killed before recording what it wrote: the next run removes
-  the names a run gives its files (data.gz, history.json, checkpoints/,
-  the links of a split folder), and keeps, naming them once, a user's
-  data/Split-train/mine.csv and run/notes.txt put there after the kill
-  and what a run_fn wrote under a name of its own."""
+  what its journal noted as written (data.gz, history.json, schema.pbtxt
+  through the run's writer, still as written), the folders left empty
+  and the links of a split folder, and keeps, naming them once, a user's
+  data/Split-train/mine.csv and run/notes.txt put there after the kill,
+  what a run_fn wrote under a name of its own, and the files written by
+  path (a checkpoint, an event file) that the killed run never claimed:
+  a name is no proof (on main: removed for their names)."""
   caplog.set_level(logging.INFO, logger=progress.LOGGER)
   Layout(str(tmp_path)).clear()  # The killed run's start; no record().
   written = ['data/Split-train/data.gz', 'data/Split-eval/.tmp-data.gz1',
-             'run/history.json', 'run/checkpoints/best.weights.h5',
-             'run/tensorboard/train/events.out.tfevents.1',
-             'schema/schema.pbtxt']
+             'run/history.json', 'schema/schema.pbtxt']
+  by_path = ['run/checkpoints/best.weights.h5',
+             'run/tensorboard/train/events.out.tfevents.1']
   users = ['data/Split-train/mine.csv', 'run/notes.txt',
            'run/run_fn_plot.png']
-  for rel in written + users:
+  for rel in written:  # Through the run's writer: noted in its journal.
+    atomic_files.write_text(str(tmp_path / rel), 'x')
+  for rel in by_path + users:
     (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / rel).write_text('x')
   os.symlink(tmp_path / 'run' / 'notes.txt',
@@ -166,19 +173,56 @@ def test_a_killed_runs_clean_up_keeps_the_users_files_it_cannot_prove(
   Layout(str(tmp_path)).clear()
   for rel in written + ['data/Split-eval/part-0.gz']:
     assert not os.path.lexists(tmp_path / rel), rel
-  for rel in users:
+  for rel in by_path + users:
     assert (tmp_path / rel).read_text() == 'x', rel
   named = [r.getMessage() for r in caplog.records
            if 'did not provably write' in r.getMessage()]
   assert len(named) == 1 and (
-      'data/Split-train/mine.csv, run/notes.txt, run/run_fn_plot.png' in
-      named[0]), named
+      'data/Split-train/mine.csv, run/checkpoints/best.weights.h5, '
+      'run/notes.txt, run/run_fn_plot.png, '
+      'run/tensorboard/train/events.out.tfevents.1' in named[0]), named
   caplog.clear()
   Layout(str(tmp_path)).clear()  # Named once: now counted as the user's.
   assert not [r for r in caplog.records
               if 'did not provably write' in r.getMessage()]
-  for rel in users:
+  for rel in by_path + users:
     assert (tmp_path / rel).read_text() == 'x', rel
+
+
+def test_what_a_run_wrote_by_path_is_claimed_as_it_ends(tmp_path, caplog):
+  """A run that ends (its record, as after a SIGTERM too) claims what
+  TensorFlow and its run_fn wrote by path in its own folders
+  (run/checkpoints, run/tensorboard: new since it started, writable by it
+  alone), with identities: the next run removes those, as they were;
+  one the user changed since stays, named once, and so does one in a
+  folder others could write (user code's `os.umask(0)` makes TensorFlow's
+  folders 0777), which the run cannot claim (on main: recorded and
+  removed for its name)."""
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  layout = Layout(str(tmp_path))
+  layout.clear()
+  by_path = ['run/checkpoints/best.weights.h5',
+             'run/tensorboard/train/events.out.tfevents.1',
+             'run/checkpoints/run_fn_own.bin']
+  for rel in by_path:
+    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / rel).write_text('x')
+  open_to_all = tmp_path / 'run' / 'tensorboard' / 'eval'
+  open_to_all.mkdir()
+  open_to_all.chmod(0o777)
+  (open_to_all / 'events.out.tfevents.2').write_text('anyone could')
+  layout.record()
+  (tmp_path / by_path[2]).write_text('the user changed it since')
+  Layout(str(tmp_path)).clear()
+  for rel in by_path[:2]:
+    assert not os.path.lexists(tmp_path / rel), rel
+  assert (tmp_path / by_path[2]).read_text() == 'the user changed it since'
+  assert (open_to_all / 'events.out.tfevents.2').read_text() == 'anyone could'
+  named = [r.getMessage() for r in caplog.records
+           if 'did not provably write' in r.getMessage()]
+  assert len(named) == 1 and (
+      'run/checkpoints/run_fn_own.bin, '
+      'run/tensorboard/eval/events.out.tfevents.2' in named[0]), named
 
 
 _HOLD_SCRATCH = '''
@@ -252,3 +296,27 @@ def test_an_export_replaces_only_an_export_it_made(tmp_path, penguin_csvs):
     est.export(exported)
   assert (tmp_path / 'export' / 'variables' / 'mine.txt').exists()
   assert (tmp_path / 'export' / 'saved_model.pb').exists()
+
+
+def test_a_split_stamped_with_its_sources_time_is_still_the_runs(
+    tmp_path, caplog):
+  """The command gives a converted split the time of its CSVs
+  (`local_files.stamp_like`) after writing it: the run notes it again,
+  so the next run removes it as the run's and says nothing (on main: its
+  identity had changed since it was noted, so every rerun kept both
+  splits' data.gz and named them as not the run's)."""
+  caplog.set_level(logging.INFO, logger=progress.LOGGER)
+  source = tmp_path / 'train.csv'
+  source.write_text('a\n1\n')
+  os.utime(source, ns=(10**18, 10**18))
+  out = tmp_path / 'out'
+  layout = Layout(str(out))
+  layout.clear()
+  data = str(out / 'data' / 'Split-train' / 'data.gz')
+  atomic_files.write_text(data, 'rows')
+  local_files.stamp_like([data], [str(source)])
+  layout.record()
+  Layout(str(out)).clear()
+  assert not os.path.lexists(data)
+  assert not [r.getMessage() for r in caplog.records
+              if 'did not provably write' in r.getMessage()]

@@ -98,7 +98,9 @@ def test_a_killed_runs_clean_up_keeps_what_the_user_added_after(tmp_path):
   out = tmp_path / 'out'
   layout = Layout(str(out))
   layout.clear()
-  _write(out, {'data/Split-train/data.gz': 'ours', 'run/history.json': '[]'})
+  for rel, text in {'data/Split-train/data.gz': 'ours',
+                    'run/history.json': '[]'}.items():  # As the run writes.
+    atomic_files.write_text(os.path.join(out, rel), text)
   # Killed: no record(). The user then adds their own file.
   _write(out, {'data/raw/labels.csv': 'mine'})
   Layout(str(out)).clear()

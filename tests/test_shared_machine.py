@@ -91,13 +91,11 @@ def test_the_lock_is_free_again_when_its_holder_is_killed(tmp_path):
 
 
 def _run_once(layout, files, keep=None, checkpoint=None):
-  """What a run does to the folder: clear, write `files`, record."""
+  """What a run does to the folder: clear, write `files` (through the
+  run's writer, which notes them in its journal), record."""
   layout.clear(keep=keep, checkpoint=checkpoint)
   for rel, text in files.items():
-    path = os.path.join(layout.root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
-      f.write(text)
+    atomic_files.write_text(os.path.join(layout.root, rel), text)
   layout.record()
 
 
@@ -121,7 +119,9 @@ def test_a_users_file_in_a_run_folder_survives_the_next_run(tmp_path):
 def test_a_killed_runs_files_are_removed_but_not_what_was_there_before(
     tmp_path):
   """A run killed before recording what it wrote: the next run removes
-  everything under its folders except what a user had put there."""
+  the folders it left empty, and keeps what a user had put there and
+  the files the killed run wrote by path without claiming them (an
+  event file: a name is no proof, row 562)."""
   layout = Layout(str(tmp_path))
   _run_once(layout, {'run/history.json': ''})
   (tmp_path / 'run' / 'mine.txt').write_text('mine')
@@ -130,7 +130,8 @@ def test_a_killed_runs_files_are_removed_but_not_what_was_there_before(
   (tmp_path / 'run' / 'tensorboard' / 'events').write_text('')
   (tmp_path / 'data' / 'Split-train').mkdir(parents=True)
   Layout(str(tmp_path)).clear()
-  assert sorted(os.listdir(tmp_path / 'run')) == ['mine.txt']
+  assert sorted(os.listdir(tmp_path / 'run')) == ['mine.txt', 'tensorboard']
+  assert (tmp_path / 'run' / 'tensorboard' / 'events').exists()
   assert not (tmp_path / 'data').exists()
 
 

@@ -663,3 +663,127 @@ def test_a_model_published_under_user_codes_umask_0_cannot_be_swapped(team):
     failed = e
   with open(os.path.join(out, 'model', 'saved_model.pb')) as f:
     assert (f.read(), managed, failed) == ('model', [], None)
+
+
+# The victim's pipeline step, as a real process of hers (`run_as`): the
+# executor's Do on artifacts in her home, its Model and ModelRun folders
+# under a pipeline root in the team folder, made as TFX's launcher makes
+# them before Do.
+_PIPELINE_STEP = '''
+import os, sys
+from tfx.types import standard_artifacts
+from generic_trainer.component.executor import GenericExecutor
+data, root, module = sys.argv[1:4]
+examples = standard_artifacts.Examples()
+examples.uri = os.path.join(data, 'examples')
+examples.split_names = '["train", "eval"]'
+schema = standard_artifacts.Schema()
+schema.uri = os.path.join(data, 'schema')
+model = standard_artifacts.Model()
+model.uri = os.path.join(root, 'GenericTrainer', 'model', '1')
+model_run = standard_artifacts.ModelRun()
+model_run.uri = os.path.join(root, 'GenericTrainer', 'model_run', '1')
+for uri in (model.uri, model_run.uri):
+  os.makedirs(uri)
+GenericExecutor().Do(
+    {'examples': [examples], 'schema': [schema]},
+    {'model': [model], 'model_run': [model_run]},
+    {'train_args': '{"num_steps": 3}', 'eval_args': '{"num_steps": 1}',
+     'custom_config': 'null', 'module_file': module})
+'''
+
+
+def _pipeline_root_of_hers(root: str) -> None:
+  """The teammate: the victim's pipeline root renamed aside, one of hers
+  (0777 all the way down to the Model folder) in its place."""
+  os.rename(root, root + '.aside')
+  for folder in ('', 'GenericTrainer', 'GenericTrainer/model',
+                 'GenericTrainer/model/1', 'GenericTrainer/model_run',
+                 'GenericTrainer/model_run/1'):
+    os.mkdir(os.path.join(root, folder))
+    os.chmod(os.path.join(root, folder), 0o777)
+
+
+def test_a_pipeline_root_in_a_team_folder_cannot_be_swapped(team):
+  """A pipeline's Model folder is written by its path (the `run_fn`
+  saves there): with the pipeline root in a team's 2775 folder, a
+  teammate who renames the root aside once staging appears and puts hers
+  in its place gets the victim's model in her folder (on main: the run
+  trained and saved its export into her folder, where she could read
+  the weights; only its publication was refused, row 570). The executor refuses such a root before it makes
+  anything, naming the team folder and the fix (`chmod +t`), as the
+  command refuses such an output folder; nothing reaches her."""
+  # pylint: disable=g-import-not-at-top
+  import threading
+  from conftest import PENGUIN_MODULE, write_penguin_artifacts
+  from other_user import run_as, user_repo
+  data = home(team, VICTIM) / 'data'
+  write_penguin_artifacts(str(data))
+  subprocess.run(['chown', '-R', f'{VICTIM}:{VICTIM}', str(data)],
+                 check=True)
+  root = str(team / 'pipeline')
+  module = os.path.join(user_repo(), os.path.relpath(
+      PENGUIN_MODULE, os.path.dirname(os.path.dirname(__file__))))
+  done = {}
+  step = threading.Thread(target=lambda: done.update(run=run_as(
+      VICTIM, home(team, VICTIM), ['python', '-c', _PIPELINE_STEP,
+                                   str(data), root, module], timeout=600)))
+  step.start()
+  staging = pathlib.Path(root, 'GenericTrainer', 'model', '1', '.staging')
+  while step.is_alive() and not wait_for(staging, 0.05):
+    pass
+  if os.path.lexists(staging):
+    as_user(TEAMMATE, _pipeline_root_of_hers, root)
+  step.join()
+  run = done['run']
+  assert run.returncode != 0, run.stderr[-3000:]
+  message = run.stderr
+  assert (f'UnsafeFolderError: The pipeline output {root}/GenericTrainer/'
+          f'model/1 is inside {team}, which is not safe to hold it: it is '
+          'writable by group (mode 2775, no sticky bit)') in message, (
+              message[-3000:])
+  assert f'`chmod +t {team}`' in message
+  assert 'Choose a pipeline root elsewhere' in message
+  line = next(l for l in message.splitlines()
+              if l.startswith('generic_trainer.errors.UnsafeFolderError'))
+  assert_four_parts(line.partition(': ')[2])
+  hers = [os.path.join(d, f) for d, _, files in os.walk(team)
+          for f in files]
+  assert hers == []  # No model of hers, nor of the victim's, anywhere.
+
+
+def _killed_after_writing_by_path(out: str):
+  """A run that writes its split through its writer and, as TensorFlow
+  does, an event file and a checkpoint by path, then is killed outright
+  (no record, no claim); the next run's clean-up."""
+  first = command_layout.Layout(out)
+  first.clear()
+  atomic_files.write_text(os.path.join(first.data, 'Split-train', 'data.gz'),
+                          'rows')
+  by_path = [os.path.join(first.run, 'tensorboard', 'train',
+                          'events.out.tfevents.1'),
+             os.path.join(first.run, 'checkpoints', 'best.weights.h5')]
+  for path in by_path:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+      f.write('by path')
+  _, said = _warnings_of(command_layout.Layout(out).clear)
+  return ([os.path.exists(p) for p in by_path], os.path.exists(
+      os.path.join(first.data, 'Split-train', 'data.gz')), said)
+
+
+def test_files_a_killed_run_wrote_by_path_are_kept_not_removed_by_name(team):
+  """The victim's run killed outright after TensorFlow wrote an event
+  file and a checkpoint by path: no record claims them, so the next run
+  keeps them and names them once; what its journal noted (data.gz) goes
+  (on main: removed for their names)."""
+  out = str(home(team, VICTIM) / 'out')
+  by_path_kept, noted_kept, said = as_user(
+      VICTIM, _killed_after_writing_by_path, out)
+  assert (by_path_kept, noted_kept) == ([True, True], False)
+  assert [line for line in said if 'did not provably write' in line] == [
+      f'{out}: kept run/checkpoints/best.weights.h5, '
+      'run/tensorboard/train/events.out.tfevents.1, which the earlier run '
+      'did not provably write (not a name a run gives its files, or changed '
+      'since); a run removes only its own files. Delete them yourself if '
+      'you do not need them.']

@@ -46,6 +46,7 @@ import time
 from typing import List, Optional
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import journal
 from generic_trainer.system import manifest
 from generic_trainer.system import progress
 from generic_trainer.system import removal
@@ -273,9 +274,18 @@ class Layout:
             if e not in set(record.get('foreign', []))}
 
   def record(self) -> None:
-    """Records what this run wrote (after `clear`), for the next run."""
+    """Records what this run wrote (after `clear`), for the next run: at
+    the end of the attempt, a SIGTERM's included. First the run claims
+    what TensorFlow and a `run_fn` wrote by path in its own folders (the
+    `run/` folders of `MODEL_RUN_FOLDERS`, its resume checkpoint:
+    `journal.claim`), which were not there when it started; a file
+    elsewhere is the run's only if the journal noted it as written."""
     if self._roots:
+      own = [f'{RUN}/{name}' for name in MODEL_RUN_FOLDERS] + [
+          rel for rel in self._roots
+          if rel.startswith(RESUME_FOLDER_PREFIX)]
       try:
+        journal.claim(self.root, own, self._foreign)
         manifest.finish(self.root, self._roots, self._foreign,
                         _named_as_a_run_names)
       except OSError:

@@ -60,7 +60,12 @@ class GenericExecutor(base_executor.BaseExecutor):
   folders get `output_folder.mode_for` of them, and the process's umask
   is set to match while it runs (`output_folder.as_private_as`), so a
   private base model or dataset never gives a model readable by all,
-  and under umask 002 nothing is writable by the group.
+  and under umask 002 nothing is writable by the group. A local Model or
+  ModelRun folder below a folder that others can write without the
+  sticky bit (a pipeline root in a team's 2775 folder) is refused before
+  anything is made there, as the command's output folder is: the
+  `run_fn` writes there by path, and a member could rename a parent
+  aside and put hers in its place.
 
   A Kubeflow Pipelines step compiled with several workers
   (`kubeflow.compile`: `keys.STEP_JOB_ENV` in its container) trains
@@ -94,20 +99,21 @@ class GenericExecutor(base_executor.BaseExecutor):
   def Do(self, input_dict: Dict[str, List[Any]],
          output_dict: Dict[str, List[Any]],
          exec_properties: Dict[str, Any]) -> None:
-    # What it writes is as private as its inputs, as the command's.
-    with preemption.handling(), preemption.stopping_anywhere(), \
-        output_folder.as_private_as(
-            _uris(input_dict, _PRIVACY_INPUTS),
-            _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
-      try:
+    try:
+      # What it writes is as private as its inputs, and no one else may
+      # rename a folder above its local outputs, as the command's.
+      with preemption.handling(), preemption.stopping_anywhere(), \
+          output_folder.as_private_as(
+              _uris(input_dict, _PRIVACY_INPUTS),
+              _uris(output_dict, (keys.MODEL_KEY, keys.MODEL_RUN_KEY))):
         self._do(input_dict, output_dict, exec_properties)
-      except GenericTrainerError as e:
-        # Under an orchestrator, the reason first and a short traceback;
-        # called directly (no Context), the error as it is.
-        short = failure.said_first(e, self._stateful_working_dir())
-        if short is None:
-          raise
-        raise short from None
+    except GenericTrainerError as e:
+      # Under an orchestrator, the reason first and a short traceback;
+      # called directly (no Context), the error as it is.
+      short = failure.said_first(e, self._stateful_working_dir())
+      if short is None:
+        raise
+      raise short from None
 
   def _do(self, input_dict, output_dict, exec_properties) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)

@@ -15,6 +15,7 @@ import json
 from typing import Dict, List, Optional
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import journal
 from generic_trainer.system import paths
 from generic_trainer.data import tfrecords
 from generic_trainer.errors import InputArtifactError
@@ -312,6 +313,9 @@ def stamp_like(outs: List[str], sources: List[str]) -> None:
   newest = max(os.stat(path).st_mtime_ns for path in sources)
   for out in outs:
     os.utime(out, ns=(newest, newest))
+    # Its identity changed with its time: noted again, or the next run
+    # would find it changed since it was written and keep it as no run's.
+    journal.note(out, os.lstat(out))
 
 
 def _is_within(path: str, folder: str) -> bool:

@@ -9,7 +9,11 @@ after a kill, gave it a run's name. The journal says which file the run
 wrote at that path; a file found there with another identity is not the
 run's (`manifest` keeps it and names it once). Files that TensorFlow
 writes by path (event files, SavedModels, a `run_fn`'s own) are not in
-it; for those the names still decide.
+it as they are written; the run claims them as it ends (`claim`: its
+last record, a SIGTERM's included), by one walk of its own folders, with
+their identities. A file neither noted nor claimed (a run killed outright
+wrote it, or it lies where others could have put it) is no run's,
+whatever its name: it stays, named once.
 
 The journal is `.generic-trainer.journal` in the output folder, JSON
 lines, made when the first file is noted, removed when the run records
@@ -21,9 +25,11 @@ the roots travel in `keys.JOURNAL_ENV`.
 
 import json
 import os
-from typing import Dict, Iterable, Tuple
+import stat
+from typing import Container, Dict, Iterable, List, Tuple
 
 from generic_trainer.keys import JOURNAL_ENV
+from generic_trainer.system import trust
 
 NAME = '.generic-trainer.journal'
 _APPEND = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW |
@@ -58,13 +64,62 @@ def note(path: str, info: os.stat_result) -> None:
   rel = os.path.relpath(os.path.abspath(path), root)
   if not any(rel == r or rel.startswith(r + os.sep) for r in roots):
     return
-  line = json.dumps({'path': rel, 'id': identity(info)})
+  _append(root, [json.dumps({'path': rel, 'id': identity(info)})])
+
+
+def claim(root: str, folders: Iterable[str],
+          before: Container[str]) -> List[str]:
+  """Notes, as the run ends, the files its own `folders` (relative to
+  `root`) hold that were not there when it started (`before`, relative
+  paths): what TensorFlow and a `run_fn` wrote there by path (event
+  files, checkpoints, a `run_fn`'s own files), which `note` never saw.
+  A folder is the run's own when it is no link and this user alone can
+  write it (`trust.problems`): what a folder others can write holds may
+  be theirs, and is left to what `note` saw. One walk, no link followed;
+  the relative paths noted. Nothing when no run notes for `root`."""
+  held = _held()
+  root = os.path.abspath(root)
+  if not held or held[0] != root:
+    return []
+  noted = read(root)
+  lines, claimed = [], []
+  for top in folders:
+    for folder, dirs, files in os.walk(os.path.join(root, top)):
+      try:
+        info = os.lstat(folder)
+      except OSError:
+        dirs[:] = []
+        continue
+      if not stat.S_ISDIR(info.st_mode) or trust.problems(info):
+        dirs[:] = []  # Not the run's own: only what `note` saw counts.
+        continue
+      for name in files:
+        path = os.path.join(folder, name)
+        rel = os.path.relpath(path, root)
+        if rel in before or rel in noted:
+          continue
+        try:
+          info = os.lstat(path)
+        except OSError:
+          continue
+        if stat.S_ISREG(info.st_mode):
+          lines.append(json.dumps({'path': rel, 'id': identity(info)}))
+          claimed.append(rel)
+  _append(root, lines)
+  return claimed
+
+
+def _append(root: str, lines: List[str]) -> None:
+  """Appends `lines` to `root`'s journal, in one write; a failure to note
+  is no failure of the run (what is not noted stays, named)."""
+  if not lines:
+    return
   try:
     fd = os.open(os.path.join(root, NAME), _APPEND, 0o600)
   except OSError:
     return
   try:
-    os.write(fd, (line + '\n').encode('utf-8'))
+    os.write(fd, ''.join(line + '\n' for line in lines).encode('utf-8'))
   except OSError:
     pass
   finally:

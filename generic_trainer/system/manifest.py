@@ -13,14 +13,16 @@ folder):
   already in them that is not its own (`foreign`: files a user put there,
   which stay); as the run ends, failed or not, every file, link and folder
   under the roots that was not foreign and is provably the run's
-  (`written`, with identities): a file the run's journal noted at that
-  path (`journal`) only if it is still that file, the rest by its name. The
+  (`written`, with identities): a file only if the run's journal noted
+  or claimed it at that path (`journal`) and it is still that file;
+  folders and links by their names. The
   next run removes the `written` entries that it still finds as the run
   left them (a file the user put in place of one, or a link put in place
   of a folder, stays), files first, then the folders that are left empty;
   anything else stays. A run killed before its end recorded no `written`:
-  what is not foreign and is named as a run names what it writes (the
-  writer's `named`) is removed. A folder written by a version before the
+  the files its journal noted, still as noted, and the folders and links
+  that are not foreign and are named as a run names what it writes (the
+  writer's `named`) are removed; a file is never removed by its name. A folder written by a version before the
   manifest (a marker of plain text) is cleared by the names that version
   wrote (the writer's `legacy`). What stays is named by `left`.
 - a listing (`write_listing`, `listing`) names what one folder held when
@@ -137,22 +139,26 @@ def ours(root: str, record, named: Callable[[str, str], bool],
 def _provably_ours(root: str, found: Iterable[str],
                    named: Optional[Callable[[str, str], bool]]) -> List[str]:
   """Of the entries `found` of `root`, those the run wrote: a file its
-  journal noted at that path is the run's when it is still that file
-  (`journal.identity`), whatever its name, and never otherwise (a
-  user's file put in its place, during the run or after a kill); for
-  what the journal does not name (what TensorFlow writes by path,
-  folders, links), the name decides (`named`, see `ours`; all when
-  None)."""
+  journal noted (or claimed, `journal.claim`) at that path is the run's
+  when it is still that file (`journal.identity`), whatever its name,
+  and never otherwise (a user's file put in its place, during the run or
+  after a kill). A file the journal does not name is no run's, whatever
+  its name: it stays, named once (`left`). Folders and links, which the
+  journal does not name, go by their names (`named`, see `ours`; all
+  when None): a folder is removed only once empty, and removing a link
+  leaves what it points to."""
   noted = journal.read(root)
   mine = []
   for rel in sorted(found):
+    try:
+      info = os.lstat(os.path.join(root, rel))
+    except OSError:
+      continue
     if rel in noted:
-      try:
-        info = os.lstat(os.path.join(root, rel))
-      except OSError:
-        continue
       if journal.identity(info) == noted[rel]:
         mine.append(rel)
+    elif stat.S_ISREG(info.st_mode) and named is not None:
+      continue  # Not noted: never removed by its name.
     elif named is None or named(root, rel):
       mine.append(rel)
   return mine

@@ -283,9 +283,27 @@ def as_private_as(inputs: Iterable[str], outputs: Iterable[str]
   ModelRun artifact folders, made for this execution: local ones only)
   are made or set to `mode_for(inputs)`. The pipeline's executor, whose
   output folders TFX makes with the umask's mode, as the command's
-  `hold` does for its folder."""
+  `hold` does for its folder.
+
+  A local output folder is written by its path (TensorFlow and the
+  `run_fn` write there by path), so, as the command's output folder, no
+  folder above it may be one that others can write without the sticky
+  bit (a pipeline root in a team's 2775 folder): a member could rename
+  the Model folder's parent aside and put hers in its place, and the run
+  would train into her folder (`trust.check_ancestors`). Checked before
+  anything is made or changed there.
+
+  Raises:
+    UnsafeFolderError: a folder above a local output lets others rename
+      what it holds (row 561).
+  """
   mode = mode_for(list(inputs))
   outputs = list(outputs)
+  for folder in outputs:
+    if folder and not paths.is_remote(folder):
+      trust.check_ancestors(
+          folder, 'The pipeline output', 'a pipeline root elsewhere (under '
+          'your home, or a folder only you can write)')
   for folder in outputs:
     if folder and not paths.is_remote(folder):
       create(folder, mode)

@@ -92,7 +92,9 @@ def parent_problems(info: os.stat_result) -> List[str]:
   return found
 
 
-def check_ancestors(path: str, name: str) -> None:
+def check_ancestors(path: str, name: str,
+                    elsewhere: str = 'a folder elsewhere (under your home)'
+                    ) -> None:
   """Raises UnsafeFolderError when a folder above `path` (as written, and
   where its links lead), up to /, lets someone else rename what it holds
   (`parent_problems`): a team member who can write a parent without the
@@ -102,7 +104,8 @@ def check_ancestors(path: str, name: str) -> None:
   be theirs after the swap. Folders not made yet are not checked (the run
   makes them, private). The folders found safe are recorded for this
   process's children (`verified_env`). `name` names `path` in the
-  message ('TMPDIR', '--output-dir')."""
+  message ('TMPDIR', '--output-dir'); `elsewhere` says where else to
+  put it ('a pipeline root elsewhere ...')."""
   for folder in _folders_above(path):
     try:
       info = os.stat(folder)
@@ -116,8 +119,8 @@ def check_ancestors(path: str, name: str) -> None:
           f'rename what it holds, with {path} in it, aside and put a folder '
           'of their own in its place. Expected every folder above it owned '
           'by you or root and writable by no one else, or with the sticky '
-          f'bit as /tmp has. Received: {name}={path!r}. Choose a folder '
-          f'elsewhere (under your home), or ask the owner of {folder} to '
+          f'bit as /tmp has. Received: {name}={path!r}. Choose {elsewhere}, '
+          f'or ask the owner of {folder} to '
           f'`chmod +t {folder}` (or `chmod go-w {folder}` if it is yours).')
     _VERIFIED.add((info.st_dev, info.st_ino))
 
