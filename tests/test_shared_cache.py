@@ -15,6 +15,7 @@ import fcntl
 import pytest
 
 from message_parts import assert_four_parts
+from generic_trainer.system import trust
 from generic_trainer.system import owner_lock
 from generic_trainer.system import progress
 from generic_trainer.system import scratch
@@ -80,7 +81,7 @@ def test_a_poisoned_entry_not_ours_alone_is_a_miss_that_says_why(
   assert decision == 'miss'
   assert why == ('its folder is owned by uid 65534, not you'
                  if whose == 'another user' else
-                 'its manifest is writable by group and others (mode 0666)')
+                 f'its manifest is writable by {_who_else()} (mode 0666)')
   assert any(why in r.getMessage() for r in caplog.records)
   with kept_cache.SpanCache(str(tmp_path)) as store:
     assert _same(_read(span, store), _read(span))
@@ -248,3 +249,11 @@ def test_an_entry_is_locked_by_its_writer_until_it_is_in_place(
   monkeypatch.undo()
   with kept_cache.SpanCache(str(tmp_path)) as store:
     assert store.lookup(span[0], _key(span[0])) is not None
+
+
+def _who_else() -> str:
+  """Who else may write a 0666 file of ours: others, and the group unless
+  it is ours alone (`trust.owners_group_alone`: root's group, or a user's
+  user-private group)."""
+  alone = trust.owners_group_alone(os.getegid(), os.geteuid())
+  return 'others' if alone else 'group and others'

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from conftest import TESTDATA, command_env
+from conftest import REPO, TESTDATA, command_env
 from message_parts import assert_four_parts
 from other_user import NOBODY, as_nobody, reachable_folder
 from generic_trainer.command import cli_args
@@ -30,6 +30,7 @@ from generic_trainer.data.kept import folder as kept_folder
 from generic_trainer.errors import UnsafeFolderError
 from generic_trainer.launch import child_process
 from generic_trainer.system import scratch
+from generic_trainer.system import trust
 
 
 @pytest.fixture
@@ -229,3 +230,31 @@ def test_the_executor_writes_as_privately_as_its_inputs_under_umask_002(
       for name in dirs + files:
         path = os.path.join(folder, name)
         assert not _mode(path) & 0o077, (path, oct(_mode(path)))
+
+
+def test_a_folder_of_ones_own_group_of_one_may_hold_the_outputs_under_umask_002(
+    tmp_path, penguin_csvs):
+  """Ubuntu's and Debian's users: umask 002 and a group of their own that
+  holds no one else (`useradd`'s user-private group), so every folder they
+  make is 0775. The command's output folder in such a folder trains and
+  publishes (it was refused: 'writable by group'); a group with another
+  member stays refused (tests/test_team_folder.py)."""
+  uid, gid = os.geteuid(), os.getegid()
+  if not trust.owners_group_alone(gid, uid):
+    pytest.skip(f'this user (uid {uid}) has no group of their own alone '
+                f'(gid {gid}): the case needs one, as `useradd` makes')
+  projects = tmp_path / 'projects'
+  projects.mkdir()
+  os.chmod(projects, 0o775)
+  os.chmod(tmp_path, 0o775)
+  done = subprocess.run(
+      [sys.executable, '-c', 'import os, sys\nos.umask(0o002)\n'
+       'from generic_trainer.command import cli\n'
+       'sys.exit(cli.main(sys.argv[1:]))',
+       '--module-file', os.path.join(REPO, 'module_files', 'penguin_spec.py'),
+       '--train-data', str(penguin_csvs[0]), '--output-dir',
+       str(projects / 'out'), '--steps', '5'],
+      capture_output=True, text=True, env=command_env(), timeout=600)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert (projects / 'out' / 'model' / 'saved_model.pb').exists()
+  assert not _mode(projects / 'out' / 'model') & 0o022

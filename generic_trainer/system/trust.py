@@ -5,7 +5,9 @@ One rule, for everything a run reads back, reuses or deletes (the parsed
 rows cache's folder and entries, scratch folders, the output folder):
 owned by this user, and not writable by group or others (a folder with
 the sticky bit excepted, as /tmp: others may add names there, but not
-rename or delete ours). Decided on what was opened (`os.fstat` of a
+rename or delete ours; and a group that holds no one but its owner, the
+user-private group Debian, Ubuntu and Fedora make for each user, whose
+umask 002 leaves every folder they make group-writable to no one else). Decided on what was opened (`os.fstat` of a
 descriptor opened with O_NOFOLLOW, and O_DIRECTORY for a folder), never
 on a path looked up again, so that no link and no swap between the check
 and the use is followed.
@@ -23,6 +25,8 @@ layout, and a module holds one idea.
 """
 
 import errno
+import functools
+import grp
 import os
 import stat
 from typing import List, Optional, Set, Tuple
@@ -67,9 +71,27 @@ def _faults(info: os.stat_result) -> Tuple[bool, List[str]]:
   writable = [who for who, bit in (('group', stat.S_IWGRP),
                                    ('others', stat.S_IWOTH))
               if info.st_mode & bit]
+  if 'group' in writable and owners_group_alone(info.st_gid, info.st_uid):
+    writable.remove('group')  # Writable by its owner's group of one.
   if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:
     writable = []  # Others may add names, not rename or delete ours.
   return info.st_uid != os.geteuid(), writable
+
+
+@functools.lru_cache(maxsize=None)
+def owners_group_alone(gid: int, uid: int) -> bool:
+  """Whether group `gid` holds no one but user `uid`: it is that user's
+  primary group, lists no other member, and no other user has it as
+  theirs (a user-private group, as `useradd` makes by default). A group
+  the system does not name, or a user it does not know, is not."""
+  try:
+    owner = pwd.getpwuid(uid)
+    group = grp.getgrgid(gid)
+  except KeyError:
+    return False
+  if owner.pw_gid != gid or any(m != owner.pw_name for m in group.gr_mem):
+    return False
+  return all(p.pw_gid != gid or p.pw_uid == uid for p in pwd.getpwall())
 
 
 def parent_problems(info: os.stat_result) -> List[str]:
