@@ -43,6 +43,10 @@ def run(folder: str) -> str:
   env = dict(os.environ, PYTHONPATH=_ROOT, PYTHONUNBUFFERED='1',
              XDG_CACHE_HOME=cache)
   env.pop('TF_CONFIG', None)
+  # A user's shell: not the environment of a process that imported TFX,
+  # which sets TF_USE_LEGACY_KERAS=1 (the test suite's), and would make the
+  # command train on tf_keras.
+  env.pop('TF_USE_LEGACY_KERAS', None)
   done = subprocess.run(
       [sys.executable, '-m', 'generic_trainer', '--module-file',
        os.path.join('module_files', 'penguin_spec.py'), '--train-data', data,
