@@ -84,6 +84,23 @@ def build_image() -> str:
   return IMAGE
 
 
+def module_in(root: str, *files: str) -> str:
+  """The first of `files` (paths of this checkout's, e.g.
+  'tests/testdata/slow_worker_spec.py' and the 'module_files/...' it
+  imports), copied with their relative paths into `root`, which every
+  step's container mounts at its own path: the checkout itself may sit
+  in a folder the container's user cannot enter (a clone under /root,
+  0700), as a pipeline's modules sit where its steps can read them.
+  Returns the first one's path in `root`."""
+  copies = []
+  for name in files:
+    copy = os.path.join(root, 'modules', name)
+    os.makedirs(os.path.dirname(copy), exist_ok=True)
+    shutil.copyfile(os.path.join(REPO, name), copy)
+    copies.append(copy)
+  return copies[0]
+
+
 def run_step(job: Dict[str, Any], task: str, image: str, root: str,
              inputs: Dict[str, List[Dict[str, Any]]],
              env: Optional[Dict[str, str]] = None,

@@ -117,7 +117,7 @@ def test_sigterm_to_the_worker_container_saves_the_step_and_the_rerun_resumes(
   import glob  # pylint: disable=g-import-not-at-top
   import json  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
-  from conftest import REPO, TESTDATA, penguin_statistics  # pylint: disable=g-import-not-at-top
+  from conftest import REPO, penguin_statistics  # pylint: disable=g-import-not-at-top
   from generic_trainer.kubeflow import kfp_step  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch.local_cluster import free_ports  # pylint: disable=g-import-not-at-top
   from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
@@ -143,7 +143,9 @@ def test_sigterm_to_the_worker_container_saves_the_step_and_the_rerun_resumes(
   record = os.path.join(root, 'record')
   parameters = {
       'module_path': None,
-      'module_file': os.path.join(TESTDATA, 'slow_worker_spec.py'),
+      'module_file': containers.module_in(
+          root, 'tests/testdata/slow_worker_spec.py',
+          'module_files/penguin_spec.py'),
       'train_args': json.dumps({'num_steps': 40}),
       'eval_args': json.dumps({'num_steps': 0}),
       'custom_config': json.dumps({'record_dir': record})}

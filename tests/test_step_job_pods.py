@@ -21,7 +21,7 @@ import uuid
 
 import pytest
 
-from conftest import REPO, TESTDATA, penguin_statistics
+from conftest import REPO, penguin_statistics
 from generic_trainer.keys import KFP_POD_NAME_ENV
 from generic_trainer.keys import KFP_POD_UID_ENV
 import containers
@@ -105,7 +105,9 @@ def test_a_two_pod_trainjob_trains_the_step_and_its_model_is_blessed(
   record = os.path.join(root, 'record')
   parameters = {  # The slow penguin spec: ~0.1 s a step, steps recorded.
       'module_path': None,
-      'module_file': os.path.join(TESTDATA, 'slow_worker_spec.py'),
+      'module_file': containers.module_in(
+          root, 'tests/testdata/slow_worker_spec.py',
+          'module_files/penguin_spec.py'),
       'custom_config': json.dumps({'record_dir': record})}
   name = step_render.job_name(model_uri)
   (role, _) = rbac('pipeline-runner', NAMESPACE)
