@@ -160,9 +160,12 @@ def run_step(job: Dict[str, Any], task: str, image: str, root: str,
   os.makedirs(os.path.join(downloads, 'gcs'))  # Mounted, even when empty.
   launcher_downloads(_as_bucket_uris(invocation, root),
                      {BUCKET: root}, downloads)
-  os.chmod(root, 0o777)
+  # The steps' users (any uid, as a restricted pod's) share the volume as
+  # users share /tmp: every folder writable by all, with the sticky bit, so
+  # that none may rename what another made (the executor refuses an output
+  # folder below a folder others may rename in: trust.check_ancestors).
   for folder, _, _ in os.walk(root):
-    os.chmod(folder, 0o777)
+    os.chmod(folder, 0o1777)
   if launcher_mount_points:
     command = ['sh', '-c', 'mkdir -p /gcs /minio /s3 && exec "$@"', 'sh',
                *command]
