@@ -42,11 +42,12 @@ def run(folder: str) -> str:
   cache = os.path.join(folder, 'cache')  # A first run's: nothing kept yet.
   env = dict(os.environ, PYTHONPATH=_ROOT, PYTHONUNBUFFERED='1',
              XDG_CACHE_HOME=cache)
-  env.pop('TF_CONFIG', None)
-  # A user's shell: not the environment of a process that imported TFX,
-  # which sets TF_USE_LEGACY_KERAS=1 (the test suite's), and would make the
-  # command train on tf_keras.
-  env.pop('TF_USE_LEGACY_KERAS', None)
+  # A user's shell: none of what a process that imported TensorFlow or TFX
+  # (the test suite's) set for itself, e.g. TF_USE_LEGACY_KERAS=1, which
+  # makes the command train on tf_keras, or TF_CPP_MIN_LOG_LEVEL=1, which
+  # asks for TensorFlow's start-up lines.
+  for name in [n for n in env if n.startswith(('TF_', 'KERAS_'))]:
+    del env[name]
   done = subprocess.run(
       [sys.executable, '-m', 'generic_trainer', '--module-file',
        os.path.join('module_files', 'penguin_spec.py'), '--train-data', data,
