@@ -64,7 +64,7 @@ KFP_VERSION_READ = '2.17.0'
 # What a step that launches a job asks for while it waits (KFP's
 # ResourceSpec, which every supported driver reads: driver.go, memory as
 # "%vG"). Its process, TFX's KFP entrypoint with GenericExecutor and the
-# step's job code imported, peaked at 893 MB (ru_maxrss: tests/test_step_job.py
+# step's job code imported, peaked at 879 MB (its VmHWM: tests/test_step_job.py
 # ::test_the_waiting_step_fits_in_the_memory_it_asks_for prints it), so 2 GB;
 # half a core. A step asking for
 # nothing is refused where a ResourceQuota sets requests.memory or
