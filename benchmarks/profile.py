@@ -224,7 +224,7 @@ def main(argv=None) -> int:
   for k, v in summary.items():
     print(f'{k}: {v:.2f}' + (' (rounds: ' + ', '.join(
         f'{r[k]:.2f}' for r in per_round) + ')' if len(rounds) > 1 else ''))
-  report = {'cpu': _cpu_name(), 'cores': os.cpu_count(),
+  report = {'cpu': variants.cpu_name(), 'cores': os.cpu_count(),
             'python': platform.python_version(), 'tensorflow': tf.__version__,
             'keras': keras.__version__, 'rows': rows, 'epochs': args.epochs,
             'command': 'python -m benchmarks.profile ' + ' '.join(
@@ -264,17 +264,6 @@ def _ratios(records: list) -> Dict[str, float]:
       'uncached, its wall at that floor / its wall':
           floor_ms / stream['wall_ms_per_batch'],
   }
-
-
-def _cpu_name() -> str:
-  try:
-    with open('/proc/cpuinfo') as f:
-      for line in f:
-        if line.startswith('model name'):
-          return line.split(':', 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or 'unknown'
 
 
 if __name__ == '__main__':
