@@ -401,21 +401,27 @@ def _stage_under_umask_0(out: str, flags: pathlib.Path):
                             for name in dirs + files})
 
 
-def _tamper_with_staging(serving: str) -> list:
-  """The teammate, as the export is staged: writes her weights into the
-  staged `saved_model.pb` in place and adds a file; what she managed."""
+def _managed(steps) -> list:
+  """The names of the (name, step) `steps` that ran without an OSError:
+  what the teammate managed."""
   done = []
-  for what, step in (
-      ('changed saved_model.pb', lambda: open(
-          os.path.join(serving, 'saved_model.pb'), 'w').write('hers')),
-      ('added variables/hers', lambda: open(
-          os.path.join(serving, 'variables', 'hers'), 'w').write('x'))):
+  for what, step in steps:
     try:
       step()
       done.append(what)
     except OSError:
       pass
   return done
+
+
+def _tamper_with_staging(serving: str) -> list:
+  """The teammate, as the export is staged: writes her weights into the
+  staged `saved_model.pb` in place and adds a file; what she managed."""
+  return _managed((
+      ('changed saved_model.pb', lambda: open(
+          os.path.join(serving, 'saved_model.pb'), 'w').write('hers')),
+      ('added variables/hers', lambda: open(
+          os.path.join(serving, 'variables', 'hers'), 'w').write('x'))))
 
 
 def test_an_export_staged_under_user_codes_umask_0_is_the_runs_alone(team):
@@ -458,17 +464,10 @@ def _checkpoint_under_umask_0(out: str, flags: pathlib.Path) -> str:
 def _tamper_with_checkpoint(path: str) -> list:
   """The teammate, after the write: her weights in place of the run's,
   in the file and by a rename in its folder; what she managed."""
-  done = []
-  for what, step in (
+  return _managed((
       ('wrote into it', lambda: open(path, 'w').write('hers')),
       ('replaced it', lambda: (open(path + '.hers', 'w').write('hers'),
-                               os.replace(path + '.hers', path)))):
-    try:
-      step()
-      done.append(what)
-    except OSError:
-      pass
-  return done
+                               os.replace(path + '.hers', path)))))
 
 
 def test_a_file_the_run_writes_after_user_codes_umask_0_is_not_others(team):
