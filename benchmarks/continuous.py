@@ -52,6 +52,7 @@ import sys
 import time
 from typing import Optional
 
+from benchmarks import peak_memory
 from benchmarks import synthetic_data
 from benchmarks import variants
 
@@ -217,8 +218,7 @@ def run_execution(spans, work, previous, result):
             'check_cpu_s': min(checks), 'check_cpu_s_measures': checks,
             'rows_cpu_s': min(rows), 'rows_cpu_s_measures': rows,
             'datasets_cpu_s': datasets_s,
-            'peak_rss_mb': resource.getrusage(
-                resource.RUSAGE_SELF).ru_maxrss / 1024}
+            'peak_rss_mb': peak_memory.own_peak_mb()}
   with open(os.path.join(io[1]['model_run'][0].uri,
                          'train_result.json')) as f:
     fit_s = json.load(f)['training_time_s']

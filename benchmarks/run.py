@@ -16,8 +16,9 @@ some; all by default):
   (c) the compute-only bound: the TrainSpec's model on rows already in
       memory; TrainSpec / bound (target >= 0.85, in the medians and in
       every round with under 5% CPU steal);
-  (d) the standalone command's time to first training step / the wall
-      time of `python -c "import tensorflow"` (target <= 1.5);
+  (d) the command's time to its first training step / TensorFlow's own
+      import, each in a fresh process, from a cold page cache (target
+      <= 1.2) and a warm one (reported; `benchmarks.first_step`);
   (e) the peak memory (max RSS) of each variant's process (always);
   (f) streaming: the TrainSpec with cache=False, which reads and parses the
       gzip files every epoch, / the bound (target >= 0.6) and / the
@@ -45,12 +46,12 @@ import datetime
 import json
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import time
 
+from benchmarks import first_step
 from benchmarks import synthetic_data
 from benchmarks.model import BATCH_SIZE
 
@@ -112,7 +113,6 @@ RATIOS = [
      'train_spec_jax', 'train_spec', 'examples_per_s', None, None),
 ]
 QUIET_STEAL = 0.05  # Rounds under this CPU steal are read one by one.
-FIRST_STEP = re.compile(r'first training step after ([0-9.]+) s')
 
 
 def main(argv=None) -> int:
@@ -172,7 +172,8 @@ def main(argv=None) -> int:
         durations[name] += _round(args, name, data, repeat, runs[name], work)
   if 'd' in only:
     first_started = time.monotonic()
-    runs['first_step'] = _first_step(sets['main'], work, args.repeats)
+    runs['first_step'] = first_step.measure(sets['main'], work, args.repeats,
+                                            _cpu_ticks, _contention)
     durations['first_step'] = time.monotonic() - first_started
 
   report = _report(args, list(sys.argv[1:] if argv is None else argv), only,
@@ -226,7 +227,7 @@ def _round(args, name, data, repeat, runs, work):
     label = f'{name}-{"+".join(group)}-{repeat}'
     result = os.path.join(work, f'{label}.json')
     before = _cpu_ticks()
-    peak_mb, seconds, cpu_s = _run_child(
+    seconds, cpu_s = _run_child(
         [sys.executable, '-m', 'benchmarks.variants', *group,
          '--data', data['root'], '--work', os.path.join(work, name),
          '--result', result, '--repeats', '1', '--steps', str(data['steps']),
@@ -241,8 +242,9 @@ def _round(args, name, data, repeat, runs, work):
       records = child['results'][variant]
       run['records'] += [dict(r, round=repeat + 1, cpu_steal=steal,
                               cpu_others=others) for r in records]
-      peak = peak_mb if len(group) == 1 else max(
-          r['process_peak_rss_mb'] for r in records)
+      # Its own VmHWM (`peak_memory`): the wait's ru_maxrss would be at
+      # least this process's peak, folded into the child's at exec.
+      peak = max(r['process_peak_rss_mb'] for r in records)
       run['peak_rss_mb'] = max(run['peak_rss_mb'], peak)
       print(f'round {repeat + 1}, {name}, {variant}: {seconds:.0f}s, peak '
             f'{peak:.0f} MB, CPU steal {steal:.0%}, others {others:.2f} '
@@ -251,8 +253,7 @@ def _round(args, name, data, repeat, runs, work):
 
 
 def _run_child(command, log_path, env=None):
-  """Runs `command` to its end; returns (peak RSS in MB, seconds, CPU
-  seconds)."""
+  """Runs `command` to its end; returns (seconds, CPU seconds)."""
   started = time.monotonic()
   with open(log_path, 'w') as log:
     process = subprocess.Popen(command, cwd=ROOT, stdout=log,
@@ -262,8 +263,7 @@ def _run_child(command, log_path, env=None):
   if process.returncode:
     raise RuntimeError(f'{" ".join(command)} failed with exit code '
                        f'{process.returncode}; see {log_path}.')
-  return (usage.ru_maxrss / 1024, time.monotonic() - started,
-          usage.ru_utime + usage.ru_stime)
+  return time.monotonic() - started, usage.ru_utime + usage.ru_stime
 
 
 def _cpu_ticks():
@@ -294,58 +294,6 @@ def _contention(before, after, own_cpu_s):
   return (after[0] - before[0]) / total, others
 
 
-def _first_step(data, work, repeats):
-  """(d): the command's time to its first step vs importing TensorFlow.
-
-  Alternates the two, `repeats` times; wall time from start, as a user
-  sees it. The command trains the TrainSpec module on the eval split.
-  """
-  from benchmarks.variants import SPEC_MODULE  # pylint: disable=g-import-not-at-top
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  imports, first_steps, peaks = [], [], {'import': 0.0, 'cli': 0.0}
-  for repeat in range(repeats):
-    before = _cpu_ticks()
-    peak, seconds, cpu_s = _run_child(
-        [sys.executable, '-c', 'import tensorflow'],
-        os.path.join(work, f'import-{repeat}.log'), env)
-    steal, others = _contention(before, _cpu_ticks(), cpu_s)
-    imports.append({'wall_s': seconds, 'round': repeat + 1,
-                    'cpu_steal': steal, 'cpu_others': others})
-    peaks['import'] = max(peaks['import'], peak)
-    out_dir = os.path.join(work, f'cli-{repeat}')
-    log_path = os.path.join(work, f'cli-{repeat}.log')
-    command = [sys.executable, '-m', 'generic_trainer',
-               '--module-file', SPEC_MODULE,
-               '--train-data', os.path.join(data['eval'], '*'),
-               '--eval-data', os.path.join(data['eval'], '*'),
-               '--schema', data['schema'], '--output-dir', out_dir,
-               '--steps', '32', '--progress', 'lines']
-    before = _cpu_ticks()
-    started = time.monotonic()
-    seen = None
-    with open(log_path, 'w') as log:
-      process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, env=env)
-      for line in process.stdout:
-        log.write(line)
-        if seen is None and FIRST_STEP.search(line):
-          seen = time.monotonic() - started
-      _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) or seen is None:
-      raise RuntimeError(f'{" ".join(command)} failed or printed no first '
-                         f'step line; see {log_path}.')
-    steal, others = _contention(before, _cpu_ticks(),
-                                usage.ru_utime + usage.ru_stime)
-    first_steps.append({'first_step_s': seen, 'round': repeat + 1,
-                        'cpu_steal': steal, 'cpu_others': others})
-    peaks['cli'] = max(peaks['cli'], usage.ru_maxrss / 1024)
-  return {
-      'tensorflow_import': {'records': imports,
-                            'peak_rss_mb': peaks['import']},
-      'cli_first_step': {'records': first_steps, 'peak_rss_mb': peaks['cli']},
-  }
-
-
 def _median(records, key):
   return statistics.median(r[key] for r in records)
 
@@ -368,16 +316,19 @@ def _ratio_rows(runs):
                  rounds))
   if 'first_step' in runs:
     first = runs['first_step']
-    rows.append(('d', 'd_cli_first_step_over_tensorflow_import',
-                 _median(first['cli_first_step']['records'], 'first_step_s') /
-                 _median(first['tensorflow_import']['records'], 'wall_s'),
-                 '<=', 1.5, [
-                     {'round': x['round'], 'ratio': x['first_step_s'] /
-                      y['wall_s'], 'cpu_steal': max(x['cpu_steal'],
-                                                    y['cpu_steal']),
-                      'cpu_others': max(x['cpu_others'], y['cpu_others'])}
-                     for x, y in zip(first['cli_first_step']['records'],
-                                     first['tensorflow_import']['records'])]))
+    for suffix, name, op, target in (
+        ('', 'd_cli_first_step_over_tensorflow_import', '<=', 1.2),
+        ('_warm', 'd_warm_cli_first_step_over_tensorflow_import', None,
+         None)):
+      cli = first['cli_first_step' + suffix]['records']
+      tf = first['tensorflow_import' + suffix]['records']
+      rows.append(('d', name, _median(cli, 'first_step_s') /
+                   _median(tf, 'wall_s'), op, target, [
+                       {'round': x['round'],
+                        'ratio': x['first_step_s'] / y['wall_s'],
+                        'cpu_steal': max(x['cpu_steal'], y['cpu_steal']),
+                        'cpu_others': max(x['cpu_others'], y['cpu_others'])}
+                       for x, y in zip(cli, tf)]))
   return rows
 
 
@@ -478,7 +429,10 @@ LABELS = {
     'b_over_c_min_over_quiet_rounds':
         '(b)/(c) its lowest round with under 5% steal',
     'd_cli_first_step_over_tensorflow_import':
-        '(d) CLI time to first step / `import tensorflow`',
+        '(d) the command\'s time to first step / `import tensorflow`, cold '
+        '(page cache dropped)',
+    'd_warm_cli_first_step_over_tensorflow_import':
+        '(d) the same, warm (files in memory)',
     'f_stream_over_compute_bound':
         '(f) TrainSpec uncached (cache=False) / compute-only bound',
     'f_stream_over_tutorial_throughput':
@@ -528,9 +482,9 @@ def _values(report, name):
                 f"{med[below][bottom][key]:.1f} s")
       return f'{ex(data_set, top)} / {ex(below, bottom)} ex/s'
   if name.startswith('d_'):
-    first = med['first_step']
-    return (f"{first['cli_first_step']['first_step_s']:.1f} s / "
-            f"{first['tensorflow_import']['wall_s']:.1f} s")
+    first, suffix = med['first_step'], '_warm' if 'warm' in name else ''
+    return (f"{first['cli_first_step' + suffix]['first_step_s']:.2f} s / "
+            f"{first['tensorflow_import' + suffix]['wall_s']:.2f} s")
   if name == 'b_over_c_min_over_quiet_rounds':
     quiet = [r for r in report['rounds'][
         'b_over_c_train_spec_over_compute_bound']
@@ -590,6 +544,13 @@ def markdown(report) -> str:
     lines += ['', 'Tutorial run_fn under GenericTrainer: '
               f"{med['main']['generic_trainer']['examples_per_s']:,.0f} ex/s "
               '(its tf_dataset_factory is `input_pipeline.DatasetFactory`).']
+  cold = report['runs'].get('first_step', {}).get('cli_first_step')
+  if cold:
+    lines += ['', '(d) cold starts: ' + (
+        'the page cache dropped before each process.'
+        if cold['page_cache_dropped'] else
+        'the page cache could not be dropped (it needs root): both sides '
+        'started with the files as the machine had them in memory.')]
   lines += ['', '(e) Peak memory (max RSS of the process, MB): ' + '; '.join(
       f'{n}: ' + ', '.join(f'{v} {mb:.0f}' for v, mb in peaks.items())
       for n, peaks in report['peak_rss_mb'].items()) + '.']

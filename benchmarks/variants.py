@@ -27,10 +27,10 @@ import argparse
 import json
 import logging
 import os
-import resource
 import shutil
 import time
 
+from benchmarks import peak_memory
 from benchmarks import synthetic_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -265,8 +265,7 @@ def main(argv=None):
       else:
         records.append(run_executor(variant, args, work_dir))
       # The process's peak so far: a variant's own when it runs alone.
-      records[-1]['process_peak_rss_mb'] = resource.getrusage(
-          resource.RUSAGE_SELF).ru_maxrss / 1024
+      records[-1]['process_peak_rss_mb'] = peak_memory.own_peak_mb()
       print(f'{variant} repeat {repeat + 1}: {records[-1]}', flush=True)
   with open(args.result, 'w') as f:
     json.dump({'device': device(), 'results': results}, f, indent=1)

@@ -24,7 +24,7 @@ find_python() {
 }
 
 stamp=".venv/.lock-sha256"
-want="$(cat requirements/lock.txt setup.py pyproject.toml | sha256sum | cut -d' ' -f1)"
+want="$(cat requirements/lock.txt setup.py pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
 if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   exit 0
 fi
@@ -44,7 +44,10 @@ echo "setup: creating .venv with $py"
 rm -rf .venv
 "$py" -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check uv
-.venv/bin/python -m uv pip install --quiet -p .venv/bin/python -r requirements/lock.txt
+# Compiled as pip compiles at install (uv does not by default): every
+# start then reads TensorFlow's modules compiled, the first one too, and
+# so do those a training imports while it writes none (system/bytecode).
+.venv/bin/python -m uv pip install --quiet -p .venv/bin/python --compile-bytecode -r requirements/lock.txt
 .venv/bin/python -m uv pip install --quiet -p .venv/bin/python --no-deps -e .
 echo "$want" > "$stamp"
 echo "setup: .venv ready"

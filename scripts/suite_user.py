@@ -193,7 +193,8 @@ def install(run: str, owner: Optional[pwd.struct_passwd] = None) -> str:
     if venv in text or REPO in text:
       _rewrite(path, text.replace(venv, copy).replace(REPO, checkout))
   # The folders the owner's, so that Python writes its compiled files
-  # there as it imports (a venv fresh from `make setup` has none yet); the
+  # there as it imports (`make setup` compiles the packages of the lock, not
+  # this checkout's, nor the interpreter's standard library); the
   # files, root's hard links, are read only: none of root's is changed.
   for folder in (python, copy):
     if owner is not None:

@@ -32,7 +32,8 @@ REPORTED = {
     'h_train_spec_over_tutorial_throughput',
     'h_stream_over_tutorial_throughput', 'h_train_spec_over_compute_bound',
     'h_stream_over_compute_bound',
-    'i_train_spec_jax_over_tensorflow_throughput'}
+    'i_train_spec_jax_over_tensorflow_throughput',
+    'd_warm_cli_first_step_over_tensorflow_import'}
 
 
 @pytest.mark.slow
@@ -59,7 +60,8 @@ def test_benchmark_runs_every_comparison(tmp_path):
   peaks = report['peak_rss_mb']
   assert {n: set(p) for n, p in peaks.items()} == {
       'main': MAIN, 'growth': GROWTH, 'wide': WIDE,
-      'first_step': {'tensorflow_import', 'cli_first_step'}}
+      'first_step': {'tensorflow_import', 'cli_first_step',
+                     'tensorflow_import_warm', 'cli_first_step_warm'}}
   assert all(v > 50 for p in peaks.values() for v in p.values())
   runs = report['runs']
   main = {v: runs['main'][v]['records'][0] for v in MAIN}
@@ -90,6 +92,19 @@ def test_benchmark_runs_every_comparison(tmp_path):
       assert 0.0 <= record['cpu_steal'] <= 1.0
       assert 0.0 <= record['cpu_others'] <= os.cpu_count()
   assert report['rounds']['f_stream_over_compute_bound'][0]['round'] == 1
+  # (d): each side once per start, timed to its own line; the yardstick's
+  # exit (TensorFlow's teardown) kept apart. The page cache is dropped
+  # only by root; the table says which.
+  first = runs['first_step']
+  for start in ('', '_warm'):
+    (imported,) = first['tensorflow_import' + start]['records']
+    (cli,) = first['cli_first_step' + start]['records']
+    assert 0 < imported['wall_s'] < imported['exit_s']
+    assert cli['first_step_s'] > 0
+  may_drop = os.access('/proc/sys/vm/drop_caches', os.W_OK)
+  assert first['cli_first_step']['page_cache_dropped'] == may_drop
+  assert ('the page cache dropped before each process' in
+          (out / 'results.md').read_text()) == may_drop
   assert report['machine']['device'].startswith(('CPU: ', 'GPU: '))
   table = (out / 'results.md').read_text()
   assert '| Comparison | Medians | Ratio | Target | Met |' in table
