@@ -41,6 +41,7 @@ FIRST_STEP = re.compile(r'first training step after ([0-9.]+) s')
 IMPORTED = 'tensorflow imported'
 DROP_CACHES = '/proc/sys/vm/drop_caches'
 STARTS = ('cold', 'warm')
+LINE_START = 48  # Of each line the command prints: enough to name it.
 
 
 def measure(data: Dict[str, str], work: str, repeats: int,
@@ -84,7 +85,7 @@ def measure(data: Dict[str, str], work: str, repeats: int,
         if start == 'cold' and dropped:
           _drop_page_cache()
         before = cpu_ticks()
-        seen, wall, cpu_s, peak = _timed_to_line(
+        seen, wall, cpu_s, peak, lines = _timed_to_line(
             argv, pattern, child_env, os.path.join(work, f'{label}.log'))
         steal, others = contention(before, cpu_ticks(), cpu_s)
         run = runs[_name(side, start)]
@@ -93,6 +94,8 @@ def measure(data: Dict[str, str], work: str, repeats: int,
                   'cpu_others': others}
         if cli is None:
           record['exit_s'] = wall
+        else:
+          record['lines'] = lines
         run['records'].append(record)
         run['peak_rss_mb'] = max(run['peak_rss_mb'], peak)
   return runs
@@ -144,20 +147,26 @@ def _drop_page_cache() -> bool:
 
 
 def _timed_to_line(argv: List[str], pattern, env: Dict[str, str],
-                   log_path: str) -> Tuple[float, float, float, float]:
+                   log_path: str
+                   ) -> Tuple[float, float, float, float, List[list]]:
   """Runs `argv` to its end: (seconds from its start to the first line
   matching `pattern` (a str is looked for as is), seconds to its exit, its
   CPU seconds, its own peak RSS in MB up to that line (its VmHWM then: the
-  wait's ru_maxrss would hold this process's peak, `peak_memory`)). Raises
-  RuntimeError, naming the log, when it fails or prints no such line."""
+  wait's ru_maxrss would hold this process's peak, `peak_memory`), and
+  [seconds, line's start] of every line up to that one: when each stage of
+  the command ended). Raises RuntimeError, naming the log, when it fails
+  or prints no such line."""
   started = time.monotonic()
   seen: Optional[float] = None
   peak = 0.0
+  lines = []
   with open(log_path, 'w') as log:
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, env=env)
     for line in process.stdout:
       log.write(line)
+      if seen is None:
+        lines.append([round(time.monotonic() - started, 3), line[:LINE_START]])
       if seen is None and (pattern in line if isinstance(pattern, str)
                            else pattern.search(line)):
         seen = time.monotonic() - started
@@ -167,4 +176,4 @@ def _timed_to_line(argv: List[str], pattern, env: Dict[str, str],
   if os.waitstatus_to_exitcode(status) or seen is None:
     raise RuntimeError(f'{" ".join(argv)} failed or printed no line '
                        f'matching {pattern!r}; see {log_path}.')
-  return seen, wall, usage.ru_utime + usage.ru_stime, peak
+  return seen, wall, usage.ru_utime + usage.ru_stime, peak, lines

@@ -22,6 +22,7 @@ import tensorflow as tf
 from generic_trainer.errors import NonFiniteLossError, PreemptedError
 from generic_trainer.errors import SpecError
 from generic_trainer.loop.handlers.checkpoint import checkpoint_handler
+from generic_trainer.loop.handlers.epoch_tensorboard import EpochTensorBoard
 from generic_trainer.loop.handlers.heartbeat import Heartbeat
 from generic_trainer.loop.handlers.history_file import HistoryFile
 from generic_trainer.loop.handlers.log_lines import LogLines
@@ -91,7 +92,7 @@ def _tensorboard(folder: str) -> List[Any]:
   where `tensorboard` is not installed (TensorFlow 2.20 and later no longer
   install it, and every summary write would fail without it)."""
   if versions.tensorboard_installed():
-    return [keras.callbacks.TensorBoard(folder)]
+    return [EpochTensorBoard(folder)]
   progress.log().info(
       'TensorBoard summaries: none written, since the package tensorboard '
       'is not installed (TensorFlow 2.20 and later do not install it); '

@@ -5,7 +5,9 @@ Handlers use Keras's hook names throughout: `on_train_begin/end`,
 eval pass), each taking `(index, logs=None)`. Any `keras.callbacks.Callback`
 is a handler; a TrainSpec adds its own with `handlers()`. Keras's own
 EarlyStopping, ModelCheckpoint, TensorBoard and ProgbarLogger are used as
-they are; the classes here are the ones Keras lacks:
+they are (TensorBoard as `epoch_tensorboard.EpochTensorBoard`, without its
+cost per batch when it writes once an epoch); the classes here are the
+ones Keras lacks:
 `nan_guard.NaNGuard`, `history_file.HistoryFile`, `log_lines.LogLines`,
 `first_step.FirstStepTime`, `heartbeat.Heartbeat` (the progress a
 parent watches for a stall), `trainjob_progress.TrainJobProgress` (the
