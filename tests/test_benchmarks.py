@@ -203,3 +203,22 @@ def test_profile_splits_the_host_cpu(tmp_path):
   # On 4,096 rows the first epoch's floor is noise.
   assert all(v > 0 for k, v in report['ratios'].items()
              if 'first epoch' not in k)
+
+
+def test_handler_cost_times_each_handler(tmp_path):
+  """The cost of each built-in handler at batch ends, on 4,096 rows, with
+  Keras's own TensorBoard beside ours: each is timed at every execution's
+  end (no time is asserted)."""
+  out = tmp_path / 'handlers.json'
+  subprocess.run([sys.executable, '-m', 'benchmarks.handler_cost', '--rows',
+                  '4096', '--epochs', '2', '--data-dir',
+                  str(tmp_path / 'data'), '--json', str(out)], cwd=REPO,
+                 check=True, timeout=300, capture_output=True)
+  report = json.loads(out.read_text())
+  handlers = report['handlers']
+  assert {'NaNGuard', 'LogLines', 'EpochTensorBoard', 'TensorBoard',
+          'PreemptionStop'} <= set(handlers)
+  executions = report['steps'] // report['steps_per_execution']
+  assert all(h['calls'] == executions for h in handlers.values())
+  assert all(h['total_ms'] > 0 and 0 < h['share_of_fit'] < 1
+             for h in handlers.values())

@@ -10,7 +10,8 @@ pipeline, validates the export with the component's checks, publishes it to
 
 The command line is checked before TensorFlow is imported; a TrainSpec
 module then trains without importing TFX's pipeline code or Apache Beam, so
-the first training step comes soon after TensorFlow's own import. The line
+the first training step comes soon after TensorFlow's own import
+(benchmark (d) measures how soon). The line
 `first training step after X.XX s` (seconds since the process started) says
 when.
 

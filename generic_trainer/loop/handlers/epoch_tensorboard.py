@@ -11,8 +11,9 @@ class EpochTensorBoard(keras.callbacks.TensorBoard):
   With `update_freq='epoch'`, Keras sets no summary writer for the batches
   (`_push_writer` returns at once), yet its `on_train_batch_end` still calls
   `summary.scalar` for each value of the logs at every batch end, which then
-  writes nothing: 0.36 ms a call on 2 AMD EPYC cores, about 6% of the
-  benchmark's epoch at 32 steps per execution (Keras 3.12 to 3.15,
+  writes nothing: 0.16 ms a call (the median) on 2 AMD EPYC cores, 1.7% of
+  the benchmark's fit at 31 steps per execution (`python -m
+  benchmarks.handler_cost`; Keras 3.12 to 3.15,
   `keras/src/callbacks/tensorboard.py`). This one calls Keras's only while
   there is something to do there: the train graph to write at the first
   batch end, a batch-level frequency, or a profile to trace. Where a Keras
