@@ -50,26 +50,21 @@ def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('--rows', type=int, default=1_000_000)
   parser.add_argument('--epochs', type=int, default=3)
-  parser.add_argument('--data-dir', default=os.path.join(
-      os.path.expanduser('~'), '.cache', 'tfx-generic-trainer', 'benchmark'))
+  parser.add_argument('--data-dir', default=synthetic_data.DATA_DIR)
   parser.add_argument('--json', help='also write the figures here')
   args = parser.parse_args(argv)
-  data = synthetic_data.write(
-      os.path.join(args.data_dir, f'rows-{args.rows}-10000'), args.rows,
-      10_000, table='narrow')
+  data = synthetic_data.main_set(args.data_dir, args.rows)
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   from benchmarks import variants  # pylint: disable=g-import-not-at-top
   from benchmarks.modules.synthetic_spec import SyntheticSpec  # pylint: disable=g-import-not-at-top
   from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
-  from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop import fit_loop  # pylint: disable=g-import-not-at-top
   from generic_trainer.loop.handlers import handler_list  # pylint: disable=g-import-not-at-top
 
   root = data['root']
-  config, names = input_pipeline.parser_config(
-      schema_file.read(os.path.join(root, 'schema.pbtxt')))
+  config, names = synthetic_data.parser_config(root)
 
   def dataset(split, shuffle):
     files = sorted(tf.io.gfile.glob(os.path.join(root, split, '*')))

@@ -144,8 +144,7 @@ def main(argv=None) -> int:
   parser.add_argument('--one-process', action='store_true',
                       help="a data set's variants of a round in one process "
                       '(smoke runs: less start-up; peak memory is shared)')
-  parser.add_argument('--data-dir', default=os.path.join(
-      os.path.expanduser('~'), '.cache', 'tfx-generic-trainer', 'benchmark'))
+  parser.add_argument('--data-dir', default=synthetic_data.DATA_DIR)
   parser.add_argument('--out', default=os.path.join(ROOT, 'benchmarks',
                                                     'results'))
   args = parser.parse_args(argv)

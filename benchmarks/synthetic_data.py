@@ -69,6 +69,29 @@ def table_of(root: str) -> str:
     return json.load(f).get('table', 'narrow')
 
 
+# Where the data sets are written once and reused.
+DATA_DIR = os.path.join(os.path.expanduser('~'), '.cache',
+                        'tfx-generic-trainer', 'benchmark')
+MAIN_EVAL_ROWS = 10_000
+
+
+def main_set(data_dir: str, rows: int) -> Dict[str, str]:
+  """The `main` data set with `rows` train rows (the narrow table,
+  `MAIN_EVAL_ROWS` eval rows), in the folder `benchmarks.run` gives it:
+  written once under `data_dir`, then reused."""
+  return write(os.path.join(data_dir, f'rows-{rows}-{MAIN_EVAL_ROWS}'), rows,
+               MAIN_EVAL_ROWS, table='narrow')
+
+
+def parser_config(root: str):
+  """(config, names) of a data set's schema, as the TrainSpec parses it."""
+  # Inside: TensorFlow loads only for the benchmarks that parse here.
+  from generic_trainer.data import input_pipeline  # pylint: disable=g-import-not-at-top
+  from generic_trainer.data import schema_file  # pylint: disable=g-import-not-at-top
+  return input_pipeline.parser_config(
+      schema_file.read(os.path.join(root, 'schema.pbtxt')))
+
+
 def write(root: str, train_rows: int, eval_rows: int, seed: int = 0,
           shards: int = 4, table: str = 'narrow') -> Dict[str, str]:
   """Writes (or reuses) the data set; returns the paths of its parts."""
