@@ -13,14 +13,13 @@ does not slow the command's start.
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-FIRST_STEP = re.compile(r'first training step after ([0-9.]+) s')
+from benchmarks.first_step import FIRST_STEP
 
 
 def first_step_s(checkout: str, csv: str, out: str) -> float:

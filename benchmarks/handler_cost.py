@@ -84,18 +84,20 @@ def main(argv=None) -> int:
     built(self, handlers, *rest, **kwargs)
 
   handler_list.HandlerList.__init__ = timing_init
-  with tempfile.TemporaryDirectory() as run:
-    fn_args = types.SimpleNamespace(model_run_dir=run, checkpoint_dir=None,
-                                    is_chief=True, num_workers=1)
-    inputs = fit_loop.FitInputs(
-        dataset('Split-train', True), dataset('Split-eval', False),
-        args.epochs, steps, max(1, 10_000 // BATCH_SIZE))
-    started = time.monotonic()
-    result = fit_loop.fit(spec, inputs, fn_args, interactive=False,
-                          extra_handlers=[keras.callbacks.TensorBoard(
-                              os.path.join(run, 'keras-tensorboard'))])
-    wall = time.monotonic() - started
-  handler_list.HandlerList.__init__ = built
+  try:
+    with tempfile.TemporaryDirectory() as run:
+      fn_args = types.SimpleNamespace(model_run_dir=run, checkpoint_dir=None,
+                                      is_chief=True, num_workers=1)
+      inputs = fit_loop.FitInputs(
+          dataset('Split-train', True), dataset('Split-eval', False),
+          args.epochs, steps, max(1, 10_000 // BATCH_SIZE))
+      started = time.monotonic()
+      result = fit_loop.fit(spec, inputs, fn_args, interactive=False,
+                            extra_handlers=[keras.callbacks.TensorBoard(
+                                os.path.join(run, 'keras-tensorboard'))])
+      wall = time.monotonic() - started
+  finally:
+    handler_list.HandlerList.__init__ = built
   report = {'cpu': variants.cpu_name(), 'cores': os.cpu_count(),
             'tensorflow': tf.__version__, 'keras': keras.__version__,
             'rows': args.rows, 'epochs': args.epochs,
