@@ -62,9 +62,12 @@ def pytest_collection_modifyitems(config, items):
 
 def command_env():
   """The environment of a command a test starts: this checkout importable,
-  no TF_CONFIG."""
+  no TF_CONFIG, and no TF_USE_LEGACY_KERAS, which TensorFlow Transform's
+  import sets in the test process when another test imported it first (a
+  user's shell has none: the command then trains on Keras 3)."""
   env = dict(os.environ, PYTHONPATH=REPO)
   env.pop('TF_CONFIG', None)
+  env.pop('TF_USE_LEGACY_KERAS', None)
   return env
 
 

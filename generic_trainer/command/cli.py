@@ -71,6 +71,7 @@ from generic_trainer.system import disk_full
 from generic_trainer.keys import PREEMPTED_EXIT_CODE
 from generic_trainer.command import cli_args
 from generic_trainer.system import console
+from generic_trainer.system import collector
 from generic_trainer.usercode import stray_threads
 from generic_trainer.command import holdout
 from generic_trainer.command.cli_args import Request
@@ -138,7 +139,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
       keras_env.choose_before_import(request.keras_version, request.backend)
       if 'tensorflow' not in sys.modules:  # Else nothing slow loads.
         print(LOADING, flush=True)
-      with console.quiet_warnings():
+      with console.quiet_warnings(), collector.imports_paused():
         console.import_tensorflow()
         # Inside: the training's modules, above, once the flags are checked.
         from generic_trainer.command import run as command_run

@@ -18,6 +18,7 @@ from generic_trainer.fnargs import strategies
 from generic_trainer.launch import child_process
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.system import atomic_files
+from generic_trainer.system import collector
 from generic_trainer.system import preemption
 from generic_trainer.system import progress
 from generic_trainer.training import attempt
@@ -29,6 +30,7 @@ def main(request_path: str) -> int:
   except UnsafeFolderError as e:
     sys.stderr.write(f'{e}\n')  # Nowhere trusted to report it but here.
     return 1
+  collector.freeze()  # What the imports above made: never garbage.
   progress.print_plain()
   with preemption.handling():
     result = _train(request['request'])
