@@ -1,4 +1,4 @@
-"""What each built-in handler of the fit loop costs at a batch's end.
+"""What each built-in handler of the fit loop costs, at batch ends and in all.
 
     python -m benchmarks.handler_cost                 # 1M rows, 3 epochs
     python -m benchmarks.handler_cost --rows 4096 --epochs 2
@@ -8,10 +8,12 @@ table, kept in memory after the first epoch) through `fit_loop.fit`, with
 the built-in handlers GenericExecutor uses, and Keras's own `TensorBoard`
 handler beside them for comparison (writing to a folder of its own), and
 times each handler's `on_train_batch_end`: in all, the calls, the median
-call and the mean (the mean holds the one-time work, such as the model
-summary TensorBoard writes at the first batch end). Keras calls these once
-per execution of `steps_per_execution` steps. Nothing is asserted;
-`--json` keeps the figures.
+call and the mean (the mean holds the one-time work, such as the train
+graph TensorBoard writes at the first batch end). Keras calls these once
+per execution of `steps_per_execution` steps. Every other hook is timed
+too (the resume checkpoint after each epoch, as GenericExecutor writes
+it), and the built-in handlers' share of the fit is summed over all of
+them. Nothing is asserted; `--json` keeps the figures.
 """
 
 import argparse
@@ -28,22 +30,35 @@ from benchmarks import synthetic_data
 from benchmarks.model import BATCH_SIZE
 
 
-def _timed(handler, calls: Dict[str, List[float]]) -> None:
-  """Wraps `handler.on_train_batch_end` to record each call's seconds."""
-  inner = handler.on_train_batch_end
+# The hooks of a training that `fit_loop.fit` runs; each is timed.
+HOOKS = ('on_train_begin', 'on_train_end', 'on_epoch_begin', 'on_epoch_end',
+         'on_train_batch_begin', 'on_train_batch_end', 'on_test_begin',
+         'on_test_end', 'on_test_batch_begin', 'on_test_batch_end')
+BATCH_END = 'on_train_batch_end'
+# Keras's own handler, beside ours for comparison: not in the built-ins' sum.
+COMPARED = 'TensorBoard'
+
+
+def _timed(handler, calls: Dict[str, Dict[str, List[float]]]) -> None:
+  """Wraps each of `handler`'s hooks to record each call's seconds in
+  `calls[its name][hook]`."""
   name = type(handler).__name__
   if name in calls:  # A second of a class: numbered.
     name = f'{name} #{sum(n.startswith(name) for n in calls) + 1}'
-  calls[name] = []
+  calls[name] = {hook: [] for hook in HOOKS}
+  for hook in HOOKS:
+    inner = getattr(handler, hook, None)
+    if inner is None:
+      continue
 
-  def timed(*args, **kwargs):
-    started = time.perf_counter()
-    try:
-      return inner(*args, **kwargs)
-    finally:
-      calls[name].append(time.perf_counter() - started)
+    def timed(*args, inner=inner, seconds=calls[name][hook], **kwargs):
+      started = time.perf_counter()
+      try:
+        return inner(*args, **kwargs)
+      finally:
+        seconds.append(time.perf_counter() - started)
 
-  handler.on_train_batch_end = timed
+    setattr(handler, hook, timed)
 
 
 def main(argv=None) -> int:
@@ -75,7 +90,7 @@ def main(argv=None) -> int:
   steps = args.rows // BATCH_SIZE
   spec = SyntheticSpec(hparams={'epochs': args.epochs, 'table': 'narrow'})
   model = fit_loop.compile_model(spec, steps_per_epoch=steps)
-  calls: Dict[str, List[float]] = {}
+  calls: Dict[str, Dict[str, List[float]]] = {}
   built = handler_list.HandlerList.__init__
 
   def timing_init(self, handlers, *rest, **kwargs):
@@ -86,8 +101,10 @@ def main(argv=None) -> int:
   handler_list.HandlerList.__init__ = timing_init
   try:
     with tempfile.TemporaryDirectory() as run:
-      fn_args = types.SimpleNamespace(model_run_dir=run, checkpoint_dir=None,
-                                      is_chief=True, num_workers=1)
+      # A resume checkpoint after each epoch, as GenericExecutor writes.
+      fn_args = types.SimpleNamespace(
+          model_run_dir=run, checkpoint_dir=os.path.join(run, 'checkpoint'),
+          is_chief=True, num_workers=1)
       inputs = fit_loop.FitInputs(
           dataset('Split-train', True), dataset('Split-eval', False),
           args.epochs, steps, max(1, 10_000 // BATCH_SIZE))
@@ -109,19 +126,35 @@ def main(argv=None) -> int:
             'handlers': {}}
   print(f'fit: {wall:.2f} s, {result["steps"]} steps, '
         f'{report["steps_per_execution"]} steps per execution')
-  for name, seconds in sorted(calls.items(), key=lambda kv: -sum(kv[1])):
-    if not seconds:
+  built_ins = 0.0
+  for name, hooks in sorted(calls.items(),
+                            key=lambda kv: -sum(map(sum, kv[1].values()))):
+    seconds = hooks[BATCH_END]
+    every = sum(map(sum, hooks.values()))
+    if not every:
       continue
+    if name != COMPARED:
+      built_ins += every
     figures = {'total_ms': round(sum(seconds) * 1e3, 2),
                'calls': len(seconds),
-               'median_us': round(statistics.median(seconds) * 1e6, 1),
-               'mean_us': round(statistics.mean(seconds) * 1e6, 1),
-               'share_of_fit': round(sum(seconds) / wall, 4)}
+               'median_us': round(statistics.median(seconds) * 1e6, 1)
+                            if seconds else 0.0,
+               'mean_us': round(statistics.mean(seconds) * 1e6, 1)
+                          if seconds else 0.0,
+               'share_of_fit': round(sum(seconds) / wall, 4),
+               'every_hook_ms': {hook: round(sum(t) * 1e3, 2)
+                                 for hook, t in hooks.items() if t},
+               'every_hook_share_of_fit': round(every / wall, 4)}
     report['handlers'][name] = figures
-    print(f'{name:32} {figures["total_ms"]:8.1f} ms in all, '
+    print(f'{name:32} batch ends: {figures["total_ms"]:8.1f} ms in all, '
           f'{figures["calls"]} calls, median {figures["median_us"]:7.1f} us, '
           f'mean {figures["mean_us"]:7.1f} us, '
-          f'{figures["share_of_fit"]:.1%} of the fit')
+          f'{figures["share_of_fit"]:.1%} of the fit; every hook: '
+          f'{every * 1e3:.1f} ms, {figures["every_hook_share_of_fit"]:.1%}')
+  report['built_ins_share_of_fit'] = round(built_ins / wall, 4)
+  print(f'the built-in handlers, every hook: {built_ins * 1e3:.1f} ms, '
+        f'{report["built_ins_share_of_fit"]:.1%} of the fit (Keras\'s '
+        f'{COMPARED}, beside them for comparison, left out)')
   if args.json:
     with open(args.json, 'w') as f:
       json.dump(report, f, indent=1)

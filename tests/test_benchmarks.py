@@ -222,3 +222,28 @@ def test_handler_cost_times_each_handler(tmp_path):
   assert all(h['calls'] == executions for h in handlers.values())
   assert all(h['mean_us'] > 0 and 0 <= h['share_of_fit'] < 1
              for h in handlers.values())
+  # Every hook too: the resume checkpoint after each epoch, in the sum.
+  assert handlers['ResumeCheckpoint']['every_hook_ms']['on_epoch_end'] > 0
+  assert all(h['every_hook_share_of_fit'] >= h['share_of_fit']
+             for h in handlers.values())
+  assert 0 < report['built_ins_share_of_fit'] < 1
+
+
+def test_gc_passes_lists_the_commands_full_collections(tmp_path):
+  """The command of (d) on 4,096 rows, each of its full collections
+  recorded with its time and the objects it scanned; the first step is
+  marked, and the objects the command froze are counted apart (no time is
+  asserted)."""
+  out = tmp_path / 'passes.json'
+  subprocess.run([sys.executable, '-m', 'benchmarks.gc_passes', '--rows',
+                  '4096', '--data-dir', str(tmp_path / 'data'), '--json',
+                  str(out)], cwd=REPO, check=True, timeout=300,
+                 capture_output=True)
+  report = json.loads(out.read_text())
+  assert report['first_step_s'] > 0
+  passes = report['collections']
+  assert all(p['took_s'] >= 0 and p['tracked'] > 0 for p in passes)
+  # The command imports its training with the collector paused, then
+  # freezes: no pass before the first step scans the imports' objects.
+  assert all(p['frozen'] > 100_000 for p in passes
+             if p['before_first_step']), passes
