@@ -8,8 +8,9 @@ table, kept in memory after the first epoch) through `fit_loop.fit`, with
 the built-in handlers GenericExecutor uses, and Keras's own `TensorBoard`
 handler beside them for comparison (writing to a folder of its own), and
 times each handler's `on_train_batch_end`: in all, the calls, the median
-call and the mean (the mean holds the one-time work, such as the train
-graph TensorBoard writes at the first batch end). Keras calls these once
+call and the mean (the mean holds the one-time work, such as
+TensorBoard's first summary call at the first batch end, which imports
+its summary modules). Keras calls these once
 per execution of `steps_per_execution` steps. Every other hook is timed
 too (the resume checkpoint after each epoch, as GenericExecutor writes
 it), and the built-in handlers' share of the fit is summed over all of
