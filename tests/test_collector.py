@@ -1,5 +1,5 @@
-"""A training process starts and trains without the collector's full
-passes over what it made before (`generic_trainer.system.collector`).
+"""A training program starts without the collector's full passes over what
+its imports made (`generic_trainer.system.collector`).
 
 Each test runs in a process of its own: a frozen object stays frozen, and
 the test process's collector is left as it was.
@@ -63,46 +63,6 @@ print(json.dumps({'inside': inside, 'during': during,
   assert found['frozen'] > 100_000, found  # TensorFlow's objects.
 
 
-def test_training_freezes_what_was_there_and_gives_it_back():
-  """In the block, what was alive is frozen; after it, unfrozen, and a
-  cycle made before is collected. A process frozen before (the command)
-  stays frozen; a block inside another thread's block leaves the unfreeze
-  to the first."""
-  found = _run('''
-import threading
-from generic_trainer.system import collector
-class Node:
-  pass
-cycle = Node(); cycle.me = cycle
-import weakref
-ref = weakref.ref(cycle)
-with collector.training():
-  inside = gc.get_freeze_count()
-  del cycle
-  gc.collect()
-  kept_inside = ref() is not None
-  with collector.training():  # Another training in this process.
-    pass
-  nested_left_it = gc.get_freeze_count() > 0
-after = gc.get_freeze_count()
-gc.collect()
-collected_after = ref() is None
-collector.freeze()
-with collector.training():
-  pass
-print(json.dumps({'inside': inside, 'kept_inside': kept_inside,
-                  'nested_left_it': nested_left_it, 'after': after,
-                  'collected_after': collected_after,
-                  'frozen_stays': gc.get_freeze_count() > 0}))
-''')
-  assert found['inside'] > 1000, found
-  assert found['kept_inside'] is True  # Frozen: not scanned.
-  assert found['nested_left_it'] is True
-  assert found['after'] == 0
-  assert found['collected_after'] is True
-  assert found['frozen_stays'] is True
-
-
 @pytest.mark.slow
 def test_the_command_imports_its_training_without_full_collections(
     tmp_path, penguin_csvs):
@@ -124,3 +84,21 @@ print(json.dumps({
   assert found['status'] == 0, found
   assert found['while_importing'] == []
   assert found['frozen'] > 100_000, found
+
+
+@pytest.mark.slow
+def test_main_called_in_a_process_leaves_its_collector_as_it_was(
+    tmp_path, penguin_csvs):
+  """`cli.main(argv)` called by a test or a notebook trains without
+  freezing anything of its caller's process, nor turning its collector
+  off."""
+  found = _run('''
+from generic_trainer.command import cli
+status = cli.main(sys.argv[1:])
+print(json.dumps({'status': status, 'frozen': gc.get_freeze_count(),
+                  'enabled': gc.isenabled()}))
+''', '--module-file', SPEC_MODULE, '--train-data', penguin_csvs[0],
+               '--output-dir', str(tmp_path / 'out'), '--steps', '5')
+  assert found['status'] == 0, found
+  assert found['frozen'] == 0
+  assert found['enabled'] is True

@@ -55,6 +55,7 @@ def _process_start() -> float:
 _STARTED = _process_start()  # Before any other import.
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+import contextlib
 import shlex
 import sys
 import tempfile
@@ -139,7 +140,12 @@ def _main(argv: Optional[Sequence[str]]) -> int:
       keras_env.choose_before_import(request.keras_version, request.backend)
       if 'tensorflow' not in sys.modules:  # Else nothing slow loads.
         print(LOADING, flush=True)
-      with console.quiet_warnings(), collector.imports_paused():
+      # As the program, without the collector's full passes over what the
+      # imports make (`system.collector`); `main` called by a test or a
+      # notebook leaves their process's collector as it was.
+      paused = (collector.imports_paused() if argv is None
+                else contextlib.nullcontext())
+      with console.quiet_warnings(), paused:
         console.import_tensorflow()
         # Inside: the training's modules, above, once the flags are checked.
         from generic_trainer.command import run as command_run

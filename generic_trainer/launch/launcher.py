@@ -57,7 +57,6 @@ from generic_trainer.plan import plan as plan_lib
 from generic_trainer.plan.plan import Where
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer import resume
-from generic_trainer.system import collector
 from generic_trainer.system import keras_env
 from generic_trainer.system import preemption
 from generic_trainer.system import progress
@@ -114,7 +113,7 @@ def _here(request: TrainingRequest, entry) -> None:
   # A pod of a step's job deletes its job once the step has ended.
   with stall_watch.watching_here(what) as watch, preemption.training(
       what, lambda: _where_saved(checkpoint_dir)), bound.watching(
-          request.plan.cluster.step_record), collector.training():
+          request.plan.cluster.step_record):
     fn_args = (local.from_request(request)
                if spec is not None and request.local_inputs is not None
                else _fn_args_from_artifacts(request))

@@ -13,8 +13,8 @@ taken literally; the schemes this process's file systems open),
 `source_tree` (a module's source read without running it),
 `saved_models` (a SavedModel loaded or parsed once while unchanged),
 `machine` and `cgroup` (cores, memory and disk a training may use),
-`collector` (a start and a training without the garbage collector's full
-passes over what the process made before),
+`collector` (a training program's start without the garbage collector's
+full passes over what its imports made),
 `disk_full` (a full disk told from any writer's error), `preemption`
 (SIGTERM as a preemption), `training_position` (where a training thread
 is in Keras's loops, and what it waits in, read from its frames),
