@@ -23,7 +23,7 @@ its orchestrator's process (freezing there would keep an earlier model's
 uncollected cycles, and their weights, for the whole next training).
 
 Benchmark (d) (`benchmarks/first_step.py`) measures the start they
-shorten: 1.41x TensorFlow's import before, 1.18x after.
+shorten: 1.41x TensorFlow's import before, 1.17x after.
 """
 
 import contextlib
