@@ -107,6 +107,23 @@ def with_traceback(reason: str, traceback_text: str) -> str:
   return f'{reason}{TRACEBACK_HEADER}{traceback_text}'
 
 
+def signalled_within(error: BaseException):
+  """The PreemptedError or TrainingProcessError that `error` wraps, or
+  None. Those two are raised by our signal handlers (SIGTERM, the stall
+  watch's SIGALRM) wherever the main thread is, and a library's `except
+  Exception` on the way out may re-raise them as its own: TensorFlow's
+  tf.function binding raises a TypeError `from` whatever interrupted it.
+  The chain is followed through `__cause__` and `__context__`."""
+  seen = set()
+  inner = error.__cause__ or error.__context__
+  while inner is not None and id(inner) not in seen:
+    if isinstance(inner, (PreemptedError, TrainingProcessError)):
+      return inner
+    seen.add(id(inner))
+    inner = inner.__cause__ or inner.__context__
+  return None
+
+
 def reason(error: BaseException) -> str:
   """The message of `error` without the traceback it carries, if any."""
   return str(error).split(TRACEBACK_HEADER, 1)[0]

@@ -37,6 +37,39 @@ def test_keras2_saving_under_keras3_says_what_replaces_it():
   assert_four_parts(message.split('\nIts traceback')[0])
 
 
+@pytest.mark.parametrize('signalled', ['PreemptedError',
+                                       'TrainingProcessError'])
+@pytest.mark.parametrize('chained', ['cause', 'context'])
+def test_a_signals_error_a_library_wrapped_leaves_as_itself(signalled,
+                                                            chained):
+  """SIGTERM's PreemptedError (or a stall's TrainingProcessError) raised
+  where the main thread was, inside a library that re-raised it as its own
+  (TensorFlow's tf.function binding: a TypeError `from` it; or one raised
+  while handling it), leaves the user code as itself, not as the user's
+  error (CI run 9 of issue 58 met it: exit 1 instead of 143). An error of
+  the user's own stays theirs."""
+  from generic_trainer import errors  # pylint: disable=g-import-not-at-top
+  from generic_trainer.usercode import guard  # pylint: disable=g-import-not-at-top
+  ours = getattr(errors, signalled)('SIGTERM arrived at epoch 1.')
+
+  def library():
+    try:
+      raise ours
+    except Exception as e:  # pylint: disable=broad-except
+      if chained == 'cause':
+        raise TypeError(f'Binding inputs to tf.function failed due to {e}') \
+            from e
+      raise TypeError('binding failed')  # pylint: disable=raise-missing-from
+
+  with pytest.raises(getattr(errors, signalled)) as e:
+    with guard.user_code('run_fn', 'm.py'):
+      library()
+  assert e.value is ours
+  with pytest.raises(errors.RunFnError):  # Theirs: not ours within.
+    with guard.user_code('run_fn', 'm.py'):
+      raise TypeError('the run_fn\'s own mistake')
+
+
 def test_a_failed_pipeline_script_prints_the_reason_then_the_log(
     tmp_path, capfd):
   """A run_fn failing inside a local pipeline script: the console prints

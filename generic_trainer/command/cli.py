@@ -67,6 +67,7 @@ from generic_trainer.usercode import module_loader
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InvalidArgumentError
 from generic_trainer.errors import PreemptedError
+from generic_trainer.errors import signalled_within
 from generic_trainer.errors import summarize
 from generic_trainer.system import disk_full
 from generic_trainer.keys import PREEMPTED_EXIT_CODE
@@ -150,7 +151,8 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         # Inside: the training's modules, above, once the flags are checked.
         from generic_trainer.command import run as command_run
 
-      with console.command_lines(), console.quiet_warnings():
+      with console.command_lines(), console.quiet_warnings(), \
+          _signals_unwrapped():
         outcome = command_run.run(request, starting)
   except PreemptedError as e:
     print(f'{PROG}: {type(e).__name__}: {e}', file=sys.stderr)
@@ -184,6 +186,20 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     return 130
   _print_outcome(request, outcome)
   return 0
+
+
+@contextlib.contextmanager
+def _signals_unwrapped():
+  """A SIGTERM's PreemptedError or a stall's TrainingProcessError that a
+  library re-raised as its own error (`errors.signalled_within`) leaves the
+  block as itself, to be said as such."""
+  try:
+    yield
+  except Exception as e:  # pylint: disable=broad-except
+    signalled = signalled_within(e)
+    if signalled is None:
+      raise
+    raise signalled from None
 
 
 LOADING = ('Loading TensorFlow and the training\'s modules (seconds to a '

@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional
 from generic_trainer.errors import GenericTrainerError
 from generic_trainer.errors import InputArtifactError
 from generic_trainer.errors import RunFnError
+from generic_trainer.errors import signalled_within
 from generic_trainer.errors import summarize
 from generic_trainer.errors import with_traceback
 from generic_trainer.system import disk_full
@@ -114,7 +115,9 @@ def user_code(what: str, source: str, wrap: bool = True,
   as a JSON string there is named when Keras refuses it.
 
   Our own errors pass unchanged: they already say what is wrong (a
-  TrainSpec check, a NaN loss...). TensorFlow's DataLossError (a data file
+  TrainSpec check, a NaN loss...); so do a SIGTERM's PreemptedError and a
+  stall's TrainingProcessError that a library re-raised as its own
+  (`errors.signalled_within`). TensorFlow's DataLossError (a data file
   cut short or damaged past its first records) becomes an
   InputArtifactError. With `wrap` False (a notebook, which shows the
   user's traceback itself), the user's exceptions pass unchanged too; an
@@ -147,6 +150,9 @@ def user_code(what: str, source: str, wrap: bool = True,
           '(its traceback shows where it was called). The trainer stopped '
           'it there and published nothing.', user_traceback(e))) from e
     except Exception as e:  # pylint: disable=broad-except
+      signalled = signalled_within(e)
+      if signalled is not None:  # Ours, wrapped by a library on its way.
+        raise signalled from None
       if not wrap:
         raise
       full = disk_full.error_for(e, f'{what} ({source})')
