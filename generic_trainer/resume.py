@@ -25,7 +25,7 @@ adds one of:
 A TrainSpec's checkpoints, in `checkpoint_dir`:
 
     checkpoint-000000120/      one complete checkpoint (written as
-      model.weights.h5         .tmp-checkpoint-...; renamed when complete)
+      variables.npz            .tmp-checkpoint-...; renamed when complete)
       state.json               epoch, batch, step, handlers' state
       arrays.npz               the arrays of that state (best weights...)
     latest.json                {"checkpoint": "checkpoint-000000120",

@@ -9,6 +9,7 @@ atomically); `test_fault_injection.py` SIGKILLs real processes.
 import json
 import os
 import random
+import shutil
 
 import keras
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 
 from generic_trainer import CheckpointError, Estimator, resume
 from generic_trainer.loop.fit_schedule import FitCall, fit_calls
+from generic_trainer.loop.handlers.resume_checkpoint import assign
 from spec_fixtures import BestOnlySpec, PenguinSpec, WorseFromEpoch3
 
 
@@ -340,8 +342,94 @@ def test_a_missing_checkpoint_folder_is_refused_with_what_to_do(
   est.checkpoint_dir = str(checkpoint)
   with pytest.raises(CheckpointError, match=(
       rf'^The resume checkpoint {checkpoint}/checkpoint-000000004 cannot be '
-      r'read \(FileNotFoundError.*\); it should hold model.weights.h5, '
+      r'read \(FileNotFoundError.*\); it should hold variables.npz, '
       r'state.json and arrays.npz written for this model. Delete '
       rf'{checkpoint} to start the training over \(with the generic-trainer '
       r'command: --no-resume\).$')):
     est.train(penguin_csvs[0], steps=4)
+
+
+class EveryFourSteps(PenguinSpec):
+  """Three epochs, a checkpoint every 4 steps, and Killer."""
+  epochs = 3
+  checkpoint = {'every_steps': 4}
+
+  def handlers(self):
+    return [Killer()]
+
+
+def _killed_at_step(spec_class, tmp_path, data, steps, at_step):
+  """A training of `spec_class` killed at `at_step`; its checkpoint folder
+  and what `latest.json` names."""
+  checkpoint = str(tmp_path / 'resume')
+  Killer.at_step = at_step
+  first = Estimator(spec_class, str(tmp_path / 'interrupted'))
+  first.checkpoint_dir = checkpoint
+  with pytest.raises(Killed):
+    first.train(*data, steps=steps)
+  Killer.at_step = None
+  return checkpoint, resume.latest(checkpoint)
+
+
+def test_a_checkpoint_an_earlier_release_wrote_resumes_to_the_same_weights(
+    tmp_path, penguin_csvs, op_determinism):  # pylint: disable=redefined-outer-name,unused-argument
+  """Releases up to 0.2.0 saved the variables with Keras's save_weights
+  (model.weights.h5, no `variables` in state.json); such a checkpoint
+  still resumes, and to the weights of the same checkpoint in today's
+  layout."""
+  data = (penguin_csvs[0],)
+  keras.utils.set_random_seed(3)
+  checkpoint, left = _killed_at_step(EveryFourSteps, tmp_path, data, 30,
+                                     at_step=14)
+  assert left['step'] == 12
+  folder = os.path.join(checkpoint, left['checkpoint'])
+  with open(os.path.join(folder, 'state.json')) as f:
+    state = json.load(f)
+  kept = str(tmp_path / 'kept')
+  shutil.copytree(checkpoint, kept)
+  today = Estimator(EveryFourSteps, str(tmp_path / 'today'))
+  today.checkpoint_dir = kept
+  today.train(*data, steps=30)
+
+  # The same checkpoint as 0.2.0 wrote it.
+  old = Estimator(EveryFourSteps, str(tmp_path / 'old-layout'))
+  old.spec.model.compile(optimizer=old.spec.optimizer)
+  old.spec.optimizer.build(old.spec.model.trainable_variables)
+  with np.load(os.path.join(folder, 'variables.npz')) as saved:
+    assign(old.spec.model, state['variables'], saved, folder)
+  old.spec.model.save_weights(os.path.join(folder, 'model.weights.h5'))
+  os.remove(os.path.join(folder, 'variables.npz'))
+  del state['variables']
+  with open(os.path.join(folder, 'state.json'), 'w') as f:
+    json.dump(state, f)
+  earlier = Estimator(EveryFourSteps, str(tmp_path / 'earlier'))
+  earlier.checkpoint_dir = checkpoint
+  result = earlier.train(*data, steps=30)
+  assert result['resumed_from_step'] == 12
+  for ours, theirs in zip(earlier.spec.model.get_weights(),
+                          today.spec.model.get_weights()):
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_checkpoint_of_another_model_is_refused_saying_what_differs(
+    tmp_path, penguin_csvs):
+  """The module now builds a wider layer than the checkpoint was written
+  for: CheckpointError before training, naming the first variable that
+  differs, and nothing assigned."""
+  data = (penguin_csvs[0],)
+  checkpoint, left = _killed_at_step(EveryFourSteps, tmp_path, data, 30,
+                                     at_step=9)
+  folder = os.path.join(checkpoint, left['checkpoint'])
+  wider = Estimator(EveryFourSteps, str(tmp_path / 'wider'),
+                    hparams={'units': 12})
+  wider.checkpoint_dir = checkpoint
+  with pytest.raises(CheckpointError, match=(
+      rf'^The resume checkpoint {folder} was written for other variables '
+      r"than this model's: it holds 28, this model has 28; the first that "
+      r"differs, #4: saved \['dense\w*/kernel', \[4, 8\], 'float32'\], now "
+      r"\['dense\w*/kernel', \[4, 12\], 'float32'\]\. Expected the model the "
+      r'module built when the checkpoint was written\. Build the same model, '
+      rf'or delete {checkpoint} to start the training over \(with the '
+      r'generic-trainer command: --no-resume\)\.$')):
+    wider.train(*data, steps=30)
+  assert int(wider.spec.optimizer.iterations.numpy()) == 0
