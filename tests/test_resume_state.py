@@ -18,6 +18,7 @@ import pytest
 from generic_trainer import CheckpointError, Estimator, resume
 from generic_trainer.loop.fit_schedule import FitCall, fit_calls
 from generic_trainer.loop.handlers.resume_checkpoint import assign
+from message_parts import assert_four_parts
 from spec_fixtures import BestOnlySpec, PenguinSpec, WorseFromEpoch3
 
 
@@ -425,11 +426,48 @@ def test_a_checkpoint_of_another_model_is_refused_saying_what_differs(
   wider.checkpoint_dir = checkpoint
   with pytest.raises(CheckpointError, match=(
       rf'^The resume checkpoint {folder} was written for other variables '
-      r"than this model's: it holds 28, this model has 28; the first that "
-      r"differs, #4: saved \['dense\w*/kernel', \[4, 8\], 'float32'\], now "
-      r"\['dense\w*/kernel', \[4, 12\], 'float32'\]\. Expected the model the "
-      r'module built when the checkpoint was written\. Build the same model, '
-      rf'or delete {checkpoint} to start the training over \(with the '
-      r'generic-trainer command: --no-resume\)\.$')):
+      r"than this model's\. Expected the variables it saved: 28, #4 "
+      r"\['dense\w*/kernel', \[4, 8\], 'float32'\]\. Received: this model's "
+      r"28, #4 \['dense\w*/kernel', \[4, 12\], 'float32'\] \(the first that "
+      r'differs, as \[path, shape, dtype\]\)\. Build the model the module '
+      rf'built when it was written, or delete {checkpoint} to start the '
+      r'training over \(with the generic-trainer command: --no-resume\)\.$'
+      )) as refused:
     wider.train(*data, steps=30)
+  assert_four_parts(str(refused.value))
   assert int(wider.spec.optimizer.iterations.numpy()) == 0
+
+
+class WithDropout(EveryFourSteps):
+  """EveryFourSteps with a Dropout layer, whose masks come from its seed
+  generator's state."""
+
+  def build_model(self):
+    inputs = {k: keras.Input(shape=(1,), name=k) for k in self.feature_keys}
+    x = keras.layers.Concatenate()([inputs[k] for k in self.feature_keys])
+    x = keras.layers.Dense(8, activation='relu')(x)
+    x = keras.layers.Dropout(0.5)(x)
+    outputs = keras.layers.Dense(self.num_classes, activation='softmax')(x)
+    return keras.Model(inputs, outputs)
+
+
+def test_a_model_with_dropout_resumes_to_the_uninterrupted_weights(
+    tmp_path, penguin_csvs, op_determinism):  # pylint: disable=redefined-outer-name,unused-argument
+  """The checkpoint keeps the dropout's seed state: the resumed steps drop
+  what the uninterrupted training's steps dropped, and end at its weights
+  (Keras's weights file, which 0.2.0 wrote, left the seeds out: the
+  resumed dropout started its masks over)."""
+  data = (penguin_csvs[0],)
+  keras.utils.set_random_seed(5)
+  reference = Estimator(WithDropout, str(tmp_path / 'uninterrupted'))
+  reference.train(*data, steps=30)
+  keras.utils.set_random_seed(5)
+  checkpoint, left = _killed_at_step(WithDropout, tmp_path, data, 30,
+                                     at_step=14)
+  assert left['step'] == 12
+  resumed = Estimator(WithDropout, str(tmp_path / 'interrupted'))
+  resumed.checkpoint_dir = checkpoint
+  assert resumed.train(*data, steps=30)['resumed_from_step'] == 12
+  for ours, theirs in zip(resumed.spec.model.get_weights(),
+                          reference.spec.model.get_weights()):
+    np.testing.assert_array_equal(ours, theirs)

@@ -17,12 +17,14 @@ resumed training repeats no step.
 The variables are saved as they are (`model.variables`, the random seeds'
 state among them, then `optimizer.variables`), in that order, one array
 each, their paths and shapes in `state.json`; a resume assigns each back
-after checking that the model has the same ones. Keras's `save_weights`
-writes the same values in 17-35 ms on the benchmark's model, most of it
-walking the model's objects to name them; this writes them in 1-2 ms, at
-every epoch end (`python -m benchmarks.handler_cost`). A checkpoint an
-earlier release wrote (`model.weights.h5`) is still read with Keras's
-`load_weights`.
+after checking that the model has the same ones. Keras's `save_weights`,
+which wrote them before, spent most of its time walking the model's
+objects to name them: three epoch-end checkpoints of the benchmark's
+model took 80-87 ms with it and 24-26 ms now on TFX 1.16, 77 and 17 ms
+on TFX 1.21 (`python -m benchmarks.handler_cost`). Keras's weights file
+also left out the random seeds' state: a resumed Dropout started its masks
+over. A checkpoint an earlier release wrote (`model.weights.h5`) is still
+read with Keras's `load_weights`.
 """
 
 import json
@@ -241,13 +243,15 @@ def assign(model, described: List[List[Any]], saved, folder: str) -> None:
                    if a[1:] != b[1:]), min(len(now), len(described)))
     raise CheckpointError(
         f'The resume checkpoint {folder} was written for other variables '
-        f'than this model\'s: it holds {len(described)}, this model has '
-        f'{len(variables)}; the first that differs, #{differ}: saved '
-        f'{described[differ] if differ < len(described) else "none"}, '
-        f'now {now[differ] if differ < len(now) else "none"}. Expected the '
-        'model the module built when the checkpoint was written. Build the '
-        f'same model, or delete {os.path.dirname(folder)} to start the '
-        'training over (with the generic-trainer command: --no-resume).')
+        f'than this model\'s. Expected the variables it saved: '
+        f'{len(described)}, #{differ} '
+        f'{described[differ] if differ < len(described) else "none"}. '
+        f'Received: this model\'s {len(variables)}, #{differ} '
+        f'{now[differ] if differ < len(now) else "none"} (the first that '
+        'differs, as [path, shape, dtype]). Build the model the module '
+        f'built when it was written, or delete {os.path.dirname(folder)} to '
+        'start the training over (with the generic-trainer command: '
+        '--no-resume).')
   for i, variable in enumerate(variables):
     variable.assign(saved[f'v{i}'])
 
