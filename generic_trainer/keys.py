@@ -147,6 +147,10 @@ STALL_LIMIT_ENV = 'GENERIC_TRAINER_STALL_S'
 # The file a training process writes its step count into (the fit loop's
 # `loop.handlers.heartbeat`), which its parent watches for a stall.
 HEARTBEAT_FILE_ENV = 'GENERIC_TRAINER_HEARTBEAT_FILE'
+# The process id of the process that started a child training process
+# (`launch.child_process.start`): the child asks to die with it
+# (`child_process.die_with_parent`), and ends at once if it is gone.
+PARENT_PID_ENV = 'GENERIC_TRAINER_PARENT_PID'
 # Which network local workers use: 'private' (default: a network namespace
 # with loopback only, no port reachable from outside and no way out), or
 # 'host' (this machine's network, ports reserved and reachable from its

@@ -30,6 +30,7 @@ from generic_trainer.system import scratch
 from generic_trainer.system import trust
 from generic_trainer.system import preemption
 from generic_trainer.keys import HEARTBEAT_FILE_ENV, PREEMPTION_WAIT_S
+from generic_trainer.keys import PARENT_PID_ENV
 from generic_trainer.keys import VERIFIED_FOLDERS_ENV
 from generic_trainer.plan.request import TrainingRequest
 from generic_trainer.launch import stall_watch
@@ -151,15 +152,43 @@ def start(request_path: str, env: Dict[str, str],
   """Starts the child on `request_path`; it dies if this process dies, and
   gets the SIGTERM this process gets (`preemption.track`).
 
-  `wrap_preexec(die_with_parent)`, when given, returns the preexec_fn to
-  run instead (one that calls `die_with_parent` last; `private_network`).
+  `wrap_preexec(die_with_parent)`, when given, returns a preexec_fn to run
+  between fork and exec (one that calls `die_with_parent` last;
+  `private_network`). Without it there is no preexec_fn, and the child
+  asks for its death signal itself (`die_with_parent`): with a preexec_fn
+  Python forks with the process's fork handlers, and where gRPC is busy in
+  this process (Beam's runner after a Transform, an ML Metadata client)
+  its handlers can start a poller in the forked copy, whose descriptors
+  the copy then closes before exec: gRPC aborts it, and the child is
+  reported killed by SIGABRT before it began (3 of 300 starts beside busy
+  gRPC threads with the preexec_fn this used before, none without:
+  `tests/test_child_process_start.py`).
   """
-  die = _die_with_parent_fn()
+  env = dict(env, **{PARENT_PID_ENV: str(os.getpid())})
+  preexec = wrap_preexec(_die_with_parent_fn()) if wrap_preexec else None
   process = subprocess.Popen(
       [sys.executable, '-m', CHILD_MODULE, request_path], env=env,
-      preexec_fn=wrap_preexec(die) if wrap_preexec else die, **popen_kwargs)
+      preexec_fn=preexec, **popen_kwargs)
   preemption.track(process)
   return process
+
+
+def die_with_parent() -> None:
+  """In a child `start` started (`PARENT_PID_ENV` set), first thing: asks
+  the kernel to SIGKILL it when the thread that started it ends
+  (PR_SET_PDEATHSIG), then ends it at once, saying so, if that process
+  has already gone (the child was left to another parent meanwhile)."""
+  parent = os.environ.get(PARENT_PID_ENV)
+  if not parent:
+    return
+  die = _die_with_parent_fn()
+  if die is not None:
+    die()
+  if os.getppid() != int(parent):
+    sys.stderr.write(
+        f'The process that started this training (pid {parent}) ended '
+        'before it began; nothing was trained.\n')
+    raise SystemExit(1)
 
 
 def wait(process: subprocess.Popen,

@@ -25,6 +25,7 @@ from generic_trainer.training import attempt
 
 
 def main(request_path: str) -> int:
+  child_process.die_with_parent()  # Before anything else it does.
   try:  # Only a request that nobody else can have written.
     request = child_process.read_request(request_path)
   except UnsafeFolderError as e:

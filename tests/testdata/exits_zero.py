@@ -1,0 +1,1 @@
+"""A child program that does nothing: `python -m exits_zero ANY`."""
