@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 
 from generic_trainer.system import atomic_files
+from generic_trainer.system import paths
 from generic_trainer.system import removal
 from generic_trainer.system import scratch
 from generic_trainer.system import trust
@@ -309,14 +310,14 @@ class _readable:  # pylint: disable=invalid-name
     self._copy = None
 
   def __enter__(self) -> str:
-    if '://' not in self.folder:
+    if not paths.is_remote(self.folder):
       return self.folder
     self._copy = scratch.folder('checkpoint')
     local = self._copy.__enter__()
     for name in (VARIABLES_FILE, STATE_FILE, ARRAYS_FILE, WEIGHTS_FILE):
-      if name == WEIGHTS_FILE and not tf.io.gfile.exists(
+      if name in (VARIABLES_FILE, WEIGHTS_FILE) and not tf.io.gfile.exists(
           os.path.join(self.folder, name)):
-        continue  # Only an earlier release's checkpoint has it.
+        continue  # A checkpoint has one of the two (WEIGHTS_FILE: 0.2.0).
       try:
         tf.io.gfile.copy(os.path.join(self.folder, name),
                          os.path.join(local, name), overwrite=True)
