@@ -13,42 +13,26 @@ from conftest import REPO, command_env
 
 TESTDATA = os.path.join(REPO, 'tests', 'testdata')
 
-# Starts STARTS children with `child_process.start` while two threads keep
-# gRPC busy (a server, a channel, calls), as Beam's runner after a Transform
-# does in a pipeline's process; prints the exit statuses counted.
+# Starts STARTS children with `child_process.start` while gRPC is busy
+# (`busy_grpc`); prints the exit statuses counted.
 _BESIDE_BUSY_GRPC = textwrap.dedent('''
-    import collections, os, sys, threading
-    from concurrent import futures
-    import grpc
+    import collections, os, sys
+    import busy_grpc
     from generic_trainer.launch import child_process
 
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    port = server.add_insecure_port('127.0.0.1:0')
-    server.start()
-    channel = grpc.insecure_channel(f'127.0.0.1:{port}')
-    done = threading.Event()
-
-    def busy():
-      while not done.is_set():
-        try:
-          channel.unary_unary('/none/Call')(b'', timeout=0.05)
-        except grpc.RpcError:
-          pass
-
-    for _ in range(2):
-      threading.Thread(target=busy, daemon=True).start()
     child_process.CHILD_MODULE = 'exits_zero'
     statuses = collections.Counter()
-    for _ in range(int(sys.argv[1])):
-      statuses[child_process.start('unused', dict(os.environ)).wait()] += 1
-    done.set()
+    with busy_grpc.busy():
+      for _ in range(int(sys.argv[1])):
+        statuses[child_process.start('unused', dict(os.environ)).wait()] += 1
     print(dict(statuses))
     ''')
 
 
 def _env():
   env = command_env()
-  env['PYTHONPATH'] = os.pathsep.join([TESTDATA, env['PYTHONPATH']])
+  env['PYTHONPATH'] = os.pathsep.join(
+      [TESTDATA, os.path.join(REPO, 'tests'), env['PYTHONPATH']])
   return env
 
 

@@ -279,8 +279,11 @@ _DECIDES_THE_PROCESS = {'tf_keras', 'jax', 'jaxlib', 'tfx',
                         'ctypes'}
 # Modules that must import light: the package and its __init__s, what
 # users import (keys, errors, train_spec, heads, canned), and the command
-# up to its argument checks; with everything they import at top level.
+# up to its argument checks, and the program that puts a local worker in
+# its network (a thread a heavy import starts there makes the kernel
+# refuse it); with everything they import at top level.
 _LIGHT_ROOTS = ['generic_trainer.keys', 'generic_trainer.errors',
+                'generic_trainer.launch.network_entry',
                 'generic_trainer.trainspec.spec',
                 'generic_trainer.command.cli',
                 'generic_trainer.command.cli_args', 'generic_trainer.__main__']

@@ -122,6 +122,7 @@ def test_a_full_disk_while_caching_falls_back_to_reading_uncached(
 def test_the_workers_network_is_reachable_by_the_group_only(monkeypatch):
   """A port a worker listens on in the group's network is not listening
   in this machine's network; another worker of the group reaches it."""
+  from generic_trainer.launch import child_process  # pylint: disable=g-import-not-at-top
   from generic_trainer.launch import private_network  # pylint: disable=g-import-not-at-top
   # Asked afresh: an earlier test's group may have found that this
   # process's children cannot make one (local_cluster falls back then).
@@ -129,29 +130,37 @@ def test_the_workers_network_is_reachable_by_the_group_only(monkeypatch):
   why = private_network.available()
   if why:
     pytest.skip(f'no private network here: {why}')
-  server = subprocess.Popen([sys.executable, '-c', (
+  first = private_network.Entry()
+  server = subprocess.Popen(first.command([sys.executable, '-c', (
       'import socket\n'
       's = socket.socket(socket.AF_INET6)\n'
       's.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)\n'
       's.bind(("::", 20000)); s.listen()\n'  # As TF's gRPC server binds.
       'print("listening", flush=True)\n'
-      'c, _ = s.accept(); print(c.recv(5).decode(), flush=True)\n')],
-                            preexec_fn=private_network.create_fn(),
-                            stdout=subprocess.PIPE, text=True)
+      'c, _ = s.accept(); print(c.recv(5).decode(), flush=True)\n')]),
+                            pass_fds=first.pass_fds, stdout=subprocess.PIPE,
+                            text=True, env=child_process.child_env())
+  namespaces = ()
   try:
+    first.entered(server)
     assert server.stdout.readline().strip() == 'listening'
     assert 20000 in private_network.listening_ports(server.pid)
     assert 20000 not in private_network.listening_ports()
     with pytest.raises(OSError):
       socket.create_connection(('127.0.0.1', 20000), timeout=2).close()
-    client = subprocess.run([sys.executable, '-c', (
+    namespaces = private_network.namespaces(server.pid)
+    joiner = private_network.Entry(namespaces)
+    client = subprocess.Popen(joiner.command([sys.executable, '-c', (
         'import socket\n'
-        'socket.create_connection(("localhost", 20000)).send(b"hello")')],
-                            preexec_fn=private_network.join_fn(server.pid),
-                            timeout=30, check=False)
-    assert client.returncode == 0
+        'socket.create_connection(("localhost", 20000)).send(b"hello")')]),
+                              pass_fds=joiner.pass_fds,
+                              env=child_process.child_env())
+    joiner.entered(client)
+    assert client.wait(timeout=30) == 0
     assert server.stdout.readline().strip() == 'hello'
   finally:
+    for fd in namespaces:
+      os.close(fd)
     server.kill()
     server.wait()
 

@@ -7,7 +7,7 @@ entry point called), in a child process under the other Keras or on
 another Keras backend (`child_process`, whose program is
 `training.child`), or in N local worker processes (`local_cluster`, with
 `restarts`, `worker_process` and a network of their own:
-`private_network`), or in the pods of the job a Kubeflow step launches
+`private_network`, which each worker enters first, `network_entry`), or in the pods of the job a Kubeflow step launches
 (`kubeflow.step_job`). `cluster_environment` finds which cluster this
 process is in (TF_CONFIG, a JobSet, a Kubeflow step; else alone), one
 detector per environment of `plan.cluster` and the one reader of a

@@ -20,7 +20,7 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 import site
 import sysconfig
 
@@ -147,28 +147,28 @@ def child_env(overrides: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 
 
 def start(request_path: str, env: Dict[str, str],
-          wrap_preexec: Optional[Callable[[Any], Any]] = None,
+          wrap_command: Optional[Callable[[List[str]], List[str]]] = None,
           **popen_kwargs) -> subprocess.Popen:
   """Starts the child on `request_path`; it dies if this process dies, and
   gets the SIGTERM this process gets (`preemption.track`).
 
-  `wrap_preexec(die_with_parent)`, when given, returns a preexec_fn to run
-  between fork and exec (one that calls `die_with_parent` last;
-  `private_network`). Without it there is no preexec_fn, and the child
-  asks for its death signal itself (`die_with_parent`): with a preexec_fn
-  Python forks with the process's fork handlers, and where gRPC is busy in
-  this process (Beam's runner after a Transform, an ML Metadata client)
-  its handlers can start a poller in the forked copy, whose descriptors
-  the copy then closes before exec: gRPC aborts it, and the child is
-  reported killed by SIGABRT before it began (3 of 300 starts beside busy
-  gRPC threads with the preexec_fn this used before, none without:
+  `wrap_command(command)`, when given, returns the command to run instead,
+  one that execs `command` in the end (`private_network.Entry.command`).
+  Nothing runs between fork and exec (no preexec_fn): the child asks for
+  its death signal itself (`die_with_parent`). With a preexec_fn Python
+  forks with the process's fork handlers, and where gRPC is busy in this
+  process (Beam's runner after a Transform, an ML Metadata client) its
+  handlers can start a poller in the forked copy, whose descriptors the
+  copy then closes before exec: gRPC aborts it, and the child is reported
+  killed by SIGABRT before it began (3 of 300 starts beside busy gRPC
+  threads with the preexec_fn this used before, none without:
   `tests/test_child_process_start.py`).
   """
   env = dict(env, **{PARENT_PID_ENV: str(os.getpid())})
-  preexec = wrap_preexec(_die_with_parent_fn()) if wrap_preexec else None
+  command = [sys.executable, '-m', CHILD_MODULE, request_path]
   process = subprocess.Popen(
-      [sys.executable, '-m', CHILD_MODULE, request_path], env=env,
-      preexec_fn=preexec, **popen_kwargs)
+      wrap_command(command) if wrap_command else command, env=env,
+      **popen_kwargs)
   preemption.track(process)
   return process
 
@@ -276,12 +276,8 @@ def _installed(folder: str) -> bool:
 
 
 def _die_with_parent_fn():
-  """A function for Popen's preexec_fn that sets PR_SET_PDEATHSIG, or None.
-
-  libc is loaded here, in the parent: between fork and exec the child only
-  makes the call (loading a library there can deadlock when the parent has
-  threads, as it does while it streams workers' logs).
-  """
+  """A function that sets PR_SET_PDEATHSIG (SIGKILL) for this process, or
+  None where libc has no prctl."""
   try:
     prctl = ctypes.CDLL('libc.so.6', use_errno=True).prctl
   except (OSError, AttributeError):

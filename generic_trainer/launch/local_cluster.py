@@ -242,55 +242,45 @@ def _run_group(request: TrainingRequest, count: int,
                  '' if reservation else ', in a network of their own',
                  logs_dir)
     group = LocalGroup(ports, root)
-    for index in range(count):
-      worker_dir = os.path.join(root, f'worker-{index}')
-      os.mkdir(worker_dir, 0o700)  # Private: the child checks (`read_request`).
-      # A worker that is not the chief exports into scratch of its own
-      # (its attempt's role says so); the chief into the staging folder.
-      member = group.member(index)
-      worker_request = request.for_member(member)
-      request_path = os.path.join(worker_dir, 'request.json')
-      result = os.path.join(worker_dir, 'result.json')
-      log_path = os.path.join(worker_dir, 'output.log')
-      child_process.write_request(request_path, worker_request, result)
-      env = child_process.child_env({
-          **request.plan.child_env(),
-          **cluster_environment.member_environ(member),
-          **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
-          HEARTBEAT_FILE_ENV: os.path.join(worker_dir,
-                                           stall_watch.HEARTBEAT_FILE),
-      })
-      if reservation:
-        network = None
-      elif index == 0:
-        network = lambda die: private_network.create_fn(then=die)
-      else:
-        first = workers[0].process.pid
-        network = lambda die, first=first: private_network.join_fn(
-            first, then=die)
-      # A log the worker appends to, read back by `worker_process.Worker._stream`.
-      log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
-                    os.O_APPEND | os.O_CLOEXEC, 0o600)
-      try:
-        process = child_process.start(
-            request_path, env, wrap_preexec=network, stdout=log,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-      except subprocess.SubprocessError as e:
-        if network is None:
-          raise
-        # The probe's fresh process could make a namespace; this one's
-        # children cannot (seen: unshare EINVAL under a LocalDagRunner
-        # pipeline's threads). Start this group again on reserved ports;
-        # the next group tries a private network again.
-        worker_process.stop_all(workers)
-        workers.clear()
-        stack.close()
-        return _run_group(request, count, (
-            f'starting worker {index} in a private network failed ({e}), '
-            'so this group (only) runs on reserved ports of this machine'))
-      finally:
-        os.close(log)
-      workers.append(worker_process.Worker(index, process, result, log_path))
+    namespaces: List[int] = []  # The group's network, once worker 0 made it.
+    stack.callback(_close_all, namespaces)
+    index = 0
+    try:
+      for index in range(count):
+        worker_dir = os.path.join(root, f'worker-{index}')
+        os.mkdir(worker_dir, 0o700)  # Private: the child checks (`read_request`).
+        # A worker that is not the chief exports into scratch of its own
+        # (its attempt's role says so); the chief into the staging folder.
+        member = group.member(index)
+        worker_request = request.for_member(member)
+        request_path = os.path.join(worker_dir, 'request.json')
+        result = os.path.join(worker_dir, 'result.json')
+        log_path = os.path.join(worker_dir, 'output.log')
+        child_process.write_request(request_path, worker_request, result)
+        env = child_process.child_env({
+            **request.plan.child_env(),
+            **cluster_environment.member_environ(member),
+            **({'TF_GRPC_REUSE_PORT': '1'} if reservation else {}),
+            HEARTBEAT_FILE_ENV: os.path.join(worker_dir,
+                                             stall_watch.HEARTBEAT_FILE),
+        })
+        entry = None if reservation else private_network.Entry(
+            tuple(namespaces) or None)
+        process = _start(request_path, env, log_path, entry)
+        workers.append(worker_process.Worker(index, process, result,
+                                             log_path))
+        if entry and not namespaces:
+          namespaces.extend(private_network.namespaces(process.pid))
+    except private_network.NotEntered as e:
+      # The probe's fresh process could make a namespace; this worker
+      # could not. Start this group again on reserved ports; the next
+      # group tries a private network again.
+      worker_process.stop_all(workers)
+      workers.clear()
+      stack.close()
+      return _run_group(request, count, (
+          f'starting worker {index} in a private network failed ({e}), '
+          'so this group (only) runs on reserved ports of this machine'))
     watch = stall_watch.StallWatch(
         [f'worker {w.index}' for w in workers],
         [os.path.join(root, f'worker-{w.index}', stall_watch.HEARTBEAT_FILE)
@@ -303,6 +293,42 @@ def _run_group(request: TrainingRequest, count: int,
         'seconds': w.seconds,
         'replicas_in_sync': w.report().get('replicas_in_sync'),
     } for w in workers], failure, grow
+
+
+def _start(request_path: str, env: Dict[str, str], log_path: str,
+           entry: Optional[private_network.Entry]):
+  """Starts one worker on `request_path`, its output appended to the new
+  file `log_path` (read back by `worker_process.Worker._stream`); with
+  `entry`, in the group's network, returning once it is in.
+
+  Raises:
+    private_network.NotEntered: it could not enter (it was killed).
+  """
+  log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
+                os.O_APPEND | os.O_CLOEXEC, 0o600)
+  try:
+    process = child_process.start(
+        request_path, env, wrap_command=entry.command if entry else None,
+        pass_fds=entry.pass_fds if entry else (), stdout=log,
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if entry:
+      try:
+        entry.entered(process)
+      except private_network.NotEntered:
+        process.kill()
+        process.wait()
+        raise
+  finally:
+    os.close(log)
+    if entry:
+      entry.close()
+  return process
+
+
+def _close_all(fds: List[int]) -> None:
+  for fd in fds:
+    os.close(fd)
+  fds.clear()
 
 
 def _wait(workers: List[worker_process.Worker], request: TrainingRequest,

@@ -26,30 +26,45 @@ artifacts or checkpoints on an object store, paths with '://'), saying
 what to do; `keys.WORKER_NETWORK_ENV`=host runs the workers on this
 machine's network instead (`why_public`), reachable from it.
 
-The functions returned by `create_fn` and `join_fn` run in the child
-between fork and exec (Popen's preexec_fn): they make system calls through
-a libc loaded beforehand, write three /proc files and bring loopback up,
-nothing that takes a lock another thread of the parent could hold.
+A worker enters the network itself, first thing, before it becomes the
+training process: `Entry` starts `python -m
+generic_trainer.launch.network_entry`, which calls `create` or `join` while
+its process has one thread (the kernel refuses a threaded process a new
+user namespace: EINVAL), reports through a pipe, then execs the worker's
+program. Nothing runs between fork and exec: a preexec_fn would make Python
+fork with the process's fork handlers, and where gRPC is busy in the
+starting process (Beam's runner after a Transform) its handlers start a
+poller thread in the forked copy, so the unshare there failed with EINVAL
+or gRPC aborted the copy (`tests/test_child_process_start.py`). The
+joiners get the first worker's namespaces as descriptors opened by the
+parent while that worker is its unreaped child, never by a pid of their
+own choosing.
 """
 
-import ctypes
 import fcntl
 import os
+import select
 import socket
 import struct
 import subprocess
 import sys
-from typing import Callable, List, Optional
+import time
+from typing import List, Optional, Sequence, Tuple
+
 from generic_trainer import errors
 from generic_trainer.keys import WORKER_NETWORK_ENV, WORKER_NETWORKS
 from generic_trainer.launch import child_process
+from generic_trainer.system.lazy import ctypes
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _PROBE = ('from generic_trainer.launch import private_network as p\n'
-          'p.create_fn()()\n'
+          'p.create()\n'
           'print(p.loopback_only())')
+ENTRY_MODULE = 'generic_trainer.launch.network_entry'
+ENTERED = 'entered'  # What `network_entry` reports once it is in.
+ENTRY_WAIT_S = 60.0  # A fresh Python reaches it in well under a second.
 
 _available: Optional[str] = None  # '' when available, else why not.
 
@@ -120,44 +135,128 @@ def check_outside_paths(outside: List[str], count: int) -> None:
       '(docs/threat-model.md). Nothing was started.')
 
 
-def create_fn(then: Optional[Callable[[], None]] = None):
-  """A preexec_fn that moves the child into a new user and network
-  namespace, loopback up, then calls `then`."""
+class NotEntered(OSError):
+  """A worker could not enter the group's network (its reason); the
+  group falls back to reserved ports (`local_cluster`)."""
+
+
+class Entry:
+  """Starting one worker in the group's network, for the parent: the
+  command that enters it first (`command`), the descriptors it needs
+  (`pass_fds`), and the wait until it is in (`entered`).
+
+  The first worker's `Entry()` creates the network; the others'
+  `Entry(namespaces(first_pid))` join it.
+  """
+
+  def __init__(self, join: Optional[Tuple[int, int]] = None):
+    self._join = join  # The group's user and network namespace descriptors.
+    self._read, self._write = os.pipe()
+
+  def command(self, program: Sequence[str]) -> List[str]:
+    """The command that enters the network, then execs `program`."""
+    how = (['join', str(self._join[0]), str(self._join[1])] if self._join
+           else ['create'])
+    return [sys.executable, '-m', ENTRY_MODULE, str(self._write), *how,
+            '--', *program]
+
+  @property
+  def pass_fds(self) -> Tuple[int, ...]:
+    return (self._write,) + tuple(self._join or ())
+
+  def entered(self, process: subprocess.Popen,
+              wait_s: float = ENTRY_WAIT_S) -> None:
+    """Waits until `process` (started with `command`) is in the network.
+
+    Raises:
+      NotEntered: it reported why not, or ended, or took `wait_s`.
+    """
+    self._close_write()
+    said, deadline = b'', time.monotonic() + wait_s
+    try:
+      while time.monotonic() < deadline:
+        ready, _, _ = select.select([self._read], [], [],
+                                    max(0.0, deadline - time.monotonic()))
+        chunk = os.read(self._read, 4096) if ready else b''
+        if ready and not chunk:
+          break  # The entry closed its end: it execs, or it ended.
+        said += chunk
+      else:
+        raise NotEntered(f'the worker was not in the network after '
+                         f'{wait_s:.0f} s')
+    finally:
+      self.close()
+    text = said.decode(errors='replace').strip()
+    if text != ENTERED:
+      code = process.poll()
+      raise NotEntered(text or 'the worker ended before it entered the '
+                       f'network (status {code})')
+
+  def close(self) -> None:
+    """Closes the pipe (idempotent)."""
+    self._close_write()
+    if self._read >= 0:
+      os.close(self._read)
+      self._read = -1
+
+  def _close_write(self) -> None:
+    if self._write >= 0:
+      os.close(self._write)
+      self._write = -1
+
+
+def namespaces(pid: int) -> Tuple[int, int]:
+  """Descriptors of the user and network namespaces of process `pid` (a
+  worker this process started and has not reaped, so the pid is still
+  that worker's), for the workers that join it; close them once they
+  have started.
+
+  Raises:
+    NotEntered: they cannot be opened (the worker ended).
+  """
+  opened: List[int] = []
+  try:
+    for kind in ('user', 'net'):
+      opened.append(os.open(f'/proc/{pid}/ns/{kind}',
+                            os.O_RDONLY | os.O_CLOEXEC))
+  except OSError as e:
+    for fd in opened:
+      os.close(fd)
+    raise NotEntered(f"the first worker's network cannot be joined: {e}")
+  return opened[0], opened[1]
+
+
+def create() -> None:
+  """Moves this process (single-threaded) into a new user and network
+  namespace, its user and group mapped to themselves, loopback up.
+
+  Raises:
+    OSError: the kernel refused (its reason).
+  """
   libc = ctypes.CDLL(None, use_errno=True)
   uid, gid = os.geteuid(), os.getegid()
-
-  def create():
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-      raise OSError(ctypes.get_errno(), 'unshare(CLONE_NEWUSER|CLONE_NEWNET)'
-                    ' failed: ' + os.strerror(ctypes.get_errno()))
-    _write('/proc/self/setgroups', 'deny')
-    _write('/proc/self/uid_map', f'{uid} {uid} 1')
-    _write('/proc/self/gid_map', f'{gid} {gid} 1')
-    _loopback_up()
-    if then:
-      then()
-
-  return create
+  if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+    raise OSError(ctypes.get_errno(), 'unshare(CLONE_NEWUSER|CLONE_NEWNET)'
+                  ' failed: ' + os.strerror(ctypes.get_errno()))
+  _write('/proc/self/setgroups', 'deny')
+  _write('/proc/self/uid_map', f'{uid} {uid} 1')
+  _write('/proc/self/gid_map', f'{gid} {gid} 1')
+  _loopback_up()
 
 
-def join_fn(pid: int, then: Optional[Callable[[], None]] = None):
-  """A preexec_fn that moves the child into the namespaces of process
-  `pid` (made by `create_fn`), then calls `then`."""
+def join(user_fd: int, net_fd: int) -> None:
+  """Moves this process (single-threaded) into the user and network
+  namespaces `user_fd` and `net_fd` (from `namespaces`).
+
+  Raises:
+    OSError: the kernel refused (its reason).
+  """
   libc = ctypes.CDLL(None, use_errno=True)
-
-  def join():
-    for kind, flag in (('user', CLONE_NEWUSER), ('net', CLONE_NEWNET)):
-      fd = os.open(f'/proc/{pid}/ns/{kind}', os.O_RDONLY | os.O_CLOEXEC)
-      try:
-        if libc.setns(fd, flag) != 0:
-          raise OSError(ctypes.get_errno(), f'setns({kind}) failed: ' +
-                        os.strerror(ctypes.get_errno()))
-      finally:
-        os.close(fd)
-    if then:
-      then()
-
-  return join
+  for kind, fd, flag in (('user', user_fd, CLONE_NEWUSER),
+                         ('net', net_fd, CLONE_NEWNET)):
+    if libc.setns(fd, flag) != 0:
+      raise OSError(ctypes.get_errno(), f'setns({kind}) failed: ' +
+                    os.strerror(ctypes.get_errno()))
 
 
 def loopback_only() -> bool:

@@ -1,0 +1,44 @@
+"""The first program of a local worker in a private network:
+`python -m generic_trainer.launch.network_entry READY create|join [USER NET] -- PROGRAM...`.
+
+`private_network.Entry` starts it. While its process has a single thread
+(nothing imported here starts one), it asks to die with its parent, then
+creates the group's network (`create`) or joins it through the namespace
+descriptors USER and NET (`join`), writes `private_network.ENTERED` or why
+not to the pipe READY, closes every descriptor it was given, and execs
+PROGRAM in the same process: the worker's training program, whose pid the
+parent already watches.
+"""
+
+import os
+import sys
+from typing import List
+
+from generic_trainer.launch import child_process
+from generic_trainer.launch import private_network
+
+
+def main(argv: List[str]) -> int:
+  child_process.die_with_parent()  # Before anything else it does.
+  split = argv.index('--')
+  ready, how, fds = int(argv[0]), argv[1], [int(a) for a in argv[2:split]]
+  program = argv[split + 1:]
+  try:
+    if how == 'create':
+      private_network.create()
+    else:
+      private_network.join(*fds)
+  except OSError as e:
+    os.write(ready, str(e).encode())
+    return 1
+  finally:
+    for fd in fds:
+      os.close(fd)
+  os.write(ready, private_network.ENTERED.encode())
+  os.close(ready)
+  os.execv(program[0], program)
+  return 1  # Not reached: execv replaces this program or raises.
+
+
+if __name__ == '__main__':
+  sys.exit(main(sys.argv[1:]))
