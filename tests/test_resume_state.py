@@ -377,7 +377,7 @@ def test_a_checkpoint_an_earlier_release_wrote_resumes_to_the_same_weights(
   """Releases up to 0.2.0 saved the variables with Keras's save_weights
   (model.weights.h5, no `variables` in state.json); such a checkpoint
   still resumes, and to the weights of the same checkpoint in today's
-  layout."""
+  layout; either layout also on an object store."""
   data = (penguin_csvs[0],)
   keras.utils.set_random_seed(3)
   checkpoint, left = _killed_at_step(EveryFourSteps, tmp_path, data, 30,
@@ -388,6 +388,7 @@ def test_a_checkpoint_an_earlier_release_wrote_resumes_to_the_same_weights(
     state = json.load(f)
   kept = str(tmp_path / 'kept')
   shutil.copytree(checkpoint, kept)
+  remote_today = _to_object_store(kept, tmp_path.name + '-today')
   today = Estimator(EveryFourSteps, str(tmp_path / 'today'))
   today.checkpoint_dir = kept
   today.train(*data, steps=30)
@@ -403,6 +404,7 @@ def test_a_checkpoint_an_earlier_release_wrote_resumes_to_the_same_weights(
   del state['variables']
   with open(os.path.join(folder, 'state.json'), 'w') as f:
     json.dump(state, f)
+  remote_earlier = _to_object_store(checkpoint, tmp_path.name + '-earlier')
   earlier = Estimator(EveryFourSteps, str(tmp_path / 'earlier'))
   earlier.checkpoint_dir = checkpoint
   result = earlier.train(*data, steps=30)
@@ -410,6 +412,29 @@ def test_a_checkpoint_an_earlier_release_wrote_resumes_to_the_same_weights(
   for ours, theirs in zip(earlier.spec.model.get_weights(),
                           today.spec.model.get_weights()):
     np.testing.assert_array_equal(ours, theirs)
+
+  # Both layouts, on an object store (TensorFlow's ram://): copied into
+  # local scratch, then read as above, to the same weights.
+  for name, source in (('today', remote_today),
+                       ('earlier', remote_earlier)):
+    remote = Estimator(EveryFourSteps, str(tmp_path / f'remote-{name}'))
+    remote.checkpoint_dir = source
+    assert remote.train(*data, steps=30)['resumed_from_step'] == 12, name
+    for ours, theirs in zip(remote.spec.model.get_weights(),
+                            today.spec.model.get_weights()):
+      np.testing.assert_array_equal(ours, theirs)
+
+
+def _to_object_store(local: str, bucket: str) -> str:
+  """A copy of the checkpoint folder `local` in ram://`bucket`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  remote = f'ram://{bucket}/resume'
+  for folder, _, files in os.walk(local):
+    target = remote + folder[len(local):]
+    tf.io.gfile.makedirs(target)
+    for name in files:
+      tf.io.gfile.copy(os.path.join(folder, name), f'{target}/{name}')
+  return remote
 
 
 def test_a_checkpoint_of_another_model_is_refused_saying_what_differs(
