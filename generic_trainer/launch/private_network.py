@@ -173,10 +173,11 @@ class Entry:
     """
     self._close_write()
     said, deadline = b'', time.monotonic() + wait_s
+    poll = select.poll()  # Not select(): this descriptor may be > 1023.
+    poll.register(self._read, select.POLLIN)
     try:
       while time.monotonic() < deadline:
-        ready, _, _ = select.select([self._read], [], [],
-                                    max(0.0, deadline - time.monotonic()))
+        ready = poll.poll(max(0, deadline - time.monotonic()) * 1000)
         chunk = os.read(self._read, 4096) if ready else b''
         if ready and not chunk:
           break  # The entry closed its end: it execs, or it ended.
