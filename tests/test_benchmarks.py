@@ -247,3 +247,18 @@ def test_gc_passes_lists_the_commands_full_collections(tmp_path):
   # freezes: no pass before the first step scans the imports' objects.
   assert all(p['frozen'] > 100_000 for p in passes
              if p['before_first_step']), passes
+
+
+def test_worker_entry_benchmark_runs(tmp_path):
+  """What entering the private network adds to a worker's start, measured
+  once: both starts timed, and the program ran through the entry."""
+  from generic_trainer.launch import private_network  # pylint: disable=g-import-not-at-top
+  if private_network.available():
+    pytest.skip(f'no private network here: {private_network.available()}')
+  out = tmp_path / 'worker-entry.json'
+  subprocess.run([sys.executable, '-m', 'benchmarks.worker_entry',
+                  '--repeats', '1', '--out', str(out)], cwd=REPO, check=True,
+                 timeout=300, capture_output=True)
+  report = json.loads(out.read_text())
+  for name in ('plain_start_s', 'entered_start_s'):
+    assert math.isfinite(report[name]) and report[name] > 0, name
