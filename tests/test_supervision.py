@@ -168,6 +168,26 @@ def test_a_failed_private_network_start_changes_that_group_only(
   assert fake_workers()[1]['interfaces'] == ['lo']
 
 
+def test_a_sigterm_while_a_worker_enters_its_network_starts_no_other_group(
+    tmp_path, monkeypatch, fake_workers, caplog):
+  """A SIGTERM that came while a worker was entering the network (the
+  entry, which has no handler, ends of it): the training stops as
+  preempted; no group is started on reserved ports in its place."""
+  from generic_trainer.launch import local_cluster  # pylint: disable=g-import-not-at-top
+  from generic_trainer.launch import private_network  # pylint: disable=g-import-not-at-top
+  from generic_trainer.system import preemption  # pylint: disable=g-import-not-at-top
+  if private_network.available():
+    pytest.skip('no private network here: ' + private_network.available())
+  monkeypatch.setenv('PYTHONPATH', os.pathsep.join(
+      [os.path.join(TESTDATA, 'threaded_start'), TESTDATA]))
+  monkeypatch.setattr(preemption, 'requested', lambda: True)
+  with caplog.at_level(logging.WARNING):
+    with pytest.raises(errors.PreemptedError):
+      local_cluster.run(_request(tmp_path, 2))
+  assert 'reserved ports' not in caplog.text
+  assert not fake_workers()
+
+
 def test_private_network_workers_start_beside_busy_grpc_threads(
     tmp_path, monkeypatch, fake_workers, caplog):
   """Groups started by a process whose gRPC is busy (a pipeline's, after

@@ -272,10 +272,12 @@ def _run_group(request: TrainingRequest, count: int,
         if entry and not namespaces:
           namespaces.extend(private_network.namespaces(process.pid))
     except private_network.NotEntered as e:
+      worker_process.stop_all(workers)
+      if preemption.requested():  # The SIGTERM ended it: `run` says so.
+        return [], None, None
       # The probe's fresh process could make a namespace; this worker
       # could not. Start this group again on reserved ports; the next
       # group tries a private network again.
-      worker_process.stop_all(workers)
       workers.clear()
       stack.close()
       return _run_group(request, count, (
