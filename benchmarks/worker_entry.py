@@ -34,7 +34,8 @@ def _once(entered: bool, env) -> float:
     entry = private_network.Entry()
     process = subprocess.Popen(entry.command(_PROGRAM), pass_fds=entry.pass_fds,
                                env=env)
-    entry.entered(process)
+    for fd in entry.entered(process):  # The namespaces it made.
+      os.close(fd)
   else:
     process = subprocess.Popen(_PROGRAM, env=env)
   if process.wait() != 0:

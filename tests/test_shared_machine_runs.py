@@ -142,13 +142,12 @@ def test_the_workers_network_is_reachable_by_the_group_only(monkeypatch):
                             text=True, env=child_process.child_env())
   namespaces = ()
   try:
-    first.entered(server)
+    namespaces = first.entered(server)
     assert server.stdout.readline().strip() == 'listening'
     assert 20000 in private_network.listening_ports(server.pid)
     assert 20000 not in private_network.listening_ports()
     with pytest.raises(OSError):
       socket.create_connection(('127.0.0.1', 20000), timeout=2).close()
-    namespaces = private_network.namespaces(server.pid)
     joiner = private_network.Entry(namespaces)
     client = subprocess.Popen(joiner.command([sys.executable, '-c', (
         'import socket\n'

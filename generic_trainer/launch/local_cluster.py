@@ -266,11 +266,10 @@ def _run_group(request: TrainingRequest, count: int,
         })
         entry = None if reservation else private_network.Entry(
             tuple(namespaces) or None)
-        process = _start(request_path, env, log_path, entry)
+        process, made = _start(request_path, env, log_path, entry)
+        namespaces.extend(made)
         workers.append(worker_process.Worker(index, process, result,
                                              log_path))
-        if entry and not namespaces:
-          namespaces.extend(private_network.namespaces(process.pid))
     except private_network.NotEntered as e:
       worker_process.stop_all(workers)
       if preemption.requested():  # The SIGTERM ended it: `run` says so.
@@ -301,13 +300,15 @@ def _start(request_path: str, env: Dict[str, str], log_path: str,
            entry: Optional[private_network.Entry]):
   """Starts one worker on `request_path`, its output appended to the new
   file `log_path` (read back by `worker_process.Worker._stream`); with
-  `entry`, in the group's network, returning once it is in.
+  `entry`, in the group's network, returning once it is in. Returns the
+  process, and descriptors of the namespaces it made (else ()).
 
   Raises:
     private_network.NotEntered: it could not enter (it was killed).
   """
   log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
                 os.O_APPEND | os.O_CLOEXEC, 0o600)
+  made = ()
   try:
     process = child_process.start(
         request_path, env, wrap_command=entry.command if entry else None,
@@ -315,7 +316,7 @@ def _start(request_path: str, env: Dict[str, str], log_path: str,
         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if entry:
       try:
-        entry.entered(process)
+        made = entry.entered(process)
       except private_network.NotEntered:
         process.kill()
         process.wait()
@@ -324,7 +325,7 @@ def _start(request_path: str, env: Dict[str, str], log_path: str,
     os.close(log)
     if entry:
       entry.close()
-  return process
+  return process, made
 
 
 def _close_all(fds: List[int]) -> None:

@@ -4,8 +4,9 @@
 `private_network.Entry` starts it. While its process has a single thread
 (nothing imported here starts one), it asks to die with its parent, then
 creates the group's network (`create`) or joins it through the namespace
-descriptors USER and NET (`join`), writes `private_network.ENTERED` or why
-not to the pipe READY, closes every descriptor it was given, and execs
+descriptors USER and NET (`join`), says `private_network.ENTERED` (with
+descriptors of the namespaces it created) or why not on the Unix socket
+READY, closes every descriptor it was given, and execs
 PROGRAM in the same process: the worker's training program, whose pid the
 parent already watches.
 """
@@ -29,13 +30,12 @@ def main(argv: List[str]) -> int:
     else:
       private_network.join(*fds)
   except OSError as e:
-    os.write(ready, str(e).encode())
+    private_network.send_refusal(ready, str(e))
     return 1
   finally:
     for fd in fds:
       os.close(fd)
-  os.write(ready, private_network.ENTERED.encode())
-  os.close(ready)
+  private_network.send_entered(ready, created=how == 'create')
   os.execv(program[0], program)
   return 1  # Not reached: execv replaces this program or raises.
 

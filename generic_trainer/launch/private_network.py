@@ -30,20 +30,20 @@ A worker enters the network itself, first thing, before it becomes the
 training process: `Entry` starts `python -m
 generic_trainer.launch.network_entry`, which calls `create` or `join` while
 its process has one thread (the kernel refuses a threaded process a new
-user namespace: EINVAL), reports through a pipe, then execs the worker's
+user namespace: EINVAL), reports on a Unix socket, then execs the worker's
 program. Nothing runs between fork and exec: a preexec_fn would make Python
 fork with the process's fork handlers, and where gRPC is busy in the
 starting process (Beam's runner after a Transform) its handlers start a
 poller thread in the forked copy, so the unshare there failed with EINVAL
 or gRPC aborted the copy (`tests/test_child_process_start.py`). The
-joiners get the first worker's namespaces as descriptors opened by the
-parent while that worker is its unreaped child, never by a pid of their
-own choosing.
+first worker sends descriptors of the namespaces it made with its report
+(SCM_RIGHTS); the others join through those, never through a pid, so a
+first worker that has already ended (or a pid used again) changes
+nothing.
 """
 
 import fcntl
 import os
-import select
 import socket
 import struct
 import subprocess
@@ -145,86 +145,93 @@ class Entry:
   command that enters it first (`command`), the descriptors it needs
   (`pass_fds`), and the wait until it is in (`entered`).
 
-  The first worker's `Entry()` creates the network; the others'
-  `Entry(namespaces(first_pid))` join it.
+  The first worker's `Entry()` creates the network, and `entered` returns
+  descriptors of its namespaces, which the worker sent over a Unix socket
+  once in (SCM_RIGHTS; they stay valid whenever the worker ends); the
+  others' `Entry(those)` join it.
   """
 
-  def __init__(self, join: Optional[Tuple[int, int]] = None):
+  def __init__(self, join: Optional[Tuple[int, ...]] = None):
     self._join = join  # The group's user and network namespace descriptors.
-    self._read, self._write = os.pipe()
+    self._ours, self._theirs = socket.socketpair(socket.AF_UNIX,
+                                                 socket.SOCK_STREAM)
 
   def command(self, program: Sequence[str]) -> List[str]:
     """The command that enters the network, then execs `program`."""
     how = (['join', str(self._join[0]), str(self._join[1])] if self._join
            else ['create'])
-    return [sys.executable, '-m', ENTRY_MODULE, str(self._write), *how,
-            '--', *program]
+    return [sys.executable, '-m', ENTRY_MODULE, str(self._theirs.fileno()),
+            *how, '--', *program]
 
   @property
   def pass_fds(self) -> Tuple[int, ...]:
-    return (self._write,) + tuple(self._join or ())
+    return (self._theirs.fileno(),) + tuple(self._join or ())
 
   def entered(self, process: subprocess.Popen,
-              wait_s: float = ENTRY_WAIT_S) -> None:
-    """Waits until `process` (started with `command`) is in the network.
+              wait_s: float = ENTRY_WAIT_S) -> Tuple[int, ...]:
+    """Waits until `process` (started with `command`) is in the network;
+    returns descriptors of its user and network namespaces when it made
+    them (close them once the group's workers have started), else ().
 
     Raises:
       NotEntered: it reported why not, or ended, or took `wait_s`.
     """
-    self._close_write()
-    said, deadline = b'', time.monotonic() + wait_s
-    poll = select.poll()  # Not select(): this descriptor may be > 1023.
-    poll.register(self._read, select.POLLIN)
+    self._theirs.close()
+    said, fds, deadline = b'', [], time.monotonic() + wait_s
     try:
-      while time.monotonic() < deadline:
-        ready = poll.poll(max(0, deadline - time.monotonic()) * 1000)
-        chunk = os.read(self._read, 4096) if ready else b''
-        if ready and not chunk:
+      while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+          raise NotEntered(f'the worker was not in the network after '
+                           f'{wait_s:.0f} s')
+        self._ours.settimeout(left)  # Polls: any descriptor number.
+        try:
+          chunk, got, _, _ = socket.recv_fds(self._ours, 4096, 2)
+        except socket.timeout:
+          continue
+        fds += got
+        if not chunk:
           break  # The entry closed its end: it execs, or it ended.
         said += chunk
-      else:
-        raise NotEntered(f'the worker was not in the network after '
-                         f'{wait_s:.0f} s')
+      text = said.decode(errors='replace').strip()
+      if text != ENTERED:
+        raise NotEntered(text or 'the worker ended before it entered the '
+                         f'network (status {process.poll()})')
+    except BaseException:
+      for fd in fds:
+        os.close(fd)
+      raise
     finally:
       self.close()
-    text = said.decode(errors='replace').strip()
-    if text != ENTERED:
-      code = process.poll()
-      raise NotEntered(text or 'the worker ended before it entered the '
-                       f'network (status {code})')
+    return tuple(fds)
 
   def close(self) -> None:
-    """Closes the pipe (idempotent)."""
-    self._close_write()
-    if self._read >= 0:
-      os.close(self._read)
-      self._read = -1
-
-  def _close_write(self) -> None:
-    if self._write >= 0:
-      os.close(self._write)
-      self._write = -1
+    """Closes the socket (idempotent)."""
+    self._theirs.close()
+    self._ours.close()
 
 
-def namespaces(pid: int) -> Tuple[int, int]:
-  """Descriptors of the user and network namespaces of process `pid` (a
-  worker this process started and has not reaped, so the pid is still
-  that worker's), for the workers that join it; close them once they
-  have started.
+def send_entered(ready: int, created: bool) -> None:
+  """In the entry, once in: says so on the socket `ready` (closed after),
+  with descriptors of this process's new namespaces when it `created`
+  them."""
+  with socket.socket(fileno=ready) as sock:
+    if not created:
+      sock.sendall(ENTERED.encode())
+      return
+    opened = [os.open(f'/proc/self/ns/{kind}', os.O_RDONLY | os.O_CLOEXEC)
+              for kind in ('user', 'net')]
+    try:
+      socket.send_fds(sock, [ENTERED.encode()], opened)
+    finally:
+      for fd in opened:
+        os.close(fd)
 
-  Raises:
-    NotEntered: they cannot be opened (the worker ended).
-  """
-  opened: List[int] = []
-  try:
-    for kind in ('user', 'net'):
-      opened.append(os.open(f'/proc/{pid}/ns/{kind}',
-                            os.O_RDONLY | os.O_CLOEXEC))
-  except OSError as e:
-    for fd in opened:
-      os.close(fd)
-    raise NotEntered(f"the first worker's network cannot be joined: {e}")
-  return opened[0], opened[1]
+
+def send_refusal(ready: int, why: str) -> None:
+  """In the entry, when the kernel refused: says why on `ready`."""
+  with socket.socket(fileno=ready) as sock:
+    sock.sendall(why.encode())
 
 
 def create() -> None:
