@@ -24,6 +24,7 @@ import time
 from benchmarks.variants import cpu_name
 from generic_trainer.launch import child_process
 from generic_trainer.launch import private_network
+from generic_trainer.system import atomic_files
 
 _PROGRAM = [sys.executable, '-c', 'pass']
 
@@ -69,8 +70,7 @@ def main(argv=None) -> int:
   text = json.dumps(report, indent=1)
   print(text)
   if args.out:
-    with open(args.out, 'w') as f:
-      f.write(text + '\n')
+    atomic_files.write_text(args.out, text + '\n')
   return 0
 
 
